@@ -1,0 +1,163 @@
+/* runtime.h — the C API of the runtime: the stable ABI, modelled on the CUDA runtime API. */
+#ifndef RUNTIME_RUNTIME_H
+#define RUNTIME_RUNTIME_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#if defined(_WIN32)
+#  define RT_API __declspec(dllimport)
+#elif defined(RUNTIME_BUILDING_LIBRARY)
+#  define RT_API __attribute__((visibility("default")))
+#else
+#  define RT_API
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define RUNTIME_VERSION_MAJOR 0
+#define RUNTIME_VERSION_MINOR 1
+#define RUNTIME_VERSION_PATCH 0
+
+/* ---------------------------------------------------------------- errors */
+
+typedef enum rtError {
+    RT_SUCCESS = 0,
+    RT_ERROR_INVALID_VALUE = 1,    /* an argument is wrong: null, out of range, contradictory */
+    RT_ERROR_INVALID_DEVICE = 2,   /* no device with that index */
+    RT_ERROR_INVALID_HANDLE = 3,   /* a stream/event/module handle that is not alive */
+    RT_ERROR_OUT_OF_MEMORY = 4,    /* the device (or host) cannot hold the allocation */
+    RT_ERROR_NOT_READY = 5,        /* queried work has not completed yet (not a failure) */
+    RT_ERROR_COMPILE_FAILED = 6,   /* a kernel source did not compile */
+    RT_ERROR_LAUNCH_FAILED = 7,    /* queued work failed; reported by the next synchronize/query */
+    RT_ERROR_NOT_SUPPORTED = 8,    /* the device or build cannot do this */
+    RT_ERROR_NOT_FOUND = 9,        /* a named symbol (kernel) does not exist */
+    RT_ERROR_UNKNOWN = 999
+} rtError_t;
+
+/** Constant name of the code, e.g. "RT_ERROR_INVALID_VALUE"; "RT_ERROR_UNRECOGNIZED" if unknown. */
+RT_API const char* rtGetErrorName(rtError_t error);
+/** Constant one-line description of the code. */
+RT_API const char* rtGetErrorString(rtError_t error);
+/** Detail of the last failed call on this thread ("" if none): what was wrong, what was expected.
+ *  Valid until the next failing call on this thread. Successful calls do not clear it. */
+RT_API const char* rtGetLastErrorMessage(void);
+
+/* ---------------------------------------------------------------- init and devices */
+
+/** Initialise the runtime. Optional: every call initialises with defaults on first use.
+ *  `options` is NULL or "key=value;key=value", keys: cpu_devices (count), cpu_memory (bytes, with
+ *  optional K/M/G suffix), executors (cpu executor threads). Environment variables
+ *  RUNTIME_CPU_DEVICES / RUNTIME_CPU_MEMORY / RUNTIME_EXECUTORS give the defaults.
+ *  Options given while already initialised with different values: RT_ERROR_INVALID_VALUE. */
+RT_API rtError_t rtInit(const char* options);
+/** Wait for all work, release every resource; handles become invalid. rtInit may follow.
+ *  Not to be called concurrently with other runtime calls. */
+RT_API rtError_t rtFinalize(void);
+
+RT_API rtError_t rtGetDeviceCount(int* count);
+/** Select the current device of the calling thread (default 0). */
+RT_API rtError_t rtSetDevice(int device);
+RT_API rtError_t rtGetDevice(int* device);
+
+typedef struct rtDeviceProp {
+    char name[256];               /* e.g. "cpu:0 (Intel(R) Xeon(R) ...)" */
+    char backend[16];             /* "cpu" or "cuda" */
+    size_t total_memory;          /* bytes */
+    int compute_units;            /* cores (cpu) or multiprocessors (cuda) */
+    int device_index;             /* the index rtSetDevice takes */
+    int backend_ordinal;          /* index among devices of the same backend: cpu:N */
+    int max_threads_per_block;
+    int max_grid_size[3];
+    int max_block_size[3];
+    int compute_capability_major; /* 0 on cpu */
+    int compute_capability_minor;
+    int unified_addressing;       /* 1 if device memory is host-addressable (cpu) */
+    int reserved[32];
+} rtDeviceProp;
+
+RT_API rtError_t rtGetDeviceProperties(rtDeviceProp* prop, int device);
+/** Wait for all work on all streams of the current device; reports the first async failure. */
+RT_API rtError_t rtDeviceSynchronize(void);
+/** Free and total memory of the current device, in bytes. */
+RT_API rtError_t rtMemGetInfo(size_t* free_bytes, size_t* total_bytes);
+
+/* ---------------------------------------------------------------- streams */
+
+typedef struct rtStream_st* rtStream_t; /* NULL = the current device's default stream */
+typedef struct rtEvent_st* rtEvent_t;
+
+#define RT_STREAM_DEFAULT 0x0u
+#define RT_STREAM_NON_BLOCKING 0x1u /* accepted for CUDA compatibility; all streams are independent */
+
+/** Create an in-order asynchronous queue on the current device. */
+RT_API rtError_t rtStreamCreate(rtStream_t* stream);
+RT_API rtError_t rtStreamCreateWithFlags(rtStream_t* stream, unsigned int flags);
+/** Wait for the stream's queued work, then release it. The default stream cannot be destroyed. */
+RT_API rtError_t rtStreamDestroy(rtStream_t stream);
+/** Block until all work queued so far has completed. Returns the stream's first asynchronous
+ *  failure since the last synchronize/query (and clears it), naming the failed operation. */
+RT_API rtError_t rtStreamSynchronize(rtStream_t stream);
+/** RT_SUCCESS if all queued work completed, RT_ERROR_NOT_READY if not, or a pending async error. */
+RT_API rtError_t rtStreamQuery(rtStream_t stream);
+/** Work queued on `stream` after this call waits for the event's most recent record.
+ *  Never blocks the host. An event never recorded is already complete. */
+RT_API rtError_t rtStreamWaitEvent(rtStream_t stream, rtEvent_t event);
+
+typedef void (*rtHostFn_t)(void* user_data);
+/** Queue a host function; it runs after the preceding work and before the following work.
+ *  It must not call the runtime's synchronizing functions. */
+RT_API rtError_t rtLaunchHostFunc(rtStream_t stream, rtHostFn_t fn, void* user_data);
+/** Called from inside a host function: marks it failed. The stream continues; its next
+ *  synchronize/query returns `error` with `message`. Outside a host function: RT_ERROR_INVALID_VALUE. */
+RT_API rtError_t rtHostFuncSetError(rtError_t error, const char* message);
+
+/* ---------------------------------------------------------------- events */
+
+#define RT_EVENT_DEFAULT 0x0u
+#define RT_EVENT_BLOCKING_SYNC 0x1u  /* synchronize parks instead of spinning first */
+#define RT_EVENT_DISABLE_TIMING 0x2u /* no timestamps: rtEventElapsedTime refuses it */
+
+RT_API rtError_t rtEventCreate(rtEvent_t* event);
+RT_API rtError_t rtEventCreateWithFlags(rtEvent_t* event, unsigned int flags);
+RT_API rtError_t rtEventDestroy(rtEvent_t event);
+/** Capture the work queued on `stream` so far; the event completes when that work has. */
+RT_API rtError_t rtEventRecord(rtEvent_t event, rtStream_t stream);
+RT_API rtError_t rtEventSynchronize(rtEvent_t event);
+/** RT_SUCCESS if complete (or never recorded), RT_ERROR_NOT_READY otherwise. */
+RT_API rtError_t rtEventQuery(rtEvent_t event);
+/** Milliseconds between two completed, timed records. */
+RT_API rtError_t rtEventElapsedTime(float* ms, rtEvent_t start, rtEvent_t end);
+
+/* ---------------------------------------------------------------- memory */
+
+typedef enum rtMemcpyKind {
+    RT_MEMCPY_HOST_TO_HOST = 0,
+    RT_MEMCPY_HOST_TO_DEVICE = 1,
+    RT_MEMCPY_DEVICE_TO_HOST = 2,
+    RT_MEMCPY_DEVICE_TO_DEVICE = 3,
+    RT_MEMCPY_DEFAULT = 4 /* inferred from the operands */
+} rtMemcpyKind;
+
+/** Device memory on the current device, 256-byte aligned. size 0 gives NULL and succeeds. */
+RT_API rtError_t rtMalloc(void** ptr, size_t size);
+/** Waits for the device's queued work, then frees. NULL is a no-op. */
+RT_API rtError_t rtFree(void* ptr);
+/** Page-locked host memory, registered with the runtime. */
+RT_API rtError_t rtMallocHost(void** ptr, size_t size);
+RT_API rtError_t rtFreeHost(void* ptr);
+/** Synchronous copy: returns when the bytes have arrived. */
+RT_API rtError_t rtMemcpy(void* dst, const void* src, size_t count, rtMemcpyKind kind);
+RT_API rtError_t rtMemcpyAsync(void* dst, const void* src, size_t count, rtMemcpyKind kind,
+                               rtStream_t stream);
+/** Set `count` bytes of device memory to (unsigned char)value. */
+RT_API rtError_t rtMemset(void* ptr, int value, size_t count);
+RT_API rtError_t rtMemsetAsync(void* ptr, int value, size_t count, rtStream_t stream);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* RUNTIME_RUNTIME_H */

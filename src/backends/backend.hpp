@@ -1,0 +1,113 @@
+// The one interface a backend implements. The core validates, records and reports; backends only execute.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "runtime/runtime.h"
+
+namespace rt {
+
+class AsyncErrorSlot;
+
+namespace backend {
+
+/// Direction of a copy, after the core resolved RT_MEMCPY_DEFAULT and checked it against the registry.
+enum class CopyKind : uint8_t { host_to_host, host_to_device, device_to_host, device_to_device };
+
+/// A host function as queued by the core: the backend calls run_host_call(call) when it is due, on any
+/// thread, exactly once. The core's trampoline catches failures and stores them in `slot`.
+struct HostCall {
+    rtHostFn_t fn;
+    void* user_data;
+    AsyncErrorSlot* slot;  ///< owned by the core stream; outlives every queued operation of it
+    uint64_t op_index;     ///< the stream's operation number, for the error message
+};
+/// Defined by the core: runs the user's function, captures a failure. Never throws.
+void run_host_call(const HostCall& call) noexcept;
+
+/// What a device is, reported once at start-up (ggml's dev_caps: a struct, not probing).
+struct DeviceInfo {
+    std::string name;
+    std::string backend;
+    size_t total_memory = 0;
+    int compute_units = 0;
+    int backend_ordinal = 0;
+    int max_threads_per_block = 1024;
+    int max_grid_size[3] = {2147483647, 65535, 65535};
+    int max_block_size[3] = {1024, 1024, 64};
+    int compute_capability_major = 0;
+    int compute_capability_minor = 0;
+    bool host_addressable = false;  ///< device pointers can be dereferenced by the host
+};
+
+/// A recorded point in a queue. Created by Device::create_event_impl; recorded by Queue::record_impl.
+class Event {
+public:
+    virtual ~Event() = default;
+    /// True once the work captured by the most recent record has completed. Thread-safe.
+    virtual bool query_impl() = 0;
+    /// Blocks the calling thread until query_impl() would return true. Thread-safe.
+    virtual void synchronize_impl() = 0;
+    /// Milliseconds from this event's completion to `end`'s; both completed and timed (checked by the core).
+    virtual float elapsed_ms_impl(Event& end) = 0;
+};
+
+/// A native in-order queue. Every *_impl that enqueues returns before the work is done, may be called
+/// from several host threads at once, and keeps submission order. Operands were validated by the core.
+class Queue {
+public:
+    /// Destroyed only when idle (the core synchronizes first).
+    virtual ~Queue() = default;
+    virtual void copy_impl(void* dst, const void* src, size_t bytes, CopyKind kind) = 0;
+    virtual void fill_impl(void* dst, uint8_t value, size_t bytes) = 0;
+    virtual void host_call_impl(const HostCall& call) = 0;
+    /// Capture the work queued so far into `event` (replacing its previous record).
+    virtual void record_impl(Event& event) = 0;
+    /// Work queued after this waits for `event`'s current record; never blocks the host.
+    virtual void wait_impl(Event& event) = 0;
+    /// Blocks until all work queued before the call has completed.
+    virtual void synchronize_impl() = 0;
+    /// True if all queued work has completed.
+    virtual bool query_impl() = 0;
+};
+
+/// One device of a backend.
+class Device {
+public:
+    virtual ~Device() = default;
+    virtual const DeviceInfo& info() const = 0;
+    /// Device memory, at least 256-byte aligned; nullptr when the device cannot hold `bytes` more.
+    virtual void* allocate_impl(size_t bytes) = 0;
+    virtual void free_impl(void* ptr, size_t bytes) = 0;
+    /// Page-locked host memory usable by this device's copies; nullptr when out of memory.
+    virtual void* allocate_host_impl(size_t bytes) = 0;
+    virtual void free_host_impl(void* ptr, size_t bytes) = 0;
+    virtual void mem_info_impl(size_t* free_bytes, size_t* total_bytes) = 0;
+    virtual std::unique_ptr<Queue> create_queue_impl(unsigned flags) = 0;
+    /// `timing`: the event records timestamps. `blocking_sync`: synchronize parks without spinning.
+    virtual std::unique_ptr<Event> create_event_impl(bool timing, bool blocking_sync) = 0;
+};
+
+/// A family of devices (cpu, cuda). Devices are enumerated once, at runtime initialisation.
+class Backend {
+public:
+    virtual ~Backend() = default;
+    virtual const char* name() const = 0;
+    virtual int device_count() const = 0;
+    virtual std::unique_ptr<Device> create_device(int ordinal) = 0;
+};
+
+/// Options the runtime was initialised with, as far as backends care.
+struct Options {
+    int cpu_devices = 1;
+    size_t cpu_memory = 0;  ///< 0 = half the physical memory
+    int executors = 0;      ///< 0 = one per hardware thread
+};
+
+std::unique_ptr<Backend> make_cpu_backend(const Options& options);
+
+}  // namespace backend
+}  // namespace rt

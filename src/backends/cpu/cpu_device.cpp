@@ -1,0 +1,149 @@
+// The cpu backend: devices made of host memory and the shared executor pool; capacity accounting.
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <fstream>
+#include <thread>
+
+#include "backends/backend.hpp"
+#include "backends/cpu/cpu_executor.hpp"
+#include "backends/cpu/cpu_queue.hpp"
+
+namespace rt::cpu {
+
+namespace {
+
+/// Allocations this large come straight from mmap: page-aligned, committed on first touch, returned to
+/// the system at once on free, and eligible for transparent huge pages (fewer faults and TLB misses).
+constexpr size_t kMapBytes = size_t{1} << 20;
+constexpr size_t kAlignment = 256;  // as cudaMalloc guarantees
+
+void* host_allocate(size_t bytes) {
+    if (bytes >= kMapBytes) {
+        void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED) return nullptr;
+#ifdef MADV_HUGEPAGE
+        madvise(p, bytes, MADV_HUGEPAGE);
+#endif
+        return p;
+    }
+    return std::aligned_alloc(kAlignment, (bytes + kAlignment - 1) / kAlignment * kAlignment);
+}
+
+void host_free(void* p, size_t bytes) {
+    if (bytes >= kMapBytes) munmap(p, bytes);
+    else std::free(p);
+}
+
+std::string cpu_model() {
+    std::ifstream in("/proc/cpuinfo");
+    std::string line;
+    while (std::getline(in, line)) {
+        if (line.rfind("model name", 0) == 0 || line.rfind("Model", 0) == 0) {
+            auto colon = line.find(':');
+            if (colon != std::string::npos) {
+                std::string m = line.substr(colon + 1);
+                size_t b = m.find_first_not_of(" \t");
+                return b == std::string::npos ? "unknown CPU" : m.substr(b);
+            }
+        }
+    }
+    return "unknown CPU";
+}
+
+size_t physical_memory() {
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    return pages > 0 && page > 0 ? static_cast<size_t>(pages) * static_cast<size_t>(page) : size_t{1} << 32;
+}
+
+class CpuDevice final : public backend::Device {
+public:
+    CpuDevice(Executor& executor, int ordinal, size_t capacity) : executor_(executor) {
+        info_.backend = "cpu";
+        info_.backend_ordinal = ordinal;
+        info_.name = "cpu:" + std::to_string(ordinal) + " (" + cpu_model() + ")";
+        info_.total_memory = capacity;
+        info_.compute_units = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+        info_.host_addressable = true;
+    }
+
+    const backend::DeviceInfo& info() const override { return info_; }
+
+    void* allocate_impl(size_t bytes) override {
+        size_t used = used_.load();
+        do {
+            if (bytes > info_.total_memory - used) return nullptr;
+        } while (!used_.compare_exchange_weak(used, used + bytes));
+        void* p = host_allocate(bytes);
+        if (!p) used_.fetch_sub(bytes);
+        return p;
+    }
+    void free_impl(void* ptr, size_t bytes) override {
+        host_free(ptr, bytes);
+        used_.fetch_sub(bytes);
+    }
+    void* allocate_host_impl(size_t bytes) override { return host_allocate(bytes); }
+    void free_host_impl(void* ptr, size_t bytes) override { host_free(ptr, bytes); }
+    void mem_info_impl(size_t* free_bytes, size_t* total_bytes) override {
+        *total_bytes = info_.total_memory;
+        *free_bytes = info_.total_memory - used_.load();
+    }
+    std::unique_ptr<backend::Queue> create_queue_impl(unsigned) override {
+        return std::unique_ptr<backend::Queue>(new CpuQueueHandle(std::make_shared<CpuQueue>(executor_)));
+    }
+    std::unique_ptr<backend::Event> create_event_impl(bool timing, bool blocking_sync) override {
+        return std::make_unique<CpuEvent>(timing, blocking_sync);
+    }
+
+private:
+    /// The core owns its queue through unique_ptr; the cpu queue is also shared by events, waiters and
+    /// the ready list, so the core gets a forwarding handle.
+    class CpuQueueHandle final : public backend::Queue {
+    public:
+        explicit CpuQueueHandle(std::shared_ptr<CpuQueue> q) : q_(std::move(q)) {}
+        ~CpuQueueHandle() override { q_->synchronize_impl(); }
+        void copy_impl(void* d, const void* s, size_t n, backend::CopyKind k) override { q_->copy_impl(d, s, n, k); }
+        void fill_impl(void* d, uint8_t v, size_t n) override { q_->fill_impl(d, v, n); }
+        void host_call_impl(const backend::HostCall& c) override { q_->host_call_impl(c); }
+        void record_impl(backend::Event& e) override { q_->record_impl(e); }
+        void wait_impl(backend::Event& e) override { q_->wait_impl(e); }
+        void synchronize_impl() override { q_->synchronize_impl(); }
+        bool query_impl() override { return q_->query_impl(); }
+
+    private:
+        std::shared_ptr<CpuQueue> q_;
+    };
+
+    Executor& executor_;
+    backend::DeviceInfo info_;
+    std::atomic<size_t> used_{0};
+};
+
+class CpuBackend final : public backend::Backend {
+public:
+    explicit CpuBackend(const backend::Options& o)
+        : devices_(o.cpu_devices),
+          capacity_(o.cpu_memory ? o.cpu_memory : physical_memory() / 2),
+          executor_(o.executors ? o.executors : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()))) {}
+
+    const char* name() const override { return "cpu"; }
+    int device_count() const override { return devices_; }
+    std::unique_ptr<backend::Device> create_device(int ordinal) override {
+        return std::make_unique<CpuDevice>(executor_, ordinal, capacity_);
+    }
+
+private:
+    int devices_;
+    size_t capacity_;
+    Executor executor_;
+};
+
+}  // namespace
+
+}  // namespace rt::cpu
+
+namespace rt::backend {
+std::unique_ptr<Backend> make_cpu_backend(const Options& options) { return std::make_unique<cpu::CpuBackend>(options); }
+}  // namespace rt::backend

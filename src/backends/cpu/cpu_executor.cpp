@@ -1,0 +1,138 @@
+// The cpu executor pool: workers drain ready queues and help parallel_for jobs; spin briefly, then park.
+#include "backends/cpu/cpu_executor.hpp"
+
+#include <algorithm>
+#include <chrono>
+
+#include "backends/cpu/cpu_queue.hpp"
+
+namespace rt::cpu {
+
+int64_t now_ns() {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+}
+
+Executor::Executor(int threads) {
+    threads_.reserve(static_cast<size_t>(threads));
+    for (int i = 0; i < threads; ++i) threads_.emplace_back([this] { worker(); });
+}
+
+Executor::~Executor() {
+    {
+        std::lock_guard lock(mutex_);
+        stop_ = true;
+        ready_.clear();
+    }
+    epoch_.fetch_add(1);
+    epoch_.notify_all();
+    for (auto& t : threads_) t.join();
+}
+
+void Executor::wake(bool all) {
+    epoch_.fetch_add(1);
+    if (spinners_.load() > 0 && !all) return;
+    if (sleepers_.load() > 0) {
+        if (all) epoch_.notify_all();
+        else epoch_.notify_one();
+    }
+}
+
+void Executor::schedule(std::shared_ptr<CpuQueue> queue) {
+    {
+        std::lock_guard lock(mutex_);
+        if (stop_) return;
+        ready_.push_back(std::move(queue));
+    }
+    wake(false);
+}
+
+void Executor::Job::run_pieces() {
+    for (;;) {
+        size_t p = next.fetch_add(1, std::memory_order_relaxed);
+        if (p >= pieces) return;
+        size_t begin = p * grain;
+        fn(begin, std::min(n, begin + grain));
+        done.fetch_add(1, std::memory_order_release);
+    }
+}
+
+void Executor::parallel_for(size_t n, size_t grain, FunctionRef<void(size_t, size_t)> fn) {
+    if (n == 0) return;
+    grain = std::max<size_t>(grain, 1);
+    Job job{n, grain, (n + grain - 1) / grain, fn};
+    if (job.pieces == 1 || threads_.empty()) {
+        fn(0, n);
+        return;
+    }
+    {
+        std::lock_guard lock(mutex_);
+        jobs_.push_back(&job);
+    }
+    wake(true);
+    job.run_pieces();
+    {
+        std::lock_guard lock(mutex_);
+        jobs_.erase(std::find(jobs_.begin(), jobs_.end(), &job));
+    }
+    // No helper can join now; wait for those inside (each finishes at most one piece).
+    while (job.done.load(std::memory_order_acquire) < job.pieces || job.helpers.load(std::memory_order_acquire) > 0)
+        cpu_relax();
+}
+
+void Executor::worker() {
+    for (;;) {
+        Job* job = nullptr;
+        std::shared_ptr<CpuQueue> queue;
+        bool more = false;
+        {
+            std::lock_guard lock(mutex_);
+            if (stop_) return;
+            for (Job* j : jobs_)
+                if (j->next.load(std::memory_order_relaxed) < j->pieces) {
+                    job = j;
+                    job->helpers.fetch_add(1, std::memory_order_relaxed);
+                    break;
+                }
+            if (!job && !ready_.empty()) {
+                queue = std::move(ready_.front());
+                ready_.pop_front();
+                more = !ready_.empty();
+            }
+        }
+        if (more) wake(false);  // another queue is ready: let a sleeping executor take it
+        if (job) {
+            job->run_pieces();
+            job->helpers.fetch_sub(1, std::memory_order_release);
+        } else if (queue) {
+            queue->run_scheduled();
+        } else {
+            idle_wait();
+        }
+    }
+}
+
+void Executor::idle_wait() {
+    uint32_t seen = epoch_.load();
+    {
+        std::lock_guard lock(mutex_);
+        if (stop_ || !ready_.empty()) return;
+        for (Job* j : jobs_)
+            if (j->next.load(std::memory_order_relaxed) < j->pieces) return;
+    }
+    // At most one executor spins: with the host thread spinning in synchronize, that already fills 2 cores.
+    int expected = 0;
+    if (spinners_.compare_exchange_strong(expected, 1)) {
+        int64_t until = now_ns() + kSpinNanoseconds;
+        bool changed = false;
+        while (!(changed = epoch_.load() != seen) && now_ns() < until)
+            for (int i = 0; i < 32; ++i) cpu_relax();
+        spinners_.store(0);
+        if (changed) return;
+    }
+    sleepers_.fetch_add(1);
+    if (epoch_.load() == seen) epoch_.wait(seen);
+    sleepers_.fetch_sub(1);
+}
+
+}  // namespace rt::cpu

@@ -1,0 +1,338 @@
+// The cpu stream: task ring, in-order draining, event dependencies without blocking executors, host-side help.
+#include "backends/cpu/cpu_queue.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+namespace rt::cpu {
+
+namespace {
+/// Copies and fills at least this large are split across the executors (below, one thread is faster
+/// than waking another).
+constexpr size_t kSplitBytes = size_t{2} << 20;
+/// Each piece of a split copy: large enough to keep memcpy's non-temporal path, small enough to balance.
+constexpr size_t kPieceBytes = size_t{4} << 20;
+/// An executor runs at most this many tasks of one queue before letting other queues go first.
+constexpr size_t kExecutorBudget = 256;
+}  // namespace
+
+// ---------------------------------------------------------------- events
+
+CpuEvent::CpuEvent(bool timing, bool blocking_sync) : state_(std::make_shared<EventState>()) {
+    state_->timing = timing;
+    state_->blocking_sync = blocking_sync;
+}
+
+bool CpuEvent::query_impl() {
+    std::shared_ptr<CpuQueue> q;
+    uint64_t seq;
+    {
+        std::lock_guard lock(state_->mutex);
+        q = state_->queue;
+        seq = state_->seq;
+    }
+    return !q || q->completed() >= seq;
+}
+
+void CpuEvent::synchronize_impl() {
+    std::shared_ptr<CpuQueue> q;
+    uint64_t seq;
+    {
+        std::lock_guard lock(state_->mutex);
+        q = state_->queue;
+        seq = state_->seq;
+    }
+    if (q) q->wait_until(seq, state_->blocking_sync);
+}
+
+float CpuEvent::elapsed_ms_impl(backend::Event& end) {
+    auto& other = static_cast<CpuEvent&>(end);
+    int64_t a, b;
+    {
+        std::lock_guard lock(state_->mutex);
+        a = state_->time_ns;
+    }
+    {
+        std::lock_guard lock(other.state_->mutex);
+        b = other.state_->time_ns;
+    }
+    return static_cast<float>(static_cast<double>(b - a) / 1e6);
+}
+
+// ---------------------------------------------------------------- queue: submission
+
+CpuQueue::CpuQueue(Executor& executor) : executor_(executor), ring_(64) {}
+
+CpuQueue::~CpuQueue() = default;
+
+uint64_t CpuQueue::push(Task&& task) {
+    bool schedule = false;
+    uint64_t seq;
+    {
+        std::lock_guard lock(mutex_);
+        if (tail_ - head_ == ring_.size()) {  // full: double, keeping order (amortised; no per-task allocation)
+            std::vector<Task> bigger(ring_.size() * 2);
+            for (uint64_t i = head_; i != tail_; ++i) bigger[i & (bigger.size() - 1)] = std::move(ring_[i & (ring_.size() - 1)]);
+            ring_.swap(bigger);
+        }
+        seq = task.seq = ++submitted_;
+        ring_[tail_++ & (ring_.size() - 1)] = std::move(task);
+        if (state_ == State::idle) {
+            state_ = State::scheduled;
+            schedule = true;
+        }
+    }
+    if (schedule) executor_.schedule(shared_from_this());
+    return seq;
+}
+
+void CpuQueue::copy_impl(void* dst, const void* src, size_t bytes, backend::CopyKind) {
+    Task t;
+    t.type = Task::Type::copy;
+    t.dst = dst;
+    t.src = src;
+    t.bytes = bytes;
+    push(std::move(t));
+}
+
+void CpuQueue::fill_impl(void* dst, uint8_t value, size_t bytes) {
+    Task t;
+    t.type = Task::Type::fill;
+    t.dst = dst;
+    t.value = value;
+    t.bytes = bytes;
+    push(std::move(t));
+}
+
+void CpuQueue::host_call_impl(const backend::HostCall& call) {
+    Task t;
+    t.type = Task::Type::host_call;
+    t.call = call;
+    push(std::move(t));
+}
+
+void CpuQueue::record_impl(backend::Event& event) {
+    const std::shared_ptr<EventState>& ev = static_cast<CpuEvent&>(event).state();
+    std::lock_guard elock(ev->mutex);  // order: event, then queue
+    uint64_t generation = ++ev->generation;
+    {
+        std::lock_guard lock(mutex_);
+        if (completed_.load(std::memory_order_acquire) == submitted_) {
+            // Nothing pending: the event is complete at once (LLVM offload's olCreateEvent does the same).
+            ev->queue.reset();
+            ev->seq = 0;
+            ev->time_ns = now_ns();
+            return;
+        }
+    }
+    Task t;
+    t.type = Task::Type::record;
+    t.event = ev;
+    t.event_generation = generation;
+    ev->queue = shared_from_this();
+    ev->seq = push(std::move(t));
+}
+
+void CpuQueue::wait_impl(backend::Event& event) {
+    const std::shared_ptr<EventState>& ev = static_cast<CpuEvent&>(event).state();
+    std::shared_ptr<CpuQueue> q;
+    uint64_t seq;
+    {
+        std::lock_guard lock(ev->mutex);
+        q = ev->queue;
+        seq = ev->seq;
+    }
+    if (!q || q->completed() >= seq || q.get() == this) return;  // already complete, or implied by stream order
+    Task t;
+    t.type = Task::Type::wait;
+    t.dep = std::move(q);
+    t.dep_seq = seq;
+    push(std::move(t));
+}
+
+bool CpuQueue::query_impl() {
+    std::lock_guard lock(mutex_);
+    return completed_.load(std::memory_order_acquire) >= submitted_;
+}
+
+void CpuQueue::synchronize_impl() {
+    uint64_t target;
+    {
+        std::lock_guard lock(mutex_);
+        target = submitted_;
+    }
+    wait_until(target);
+}
+
+// ---------------------------------------------------------------- queue: execution
+
+void CpuQueue::run_scheduled() {
+    {
+        std::lock_guard lock(mutex_);
+        if (state_ != State::scheduled) return;  // a host thread took it meanwhile (stale ready entry)
+        state_ = State::running;
+    }
+    run(UINT64_MAX, kExecutorBudget);
+}
+
+void CpuQueue::run(uint64_t limit, size_t budget) {
+    for (size_t n = 0;; ++n) {
+        Task task;
+        {
+            std::unique_lock lock(mutex_);
+            if (head_ == tail_) {
+                state_ = State::idle;
+                return;
+            }
+            Task& front = ring_[head_ & (ring_.size() - 1)];
+            if (front.seq > limit || n >= budget) {
+                state_ = State::scheduled;  // more to do, and this thread stops: an executor continues
+                lock.unlock();
+                executor_.schedule(shared_from_this());
+                return;
+            }
+            if (front.type == Task::Type::wait && front.dep->completed() < front.dep_seq &&
+                front.dep->add_waiter(shared_from_this(), front.dep_seq)) {
+                state_ = State::blocked;  // the dependency's completion reschedules us
+                return;
+            }
+            task = std::move(front);
+            ++head_;
+        }
+        execute(task);
+        complete(task.seq);
+    }
+}
+
+void CpuQueue::execute(Task& t) {
+    switch (t.type) {
+        case Task::Type::copy: {
+            auto* d = static_cast<char*>(t.dst);
+            auto* s = static_cast<const char*>(t.src);
+            bool overlap = d < s + t.bytes && s < d + t.bytes;
+            if (overlap) {
+                std::memmove(d, s, t.bytes);
+            } else if (t.bytes < kSplitBytes) {
+                std::memcpy(d, s, t.bytes);
+            } else {
+                auto piece = [&](size_t b, size_t e) { std::memcpy(d + b, s + b, e - b); };
+                executor_.parallel_for(t.bytes, kPieceBytes, piece);
+            }
+            break;
+        }
+        case Task::Type::fill: {
+            auto* d = static_cast<char*>(t.dst);
+            if (t.bytes < kSplitBytes) {
+                std::memset(d, t.value, t.bytes);
+            } else {
+                auto piece = [&](size_t b, size_t e) { std::memset(d + b, t.value, e - b); };
+                executor_.parallel_for(t.bytes, kPieceBytes, piece);
+            }
+            break;
+        }
+        case Task::Type::host_call:
+            backend::run_host_call(t.call);
+            break;
+        case Task::Type::record: {
+            std::lock_guard lock(t.event->mutex);
+            if (t.event->generation == t.event_generation) t.event->time_ns = now_ns();
+            break;
+        }
+        case Task::Type::wait:
+            break;  // its dependency completed before it was taken
+    }
+    t.event.reset();
+    t.dep.reset();
+}
+
+void CpuQueue::complete(uint64_t seq) {
+    completed_.store(seq);
+    if (waiter_count_.load() > 0) {
+        std::vector<std::shared_ptr<CpuQueue>> ready;
+        {
+            std::lock_guard lock(waiters_mutex_);
+            auto it = std::partition(waiters_.begin(), waiters_.end(), [&](const auto& w) { return w.second > seq; });
+            for (auto j = it; j != waiters_.end(); ++j) ready.push_back(std::move(j->first));
+            waiters_.erase(it, waiters_.end());
+            waiter_count_.fetch_sub(static_cast<int>(ready.size()));
+        }
+        for (auto& q : ready) q->unblock();
+    }
+    if (host_waiters_.load() > 0) {
+        signal_.fetch_add(1);
+        signal_.notify_all();
+    }
+}
+
+bool CpuQueue::add_waiter(const std::shared_ptr<CpuQueue>& waiter, uint64_t seq) {
+    std::lock_guard lock(waiters_mutex_);
+    waiter_count_.fetch_add(1);
+    if (completed_.load() >= seq) {  // seq_cst pairs with complete(): one of us sees the other
+        waiter_count_.fetch_sub(1);
+        return false;
+    }
+    waiters_.emplace_back(waiter, seq);
+    return true;
+}
+
+void CpuQueue::unblock() {
+    {
+        std::lock_guard lock(mutex_);
+        if (state_ != State::blocked) return;
+        state_ = State::scheduled;
+    }
+    executor_.schedule(shared_from_this());
+    if (host_waiters_.load() > 0) {  // a parked host may now run it itself
+        signal_.fetch_add(1);
+        signal_.notify_all();
+    }
+}
+
+void CpuQueue::wait_until(uint64_t target, bool park_at_once) {
+    for (;;) {
+        if (completed_.load(std::memory_order_acquire) >= target) return;
+        bool own = false;
+        std::shared_ptr<CpuQueue> dep;
+        uint64_t dep_seq = 0;
+        {
+            std::lock_guard lock(mutex_);
+            if ((state_ == State::idle || state_ == State::scheduled) && head_ != tail_) {
+                state_ = State::running;  // the caller runs the work: no hand-off for small operations
+                own = true;
+            } else if (state_ == State::blocked) {
+                const Task& front = ring_[head_ & (ring_.size() - 1)];
+                dep = front.dep;
+                dep_seq = front.dep_seq;
+            }
+        }
+        if (own) {
+            run(target, SIZE_MAX);
+            continue;
+        }
+        if (dep) {
+            dep->wait_until(dep_seq, park_at_once);  // help the queue we are waiting for
+            continue;
+        }
+        // An executor is running it: spin briefly, then park until a completion signals.
+        uint32_t seen = signal_.load();
+        if (!park_at_once) {
+            int64_t until = now_ns() + kSpinNanoseconds;
+            while (completed_.load(std::memory_order_acquire) < target && now_ns() < until)
+                for (int i = 0; i < 16; ++i) cpu_relax();
+            if (completed_.load(std::memory_order_acquire) >= target) return;
+            seen = signal_.load();
+        }
+        host_waiters_.fetch_add(1);
+        if (completed_.load() < target) {
+            bool state_changed;
+            {
+                std::lock_guard lock(mutex_);
+                state_changed = state_ != State::running;
+            }
+            if (!state_changed) signal_.wait(seen);
+        }
+        host_waiters_.fetch_sub(1);
+    }
+}
+
+}  // namespace rt::cpu

@@ -1,0 +1,107 @@
+// A cpu stream: an in-order ring of task records drained by executors or by the waiting host thread itself.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "backends/backend.hpp"
+#include "backends/cpu/cpu_executor.hpp"
+
+namespace rt::cpu {
+
+class CpuQueue;
+
+/// The shared state of a cpu event: which queue position its latest record waits for, and when it completed.
+struct EventState {
+    std::mutex mutex;
+    std::shared_ptr<CpuQueue> queue;  ///< null: never recorded, or recorded on an idle queue (complete)
+    uint64_t seq = 0;
+    uint64_t generation = 0;          ///< bumped by each record; a stale record task does not stamp
+    int64_t time_ns = 0;              ///< completion time of the latest record
+    bool timing = true;
+    bool blocking_sync = false;
+};
+
+class CpuEvent final : public backend::Event {
+public:
+    CpuEvent(bool timing, bool blocking_sync);
+    bool query_impl() override;
+    void synchronize_impl() override;
+    float elapsed_ms_impl(backend::Event& end) override;
+    const std::shared_ptr<EventState>& state() const { return state_; }
+
+private:
+    std::shared_ptr<EventState> state_;
+};
+
+/// One operation in a queue. Plain record, no heap allocation per task (the ring is reused).
+struct Task {
+    enum class Type : uint8_t { copy, fill, host_call, record, wait };
+    Type type = Type::copy;
+    uint8_t value = 0;
+    uint64_t seq = 0;
+    void* dst = nullptr;
+    const void* src = nullptr;
+    size_t bytes = 0;
+    backend::HostCall call{};
+    std::shared_ptr<EventState> event;  // record
+    uint64_t event_generation = 0;
+    std::shared_ptr<CpuQueue> dep;      // wait: run nothing until dep has completed dep_seq
+    uint64_t dep_seq = 0;
+};
+
+class CpuQueue final : public backend::Queue, public std::enable_shared_from_this<CpuQueue> {
+public:
+    explicit CpuQueue(Executor& executor);
+    ~CpuQueue() override;
+
+    void copy_impl(void* dst, const void* src, size_t bytes, backend::CopyKind kind) override;
+    void fill_impl(void* dst, uint8_t value, size_t bytes) override;
+    void host_call_impl(const backend::HostCall& call) override;
+    void record_impl(backend::Event& event) override;
+    void wait_impl(backend::Event& event) override;
+    void synchronize_impl() override;
+    bool query_impl() override;
+
+    /// Sequence number of the last completed task (tasks complete in order).
+    uint64_t completed() const { return completed_.load(std::memory_order_acquire); }
+    /// Blocks until task `target` has completed; runs the queue's (and its dependencies') tasks on the
+    /// calling thread when no executor has started them. `park_at_once`: skip the spin phase.
+    void wait_until(uint64_t target, bool park_at_once = false);
+    /// Called by an executor that took this queue from the ready list.
+    void run_scheduled();
+
+private:
+    enum class State : uint8_t { idle, scheduled, running, blocked };
+
+    /// Appends a task and makes the queue runnable; returns its sequence number.
+    uint64_t push(Task&& task);
+    /// Runs tasks in order while owning the queue (state_ == running) up to `limit`, at most `budget` tasks.
+    void run(uint64_t limit, size_t budget);
+    void execute(Task& task);
+    void complete(uint64_t seq);
+    /// Registers `waiter` to be rescheduled when task `seq` of this queue completes; false if it already has.
+    bool add_waiter(const std::shared_ptr<CpuQueue>& waiter, uint64_t seq);
+    /// A dependency of the front task completed: make the queue runnable again.
+    void unblock();
+
+    Executor& executor_;
+    std::mutex mutex_;  // guards the ring, state_ and submitted_
+    std::vector<Task> ring_;
+    uint64_t head_ = 0, tail_ = 0;
+    uint64_t submitted_ = 0;
+    State state_ = State::idle;
+
+    alignas(64) std::atomic<uint64_t> completed_{0};
+    std::atomic<uint32_t> signal_{0};        // bumped on completion when host threads are parked on it
+    std::atomic<int> host_waiters_{0};
+
+    std::mutex waiters_mutex_;
+    std::atomic<int> waiter_count_{0};
+    std::vector<std::pair<std::shared_ptr<CpuQueue>, uint64_t>> waiters_;
+};
+
+}  // namespace rt::cpu

@@ -1,0 +1,88 @@
+// C API: initialisation, device enumeration and selection, device-wide synchronisation and memory info.
+#include <cstring>
+
+#include "capi/capi_common.hpp"
+
+using namespace rt;
+
+namespace {
+void copy_string(char* dst, size_t cap, const std::string& src) {
+    size_t n = std::min(cap - 1, src.size());
+    std::memcpy(dst, src.data(), n);
+    dst[n] = '\0';
+}
+}  // namespace
+
+extern "C" {
+
+RT_API rtError_t rtInit(const char* options) {
+    return capi_call("rtInit", [&] { init(options); });
+}
+
+RT_API rtError_t rtFinalize(void) {
+    return capi_call("rtFinalize", [&] { finalize(); });
+}
+
+RT_API rtError_t rtGetDeviceCount(int* count) {
+    return capi_call("rtGetDeviceCount", [&] {
+        require_out(count, "count");
+        *count = runtime().device_count();
+    });
+}
+
+RT_API rtError_t rtSetDevice(int device) {
+    return capi_call("rtSetDevice", [&] {
+        runtime().device(device);  // validates
+        current_device_index() = device;
+    });
+}
+
+RT_API rtError_t rtGetDevice(int* device) {
+    return capi_call("rtGetDevice", [&] {
+        require_out(device, "device");
+        *device = runtime().current_device().index();
+    });
+}
+
+RT_API rtError_t rtGetDeviceProperties(rtDeviceProp* prop, int device) {
+    return capi_call("rtGetDeviceProperties", [&] {
+        require_out(prop, "prop");
+        const CoreDevice& d = runtime().device(device);
+        const backend::DeviceInfo& info = d.info();
+        rtDeviceProp p{};
+        copy_string(p.name, sizeof p.name, info.name);
+        copy_string(p.backend, sizeof p.backend, info.backend);
+        p.total_memory = info.total_memory;
+        p.compute_units = info.compute_units;
+        p.device_index = d.index();
+        p.backend_ordinal = info.backend_ordinal;
+        p.max_threads_per_block = info.max_threads_per_block;
+        for (int i = 0; i < 3; ++i) {
+            p.max_grid_size[i] = info.max_grid_size[i];
+            p.max_block_size[i] = info.max_block_size[i];
+        }
+        p.compute_capability_major = info.compute_capability_major;
+        p.compute_capability_minor = info.compute_capability_minor;
+        p.unified_addressing = info.host_addressable ? 1 : 0;
+        *prop = p;
+    });
+}
+
+RT_API rtError_t rtDeviceSynchronize(void) {
+    return capi_call("rtDeviceSynchronize", [&] {
+        Runtime& r = runtime();
+        auto streams = r.streams_of(r.current_device());
+        for (auto& s : streams) s->wait_idle();
+        for (auto& s : streams) s->errors().take_and_throw();  // the first failure found is reported
+    });
+}
+
+RT_API rtError_t rtMemGetInfo(size_t* free_bytes, size_t* total_bytes) {
+    return capi_call("rtMemGetInfo", [&] {
+        require_out(free_bytes, "free_bytes");
+        require_out(total_bytes, "total_bytes");
+        runtime().current_device().impl().mem_info_impl(free_bytes, total_bytes);
+    });
+}
+
+}  // extern "C"

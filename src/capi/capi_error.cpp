@@ -1,0 +1,42 @@
+// C API: error names, descriptions and the thread-local last-error message.
+#include "capi/capi_common.hpp"
+
+extern "C" {
+
+RT_API const char* rtGetErrorName(rtError_t error) {
+    switch (error) {
+        case RT_SUCCESS: return "RT_SUCCESS";
+        case RT_ERROR_INVALID_VALUE: return "RT_ERROR_INVALID_VALUE";
+        case RT_ERROR_INVALID_DEVICE: return "RT_ERROR_INVALID_DEVICE";
+        case RT_ERROR_INVALID_HANDLE: return "RT_ERROR_INVALID_HANDLE";
+        case RT_ERROR_OUT_OF_MEMORY: return "RT_ERROR_OUT_OF_MEMORY";
+        case RT_ERROR_NOT_READY: return "RT_ERROR_NOT_READY";
+        case RT_ERROR_COMPILE_FAILED: return "RT_ERROR_COMPILE_FAILED";
+        case RT_ERROR_LAUNCH_FAILED: return "RT_ERROR_LAUNCH_FAILED";
+        case RT_ERROR_NOT_SUPPORTED: return "RT_ERROR_NOT_SUPPORTED";
+        case RT_ERROR_NOT_FOUND: return "RT_ERROR_NOT_FOUND";
+        case RT_ERROR_UNKNOWN: return "RT_ERROR_UNKNOWN";
+    }
+    return "RT_ERROR_UNRECOGNIZED";
+}
+
+RT_API const char* rtGetErrorString(rtError_t error) {
+    switch (error) {
+        case RT_SUCCESS: return "no error";
+        case RT_ERROR_INVALID_VALUE: return "an argument is invalid";
+        case RT_ERROR_INVALID_DEVICE: return "no such device";
+        case RT_ERROR_INVALID_HANDLE: return "the handle is not a live object of the expected kind";
+        case RT_ERROR_OUT_OF_MEMORY: return "out of memory";
+        case RT_ERROR_NOT_READY: return "the work has not completed yet";
+        case RT_ERROR_COMPILE_FAILED: return "the kernel source failed to compile";
+        case RT_ERROR_LAUNCH_FAILED: return "queued work failed";
+        case RT_ERROR_NOT_SUPPORTED: return "not supported by this device or build";
+        case RT_ERROR_NOT_FOUND: return "the named symbol was not found";
+        case RT_ERROR_UNKNOWN: return "internal error";
+    }
+    return "unrecognized error code";
+}
+
+RT_API const char* rtGetLastErrorMessage(void) { return rt::last_error_message(); }
+
+}  // extern "C"

@@ -1,0 +1,74 @@
+// C API: events.
+#include "capi/capi_common.hpp"
+
+using namespace rt;
+
+extern "C" {
+
+RT_API rtError_t rtEventCreateWithFlags(rtEvent_t* event, unsigned int flags) {
+    return capi_call("rtEventCreateWithFlags", [&] {
+        require_out(event, "event");
+        if (flags & ~(RT_EVENT_BLOCKING_SYNC | RT_EVENT_DISABLE_TIMING))
+            fail(RT_ERROR_INVALID_VALUE,
+                 "flags 0x%x has unknown bits (expected RT_EVENT_DEFAULT, RT_EVENT_BLOCKING_SYNC, RT_EVENT_DISABLE_TIMING)",
+                 flags);
+        Runtime& r = runtime();
+        CoreDevice& d = r.current_device();
+        auto impl = d.impl().create_event_impl((flags & RT_EVENT_DISABLE_TIMING) == 0, (flags & RT_EVENT_BLOCKING_SYNC) != 0);
+        *event = reinterpret_cast<rtEvent_t>(r.events.insert(std::make_shared<Event>(d, std::move(impl), flags)));
+    });
+}
+
+RT_API rtError_t rtEventCreate(rtEvent_t* event) { return rtEventCreateWithFlags(event, RT_EVENT_DEFAULT); }
+
+RT_API rtError_t rtEventDestroy(rtEvent_t event) {
+    return capi_call("rtEventDestroy", [&] {
+        if (!runtime().events.erase(reinterpret_cast<uint64_t>(event)))
+            fail(RT_ERROR_INVALID_HANDLE, "event %p is not a live event", static_cast<void*>(event));
+    });
+}
+
+RT_API rtError_t rtEventRecord(rtEvent_t event, rtStream_t stream) {
+    return capi_call("rtEventRecord", [&] {
+        Runtime& r = runtime();
+        auto e = r.event(event);
+        auto s = r.stream(stream);
+        s->next_op();
+        s->queue().record_impl(e->impl());
+        e->mark_recorded();
+    });
+}
+
+RT_API rtError_t rtEventSynchronize(rtEvent_t event) {
+    return capi_call("rtEventSynchronize", [&] {
+        auto e = runtime().event(event);
+        if (e->recorded()) e->impl().synchronize_impl();
+    });
+}
+
+RT_API rtError_t rtEventQuery(rtEvent_t event) {
+    return capi_call("rtEventQuery", [&] {
+        auto e = runtime().event(event);
+        return !e->recorded() || e->impl().query_impl() ? RT_SUCCESS : RT_ERROR_NOT_READY;
+    });
+}
+
+RT_API rtError_t rtEventElapsedTime(float* ms, rtEvent_t start, rtEvent_t end) {
+    return capi_call("rtEventElapsedTime", [&] {
+        require_out(ms, "ms");
+        Runtime& r = runtime();
+        auto a = r.event(start);
+        auto b = r.event(end);
+        for (const auto& [e, role] : {std::pair{a.get(), "start"}, std::pair{b.get(), "end"}}) {
+            if (!e->timing())
+                fail(RT_ERROR_INVALID_HANDLE, "the %s event was created with RT_EVENT_DISABLE_TIMING", role);
+            if (!e->recorded()) fail(RT_ERROR_INVALID_HANDLE, "the %s event was never recorded", role);
+        }
+        for (const auto& [e, role] : {std::pair{a.get(), "start"}, std::pair{b.get(), "end"}})
+            if (!e->impl().query_impl())
+                fail(RT_ERROR_NOT_READY, "the %s event has not completed yet (synchronize it first)", role);
+        *ms = a->impl().elapsed_ms_impl(b->impl());
+    });
+}
+
+}  // extern "C"

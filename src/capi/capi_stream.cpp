@@ -1,0 +1,68 @@
+// C API: streams and host functions.
+#include "capi/capi_common.hpp"
+
+using namespace rt;
+
+extern "C" {
+
+RT_API rtError_t rtStreamCreateWithFlags(rtStream_t* stream, unsigned int flags) {
+    return capi_call("rtStreamCreateWithFlags", [&] {
+        require_out(stream, "stream");
+        if (flags & ~RT_STREAM_NON_BLOCKING)
+            fail(RT_ERROR_INVALID_VALUE, "flags 0x%x has unknown bits (expected RT_STREAM_DEFAULT or RT_STREAM_NON_BLOCKING)",
+                 flags);
+        Runtime& r = runtime();
+        CoreDevice& d = r.current_device();
+        auto s = std::make_shared<Stream>(d, d.impl().create_queue_impl(flags), false);
+        *stream = reinterpret_cast<rtStream_t>(r.streams.insert(std::move(s)));
+    });
+}
+
+RT_API rtError_t rtStreamCreate(rtStream_t* stream) { return rtStreamCreateWithFlags(stream, RT_STREAM_DEFAULT); }
+
+RT_API rtError_t rtStreamDestroy(rtStream_t stream) {
+    return capi_call("rtStreamDestroy", [&] {
+        if (!stream) fail(RT_ERROR_INVALID_VALUE, "the default stream (NULL) cannot be destroyed");
+        auto s = runtime().streams.erase(reinterpret_cast<uint64_t>(stream));
+        if (!s) fail(RT_ERROR_INVALID_HANDLE, "stream %p is not a live stream", static_cast<void*>(stream));
+        s->wait_idle();  // its queue is released when the last reference (events, other threads) goes
+    });
+}
+
+RT_API rtError_t rtStreamSynchronize(rtStream_t stream) {
+    return capi_call("rtStreamSynchronize", [&] { runtime().stream(stream)->synchronize(); });
+}
+
+RT_API rtError_t rtStreamQuery(rtStream_t stream) {
+    return capi_call("rtStreamQuery", [&] { return runtime().stream(stream)->query() ? RT_SUCCESS : RT_ERROR_NOT_READY; });
+}
+
+RT_API rtError_t rtStreamWaitEvent(rtStream_t stream, rtEvent_t event) {
+    return capi_call("rtStreamWaitEvent", [&] {
+        Runtime& r = runtime();
+        auto s = r.stream(stream);
+        auto e = r.event(event);
+        if (!e->recorded()) return;  // never recorded: already complete
+        s->next_op();
+        s->queue().wait_impl(e->impl());
+    });
+}
+
+RT_API rtError_t rtLaunchHostFunc(rtStream_t stream, rtHostFn_t fn, void* user_data) {
+    return capi_call("rtLaunchHostFunc", [&] {
+        if (!fn) fail(RT_ERROR_INVALID_VALUE, "fn is NULL (expected a host function)");
+        auto s = runtime().stream(stream);
+        s->queue().host_call_impl(backend::HostCall{fn, user_data, &s->errors(), s->next_op()});
+    });
+}
+
+RT_API rtError_t rtHostFuncSetError(rtError_t error, const char* message) {
+    return capi_call("rtHostFuncSetError", [&] {
+        if (error == RT_SUCCESS)
+            fail(RT_ERROR_INVALID_VALUE, "error is RT_SUCCESS (expected the code the host function failed with)");
+        if (!set_host_call_error(error, message))
+            fail(RT_ERROR_INVALID_VALUE, "not called from a host function running on a stream");
+    });
+}
+
+}  // extern "C"

@@ -1,0 +1,55 @@
+// The allocation registry: every device and pinned-host allocation, so copies and frees are checked, never trusted.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <optional>
+#include <shared_mutex>
+#include <unordered_map>
+#include <vector>
+
+namespace rt {
+
+class CoreDevice;
+
+enum class MemoryKind : uint8_t { device, pinned_host };
+
+struct Allocation {
+    uintptr_t base = 0;
+    size_t size = 0;
+    MemoryKind kind = MemoryKind::device;
+    CoreDevice* device = nullptr;
+};
+
+/// Where a pointer lies: inside a live allocation (with the bytes left from it), or nowhere known.
+struct PointerInfo {
+    std::optional<Allocation> allocation;
+    size_t available = 0;  ///< bytes from the pointer to the end of its allocation
+};
+
+/// Thread-safe. Lookups take a shared lock; insert/erase an exclusive one.
+class MemoryRegistry {
+public:
+    void insert(const Allocation& allocation);
+    /// Removes the allocation starting exactly at `base`; returns it, or nullopt if none.
+    std::optional<Allocation> erase(uintptr_t base, MemoryKind kind);
+    PointerInfo lookup(const void* ptr) const;
+    /// True if `ptr` is the start of an allocation freed recently (for error messages).
+    bool recently_freed(const void* ptr) const;
+    /// Removes and returns every live allocation (teardown).
+    std::vector<Allocation> take_all();
+    /// Live allocations of `device` (all devices if null), for statistics and teardown.
+    size_t count(const CoreDevice* device) const;
+
+private:
+    mutable std::shared_mutex mutex_;
+    std::map<uintptr_t, Allocation> live_;
+    // Bounded memory of recent frees, only to say "already freed" rather than "unknown" in errors.
+    std::unordered_map<uintptr_t, uint64_t> freed_stamp_;
+    std::deque<std::pair<uintptr_t, uint64_t>> freed_order_;
+    uint64_t next_stamp_ = 0;
+};
+
+}  // namespace rt

@@ -1,0 +1,192 @@
+// The process-wide runtime: options, lazy initialisation, device table, handle resolution.
+#include "core/runtime.hpp"
+
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+
+namespace rt {
+
+namespace {
+std::mutex g_init_mutex;
+std::atomic<Runtime*> g_runtime{nullptr};
+thread_local int t_current_device = 0;
+
+bool parse_int(const std::string& text, int* out) {
+    if (text.empty()) return false;
+    char* end = nullptr;
+    long v = std::strtol(text.c_str(), &end, 10);
+    if (*end != '\0' || v < 0 || v > 1024) return false;
+    *out = static_cast<int>(v);
+    return true;
+}
+
+std::string trim(std::string s) {
+    size_t b = s.find_first_not_of(" \t\n");
+    size_t e = s.find_last_not_of(" \t\n");
+    return b == std::string::npos ? std::string() : s.substr(b, e - b + 1);
+}
+
+void apply_option(backend::Options& o, const std::string& key, const std::string& value, const char* source) {
+    if (key == "cpu_devices") {
+        if (!parse_int(value, &o.cpu_devices) || o.cpu_devices < 1)
+            fail(RT_ERROR_INVALID_VALUE, "%s: cpu_devices='%s' is not a device count (expected an integer 1..1024)",
+                 source, value.c_str());
+    } else if (key == "cpu_memory") {
+        if (!parse_size(value, &o.cpu_memory) || o.cpu_memory == 0)
+            fail(RT_ERROR_INVALID_VALUE, "%s: cpu_memory='%s' is not a size (expected bytes, e.g. 1048576, 512M, 2G)",
+                 source, value.c_str());
+    } else if (key == "executors") {
+        if (!parse_int(value, &o.executors) || o.executors < 1)
+            fail(RT_ERROR_INVALID_VALUE, "%s: executors='%s' is not a thread count (expected an integer 1..1024)",
+                 source, value.c_str());
+    } else {
+        fail(RT_ERROR_INVALID_VALUE, "%s: unknown option '%s' (known: cpu_devices, cpu_memory, executors)", source,
+             key.c_str());
+    }
+}
+}  // namespace
+
+bool parse_size(const std::string& text, size_t* out) {
+    if (text.empty() || !(text[0] >= '0' && text[0] <= '9')) return false;
+    char* end = nullptr;
+    unsigned long long v = std::strtoull(text.c_str(), &end, 10);
+    std::string suffix = end;
+    unsigned shift = 0;
+    if (suffix == "" || suffix == "B") shift = 0;
+    else if (suffix == "K" || suffix == "k" || suffix == "KiB") shift = 10;
+    else if (suffix == "M" || suffix == "m" || suffix == "MiB") shift = 20;
+    else if (suffix == "G" || suffix == "g" || suffix == "GiB") shift = 30;
+    else if (suffix == "T" || suffix == "t" || suffix == "TiB") shift = 40;
+    else return false;
+    if (shift && v > (~0ull >> shift)) return false;
+    *out = static_cast<size_t>(v << shift);
+    return true;
+}
+
+backend::Options parse_options(const char* text) {
+    backend::Options o;
+    if (const char* e = std::getenv("RUNTIME_CPU_DEVICES"); e && *e) apply_option(o, "cpu_devices", e, "RUNTIME_CPU_DEVICES");
+    if (const char* e = std::getenv("RUNTIME_CPU_MEMORY"); e && *e) apply_option(o, "cpu_memory", e, "RUNTIME_CPU_MEMORY");
+    if (const char* e = std::getenv("RUNTIME_EXECUTORS"); e && *e) apply_option(o, "executors", e, "RUNTIME_EXECUTORS");
+    if (!text) return o;
+    std::string all = text;
+    size_t pos = 0;
+    while (pos <= all.size()) {
+        size_t end = all.find(';', pos);
+        if (end == std::string::npos) end = all.size();
+        std::string item = trim(all.substr(pos, end - pos));
+        pos = end + 1;
+        if (item.empty()) continue;
+        size_t eq = item.find('=');
+        if (eq == std::string::npos)
+            fail(RT_ERROR_INVALID_VALUE, "rtInit: option '%s' has no value (expected key=value;key=value)", item.c_str());
+        apply_option(o, trim(item.substr(0, eq)), trim(item.substr(eq + 1)), "rtInit");
+    }
+    return o;
+}
+
+CoreDevice::CoreDevice(int index, std::unique_ptr<backend::Device> impl)
+    : index_(index), impl_(std::move(impl)) {
+    label_ = impl_->info().backend + ":" + std::to_string(impl_->info().backend_ordinal);
+    default_stream_ = std::make_shared<Stream>(*this, impl_->create_queue_impl(RT_STREAM_DEFAULT), true);
+}
+
+Runtime::Runtime(const backend::Options& options) : options_(options) {
+    backends_.push_back(backend::make_cpu_backend(options_));
+    for (auto& b : backends_)
+        for (int i = 0; i < b->device_count(); ++i)
+            devices_.push_back(std::make_unique<CoreDevice>(static_cast<int>(devices_.size()), b->create_device(i)));
+}
+
+Runtime::~Runtime() {
+    for (auto& d : devices_)
+        for (auto& s : streams_of(*d)) s->wait_idle();
+    // Streams, events and memory belong to backend devices: release them before the devices go.
+    events.clear();
+    streams.clear();
+    for (const Allocation& a : registry.take_all()) {
+        if (a.kind == MemoryKind::device) a.device->impl().free_impl(reinterpret_cast<void*>(a.base), a.size);
+        else a.device->impl().free_host_impl(reinterpret_cast<void*>(a.base), a.size);
+    }
+    devices_.clear();
+    backends_.clear();
+}
+
+CoreDevice& Runtime::device(int index) const {
+    if (index < 0 || index >= device_count())
+        fail(RT_ERROR_INVALID_DEVICE, "device %d does not exist (expected 0..%d; %d device(s) present)", index,
+             device_count() - 1, device_count());
+    return *devices_[static_cast<size_t>(index)];
+}
+
+CoreDevice& Runtime::current_device() const {
+    int index = t_current_device;
+    if (index >= device_count())
+        fail(RT_ERROR_INVALID_DEVICE, "the current device %d no longer exists (%d device(s) present)", index,
+             device_count());
+    return *devices_[static_cast<size_t>(index)];
+}
+
+std::shared_ptr<Stream> Runtime::stream(rtStream_t handle) const {
+    if (!handle) return current_device().default_stream();
+    auto s = streams.find(reinterpret_cast<uint64_t>(handle));
+    if (!s)
+        fail(RT_ERROR_INVALID_HANDLE, "stream %p is not a live stream (never created, destroyed, or not a stream handle)",
+             static_cast<void*>(handle));
+    return s;
+}
+
+std::shared_ptr<Event> Runtime::event(rtEvent_t handle) const {
+    if (!handle) fail(RT_ERROR_INVALID_HANDLE, "event is NULL (expected a handle from rtEventCreate)");
+    auto e = events.find(reinterpret_cast<uint64_t>(handle));
+    if (!e)
+        fail(RT_ERROR_INVALID_HANDLE, "event %p is not a live event (never created, destroyed, or not an event handle)",
+             static_cast<void*>(handle));
+    return e;
+}
+
+std::vector<std::shared_ptr<Stream>> Runtime::streams_of(const CoreDevice& device) const {
+    std::vector<std::shared_ptr<Stream>> out{device.default_stream()};
+    for (auto& s : streams.all())
+        if (&s->device() == &device) out.push_back(std::move(s));
+    return out;
+}
+
+Runtime& runtime() {
+    Runtime* r = g_runtime.load(std::memory_order_acquire);
+    if (r) return *r;
+    std::lock_guard lock(g_init_mutex);
+    r = g_runtime.load(std::memory_order_relaxed);
+    if (!r) {
+        r = new Runtime(parse_options(nullptr));
+        g_runtime.store(r, std::memory_order_release);
+    }
+    return *r;
+}
+
+void init(const char* options) {
+    backend::Options o = parse_options(options);
+    std::lock_guard lock(g_init_mutex);
+    Runtime* r = g_runtime.load(std::memory_order_relaxed);
+    if (r) {
+        const backend::Options& cur = r->options();
+        if (options && *options &&
+            (cur.cpu_devices != o.cpu_devices || cur.cpu_memory != o.cpu_memory || cur.executors != o.executors))
+            fail(RT_ERROR_INVALID_VALUE,
+                 "rtInit: the runtime is already initialised with other options; call rtFinalize first");
+        return;
+    }
+    g_runtime.store(new Runtime(o), std::memory_order_release);
+}
+
+void finalize() {
+    std::lock_guard lock(g_init_mutex);
+    Runtime* r = g_runtime.exchange(nullptr, std::memory_order_acq_rel);
+    delete r;
+    t_current_device = 0;
+}
+
+int& current_device_index() { return t_current_device; }
+
+}  // namespace rt

@@ -1,0 +1,61 @@
+// The process-wide runtime: backends, devices, handle tables and the allocation registry; created on first use.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backends/backend.hpp"
+#include "core/device.hpp"
+#include "core/event.hpp"
+#include "core/handle_table.hpp"
+#include "core/memory_registry.hpp"
+#include "core/stream.hpp"
+
+namespace rt {
+
+class Runtime {
+public:
+    explicit Runtime(const backend::Options& options);
+    ~Runtime();  ///< waits for all work, then releases everything
+
+    const backend::Options& options() const { return options_; }
+    int device_count() const { return static_cast<int>(devices_.size()); }
+    /// The device with this index; throws RT_ERROR_INVALID_DEVICE naming the valid range.
+    CoreDevice& device(int index) const;
+    /// The calling thread's current device.
+    CoreDevice& current_device() const;
+
+    /// The stream behind a C handle (null = the current device's default stream); throws INVALID_HANDLE.
+    std::shared_ptr<Stream> stream(rtStream_t handle) const;
+    std::shared_ptr<Event> event(rtEvent_t handle) const;
+
+    HandleTable<Stream, 0x53> streams;  // 'S'
+    HandleTable<Event, 0x45> events;    // 'E'
+    MemoryRegistry registry;
+
+    /// Every stream of `device` (its default stream first), for device-wide synchronisation.
+    std::vector<std::shared_ptr<Stream>> streams_of(const CoreDevice& device) const;
+
+private:
+    backend::Options options_;
+    std::vector<std::unique_ptr<backend::Backend>> backends_;
+    std::vector<std::unique_ptr<CoreDevice>> devices_;
+};
+
+/// The runtime, initialised with defaults (environment variables) on first use.
+Runtime& runtime();
+/// Initialises with `options` ("key=value;..."); refuses options that differ from a live runtime's.
+void init(const char* options);
+/// Tears the runtime down; the next call to runtime() creates a new one.
+void finalize();
+
+/// The calling thread's current device index (rtSetDevice).
+int& current_device_index();
+
+/// Parses "key=value;..." over the environment defaults; throws INVALID_VALUE on unknown keys or values.
+backend::Options parse_options(const char* text);
+/// Parses "64M", "2G", "1048576".
+bool parse_size(const std::string& text, size_t* out);
+
+}  // namespace rt
