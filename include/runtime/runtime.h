@@ -156,6 +156,42 @@ RT_API rtError_t rtMemcpyAsync(void* dst, const void* src, size_t count, rtMemcp
 RT_API rtError_t rtMemset(void* ptr, int value, size_t count);
 RT_API rtError_t rtMemsetAsync(void* ptr, int value, size_t count, rtStream_t stream);
 
+/* ---------------------------------------------------------------- modules and kernels */
+
+typedef struct rtModule_st* rtModule_t;
+typedef struct rtFunction_st* rtFunction_t;
+
+typedef struct rtDim3 {
+    unsigned int x, y, z;
+} rtDim3;
+
+/** Compile kernel-dialect source (include/runtime/kernel.h is prepended) for the current device.
+ *  `options`: NULL or space-separated -O0..-O3, -g, -DNAME[=V], -UNAME, -I<dir>. Compiled modules are cached
+ *  in memory and on disk (RUNTIME_CACHE_DIR, default ~/.cache/runtime). A compile error returns
+ *  RT_ERROR_COMPILE_FAILED with the compiler's diagnostics (lines of `source`) in rtGetLastErrorMessage(). */
+RT_API rtError_t rtModuleLoadSource(rtModule_t* module, const char* source, const char* options);
+/** Load a precompiled module (runtime-compile's output: a shared object on cpu). */
+RT_API rtError_t rtModuleLoadFile(rtModule_t* module, const char* path);
+/** Look up a kernel (an RT_KERNEL function) by name: RT_ERROR_NOT_FOUND lists the module's kernels. */
+RT_API rtError_t rtModuleGetFunction(rtFunction_t* function, rtModule_t module, const char* name);
+/** Release the module; its functions become invalid. Launches already queued still complete. */
+RT_API rtError_t rtModuleUnload(rtModule_t module);
+/** Number of parameters of the kernel, and (if `sizes` is not NULL) the size in bytes of each,
+ *  written to sizes[0 .. *count-1]; `*count` must be the capacity of `sizes` on entry when it is given. */
+RT_API rtError_t rtFunctionGetParamInfo(rtFunction_t function, int* count, size_t* sizes);
+
+/** Launch grid x block work-items of `function` on `stream` (asynchronous). `args` follows CUDA:
+ *  an array of pointers to each argument's value, as many as the kernel has parameters; the values
+ *  are copied at the call. Zero or oversized dimensions: RT_ERROR_INVALID_VALUE. A kernel that fails
+ *  rt_assert or traps is reported by the next synchronize of `stream` as RT_ERROR_LAUNCH_FAILED. */
+RT_API rtError_t rtLaunchKernel(rtFunction_t function, rtDim3 grid, rtDim3 block, void** args,
+                                size_t shared_bytes, rtStream_t stream);
+/** rtLaunchKernel with the argument count (and optionally each argument's size) stated, so a wrong
+ *  arity or a wrongly sized argument is refused with RT_ERROR_INVALID_VALUE instead of read past. */
+RT_API rtError_t rtLaunchKernelWithArgs(rtFunction_t function, rtDim3 grid, rtDim3 block, void** args,
+                                        int num_args, const size_t* arg_sizes, size_t shared_bytes,
+                                        rtStream_t stream);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

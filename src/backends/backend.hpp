@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "runtime/runtime.h"
 
@@ -28,6 +29,39 @@ struct HostCall {
 /// Defined by the core: runs the user's function, captures a failure. Never throws.
 void run_host_call(const HostCall& call) noexcept;
 
+/// A kernel of a loaded module. The core validates launches against it; a Function keeps its module loaded.
+class Function {
+public:
+    virtual ~Function() = default;
+    virtual const std::string& name() const = 0;
+    /// Number of parameters, or -1 when the backend cannot know (then launches are not arity-checked).
+    virtual int num_args() const = 0;
+    /// Size in bytes of each parameter (num_args() entries; empty when unknown).
+    virtual const std::vector<size_t>& arg_sizes() const = 0;
+};
+
+/// A loaded module: a set of kernels compiled for one device.
+class Module {
+public:
+    virtual ~Module() = default;
+    /// The kernel of that name, or nullptr. Repeated calls may return the same object.
+    virtual std::shared_ptr<Function> get_function_impl(const std::string& name) = 0;
+    virtual std::vector<std::string> kernel_names() const = 0;
+};
+
+/// Shape of a launch, validated by the core against DeviceInfo limits.
+struct LaunchShape {
+    unsigned grid[3];
+    unsigned block[3];
+    size_t shared_bytes;
+};
+
+/// Where a launch reports a fault (rt_assert, trap), and how the failed operation is named.
+struct LaunchReport {
+    AsyncErrorSlot* slot;  ///< owned by the core stream; outlives every queued operation of it
+    uint64_t op_index;
+};
+
 /// What a device is, reported once at start-up (ggml's dev_caps: a struct, not probing).
 struct DeviceInfo {
     std::string name;
@@ -40,6 +74,7 @@ struct DeviceInfo {
     int max_block_size[3] = {1024, 1024, 64};
     int compute_capability_major = 0;
     int compute_capability_minor = 0;
+    size_t max_shared_bytes = 48 * 1024;
     bool host_addressable = false;  ///< device pointers can be dereferenced by the host
 };
 
@@ -68,6 +103,10 @@ public:
     virtual void record_impl(Event& event) = 0;
     /// Work queued after this waits for `event`'s current record; never blocks the host.
     virtual void wait_impl(Event& event) = 0;
+    /// Launch `function` with CUDA's argument convention (args[i] points at argument i; the values are
+    /// copied before returning). Arity and shape were checked by the core.
+    virtual void launch_impl(const std::shared_ptr<Function>& function, const LaunchShape& shape, void* const* args,
+                             const LaunchReport& report) = 0;
     /// Blocks until all work queued before the call has completed.
     virtual void synchronize_impl() = 0;
     /// True if all queued work has completed.
@@ -87,6 +126,10 @@ public:
     virtual void free_host_impl(void* ptr, size_t bytes) = 0;
     virtual void mem_info_impl(size_t* free_bytes, size_t* total_bytes) = 0;
     virtual std::unique_ptr<Queue> create_queue_impl(unsigned flags) = 0;
+    /// Compiles kernel-dialect source for this device (cached). Throws rt::Error (COMPILE_FAILED, ...).
+    virtual std::shared_ptr<Module> load_source_impl(const std::string& source, const std::string& options) = 0;
+    /// Loads a precompiled module file. Throws rt::Error.
+    virtual std::shared_ptr<Module> load_file_impl(const std::string& path) = 0;
     /// `timing`: the event records timestamps. `blocking_sync`: synchronize parks without spinning.
     virtual std::unique_ptr<Event> create_event_impl(bool timing, bool blocking_sync) = 0;
 };

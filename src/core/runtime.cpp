@@ -105,6 +105,8 @@ Runtime::~Runtime() {
     // Streams, events and memory belong to backend devices: release them before the devices go.
     events.clear();
     streams.clear();
+    functions.clear();
+    modules.clear();
     for (const Allocation& a : registry.take_all()) {
         if (a.kind == MemoryKind::device) a.device->impl().free_impl(reinterpret_cast<void*>(a.base), a.size);
         else a.device->impl().free_host_impl(reinterpret_cast<void*>(a.base), a.size);

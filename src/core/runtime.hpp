@@ -10,6 +10,7 @@
 #include "core/event.hpp"
 #include "core/handle_table.hpp"
 #include "core/memory_registry.hpp"
+#include "core/module.hpp"
 #include "core/stream.hpp"
 
 namespace rt {
@@ -32,6 +33,8 @@ public:
 
     HandleTable<Stream, 0x53> streams;  // 'S'
     HandleTable<Event, 0x45> events;    // 'E'
+    HandleTable<CoreModule, 0x4D> modules;      // 'M'
+    HandleTable<CoreFunction, 0x46> functions;  // 'F'
     MemoryRegistry registry;
 
     /// Every stream of `device` (its default stream first), for device-wide synchronisation.

@@ -9,6 +9,8 @@
 
 #include "backends/backend.hpp"
 #include "backends/cpu/cpu_executor.hpp"
+#include "backends/cpu/cpu_kernel.hpp"
+#include "backends/cpu/cpu_module.hpp"
 #include "backends/cpu/cpu_queue.hpp"
 
 namespace rt::cpu {
@@ -93,6 +95,12 @@ public:
     std::unique_ptr<backend::Queue> create_queue_impl(unsigned) override {
         return std::unique_ptr<backend::Queue>(new CpuQueueHandle(std::make_shared<CpuQueue>(executor_)));
     }
+    std::shared_ptr<backend::Module> load_source_impl(const std::string& source, const std::string& options) override {
+        return std::make_shared<CpuKernelModule>(CpuModule::from_source(source, options));
+    }
+    std::shared_ptr<backend::Module> load_file_impl(const std::string& path) override {
+        return std::make_shared<CpuKernelModule>(CpuModule::from_file(path));
+    }
     std::unique_ptr<backend::Event> create_event_impl(bool timing, bool blocking_sync) override {
         return std::make_unique<CpuEvent>(timing, blocking_sync);
     }
@@ -107,6 +115,10 @@ private:
         void copy_impl(void* d, const void* s, size_t n, backend::CopyKind k) override { q_->copy_impl(d, s, n, k); }
         void fill_impl(void* d, uint8_t v, size_t n) override { q_->fill_impl(d, v, n); }
         void host_call_impl(const backend::HostCall& c) override { q_->host_call_impl(c); }
+        void launch_impl(const std::shared_ptr<backend::Function>& f, const backend::LaunchShape& s, void* const* a,
+                         const backend::LaunchReport& r) override {
+            q_->launch_impl(f, s, a, r);
+        }
         void record_impl(backend::Event& e) override { q_->record_impl(e); }
         void wait_impl(backend::Event& e) override { q_->wait_impl(e); }
         void synchronize_impl() override { q_->synchronize_impl(); }

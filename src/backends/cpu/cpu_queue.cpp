@@ -111,6 +111,17 @@ void CpuQueue::host_call_impl(const backend::HostCall& call) {
     push(std::move(t));
 }
 
+void CpuQueue::launch_impl(const std::shared_ptr<backend::Function>& function, const backend::LaunchShape& shape,
+                           void* const* args, const backend::LaunchReport& report) {
+    Task t;
+    t.type = Task::Type::launch;
+    t.function = function;
+    t.shape = shape;
+    t.report = report;
+    t.args.pack(function->arg_sizes(), args);
+    push(std::move(t));
+}
+
 void CpuQueue::record_impl(backend::Event& event) {
     const std::shared_ptr<EventState>& ev = static_cast<CpuEvent&>(event).state();
     std::lock_guard elock(ev->mutex);  // order: event, then queue
@@ -240,9 +251,19 @@ void CpuQueue::execute(Task& t) {
         }
         case Task::Type::wait:
             break;  // its dependency completed before it was taken
+        case Task::Type::launch: {
+            void* inline_pointers[32];
+            std::unique_ptr<void*[]> heap_pointers;
+            void** pointers = inline_pointers;
+            if (t.args.count() > 32) pointers = (heap_pointers = std::make_unique<void*[]>(t.args.count())).get();
+            t.args.pointers(pointers);
+            run_kernel(executor_, static_cast<const CpuFunction&>(*t.function), t.shape, pointers, t.report);
+            break;
+        }
     }
     t.event.reset();
     t.dep.reset();
+    t.function.reset();
 }
 
 void CpuQueue::complete(uint64_t seq) {

@@ -9,6 +9,7 @@
 
 #include "backends/backend.hpp"
 #include "backends/cpu/cpu_executor.hpp"
+#include "backends/cpu/cpu_kernel.hpp"
 
 namespace rt::cpu {
 
@@ -39,7 +40,7 @@ private:
 
 /// One operation in a queue. Plain record, no heap allocation per task (the ring is reused).
 struct Task {
-    enum class Type : uint8_t { copy, fill, host_call, record, wait };
+    enum class Type : uint8_t { copy, fill, host_call, record, wait, launch };
     Type type = Type::copy;
     uint8_t value = 0;
     uint64_t seq = 0;
@@ -51,6 +52,10 @@ struct Task {
     uint64_t event_generation = 0;
     std::shared_ptr<CpuQueue> dep;      // wait: run nothing until dep has completed dep_seq
     uint64_t dep_seq = 0;
+    std::shared_ptr<backend::Function> function;  // launch
+    backend::LaunchShape shape{};
+    backend::LaunchReport report{};
+    PackedArgs args;
 };
 
 class CpuQueue final : public backend::Queue, public std::enable_shared_from_this<CpuQueue> {
@@ -61,6 +66,8 @@ public:
     void copy_impl(void* dst, const void* src, size_t bytes, backend::CopyKind kind) override;
     void fill_impl(void* dst, uint8_t value, size_t bytes) override;
     void host_call_impl(const backend::HostCall& call) override;
+    void launch_impl(const std::shared_ptr<backend::Function>& function, const backend::LaunchShape& shape,
+                     void* const* args, const backend::LaunchReport& report) override;
     void record_impl(backend::Event& event) override;
     void wait_impl(backend::Event& event) override;
     void synchronize_impl() override;

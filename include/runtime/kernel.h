@@ -1,0 +1,288 @@
+/* kernel.h — the prelude of the kernel dialect: RT_KERNEL/RT_DEVICE, work-item built-ins, math, atomics, rt_assert (cpu and CUDA). */
+/*
+ * A kernel source is C++17 that compiles both for the cpu backend (host C++) and as CUDA C++:
+ *
+ *     RT_DEVICE float twice(float x) { return x * 2.0f; }
+ *     RT_KERNEL void scale(const float* in, float* out, int n) {
+ *         int i = get_global_id(0);
+ *         if (i < n) out[i] = twice(in[i]);
+ *     }
+ *
+ * Built-ins (d = 0, 1, 2; return size_t): get_global_id, get_local_id, get_group_id, get_global_size,
+ * get_local_size, get_num_groups. Types: int8_t … uint64_t (no header needed). Math (float and double
+ * overloads): sqrt rsqrt cbrt exp exp2 expm1 log log2 log10 log1p sin cos tan asin acos atan atan2
+ * sinh cosh tanh asinh acosh atanh pow fabs floor ceil round trunc fmod fmin fmax fma hypot erf erfc
+ * copysign isnan isinf isfinite, and abs/min/max for int, int64 and float types.
+ * Atomics on global memory, returning the old value: atomic_add, atomic_min, atomic_max, atomic_cas(p,
+ * expected, desired), atomic_exchange — for int32_t, uint32_t, int64_t, uint64_t, float and double.
+ * rt_assert(cond): on failure the launch fails with the expression, file and line (CUDA: printf + trap;
+ * cpu: the failure is recorded, the failing work-item goes on to the end of its kernel, and no further
+ * work-group of the launch starts).
+ *
+ * How the cpu backend compiles a source (and the rules that follow from it). The source is placed,
+ * verbatim, inside `struct rt_module_ : rt_kernel_base_ { ... };` — kernels and RT_DEVICE functions
+ * become member functions, so built-ins read the work-item's ids from the object without thread-locals,
+ * and a work-group is one loop the compiler can vectorise. Hence, in kernel sources on cpu:
+ *   - no namespaces, `using namespace`, `extern "C"`, global variables or explicit template
+ *     specialisations; file-scope constants must be `static constexpr` (or macros);
+ *   - `static` functions and member functions of your own structs cannot call the work-item built-ins or
+ *     rt_assert (they are members of the kernel object); RT_DEVICE functions can;
+ *   - kernel names are unique (no overloaded kernels); kernel parameters are scalars, pointers or
+ *     trivially copyable structs, passed by value;
+ *   - `#include` lines are moved before the struct (an include of this header is dropped: the prelude
+ *     is always present); diagnostics carry the source's own line numbers;
+ *   - no work-group barriers or shared memory (not in the dialect yet).
+ * Atomics are sequentially consistent on cpu; like CUDA's, portable code must not rely on their ordering.
+ */
+#ifndef RUNTIME_KERNEL_H
+#define RUNTIME_KERNEL_H
+
+/* ------------------------------------------------------------------ fixed-width integer types */
+#if defined(__CUDACC__) && !defined(__CUDACC_RTC__)
+#  include <stdint.h>
+#elif defined(__INT32_TYPE__) && defined(__INT64_TYPE__)
+/* The compiler's own definitions: identical to <stdint.h>'s, so both may be present. */
+typedef __INT8_TYPE__ int8_t;
+typedef __INT16_TYPE__ int16_t;
+typedef __INT32_TYPE__ int32_t;
+typedef __INT64_TYPE__ int64_t;
+typedef __UINT8_TYPE__ uint8_t;
+typedef __UINT16_TYPE__ uint16_t;
+typedef __UINT32_TYPE__ uint32_t;
+typedef __UINT64_TYPE__ uint64_t;
+#else
+typedef signed char int8_t;
+typedef short int16_t;
+typedef int int32_t;
+typedef long long int64_t;
+typedef unsigned char uint8_t;
+typedef unsigned short uint16_t;
+typedef unsigned int uint32_t;
+typedef unsigned long long uint64_t;
+#endif
+
+/* Small traits without <type_traits> (which costs compile time on every cpu kernel). */
+template <class T> struct rt_is_fp_ { static constexpr bool value = false; };
+template <> struct rt_is_fp_<float> { static constexpr bool value = true; };
+template <> struct rt_is_fp_<double> { static constexpr bool value = true; };
+template <class T> struct rt_same_ { typedef T type; };
+
+#if defined(__CUDACC__) || defined(__CUDACC_RTC__)
+/* ================================================================== CUDA / NVRTC */
+
+#define RT_KERNEL extern "C" __global__
+#define RT_DEVICE __device__ inline
+#define RT_BUILTIN_ static __device__ __forceinline__
+
+RT_BUILTIN_ size_t rt_dim_(const uint3& v, unsigned d) { return d == 0 ? v.x : d == 1 ? v.y : v.z; }
+RT_BUILTIN_ size_t rt_dim_(const dim3& v, unsigned d) { return d == 0 ? v.x : d == 1 ? v.y : v.z; }
+RT_BUILTIN_ size_t get_local_id(unsigned d) { return rt_dim_(threadIdx, d); }
+RT_BUILTIN_ size_t get_group_id(unsigned d) { return rt_dim_(blockIdx, d); }
+RT_BUILTIN_ size_t get_local_size(unsigned d) { return rt_dim_(blockDim, d); }
+RT_BUILTIN_ size_t get_num_groups(unsigned d) { return rt_dim_(gridDim, d); }
+RT_BUILTIN_ size_t get_global_id(unsigned d) { return get_group_id(d) * get_local_size(d) + get_local_id(d); }
+RT_BUILTIN_ size_t get_global_size(unsigned d) { return get_num_groups(d) * get_local_size(d); }
+
+/* Math: CUDA's device library already overloads sqrt, exp, …, abs, min, max for float and double. */
+
+/* Atomics: dispatch on the operand type to CUDA's atomic* (64-bit integers through unsigned long long). */
+typedef unsigned long long rt_ull_;
+template <class T> RT_BUILTIN_ T atomic_add(T* p, typename rt_same_<T>::type v) {
+    if constexpr (rt_is_fp_<T>::value) return atomicAdd(p, v);
+    else if constexpr (sizeof(T) == 4) return (T)atomicAdd((unsigned*)p, (unsigned)v);
+    else return (T)atomicAdd((rt_ull_*)p, (rt_ull_)v);
+}
+template <class T> RT_BUILTIN_ T atomic_cas(T* p, typename rt_same_<T>::type expected, typename rt_same_<T>::type desired) {
+    if constexpr (sizeof(T) == 4 && rt_is_fp_<T>::value)
+        return __int_as_float(atomicCAS((int*)p, __float_as_int(expected), __float_as_int(desired)));
+    else if constexpr (rt_is_fp_<T>::value)
+        return __longlong_as_double((long long)atomicCAS((rt_ull_*)p, (rt_ull_)__double_as_longlong(expected),
+                                                         (rt_ull_)__double_as_longlong(desired)));
+    else if constexpr (sizeof(T) == 4) return (T)atomicCAS((unsigned*)p, (unsigned)expected, (unsigned)desired);
+    else return (T)atomicCAS((rt_ull_*)p, (rt_ull_)expected, (rt_ull_)desired);
+}
+template <class T> RT_BUILTIN_ T atomic_exchange(T* p, typename rt_same_<T>::type v) {
+    if constexpr (sizeof(T) == 4 && rt_is_fp_<T>::value) return atomicExch(p, v);
+    else if constexpr (rt_is_fp_<T>::value)
+        return __longlong_as_double((long long)atomicExch((rt_ull_*)p, (rt_ull_)__double_as_longlong(v)));
+    else if constexpr (sizeof(T) == 4) return (T)atomicExch((unsigned*)p, (unsigned)v);
+    else return (T)atomicExch((rt_ull_*)p, (rt_ull_)v);
+}
+RT_BUILTIN_ long long rt_bits_(float x) { return __float_as_int(x); }
+RT_BUILTIN_ long long rt_bits_(double x) { return __double_as_longlong(x); }
+/* Floating-point min/max: a compare-and-swap loop that stops as soon as no change is needed. */
+template <class T, bool Max> RT_BUILTIN_ T rt_atomic_fp_minmax_(T* p, T v) {
+    T old = *(volatile T*)p;
+    while (Max ? old < v : v < old) {
+        T seen = atomic_cas(p, old, v);
+        if (rt_bits_(seen) == rt_bits_(old)) break;  // bitwise: a NaN in memory must not loop forever
+        old = seen;
+    }
+    return old;
+}
+template <class T> RT_BUILTIN_ T atomic_min(T* p, typename rt_same_<T>::type v) {
+    if constexpr (rt_is_fp_<T>::value) return rt_atomic_fp_minmax_<T, false>(p, v);
+    else if constexpr (sizeof(T) == 4 && (T)-1 < (T)0) return (T)atomicMin((int*)p, (int)v);
+    else if constexpr (sizeof(T) == 4) return (T)atomicMin((unsigned*)p, (unsigned)v);
+    else if constexpr ((T)-1 < (T)0) return (T)atomicMin((long long*)p, (long long)v);
+    else return (T)atomicMin((rt_ull_*)p, (rt_ull_)v);
+}
+template <class T> RT_BUILTIN_ T atomic_max(T* p, typename rt_same_<T>::type v) {
+    if constexpr (rt_is_fp_<T>::value) return rt_atomic_fp_minmax_<T, true>(p, v);
+    else if constexpr (sizeof(T) == 4 && (T)-1 < (T)0) return (T)atomicMax((int*)p, (int)v);
+    else if constexpr (sizeof(T) == 4) return (T)atomicMax((unsigned*)p, (unsigned)v);
+    else if constexpr ((T)-1 < (T)0) return (T)atomicMax((long long*)p, (long long)v);
+    else return (T)atomicMax((rt_ull_*)p, (rt_ull_)v);
+}
+
+#define rt_assert(cond)                                                                                  \
+    ((cond) ? (void)0                                                                                   \
+            : (printf("%s:%d: rt_assert(%s) failed in block (%u,%u,%u) thread (%u,%u,%u)\n", __FILE__,  \
+                      __LINE__, #cond, blockIdx.x, blockIdx.y, blockIdx.z, threadIdx.x, threadIdx.y,   \
+                      threadIdx.z),                                                                     \
+               __trap()))
+
+#undef RT_BUILTIN_
+
+#else
+/* ================================================================== cpu */
+/* Needs rt_cpu_fault (cpu_kernel_abi.h), which the cpu kernel compiler places before this text. */
+
+#define RT_KERNEL
+#define RT_DEVICE
+#define RT_BUILTIN_ static inline __attribute__((always_inline))
+
+/* The work-item being run; written by the generated entry loop (local[0] innermost). */
+struct rt_item_ {
+    size_t group[3];
+    size_t local[3];
+    size_t block[3];
+    size_t grid[3];
+};
+
+/* Base of the struct that wraps a kernel source: its members are what the source sees as built-ins.
+ * Math and atomics are static members, not free functions, so they take precedence over (and never
+ * clash with) <cmath>/<math.h> declarations a source may include. */
+struct rt_kernel_base_ {
+    rt_item_ rt_item;
+    rt_cpu_fault* rt_fault;
+
+    size_t get_local_id(unsigned d) const { return rt_item.local[d]; }
+    size_t get_group_id(unsigned d) const { return rt_item.group[d]; }
+    size_t get_local_size(unsigned d) const { return rt_item.block[d]; }
+    size_t get_num_groups(unsigned d) const { return rt_item.grid[d]; }
+    size_t get_global_id(unsigned d) const { return rt_item.group[d] * rt_item.block[d] + rt_item.local[d]; }
+    size_t get_global_size(unsigned d) const { return rt_item.grid[d] * rt_item.block[d]; }
+
+    /* The first failing work-item of a launch claims the fault record; the others only return.
+     * Static and given the fault pointer, so the kernel object's address never escapes the entry loop
+     * (that keeps the ids in registers and the loop vectorisable). */
+    __attribute__((noinline, cold)) static void rt_assert_fail_(rt_cpu_fault* fault, const char* expr,
+                                                                const char* file, int line) {
+        if (__atomic_exchange_n(&fault->failed, 1, __ATOMIC_ACQ_REL) == 0) {
+            fault->expr = expr;
+            fault->file = file;
+            fault->line = line;
+        }
+    }
+
+#define RT_MATH1_(name, fbuiltin, dbuiltin)                                  \
+    RT_BUILTIN_ float name(float x) { return fbuiltin(x); }                  \
+    RT_BUILTIN_ double name(double x) { return dbuiltin(x); }
+#define RT_MATH2_(name, fbuiltin, dbuiltin)                                  \
+    RT_BUILTIN_ float name(float x, float y) { return fbuiltin(x, y); }      \
+    RT_BUILTIN_ double name(double x, double y) { return dbuiltin(x, y); }
+    RT_MATH1_(sqrt, __builtin_sqrtf, __builtin_sqrt)
+    RT_MATH1_(cbrt, __builtin_cbrtf, __builtin_cbrt)
+    RT_MATH1_(exp, __builtin_expf, __builtin_exp)
+    RT_MATH1_(exp2, __builtin_exp2f, __builtin_exp2)
+    RT_MATH1_(expm1, __builtin_expm1f, __builtin_expm1)
+    RT_MATH1_(log, __builtin_logf, __builtin_log)
+    RT_MATH1_(log2, __builtin_log2f, __builtin_log2)
+    RT_MATH1_(log10, __builtin_log10f, __builtin_log10)
+    RT_MATH1_(log1p, __builtin_log1pf, __builtin_log1p)
+    RT_MATH1_(sin, __builtin_sinf, __builtin_sin)
+    RT_MATH1_(cos, __builtin_cosf, __builtin_cos)
+    RT_MATH1_(tan, __builtin_tanf, __builtin_tan)
+    RT_MATH1_(asin, __builtin_asinf, __builtin_asin)
+    RT_MATH1_(acos, __builtin_acosf, __builtin_acos)
+    RT_MATH1_(atan, __builtin_atanf, __builtin_atan)
+    RT_MATH1_(sinh, __builtin_sinhf, __builtin_sinh)
+    RT_MATH1_(cosh, __builtin_coshf, __builtin_cosh)
+    RT_MATH1_(tanh, __builtin_tanhf, __builtin_tanh)
+    RT_MATH1_(asinh, __builtin_asinhf, __builtin_asinh)
+    RT_MATH1_(acosh, __builtin_acoshf, __builtin_acosh)
+    RT_MATH1_(atanh, __builtin_atanhf, __builtin_atanh)
+    RT_MATH1_(fabs, __builtin_fabsf, __builtin_fabs)
+    RT_MATH1_(floor, __builtin_floorf, __builtin_floor)
+    RT_MATH1_(ceil, __builtin_ceilf, __builtin_ceil)
+    RT_MATH1_(round, __builtin_roundf, __builtin_round)
+    RT_MATH1_(trunc, __builtin_truncf, __builtin_trunc)
+    RT_MATH1_(erf, __builtin_erff, __builtin_erf)
+    RT_MATH1_(erfc, __builtin_erfcf, __builtin_erfc)
+    RT_MATH2_(pow, __builtin_powf, __builtin_pow)
+    RT_MATH2_(atan2, __builtin_atan2f, __builtin_atan2)
+    RT_MATH2_(fmod, __builtin_fmodf, __builtin_fmod)
+    RT_MATH2_(fmin, __builtin_fminf, __builtin_fmin)
+    RT_MATH2_(fmax, __builtin_fmaxf, __builtin_fmax)
+    RT_MATH2_(hypot, __builtin_hypotf, __builtin_hypot)
+    RT_MATH2_(copysign, __builtin_copysignf, __builtin_copysign)
+#undef RT_MATH1_
+#undef RT_MATH2_
+    RT_BUILTIN_ float rsqrt(float x) { return 1.0f / __builtin_sqrtf(x); }
+    RT_BUILTIN_ double rsqrt(double x) { return 1.0 / __builtin_sqrt(x); }
+    RT_BUILTIN_ float fma(float x, float y, float z) { return __builtin_fmaf(x, y, z); }
+    RT_BUILTIN_ double fma(double x, double y, double z) { return __builtin_fma(x, y, z); }
+    RT_BUILTIN_ bool isnan(float x) { return __builtin_isnan(x); }
+    RT_BUILTIN_ bool isnan(double x) { return __builtin_isnan(x); }
+    RT_BUILTIN_ bool isinf(float x) { return __builtin_isinf(x); }
+    RT_BUILTIN_ bool isinf(double x) { return __builtin_isinf(x); }
+    RT_BUILTIN_ bool isfinite(float x) { return __builtin_isfinite(x); }
+    RT_BUILTIN_ bool isfinite(double x) { return __builtin_isfinite(x); }
+    RT_BUILTIN_ int abs(int x) { return x < 0 ? -x : x; }
+    RT_BUILTIN_ long abs(long x) { return x < 0 ? -x : x; }
+    RT_BUILTIN_ long long abs(long long x) { return x < 0 ? -x : x; }
+    RT_BUILTIN_ float abs(float x) { return __builtin_fabsf(x); }
+    RT_BUILTIN_ double abs(double x) { return __builtin_fabs(x); }
+    template <class T> RT_BUILTIN_ T min(T a, typename rt_same_<T>::type b) { return b < a ? b : a; }
+    template <class T> RT_BUILTIN_ T max(T a, typename rt_same_<T>::type b) { return a < b ? b : a; }
+
+    /* Atomics: the generic __atomic builtins; floating-point add/min/max by compare-and-swap. */
+    template <class T> RT_BUILTIN_ T atomic_add(T* p, typename rt_same_<T>::type v) {
+        if constexpr (rt_is_fp_<T>::value) {
+            T old, desired;
+            __atomic_load(p, &old, __ATOMIC_RELAXED);
+            do { desired = old + v; } while (!__atomic_compare_exchange(p, &old, &desired, true, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED));
+            return old;
+        } else {
+            return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST);
+        }
+    }
+    template <class T, bool Max> RT_BUILTIN_ T rt_atomic_minmax_(T* p, T v) {
+        T old;
+        __atomic_load(p, &old, __ATOMIC_RELAXED);
+        while (Max ? old < v : v < old) {
+            if (__atomic_compare_exchange(p, &old, &v, true, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED)) break;
+        }
+        return old;
+    }
+    template <class T> RT_BUILTIN_ T atomic_min(T* p, typename rt_same_<T>::type v) { return rt_atomic_minmax_<T, false>(p, v); }
+    template <class T> RT_BUILTIN_ T atomic_max(T* p, typename rt_same_<T>::type v) { return rt_atomic_minmax_<T, true>(p, v); }
+    template <class T> RT_BUILTIN_ T atomic_cas(T* p, typename rt_same_<T>::type expected, typename rt_same_<T>::type desired) {
+        __atomic_compare_exchange(p, &expected, &desired, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+        return expected;  // on failure the builtin stored the value it found; on success it is unchanged
+    }
+    template <class T> RT_BUILTIN_ T atomic_exchange(T* p, typename rt_same_<T>::type v) {
+        T old;
+        __atomic_exchange(p, &v, &old, __ATOMIC_SEQ_CST);
+        return old;
+    }
+};
+
+#define rt_assert(cond) ((cond) ? (void)0 : rt_assert_fail_(rt_fault, #cond, __FILE__, __LINE__))
+
+#undef RT_BUILTIN_
+
+#endif /* cpu */
+
+#endif /* RUNTIME_KERNEL_H */

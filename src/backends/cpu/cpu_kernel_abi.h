@@ -1,0 +1,53 @@
+/* cpu_kernel_abi.h — the binary interface between generated cpu kernel modules (.so) and the cpu backend. */
+#ifndef RUNTIME_CPU_KERNEL_ABI_H
+#define RUNTIME_CPU_KERNEL_ABI_H
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Bumped whenever a struct below changes; a module built for another ABI is refused at load. */
+#define RT_CPU_ABI_VERSION 1
+
+/* The first failure of a launch (rt_assert or trap). `failed` is claimed with an atomic exchange
+ * (__atomic_exchange_n) by the first failing work-item; the others only return. */
+typedef struct rt_cpu_fault {
+    int failed;
+    int line;
+    const char* expr;
+    const char* file;
+} rt_cpu_fault;
+
+/* One call of a kernel entry: run work-groups [group_begin, group_end) (linear, x fastest) of a
+ * grid[0]*grid[1]*grid[2] grid of block[0]*block[1]*block[2] items. */
+typedef struct rt_cpu_launch {
+    unsigned grid[3];
+    unsigned block[3];
+    unsigned long long group_begin;
+    unsigned long long group_end;
+    rt_cpu_fault* fault;
+    void* shared_memory;   /* shared_bytes of scratch for the group being run (dynamic shared memory) */
+    size_t shared_bytes;
+} rt_cpu_launch;
+
+/* args: CUDA's convention, an array of pointers to the argument values. */
+typedef void (*rt_cpu_entry)(const rt_cpu_launch* launch, void* const* args);
+
+typedef struct rt_cpu_kernel_info {
+    const char* name;
+    rt_cpu_entry entry;
+    int num_args;
+    const size_t* arg_sizes; /* num_args sizes, in bytes, of the parameters */
+} rt_cpu_kernel_info;
+
+/* Every module exports these two symbols. */
+typedef int (*rt_cpu_module_abi_fn)(void);                              /* "rt_cpu_module_abi": RT_CPU_ABI_VERSION */
+typedef const rt_cpu_kernel_info* (*rt_cpu_module_kernels_fn)(int* count); /* "rt_cpu_module_kernels" */
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* RUNTIME_CPU_KERNEL_ABI_H */

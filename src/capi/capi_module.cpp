@@ -1,0 +1,103 @@
+// C API: modules (kernel source or precompiled files), kernel look-up and launches.
+#include "capi/capi_common.hpp"
+#include "core/module.hpp"
+
+using namespace rt;
+
+namespace {
+std::shared_ptr<CoreModule> find_module(rtModule_t module) {
+    auto m = runtime().modules.find(reinterpret_cast<uint64_t>(module));
+    if (!m) fail(RT_ERROR_INVALID_HANDLE, "module %p is not a loaded module", static_cast<void*>(module));
+    return m;
+}
+
+std::shared_ptr<CoreFunction> find_function(rtFunction_t function) {
+    auto f = runtime().functions.find(reinterpret_cast<uint64_t>(function));
+    if (!f)
+        fail(RT_ERROR_INVALID_HANDLE, "function %p is not a kernel of a loaded module (never looked up, or unloaded)",
+             static_cast<void*>(function));
+    return f;
+}
+
+rtModule_t insert_module(CoreDevice& device, std::shared_ptr<backend::Module> impl) {
+    return reinterpret_cast<rtModule_t>(runtime().modules.insert(std::make_shared<CoreModule>(device, std::move(impl))));
+}
+
+rtError_t launch(rtFunction_t function, rtDim3 grid, rtDim3 block, void** args, int num_args, const size_t* arg_sizes,
+                 size_t shared_bytes, rtStream_t stream, const char* api) {
+    return capi_call(api, [&] {
+        auto f = find_function(function);
+        auto s = runtime().stream(stream);
+        const unsigned g[3] = {grid.x, grid.y, grid.z}, b[3] = {block.x, block.y, block.z};
+        launch_kernel(*s, *f, g, b, args, num_args, arg_sizes, shared_bytes);
+    });
+}
+}  // namespace
+
+extern "C" {
+
+RT_API rtError_t rtModuleLoadSource(rtModule_t* module, const char* source, const char* options) {
+    return capi_call("rtModuleLoadSource", [&] {
+        require_out(module, "module");
+        if (!source) fail(RT_ERROR_INVALID_VALUE, "source is NULL (expected kernel source text)");
+        CoreDevice& d = runtime().current_device();
+        *module = insert_module(d, d.impl().load_source_impl(source, options ? options : ""));
+    });
+}
+
+RT_API rtError_t rtModuleLoadFile(rtModule_t* module, const char* path) {
+    return capi_call("rtModuleLoadFile", [&] {
+        require_out(module, "module");
+        if (!path) fail(RT_ERROR_INVALID_VALUE, "path is NULL (expected the path of a precompiled module)");
+        CoreDevice& d = runtime().current_device();
+        *module = insert_module(d, d.impl().load_file_impl(path));
+    });
+}
+
+RT_API rtError_t rtModuleGetFunction(rtFunction_t* function, rtModule_t module, const char* name) {
+    return capi_call("rtModuleGetFunction", [&] {
+        require_out(function, "function");
+        if (!name) fail(RT_ERROR_INVALID_VALUE, "name is NULL (expected a kernel name)");
+        *function = reinterpret_cast<rtFunction_t>(find_module(module)->function_handle(name));
+    });
+}
+
+RT_API rtError_t rtModuleUnload(rtModule_t module) {
+    return capi_call("rtModuleUnload", [&] {
+        auto m = runtime().modules.erase(reinterpret_cast<uint64_t>(module));
+        if (!m) fail(RT_ERROR_INVALID_HANDLE, "module %p is not a loaded module", static_cast<void*>(module));
+        m->release_functions();  // queued launches hold the backend function, which keeps the code loaded
+    });
+}
+
+RT_API rtError_t rtFunctionGetParamInfo(rtFunction_t function, int* count, size_t* sizes) {
+    return capi_call("rtFunctionGetParamInfo", [&] {
+        require_out(count, "count");
+        auto f = find_function(function);
+        int n = f->impl()->num_args();
+        if (sizes) {
+            if (n < 0) fail(RT_ERROR_NOT_SUPPORTED, "the backend does not know the parameters of this kernel");
+            if (*count < n)
+                fail(RT_ERROR_INVALID_VALUE, "sizes has room for %d entries but the kernel has %d parameters", *count, n);
+            for (int i = 0; i < n; ++i) sizes[i] = f->impl()->arg_sizes()[static_cast<size_t>(i)];
+        }
+        *count = n;
+    });
+}
+
+
+RT_API rtError_t rtLaunchKernelWithArgs(rtFunction_t function, rtDim3 grid, rtDim3 block, void** args, int num_args,
+                                        const size_t* arg_sizes, size_t shared_bytes, rtStream_t stream) {
+    if (num_args < 0)
+        return capi_call("rtLaunchKernelWithArgs", [&] {
+            fail(RT_ERROR_INVALID_VALUE, "num_args = %d is negative (expected the number of arguments)", num_args);
+        });
+    return launch(function, grid, block, args, num_args, arg_sizes, shared_bytes, stream, "rtLaunchKernelWithArgs");
+}
+
+RT_API rtError_t rtLaunchKernel(rtFunction_t function, rtDim3 grid, rtDim3 block, void** args, size_t shared_bytes,
+                                rtStream_t stream) {
+    return launch(function, grid, block, args, -1, nullptr, shared_bytes, stream, "rtLaunchKernel");
+}
+
+}  // extern "C"

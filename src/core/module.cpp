@@ -1,0 +1,73 @@
+// Core modules and kernel functions: function handles per module, and launch validation above the backends.
+#include "core/module.hpp"
+
+#include "core/runtime.hpp"
+
+namespace rt {
+
+uint64_t CoreModule::function_handle(const std::string& name) {
+    std::lock_guard lock(mutex_);
+    auto it = functions_.find(name);
+    if (it != functions_.end()) return it->second;
+    std::shared_ptr<backend::Function> f = impl_->get_function_impl(name);
+    if (!f) {
+        std::string names;
+        for (const std::string& n : impl_->kernel_names()) names += (names.empty() ? "" : ", ") + n;
+        fail(RT_ERROR_NOT_FOUND, "the module has no kernel named '%s' (its kernels: %s)", name.c_str(),
+             names.empty() ? "none" : names.c_str());
+    }
+    uint64_t handle = runtime().functions.insert(std::make_shared<CoreFunction>(device_, std::move(f)));
+    functions_.emplace(name, handle);
+    return handle;
+}
+
+void CoreModule::release_functions() {
+    std::lock_guard lock(mutex_);
+    for (auto& [name, handle] : functions_) runtime().functions.erase(handle);
+    functions_.clear();
+}
+
+void launch_kernel(Stream& stream, const CoreFunction& function, const unsigned grid[3], const unsigned block[3],
+                   void* const* args, int num_args, const size_t* arg_sizes, size_t shared_bytes) {
+    const backend::Function& f = *function.impl();
+    const char* name = f.name().c_str();
+    if (&stream.device() != &function.device())
+        fail(RT_ERROR_INVALID_VALUE, "kernel '%s' was loaded for %s but the stream belongs to %s", name,
+             function.device().label().c_str(), stream.device().label().c_str());
+    const backend::DeviceInfo& info = stream.device().info();
+    static const char* const axis[3] = {"x", "y", "z"};
+    unsigned long long threads = 1;
+    for (int d = 0; d < 3; ++d) {
+        if (grid[d] == 0 || grid[d] > static_cast<unsigned>(info.max_grid_size[d]))
+            fail(RT_ERROR_INVALID_VALUE, "kernel '%s': grid.%s = %u is out of range (expected 1..%d on %s)", name, axis[d],
+                 grid[d], info.max_grid_size[d], stream.device().label().c_str());
+        if (block[d] == 0 || block[d] > static_cast<unsigned>(info.max_block_size[d]))
+            fail(RT_ERROR_INVALID_VALUE, "kernel '%s': block.%s = %u is out of range (expected 1..%d on %s)", name,
+                 axis[d], block[d], info.max_block_size[d], stream.device().label().c_str());
+        threads *= block[d];
+    }
+    if (threads > static_cast<unsigned long long>(info.max_threads_per_block))
+        fail(RT_ERROR_INVALID_VALUE, "kernel '%s': a block of %u x %u x %u = %llu threads exceeds the limit of %d", name,
+             block[0], block[1], block[2], threads, info.max_threads_per_block);
+    if (shared_bytes > info.max_shared_bytes)
+        fail(RT_ERROR_INVALID_VALUE, "kernel '%s': %zu bytes of shared memory requested, at most %zu available", name,
+             shared_bytes, info.max_shared_bytes);
+    int arity = f.num_args();
+    if (num_args >= 0 && arity >= 0 && num_args != arity)
+        fail(RT_ERROR_INVALID_VALUE, "kernel '%s' takes %d argument(s) but %d were given", name, arity, num_args);
+    if (arity > 0 && !args)
+        fail(RT_ERROR_INVALID_VALUE, "kernel '%s' takes %d argument(s) but args is NULL", name, arity);
+    for (int i = 0; i < arity; ++i)
+        if (!args[i]) fail(RT_ERROR_INVALID_VALUE, "kernel '%s': args[%d] is NULL (expected a pointer to the value)", name, i);
+    if (arg_sizes && arity >= 0 && num_args >= 0) {
+        const std::vector<size_t>& sizes = f.arg_sizes();
+        for (int i = 0; i < arity && i < static_cast<int>(sizes.size()); ++i)
+            if (arg_sizes[i] != sizes[static_cast<size_t>(i)])
+                fail(RT_ERROR_INVALID_VALUE, "kernel '%s': argument %d has %zu bytes but the parameter has %zu", name, i,
+                     arg_sizes[i], sizes[static_cast<size_t>(i)]);
+    }
+    backend::LaunchShape shape{{grid[0], grid[1], grid[2]}, {block[0], block[1], block[2]}, shared_bytes};
+    stream.queue().launch_impl(function.impl(), shape, args, backend::LaunchReport{&stream.errors(), stream.next_op()});
+}
+
+}  // namespace rt

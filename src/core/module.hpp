@@ -1,0 +1,49 @@
+// Core modules and kernel functions: handles over backend modules, and launch validation.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+#include "backends/backend.hpp"
+
+namespace rt {
+
+class CoreDevice;
+class Stream;
+
+class CoreModule {
+public:
+    CoreModule(CoreDevice& device, std::shared_ptr<backend::Module> impl) : device_(device), impl_(std::move(impl)) {}
+    CoreDevice& device() const { return device_; }
+    backend::Module& impl() const { return *impl_; }
+
+    /// The handle of kernel `name` (the same handle for repeated look-ups); throws NOT_FOUND listing the kernels.
+    uint64_t function_handle(const std::string& name);
+    /// Invalidates every function handle given out (module unload).
+    void release_functions();
+
+private:
+    CoreDevice& device_;
+    std::shared_ptr<backend::Module> impl_;
+    std::mutex mutex_;
+    std::unordered_map<std::string, uint64_t> functions_;
+};
+
+class CoreFunction {
+public:
+    CoreFunction(CoreDevice& device, std::shared_ptr<backend::Function> impl) : device_(device), impl_(std::move(impl)) {}
+    CoreDevice& device() const { return device_; }
+    const std::shared_ptr<backend::Function>& impl() const { return impl_; }
+
+private:
+    CoreDevice& device_;
+    std::shared_ptr<backend::Function> impl_;
+};
+
+/// Validates shape, arity and argument sizes (num_args < 0: not stated by the caller), then enqueues.
+void launch_kernel(Stream& stream, const CoreFunction& function, const unsigned grid[3], const unsigned block[3],
+                   void* const* args, int num_args, const size_t* arg_sizes, size_t shared_bytes);
+
+}  // namespace rt
