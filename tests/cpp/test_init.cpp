@@ -1,0 +1,210 @@
+// test_init.cpp — rtInit / rtFinalize: options, bad options, re-initialisation, stale handles (own executable: it tears the runtime down).
+#include "test_util.hpp"
+
+namespace {
+
+constexpr size_t kMiB = size_t(1) << 20;
+
+/// Every test starts from a finalized runtime so option tests do not depend on test order.
+class Init : public ::testing::Test {
+protected:
+    void SetUp() override { ASSERT_RT_OK(rtFinalize()); }
+    void TearDown() override { EXPECT_RT_OK(rtFinalize()); }
+    rt_test::Watchdog watchdog_{std::chrono::milliseconds(45000), "init test"};  // below the CTest TIMEOUT (60 s)
+};
+
+int env_devices() {
+    const char* e = std::getenv("RUNTIME_CPU_DEVICES");
+    return e ? std::atoi(e) : 1;
+}
+
+TEST_F(Init, ImplicitInitialisationUsesEnvironmentDefaults) {
+    int n = 0;
+    ASSERT_RT_OK(rtGetDeviceCount(&n));  // first call after finalize initialises
+    EXPECT_EQ(n, env_devices());
+}
+
+TEST_F(Init, NullAndEmptyOptionsUseDefaults) {
+    ASSERT_RT_OK(rtInit(nullptr));
+    int n = 0;
+    ASSERT_RT_OK(rtGetDeviceCount(&n));
+    EXPECT_EQ(n, env_devices());
+    ASSERT_RT_OK(rtFinalize());
+    ASSERT_RT_OK(rtInit(""));
+    ASSERT_RT_OK(rtGetDeviceCount(&n));
+    EXPECT_EQ(n, env_devices());
+}
+
+TEST_F(Init, OptionsSetDevicesMemoryAndExecutors) {
+    ASSERT_RT_OK(rtInit("cpu_devices=3;cpu_memory=64M;executors=2"));
+    int n = 0;
+    ASSERT_RT_OK(rtGetDeviceCount(&n));
+    EXPECT_EQ(n, 3);
+    for (int d = 0; d < n; ++d) {
+        rtDeviceProp p;
+        ASSERT_RT_OK(rtGetDeviceProperties(&p, d));
+        EXPECT_EQ(p.total_memory, 64 * kMiB) << "device " << d;
+        ASSERT_RT_OK(rtSetDevice(d));
+        size_t free_b = 0, total_b = 0;
+        ASSERT_RT_OK(rtMemGetInfo(&free_b, &total_b));
+        EXPECT_EQ(total_b, 64 * kMiB);
+    }
+    ASSERT_RT_OK(rtSetDevice(0));
+    // The capacity is enforced.
+    void* p = nullptr;
+    EXPECT_RT_ERROR(RT_ERROR_OUT_OF_MEMORY, rtMalloc(&p, 65 * kMiB));
+    ASSERT_RT_OK(rtMalloc(&p, 32 * kMiB));
+    ASSERT_RT_OK(rtFree(p));
+}
+
+TEST_F(Init, MemorySuffixes) {
+    struct Case {
+        const char* options;
+        size_t bytes;
+    };
+    for (const Case& c : {Case{"cpu_memory=1048576", kMiB}, Case{"cpu_memory=4096K", 4 * kMiB},
+                          Case{"cpu_memory=8M", 8 * kMiB}, Case{"cpu_memory=1G", 1024 * kMiB}}) {
+        ASSERT_RT_OK(rtInit(c.options)) << c.options;
+        size_t free_b = 0, total_b = 0;
+        ASSERT_RT_OK(rtMemGetInfo(&free_b, &total_b));
+        EXPECT_EQ(total_b, c.bytes) << c.options;
+        ASSERT_RT_OK(rtFinalize());
+    }
+}
+
+TEST_F(Init, BadOptionsAreInvalidValue) {
+    for (const char* bad : {"no_such_key=1", "cpu_devices", "cpu_devices=", "cpu_devices=abc", "cpu_devices=-1",
+                            "cpu_memory=12Q", "cpu_memory=lots", "executors=x", "cpu_devices=2;bogus=3", "=5"}) {
+        EXPECT_RT_ERROR(RT_ERROR_INVALID_VALUE, rtInit(bad)) << "options \"" << bad << "\"";
+        EXPECT_FALSE(rt_test::last_message().empty()) << bad;
+        ASSERT_RT_OK(rtFinalize());
+    }
+    // The unknown key is named in the message.
+    ASSERT_RT_ERROR(RT_ERROR_INVALID_VALUE, rtInit("frobnicate=1"));
+    EXPECT_TRUE(rt_test::contains(rt_test::last_message(), "frobnicate"));
+}
+
+TEST_F(Init, FailedInitLeavesRuntimeUsable) {
+    ASSERT_RT_ERROR(RT_ERROR_INVALID_VALUE, rtInit("no_such_key=1"));
+    int n = 0;
+    ASSERT_RT_OK(rtGetDeviceCount(&n));
+    EXPECT_GE(n, 1);
+    std::atomic<bool> ran{false};
+    ASSERT_RT_OK(rtLaunchHostFunc(nullptr, rt_test::set_flag, &ran));
+    ASSERT_RT_OK(rtStreamSynchronize(nullptr));
+    EXPECT_TRUE(ran.load());
+}
+
+TEST_F(Init, ReInitWithSameOptionsSucceedsWithDifferentOptionsFails) {
+    ASSERT_RT_OK(rtInit("cpu_devices=2"));
+    EXPECT_RT_OK(rtInit("cpu_devices=2"));
+    EXPECT_RT_OK(rtInit(nullptr)) << "rtInit(NULL) while initialised should accept the current state";
+    EXPECT_RT_ERROR(RT_ERROR_INVALID_VALUE, rtInit("cpu_devices=3"));
+    int n = 0;
+    ASSERT_RT_OK(rtGetDeviceCount(&n));
+    EXPECT_EQ(n, 2) << "a rejected rtInit changed the configuration";
+}
+
+TEST_F(Init, OptionsAfterImplicitInitialisationThatDifferAreRejected) {
+    int n = 0;
+    ASSERT_RT_OK(rtGetDeviceCount(&n));  // implicit init with defaults
+    std::string opt = "cpu_devices=" + std::to_string(n + 1);
+    EXPECT_RT_ERROR(RT_ERROR_INVALID_VALUE, rtInit(opt.c_str()));
+}
+
+TEST_F(Init, FinalizeWaitsForQueuedWork) {
+    rtStream_t s = nullptr;
+    ASSERT_RT_OK(rtStreamCreate(&s));
+    int delay = 40;
+    static std::atomic<bool> done;
+    done = false;
+    ASSERT_RT_OK(rtLaunchHostFunc(s, rt_test::sleep_ms, &delay));
+    ASSERT_RT_OK(rtLaunchHostFunc(s, rt_test::set_flag, &done));
+    ASSERT_RT_OK(rtFinalize());
+    EXPECT_TRUE(done.load()) << "rtFinalize returned before queued work completed";
+}
+
+TEST_F(Init, HandlesFromBeforeFinalizeAreInvalid) {
+    rtStream_t s = nullptr;
+    rtEvent_t e = nullptr;
+    void* d = nullptr;
+    void* h = nullptr;
+    ASSERT_RT_OK(rtStreamCreate(&s));
+    ASSERT_RT_OK(rtEventCreate(&e));
+    ASSERT_RT_OK(rtMalloc(&d, 4096));
+    ASSERT_RT_OK(rtMallocHost(&h, 4096));
+    ASSERT_RT_OK(rtEventRecord(e, s));
+    ASSERT_RT_OK(rtFinalize());
+
+    // Later calls re-initialise; the old handles belong to nothing now.
+    EXPECT_RT_ERROR(RT_ERROR_INVALID_HANDLE, rtStreamSynchronize(s));
+    EXPECT_RT_ERROR(RT_ERROR_INVALID_HANDLE, rtStreamQuery(s));
+    EXPECT_RT_ERROR(RT_ERROR_INVALID_HANDLE, rtStreamDestroy(s));
+    EXPECT_RT_ERROR(RT_ERROR_INVALID_HANDLE, rtEventQuery(e));
+    EXPECT_RT_ERROR(RT_ERROR_INVALID_HANDLE, rtEventSynchronize(e));
+    EXPECT_RT_ERROR(RT_ERROR_INVALID_HANDLE, rtEventRecord(e, nullptr));
+    EXPECT_RT_ERROR(RT_ERROR_INVALID_HANDLE, rtEventDestroy(e));
+    std::vector<unsigned char> buf(16);
+    EXPECT_RT_ERROR(RT_ERROR_INVALID_VALUE, rtMemcpy(d, buf.data(), 16, RT_MEMCPY_HOST_TO_DEVICE));
+    EXPECT_RT_ERROR(RT_ERROR_INVALID_VALUE, rtFree(d));
+    EXPECT_RT_ERROR(RT_ERROR_INVALID_VALUE, rtFreeHost(h));
+    // The fresh runtime works.
+    rtStream_t s2 = nullptr;
+    ASSERT_RT_OK(rtStreamCreate(&s2));
+    ASSERT_RT_OK(rtStreamSynchronize(s2));
+    ASSERT_RT_OK(rtStreamDestroy(s2));
+}
+
+TEST_F(Init, FinalizeReleasesMemory) {
+    ASSERT_RT_OK(rtInit("cpu_memory=64M"));
+    void* p = nullptr;
+    ASSERT_RT_OK(rtMalloc(&p, 48 * kMiB));
+    ASSERT_RT_OK(rtFinalize());
+    ASSERT_RT_OK(rtInit("cpu_memory=64M"));
+    size_t free_b = 0, total_b = 0;
+    ASSERT_RT_OK(rtMemGetInfo(&free_b, &total_b));
+    EXPECT_GE(free_b + kMiB, total_b) << "memory from before rtFinalize is still charged";
+    ASSERT_RT_OK(rtMalloc(&p, 48 * kMiB));
+    ASSERT_RT_OK(rtFree(p));
+}
+
+TEST_F(Init, CurrentDeviceBeyondNewCountIsReset) {
+    ASSERT_RT_OK(rtInit("cpu_devices=3"));
+    ASSERT_RT_OK(rtSetDevice(2));
+    ASSERT_RT_OK(rtFinalize());
+    ASSERT_RT_OK(rtInit("cpu_devices=1"));
+    // Device 2 no longer exists: this thread must not keep using it.
+    void* p = nullptr;
+    rtError_t r = rtMalloc(&p, 64);
+    if (r == RT_SUCCESS) {
+        int d = -1;
+        EXPECT_RT_OK(rtGetDevice(&d));
+        EXPECT_EQ(d, 0) << "current device survived finalize although it no longer exists";
+        EXPECT_RT_OK(rtFree(p));
+    } else {
+        EXPECT_EQ(r, RT_ERROR_INVALID_DEVICE) << rtGetErrorName(r);
+    }
+}
+
+TEST_F(Init, RepeatedInitFinalizeCycles) {
+    for (int i = 0; i < 20; ++i) {
+        ASSERT_RT_OK(rtInit("cpu_devices=2;executors=2")) << "cycle " << i;
+        rtStream_t s = nullptr;
+        ASSERT_RT_OK(rtStreamCreate(&s));
+        std::atomic<bool> ran{false};
+        ASSERT_RT_OK(rtLaunchHostFunc(s, rt_test::set_flag, &ran));
+        ASSERT_RT_OK(rtStreamSynchronize(s));
+        EXPECT_TRUE(ran.load());
+        ASSERT_RT_OK(rtFinalize()) << "cycle " << i;
+    }
+}
+
+TEST_F(Init, FinalizeTwiceIsHarmless) {
+    ASSERT_RT_OK(rtFinalize());
+    ASSERT_RT_OK(rtFinalize());
+    int n = 0;
+    ASSERT_RT_OK(rtGetDeviceCount(&n));
+    EXPECT_GE(n, 1);
+}
+
+} // namespace
