@@ -1,0 +1,45 @@
+"""runtime — an open accelerator runtime: devices, streams, events, device memory and @runtime.jit kernels.
+
+The seed's API (SPEC §2, §3): init, get_device_count, set_device, get_device_properties, Stream, Event, alloc,
+copy(dst, src, direction=None), free, @jit with get_global_id(); plus device strings ("cpu:0", "cuda:0"),
+stream/device context managers, Event(enable_timing=True).elapsed_time, DLPack on device memory, typed errors.
+"""
+
+from __future__ import annotations
+
+import numpy as _np
+
+from . import _core
+from .errors import (CompileError, Error, InvalidDeviceError, InvalidHandleError, InvalidValueError, LaunchError,
+                     NotFoundError, NotReadyError, NotSupportedError, OutOfMemoryError, UnknownError)
+from .errors import ERROR_CLASSES as _ERROR_CLASSES
+
+_core.set_error_classes(dict(_ERROR_CLASSES))
+
+from .core import (Device, DeviceMemory, DeviceProperties, Event, Stream, alloc, copy, current_device,  # noqa: E402
+                   current_stream, default_stream, device, empty, finalize, free, get_device, get_device_count,
+                   get_device_properties, init, mem_get_info, memset, set_device, synchronize, to_device)
+from .jit import (JitKernel, atomic_add, atomic_cas, atomic_exchange, atomic_max, atomic_min,  # noqa: E402
+                  get_global_id, get_global_size, get_group_id, get_local_id, get_local_size, get_num_groups, jit)
+from .kernel import Function, Module  # noqa: E402
+
+# dtypes, for annotations (`def k(a: runtime.float64)`) and alloc(..., dtype=runtime.int32)
+bool_ = _np.bool_
+int8, int16, int32, int64 = _np.int8, _np.int16, _np.int32, _np.int64
+uint8, uint16, uint32, uint64 = _np.uint8, _np.uint16, _np.uint32, _np.uint64
+float32, float64 = _np.float32, _np.float64
+
+__version__ = "%d.%d.%d" % tuple(_core.VERSION)
+
+__all__ = [
+    "Error", "InvalidValueError", "InvalidDeviceError", "InvalidHandleError", "OutOfMemoryError", "NotReadyError",
+    "CompileError", "LaunchError", "NotSupportedError", "NotFoundError", "UnknownError",
+    "init", "finalize", "get_device_count", "set_device", "get_device", "get_device_properties", "device", "Device",
+    "DeviceProperties", "current_device", "synchronize", "mem_get_info",
+    "Stream", "Event", "current_stream", "default_stream",
+    "alloc", "empty", "to_device", "free", "copy", "memset", "DeviceMemory",
+    "jit", "JitKernel", "Module", "Function",
+    "get_global_id", "get_local_id", "get_group_id", "get_global_size", "get_local_size", "get_num_groups",
+    "atomic_add", "atomic_min", "atomic_max", "atomic_cas", "atomic_exchange",
+    "bool_", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float32", "float64",
+]

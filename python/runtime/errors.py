@@ -1,0 +1,89 @@
+"""Exception classes of the runtime package: one per rtError_t, all subclasses of runtime.Error (a RuntimeError).
+
+Every message starts with the C error name (e.g. "RT_ERROR_INVALID_VALUE: ...") followed by the detail:
+the C library's rtGetLastErrorMessage() for failures inside it, or the package's own explanation for
+failures it detects first (bad Python types, contradictory copy directions, unsupported kernel syntax).
+"""
+
+from __future__ import annotations
+
+
+class Error(RuntimeError):
+    """Base class of every runtime error. `code` is the rtError_t value, `name` its C name."""
+
+    code: int = 999
+    name: str = "RT_ERROR_UNKNOWN"
+
+
+class InvalidValueError(Error, ValueError):
+    """An argument is wrong: type, range, size, a contradictory direction, freed memory."""
+
+    code, name = 1, "RT_ERROR_INVALID_VALUE"
+
+
+class InvalidDeviceError(Error, ValueError):
+    """No device with that index or name."""
+
+    code, name = 2, "RT_ERROR_INVALID_DEVICE"
+
+
+class InvalidHandleError(Error):
+    """A stream, event, module or kernel handle that is not alive (destroyed, unloaded, finalized)."""
+
+    code, name = 3, "RT_ERROR_INVALID_HANDLE"
+
+
+class OutOfMemoryError(Error, MemoryError):
+    """The device (or host) cannot hold the allocation."""
+
+    code, name = 4, "RT_ERROR_OUT_OF_MEMORY"
+
+
+class NotReadyError(Error):
+    """The queried work has not completed yet (e.g. elapsed_time on an unfinished event)."""
+
+    code, name = 5, "RT_ERROR_NOT_READY"
+
+
+class CompileError(Error):
+    """A kernel did not compile: unsupported Python construct (file, line, construct) or compiler diagnostics."""
+
+    code, name = 6, "RT_ERROR_COMPILE_FAILED"
+
+
+class LaunchError(Error):
+    """Queued work failed (kernel assertion/trap, a host function raised); reported by synchronize/query."""
+
+    code, name = 7, "RT_ERROR_LAUNCH_FAILED"
+
+
+class NotSupportedError(Error, NotImplementedError):
+    """The device or the build cannot do this."""
+
+    code, name = 8, "RT_ERROR_NOT_SUPPORTED"
+
+
+class NotFoundError(Error, LookupError):
+    """A named symbol (kernel) does not exist in the module."""
+
+    code, name = 9, "RT_ERROR_NOT_FOUND"
+
+
+class UnknownError(Error):
+    """An internal failure of the runtime."""
+
+    code, name = 999, "RT_ERROR_UNKNOWN"
+
+
+ERROR_CLASSES = {
+    cls.code: cls
+    for cls in (InvalidValueError, InvalidDeviceError, InvalidHandleError, OutOfMemoryError, NotReadyError,
+                CompileError, LaunchError, NotSupportedError, NotFoundError, UnknownError)
+}
+
+
+def make_error(cls: type, detail: str) -> Error:
+    """An exception of class `cls` whose message is "<C error name>: <detail>", with `.code` set."""
+    exc = cls(f"{cls.name}: {detail}")
+    exc.code = cls.code
+    return exc

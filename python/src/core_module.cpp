@@ -1,0 +1,332 @@
+// runtime._core — a thin nanobind binding of the C API (runtime.h): handles and pointers are Python ints.
+//
+// Contracts kept here, so the pure-Python package stays simple:
+//  - every failing rt* call raises the exception class registered for its rtError_t (set_error_classes;
+//    RuntimeError before registration) with "RT_ERROR_NAME: <rtGetLastErrorMessage()>" and `.code` set;
+//  - calls that may block (synchronize, blocking copies, free, compile, every enqueue: a full queue may
+//    wait) release the GIL, so Python host functions running on executor threads can take it;
+//  - RT_ERROR_NOT_READY from the *query* functions is a value (False), not an exception.
+#include <nanobind/nanobind.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
+#include <nanobind/stl/vector.h>
+
+#include <runtime/runtime.h>
+
+#include <cstdint>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace nb = nanobind;
+
+nb::object make_dlpack_capsule(uintptr_t data, const std::vector<int64_t>& shape, int dtype_code, int dtype_bits,
+                               int device_type, int device_id, nb::object owner, bool versioned, bool read_only);
+
+namespace {
+
+// rtError_t -> Python exception class; filled by runtime/__init__.py through set_error_classes(). A raw, deliberately
+// leaked reference: a static nb::dict would be released by a C++ static destructor after the interpreter is gone.
+PyObject* g_error_classes = nullptr;
+
+[[noreturn]] void raise_error(rtError_t code, const char* api) {
+    std::string msg = rtGetErrorName(code);
+    const char* detail = rtGetLastErrorMessage();
+    msg += ": ";
+    msg += (detail && *detail) ? detail : (std::string(api) + ": " + rtGetErrorString(code));
+    PyObject* cls = PyExc_RuntimeError;
+    if (g_error_classes) {
+        nb::int_ key(static_cast<int>(code));
+        PyObject* found = PyDict_GetItem(g_error_classes, key.ptr());  // borrowed
+        if (found) cls = found;
+    }
+    PyObject* exc = PyObject_CallFunction(cls, "s", msg.c_str());
+    if (!exc) throw nb::python_error();
+    PyObject* code_obj = PyLong_FromLong(static_cast<long>(code));
+    PyObject_SetAttrString(exc, "code", code_obj);
+    Py_XDECREF(code_obj);
+    PyErr_SetObject(cls, exc);
+    Py_DECREF(exc);
+    throw nb::python_error();
+}
+
+inline void check(rtError_t code, const char* api) {
+    if (code != RT_SUCCESS) raise_error(code, api);
+}
+
+template <class T> inline T* as_handle(uintptr_t h) { return reinterpret_cast<T*>(h); }
+inline void* as_ptr(uintptr_t p) { return reinterpret_cast<void*>(p); }
+inline uintptr_t as_int(const void* p) { return reinterpret_cast<uintptr_t>(p); }
+
+// A query's status: True = complete, False = RT_ERROR_NOT_READY, anything else raises.
+bool query_result(rtError_t e, const char* api) {
+    if (e == RT_SUCCESS) return true;
+    if (e == RT_ERROR_NOT_READY) return false;
+    raise_error(e, api);
+}
+
+// Host functions: the executor thread takes the GIL, calls the Python callable, and turns an exception into
+// the stream's asynchronous error (rtHostFuncSetError). The callable's reference is released in the trampoline.
+void host_func_trampoline(void* user_data) {
+    if (!Py_IsInitialized()) return;  // interpreter gone: nothing can run (atexit synchronizes before this)
+    nb::gil_scoped_acquire gil;
+    PyObject* fn = static_cast<PyObject*>(user_data);
+    PyObject* result = PyObject_CallNoArgs(fn);
+    if (!result) {
+        std::string msg = "Python host function raised";
+        PyObject *type, *value, *tb;
+        PyErr_Fetch(&type, &value, &tb);
+        PyErr_NormalizeException(&type, &value, &tb);
+        if (value) {
+            PyObject* s = PyObject_Str(value);
+            const char* tn = type ? reinterpret_cast<PyTypeObject*>(type)->tp_name : "exception";
+            msg += std::string(" ") + tn + ": " + (s ? PyUnicode_AsUTF8(s) : "?");
+            Py_XDECREF(s);
+        }
+        Py_XDECREF(type);
+        Py_XDECREF(value);
+        Py_XDECREF(tb);
+        PyErr_Clear();
+        rtHostFuncSetError(RT_ERROR_LAUNCH_FAILED, msg.c_str());
+    } else {
+        Py_DECREF(result);
+    }
+    Py_DECREF(fn);
+}
+
+nb::dict device_properties(int device) {
+    rtDeviceProp p;
+    std::memset(&p, 0, sizeof p);
+    check(rtGetDeviceProperties(&p, device), "rtGetDeviceProperties");
+    nb::dict d;
+    d["name"] = std::string(p.name);
+    d["backend"] = std::string(p.backend);
+    d["total_memory"] = p.total_memory;
+    d["compute_units"] = p.compute_units;
+    d["device_index"] = p.device_index;
+    d["backend_ordinal"] = p.backend_ordinal;
+    d["max_threads_per_block"] = p.max_threads_per_block;
+    d["max_grid_size"] = nb::make_tuple(p.max_grid_size[0], p.max_grid_size[1], p.max_grid_size[2]);
+    d["max_block_size"] = nb::make_tuple(p.max_block_size[0], p.max_block_size[1], p.max_block_size[2]);
+    d["compute_capability"] = nb::make_tuple(p.compute_capability_major, p.compute_capability_minor);
+    d["unified_addressing"] = p.unified_addressing != 0;
+    return d;
+}
+
+}  // namespace
+
+NB_MODULE(_core, m) {
+    m.doc() = "Thin binding of the runtime C API (runtime.h). Use the `runtime` package instead.";
+
+    m.attr("MEMCPY_HOST_TO_HOST") = static_cast<int>(RT_MEMCPY_HOST_TO_HOST);
+    m.attr("MEMCPY_HOST_TO_DEVICE") = static_cast<int>(RT_MEMCPY_HOST_TO_DEVICE);
+    m.attr("MEMCPY_DEVICE_TO_HOST") = static_cast<int>(RT_MEMCPY_DEVICE_TO_HOST);
+    m.attr("MEMCPY_DEVICE_TO_DEVICE") = static_cast<int>(RT_MEMCPY_DEVICE_TO_DEVICE);
+    m.attr("MEMCPY_DEFAULT") = static_cast<int>(RT_MEMCPY_DEFAULT);
+    m.attr("STREAM_NON_BLOCKING") = RT_STREAM_NON_BLOCKING;
+    m.attr("EVENT_BLOCKING_SYNC") = RT_EVENT_BLOCKING_SYNC;
+    m.attr("EVENT_DISABLE_TIMING") = RT_EVENT_DISABLE_TIMING;
+    m.attr("VERSION") = nb::make_tuple(RUNTIME_VERSION_MAJOR, RUNTIME_VERSION_MINOR, RUNTIME_VERSION_PATCH);
+    nb::dict codes;
+    for (rtError_t c : {RT_SUCCESS, RT_ERROR_INVALID_VALUE, RT_ERROR_INVALID_DEVICE, RT_ERROR_INVALID_HANDLE,
+                        RT_ERROR_OUT_OF_MEMORY, RT_ERROR_NOT_READY, RT_ERROR_COMPILE_FAILED, RT_ERROR_LAUNCH_FAILED,
+                        RT_ERROR_NOT_SUPPORTED, RT_ERROR_NOT_FOUND, RT_ERROR_UNKNOWN})
+        codes[rtGetErrorName(c)] = static_cast<int>(c);
+    m.attr("ERROR_CODES") = codes;  // {"RT_ERROR_INVALID_VALUE": 1, ...}
+
+    // ---- errors
+    m.def("set_error_classes", [](nb::dict classes) {
+        PyObject* old = g_error_classes;
+        g_error_classes = classes.inc_ref().ptr();
+        Py_XDECREF(old);
+    },
+          "Register {rtError_t code: exception class} used to raise failures.");
+    m.def("get_error_name", [](int code) { return std::string(rtGetErrorName(static_cast<rtError_t>(code))); });
+    m.def("get_error_string", [](int code) { return std::string(rtGetErrorString(static_cast<rtError_t>(code))); });
+    m.def("get_last_error_message", [] { return std::string(rtGetLastErrorMessage()); });
+
+    // ---- init and devices
+    m.def("init", [](std::optional<std::string> options) {
+        const char* o = options ? options->c_str() : nullptr;
+        check(rtInit(o), "rtInit");
+    }, nb::arg("options") = nb::none());
+    m.def("finalize", [] {
+        rtError_t e;
+        { nb::gil_scoped_release r; e = rtFinalize(); }
+        check(e, "rtFinalize");
+    });
+    m.def("get_device_count", [] { int n = 0; check(rtGetDeviceCount(&n), "rtGetDeviceCount"); return n; });
+    m.def("set_device", [](int d) { check(rtSetDevice(d), "rtSetDevice"); });
+    m.def("get_device", [] { int d = 0; check(rtGetDevice(&d), "rtGetDevice"); return d; });
+    m.def("get_device_properties", &device_properties, "dict of rtDeviceProp's fields");
+    m.def("device_synchronize", [] {
+        rtError_t e;
+        { nb::gil_scoped_release r; e = rtDeviceSynchronize(); }
+        check(e, "rtDeviceSynchronize");
+    });
+    m.def("mem_get_info", [] {
+        size_t f = 0, t = 0;
+        check(rtMemGetInfo(&f, &t), "rtMemGetInfo");
+        return nb::make_tuple(f, t);
+    });
+
+    // ---- streams
+    m.def("stream_create", [](unsigned flags) {
+        rtStream_t s = nullptr;
+        check(rtStreamCreateWithFlags(&s, flags), "rtStreamCreateWithFlags");
+        return as_int(s);
+    }, nb::arg("flags") = 0u);
+    m.def("stream_destroy", [](uintptr_t s) {
+        rtError_t e;
+        { nb::gil_scoped_release r; e = rtStreamDestroy(as_handle<rtStream_st>(s)); }
+        check(e, "rtStreamDestroy");
+    });
+    m.def("stream_synchronize", [](uintptr_t s) {
+        rtError_t e;
+        { nb::gil_scoped_release r; e = rtStreamSynchronize(as_handle<rtStream_st>(s)); }
+        check(e, "rtStreamSynchronize");
+    });
+    m.def("stream_query", [](uintptr_t s) {
+        return query_result(rtStreamQuery(as_handle<rtStream_st>(s)), "rtStreamQuery");
+    });
+    m.def("stream_wait_event", [](uintptr_t s, uintptr_t ev) {
+        check(rtStreamWaitEvent(as_handle<rtStream_st>(s), as_handle<rtEvent_st>(ev)), "rtStreamWaitEvent");
+    });
+    m.def("launch_host_func", [](uintptr_t s, nb::callable fn) {
+        PyObject* f = fn.ptr();
+        Py_INCREF(f);  // released by the trampoline after the call
+        rtError_t e;
+        { nb::gil_scoped_release r; e = rtLaunchHostFunc(as_handle<rtStream_st>(s), &host_func_trampoline, f); }
+        if (e != RT_SUCCESS) {
+            Py_DECREF(f);
+            raise_error(e, "rtLaunchHostFunc");
+        }
+    }, "Queue a Python callable (no arguments); an exception it raises fails the stream's next synchronize.");
+
+    // ---- events
+    m.def("event_create", [](unsigned flags) {
+        rtEvent_t ev = nullptr;
+        check(rtEventCreateWithFlags(&ev, flags), "rtEventCreateWithFlags");
+        return as_int(ev);
+    }, nb::arg("flags") = 0u);
+    m.def("event_destroy", [](uintptr_t ev) { check(rtEventDestroy(as_handle<rtEvent_st>(ev)), "rtEventDestroy"); });
+    m.def("event_record", [](uintptr_t ev, uintptr_t s) {
+        rtError_t e;
+        { nb::gil_scoped_release r; e = rtEventRecord(as_handle<rtEvent_st>(ev), as_handle<rtStream_st>(s)); }
+        check(e, "rtEventRecord");
+    });
+    m.def("event_synchronize", [](uintptr_t ev) {
+        rtError_t e;
+        { nb::gil_scoped_release r; e = rtEventSynchronize(as_handle<rtEvent_st>(ev)); }
+        check(e, "rtEventSynchronize");
+    });
+    m.def("event_query", [](uintptr_t ev) {
+        return query_result(rtEventQuery(as_handle<rtEvent_st>(ev)), "rtEventQuery");
+    });
+    m.def("event_elapsed_time", [](uintptr_t start, uintptr_t end) {
+        float ms = 0;
+        check(rtEventElapsedTime(&ms, as_handle<rtEvent_st>(start), as_handle<rtEvent_st>(end)), "rtEventElapsedTime");
+        return ms;
+    });
+
+    // ---- memory
+    m.def("malloc", [](size_t n) { void* p = nullptr; check(rtMalloc(&p, n), "rtMalloc"); return as_int(p); });
+    m.def("free", [](uintptr_t p) {
+        rtError_t e;
+        { nb::gil_scoped_release r; e = rtFree(as_ptr(p)); }
+        check(e, "rtFree");
+    });
+    m.def("malloc_host", [](size_t n) { void* p = nullptr; check(rtMallocHost(&p, n), "rtMallocHost"); return as_int(p); });
+    m.def("free_host", [](uintptr_t p) { check(rtFreeHost(as_ptr(p)), "rtFreeHost"); });
+    m.def("memcpy", [](uintptr_t dst, uintptr_t src, size_t n, int kind) {
+        rtError_t e;
+        { nb::gil_scoped_release r; e = rtMemcpy(as_ptr(dst), as_ptr(src), n, static_cast<rtMemcpyKind>(kind)); }
+        check(e, "rtMemcpy");
+    });
+    m.def("memcpy_async", [](uintptr_t dst, uintptr_t src, size_t n, int kind, uintptr_t s) {
+        rtError_t e;
+        {
+            nb::gil_scoped_release r;
+            e = rtMemcpyAsync(as_ptr(dst), as_ptr(src), n, static_cast<rtMemcpyKind>(kind), as_handle<rtStream_st>(s));
+        }
+        check(e, "rtMemcpyAsync");
+    });
+    m.def("memset", [](uintptr_t p, int v, size_t n) {
+        rtError_t e;
+        { nb::gil_scoped_release r; e = rtMemset(as_ptr(p), v, n); }
+        check(e, "rtMemset");
+    });
+    m.def("memset_async", [](uintptr_t p, int v, size_t n, uintptr_t s) {
+        rtError_t e;
+        { nb::gil_scoped_release r; e = rtMemsetAsync(as_ptr(p), v, n, as_handle<rtStream_st>(s)); }
+        check(e, "rtMemsetAsync");
+    });
+
+    // ---- modules and kernels
+    m.def("module_load_source", [](const std::string& source, std::optional<std::string> options) {
+        rtModule_t mod = nullptr;
+        rtError_t e;
+        {
+            nb::gil_scoped_release r;  // compiling takes long
+            e = rtModuleLoadSource(&mod, source.c_str(), options ? options->c_str() : nullptr);
+        }
+        check(e, "rtModuleLoadSource");
+        return as_int(mod);
+    }, nb::arg("source"), nb::arg("options") = nb::none());
+    m.def("module_load_file", [](const std::string& path) {
+        rtModule_t mod = nullptr;
+        rtError_t e;
+        { nb::gil_scoped_release r; e = rtModuleLoadFile(&mod, path.c_str()); }
+        check(e, "rtModuleLoadFile");
+        return as_int(mod);
+    });
+    m.def("module_get_function", [](uintptr_t mod, const std::string& name) {
+        rtFunction_t f = nullptr;
+        check(rtModuleGetFunction(&f, as_handle<rtModule_st>(mod), name.c_str()), "rtModuleGetFunction");
+        return as_int(f);
+    });
+    m.def("module_unload", [](uintptr_t mod) { check(rtModuleUnload(as_handle<rtModule_st>(mod)), "rtModuleUnload"); });
+    m.def("function_get_param_info", [](uintptr_t f) {
+        int n = 0;
+        check(rtFunctionGetParamInfo(as_handle<rtFunction_st>(f), &n, nullptr), "rtFunctionGetParamInfo");
+        std::vector<size_t> sizes(static_cast<size_t>(n > 0 ? n : 0));
+        if (n > 0) check(rtFunctionGetParamInfo(as_handle<rtFunction_st>(f), &n, sizes.data()), "rtFunctionGetParamInfo");
+        return sizes;
+    }, "list of the kernel's parameter sizes in bytes");
+    // args: one 8-byte little-endian slot per argument (every dialect parameter the package passes is a scalar of
+    // at most 8 bytes or a pointer). sizes: None, or the native size_t array of each argument's size (checked
+    // by the library against the kernel's parameters).
+    m.def("launch_kernel", [](uintptr_t f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                              unsigned bz, nb::bytes args, nb::object sizes, uintptr_t s) {
+        const size_t nbytes = args.size();
+        if (nbytes % 8 != 0) throw nb::value_error("args must hold one 8-byte slot per argument");
+        const int n = static_cast<int>(nbytes / 8);
+        if (n > 64) throw nb::value_error("at most 64 kernel arguments");
+        void* ptrs[64];
+        char* base = const_cast<char*>(args.c_str());
+        for (int i = 0; i < n; ++i) ptrs[i] = base + 8 * i;
+        const size_t* sz = nullptr;
+        if (!sizes.is_none()) {
+            nb::bytes sb = nb::cast<nb::bytes>(sizes);
+            if (sb.size() != static_cast<size_t>(n) * sizeof(size_t))
+                throw nb::value_error("sizes must hold one size_t per argument");
+            sz = reinterpret_cast<const size_t*>(sb.c_str());
+        }
+        rtError_t e;
+        {
+            nb::gil_scoped_release r;  // args/sizes stay alive: the caller's frame holds them
+            e = rtLaunchKernelWithArgs(as_handle<rtFunction_st>(f), rtDim3{gx, gy, gz}, rtDim3{bx, by, bz}, ptrs, n, sz,
+                                       0, as_handle<rtStream_st>(s));
+        }
+        check(e, "rtLaunchKernelWithArgs");
+    });
+
+    // ---- DLPack
+    m.def("make_dlpack", &make_dlpack_capsule, nb::arg("data"), nb::arg("shape"), nb::arg("dtype_code"),
+          nb::arg("dtype_bits"), nb::arg("device_type"), nb::arg("device_id"), nb::arg("owner"),
+          nb::arg("versioned"), nb::arg("read_only") = false,
+          "A DLPack capsule ('dltensor_versioned' or 'dltensor') viewing `data`; keeps `owner` alive until the "
+          "consumer deletes it.");
+}
