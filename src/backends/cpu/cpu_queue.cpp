@@ -4,13 +4,15 @@
 #include <algorithm>
 #include <cstring>
 
+#include "backends/cpu/cpu_copy.hpp"
+
 namespace rt::cpu {
 
 namespace {
 /// Copies and fills at least this large are split across the executors (below, one thread is faster
 /// than waking another).
 constexpr size_t kSplitBytes = size_t{2} << 20;
-/// Each piece of a split copy: large enough to keep memcpy's non-temporal path, small enough to balance.
+/// Each piece of a split copy: large enough to amortise taking it, small enough to balance two threads.
 constexpr size_t kPieceBytes = size_t{4} << 20;
 /// An executor runs at most this many tasks of one queue before letting other queues go first.
 constexpr size_t kExecutorBudget = 256;
@@ -221,22 +223,30 @@ void CpuQueue::execute(Task& t) {
             auto* d = static_cast<char*>(t.dst);
             auto* s = static_cast<const char*>(t.src);
             bool overlap = d < s + t.bytes && s < d + t.bytes;
+            bool streaming = t.bytes >= kStreamingBytes;
             if (overlap) {
                 std::memmove(d, s, t.bytes);
             } else if (t.bytes < kSplitBytes) {
                 std::memcpy(d, s, t.bytes);
             } else {
-                auto piece = [&](size_t b, size_t e) { std::memcpy(d + b, s + b, e - b); };
+                auto piece = [&](size_t b, size_t e) {
+                    copy_bytes(d + b, s + b, e - b, streaming);
+                    streaming_fence();  // before parallel_for publishes the piece as done
+                };
                 executor_.parallel_for(t.bytes, kPieceBytes, piece);
             }
             break;
         }
         case Task::Type::fill: {
             auto* d = static_cast<char*>(t.dst);
+            bool streaming = t.bytes >= kStreamingBytes;
             if (t.bytes < kSplitBytes) {
                 std::memset(d, t.value, t.bytes);
             } else {
-                auto piece = [&](size_t b, size_t e) { std::memset(d + b, t.value, e - b); };
+                auto piece = [&](size_t b, size_t e) {
+                    fill_bytes(d + b, t.value, e - b, streaming);
+                    streaming_fence();
+                };
                 executor_.parallel_for(t.bytes, kPieceBytes, piece);
             }
             break;

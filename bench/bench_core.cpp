@@ -1,0 +1,818 @@
+// bench_core.cpp — runtime-bench-core: copy latency, event round trip and bandwidth of the runtime vs OpenCL (PoCL) and memcpy.
+//
+// Every figure is the median of repeated runs, with the fastest and slowest run. Latency rows are
+// enqueue + synchronize of one 4-byte operation (a run = many back-to-back iterations, its figure
+// the mean per iteration); bandwidth rows are one 256 MiB copy + synchronize per run. Ours and the
+// peer alternate run by run, so both see the same load on a shared machine. Every runtime call is
+// checked (failure: error name + last message, exit 1) and every metric's data is verified once
+// (exit 2), so a fast-but-wrong runtime cannot look good. Peer failures do not stop the run: the
+// peer cell says why it is missing.
+//
+// Usage: runtime-bench-core [--quick] [--json] [--sweep] [--device N]
+
+#include <runtime/runtime.h>
+
+#include "bench_util.hpp"
+#include "peer_opencl.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace rtbench {
+namespace {
+
+// ---------------------------------------------------------------- checking
+
+/// Any failing runtime call ends the benchmark: a benchmark of a broken runtime is meaningless.
+void rt_check(rtError_t e, const char* call, const char* file, int line) {
+    if (e == RT_SUCCESS) return;
+    std::fprintf(stderr, "runtime-bench-core: %s:%d: %s failed: %s: %s\n", file, line, call, rtGetErrorName(e),
+                 rtGetLastErrorMessage());
+    std::exit(1);
+}
+#define RT_CHECK(call) ::rtbench::rt_check((call), #call, __FILE__, __LINE__)
+
+[[noreturn]] void verification_failed(const std::string& metric, const std::string& what) {
+    std::fprintf(stderr, "runtime-bench-core: VERIFICATION FAILED for %s: %s\n", metric.c_str(), what.c_str());
+    std::exit(2);
+}
+
+/// Lets spinning executor/worker threads of the previous measurement (ours or PoCL's) park before
+/// the next one starts, so one side's idle spinners do not steal a core from the other.
+void settle() { std::this_thread::sleep_for(std::chrono::milliseconds(20)); }
+
+// ---------------------------------------------------------------- configuration and results
+
+struct Config {
+    bool quick = false;
+    bool json = false;
+    bool sweep = false;
+    int device = 0;
+    int lat_runs = 25;     // runs per latency metric
+    int lat_iters = 200;   // iterations per run (25 x 200 = 5000 timed iterations)
+    int lat_warmup = 500;  // untimed iterations first
+    int bw_reps = 10;      // timed 256 MiB copies per bandwidth metric
+    std::size_t bw_bytes = std::size_t(256) << 20;
+};
+
+enum class Better { Lower, Higher };
+
+/// One table row / JSON record.
+struct Row {
+    std::string metric;   // JSON name, e.g. "H2D_latency"
+    std::string label;    // table label
+    std::string unit;     // "us" or "GB/s"
+    Better better = Better::Lower;
+    std::optional<Stat> ours;
+    std::optional<Stat> peer;
+    std::string peer_note;  // why there is no peer figure
+    std::string seed;       // the seed's reference figure, as text
+    std::string target;     // the target, as text
+    std::string verdict;    // target met? (bandwidth rows; latency rows compare with max_us)
+    double max_us = 0;      // latency target, microseconds
+    std::size_t bytes = 0;  // sweep records only
+};
+
+std::string fmt_num(double v) {
+    char b[32];
+    if (v >= 1000) std::snprintf(b, sizeof b, "%.0f", v);
+    else if (v >= 100) std::snprintf(b, sizeof b, "%.1f", v);
+    else if (v >= 0.1 || v == 0) std::snprintf(b, sizeof b, "%.2f", v);
+    else std::snprintf(b, sizeof b, "%.2g", v);  // sweep rates of tiny copies: keep two digits
+    return b;
+}
+
+std::string fmt_stat(const std::optional<Stat>& s) {
+    if (!s) return "-";
+    return fmt_num(s->median) + " [" + fmt_num(s->min) + ", " + fmt_num(s->max) + "]";
+}
+
+/// >1 means ours is better: peer/ours for times, ours/peer for rates.
+std::optional<double> ratio(const Row& r) {
+    if (!r.ours || !r.peer || r.ours->median <= 0 || r.peer->median <= 0) return std::nullopt;
+    return r.better == Better::Lower ? r.peer->median / r.ours->median : r.ours->median / r.peer->median;
+}
+
+// ---------------------------------------------------------------- the benchmark
+
+class Bench {
+public:
+    explicit Bench(Config cfg) : cfg_(cfg) {}
+    int run();
+
+private:
+    void setup();
+    void teardown();
+    void latency_rows();
+    void bandwidth_rows();
+    void sweep_rows();
+    void print_table() const;
+    void print_sweep() const;
+    void print_json() const;
+
+    // One copy of `kind` on stream_ + synchronize (the timed operation of latency and bandwidth rows).
+    void ours_copy_sync(void* dst, const void* src, std::size_t n, rtMemcpyKind kind) {
+        RT_CHECK(rtMemcpyAsync(dst, src, n, kind, stream_));
+        RT_CHECK(rtStreamSynchronize(stream_));
+    }
+    std::uint32_t next_token() { return ++token_ * 2654435761u + 0x1234567u; }
+
+    /// Runs one untimed peer step (warm-up, verification). False if there is no peer, it failed
+    /// before, or it fails now (the reason goes into the row; the runtime's figures stand alone).
+    template <class F>
+    bool peer_step(Row& r, F&& f) {
+        if (!peer_) {
+            r.peer_note = "missing: " + peer_missing_;
+            return false;
+        }
+        if (!r.peer_note.empty()) return false;
+        try {
+            f(*peer_);
+            return true;
+        } catch (const PeerError& e) {
+            r.peer_note = std::string("error: ") + e.what();
+            std::fprintf(stderr, "runtime-bench-core: peer %s: %s\n", r.metric.c_str(), e.what());
+            return false;
+        }
+    }
+
+    /// Alternates ours and the peer run by run (ours, peer, ours, peer, ...) so both see the same
+    /// machine load: on a shared 2-core machine the load drifts over seconds, and measuring one side
+    /// after the other would compare different machines. Each callable returns one run's seconds.
+    /// Between sides a short sleep lets the other side's spinning threads park.
+    template <class OursRun, class PeerRun>
+    void alternate(Row& r, int runs, OursRun&& ours_run, PeerRun&& peer_run, std::vector<double>& ours,
+                   std::vector<double>& peer) {
+        for (int i = 0; i < runs; ++i) {
+            ours.push_back(ours_run());
+            double secs = 0;
+            if (peer_step(r, [&](OpenClPeer& p) {
+                    pause_between();
+                    secs = peer_run(p);
+                }))
+                peer.push_back(secs);
+            pause_between();
+        }
+        if (!r.peer_note.empty()) peer.clear();
+    }
+    static void pause_between() { std::this_thread::sleep_for(std::chrono::milliseconds(2)); }
+
+    Config cfg_;
+    rtDeviceProp prop_{};
+    std::string device_name_;
+    std::unique_ptr<OpenClPeer> peer_;
+    std::string peer_name_;
+    std::string peer_missing_;  // non-empty when there is no peer: why
+
+    rtStream_t stream_ = nullptr;  // a created stream, never the default one
+    rtStream_t sa_ = nullptr, sb_ = nullptr;
+    rtEvent_t ev_ = nullptr;
+    void* h_pin_small_ = nullptr;            // rtMallocHost, 4 KiB
+    unsigned char* h_page_small_ = nullptr;  // pageable (operator new), 4 KiB
+    void* d_a_ = nullptr;  // device buffers of bw_bytes; latency rows use their first bytes
+    void* d_b_ = nullptr;
+    void* h_src_ = nullptr;  // pinned, bw_bytes, pattern-filled
+    void* h_dst_ = nullptr;  // pinned, bw_bytes
+    std::uint32_t token_ = 0;
+
+    std::vector<Row> rows_;
+    std::vector<Row> sweep_;
+    Stat memcpy2t_gbps_{};
+    double best_host_copy_gbps_ = 0;  // best median of the four host-copy baselines
+    std::string load_start_;
+};
+
+void Bench::setup() {
+    int count = 0;
+    RT_CHECK(rtGetDeviceCount(&count));
+    if (cfg_.device < 0 || cfg_.device >= count) {
+        std::fprintf(stderr, "runtime-bench-core: --device %d: %d device(s) present (0..%d)\n", cfg_.device, count,
+                     count - 1);
+        std::exit(1);
+    }
+    RT_CHECK(rtSetDevice(cfg_.device));
+    RT_CHECK(rtGetDeviceProperties(&prop_, cfg_.device));
+    device_name_ = prop_.name;
+
+    std::string why;
+    peer_ = OpenClPeer::open(&why);
+    if (peer_) {
+        peer_name_ = peer_->name();
+        try {
+            peer_->reserve(cfg_.bw_bytes);
+        } catch (const PeerError& e) {
+            peer_missing_ = std::string("the OpenCL device cannot hold the benchmark's buffers: ") + e.what();
+            peer_.reset();
+        }
+    } else {
+        peer_missing_ = why;
+    }
+    if (!peer_missing_.empty())
+        std::fprintf(stderr, "runtime-bench-core: peer OpenCL (PoCL) missing: %s\n", peer_missing_.c_str());
+
+    RT_CHECK(rtStreamCreate(&stream_));
+    RT_CHECK(rtStreamCreate(&sa_));
+    RT_CHECK(rtStreamCreate(&sb_));
+    // Sync-only event, as a CUDA user would create it; OpenCL's marker takes no timestamp either.
+    RT_CHECK(rtEventCreateWithFlags(&ev_, RT_EVENT_DISABLE_TIMING));
+
+    RT_CHECK(rtMallocHost(&h_pin_small_, 4096));
+    std::memset(h_pin_small_, 0, 4096);
+    h_page_small_ = new unsigned char[4096]();
+    RT_CHECK(rtMalloc(&d_a_, cfg_.bw_bytes));
+    RT_CHECK(rtMalloc(&d_b_, cfg_.bw_bytes));
+    RT_CHECK(rtMallocHost(&h_src_, cfg_.bw_bytes));
+    RT_CHECK(rtMallocHost(&h_dst_, cfg_.bw_bytes));
+    // Touch everything before any timing: page faults are not what we measure.
+    fill_pattern(h_src_, cfg_.bw_bytes, 0xC0FFEEull);
+    std::memset(h_dst_, 0, cfg_.bw_bytes);
+    RT_CHECK(rtMemset(d_a_, 0, cfg_.bw_bytes));
+    RT_CHECK(rtMemset(d_b_, 0, cfg_.bw_bytes));
+    RT_CHECK(rtDeviceSynchronize());
+}
+
+void Bench::teardown() {
+    RT_CHECK(rtDeviceSynchronize());
+    RT_CHECK(rtEventDestroy(ev_));
+    RT_CHECK(rtStreamDestroy(stream_));
+    RT_CHECK(rtStreamDestroy(sa_));
+    RT_CHECK(rtStreamDestroy(sb_));
+    RT_CHECK(rtFree(d_a_));
+    RT_CHECK(rtFree(d_b_));
+    RT_CHECK(rtFreeHost(h_src_));
+    RT_CHECK(rtFreeHost(h_dst_));
+    RT_CHECK(rtFreeHost(h_pin_small_));
+    delete[] h_page_small_;
+    peer_.reset();
+}
+
+// ---- 1. 4-byte copy latency
+
+void Bench::latency_rows() {
+    const int W = cfg_.lat_warmup, R = cfg_.lat_runs, I = cfg_.lat_iters;
+    struct HostKind {
+        const char* suffix;
+        const char* label;
+        unsigned char* p;
+    };
+    const HostKind hosts[] = {{"", "pinned", static_cast<unsigned char*>(h_pin_small_)},
+                              {"_pageable", "pageable", h_page_small_}};
+    unsigned char* const da = static_cast<unsigned char*>(d_a_);
+    unsigned char* const db = static_cast<unsigned char*>(d_b_);
+
+    // One latency row: warm-up both sides, alternate timed batches of I iterations, verify both.
+    auto measure = [&](Row& r, auto&& ours_op, auto&& peer_op, auto&& ours_verify, auto&& peer_verify) {
+        r.unit = "us";
+        r.better = Better::Lower;
+        if (r.max_us == 0) r.max_us = 2.0;
+        char t[32];
+        std::snprintf(t, sizeof t, "<= %g us", r.max_us);
+        r.target = t;
+        for (int i = 0; i < W; ++i) ours_op();
+        peer_step(r, [&](OpenClPeer& p) {
+            for (int i = 0; i < W; ++i) peer_op(p);
+        });
+        // Each run re-warms its side untimed first: after the other side ran, worker threads have
+        // parked, and one futex wake is not the steady-state latency either side is measured for.
+        const int rewarm = std::max(10, I / 10);
+        std::vector<double> o, q;
+        alternate(
+            r, R,
+            [&] {
+                for (int i = 0; i < rewarm; ++i) ours_op();
+                const auto t0 = Clock::now();
+                for (int i = 0; i < I; ++i) ours_op();
+                return seconds_between(t0, Clock::now()) / I;
+            },
+            [&](OpenClPeer& p) {
+                for (int i = 0; i < rewarm; ++i) peer_op(p);
+                const auto t0 = Clock::now();
+                for (int i = 0; i < I; ++i) peer_op(p);
+                return seconds_between(t0, Clock::now()) / I;
+            },
+            o, q);
+        r.ours = to_microseconds(summarize(o));
+        if (!q.empty()) r.peer = to_microseconds(summarize(q));
+        ours_verify();
+        peer_step(r, peer_verify);
+    };
+
+    // H2D: host → d_a. Verification: a fresh token must arrive on the device.
+    for (const HostKind& h : hosts) {
+        Row r;
+        r.metric = std::string("H2D_latency") + h.suffix;
+        r.label = std::string("H2D 4 B copy+sync (") + h.label + ")";
+        r.seed = "15 us";
+        measure(
+            r, [&] { ours_copy_sync(da, h.p, 4, RT_MEMCPY_HOST_TO_DEVICE); },
+            [&](OpenClPeer& p) {
+                p.write(0, h.p, 4);
+                p.finish();
+            },
+            [&] {
+                const std::uint32_t tok = next_token();
+                std::memcpy(h.p, &tok, 4);
+                ours_copy_sync(da, h.p, 4, RT_MEMCPY_HOST_TO_DEVICE);
+                std::uint32_t got = 0;
+                RT_CHECK(rtMemcpy(&got, da, 4, RT_MEMCPY_DEVICE_TO_HOST));
+                if (got != tok)
+                    verification_failed(r.metric, "device holds " + std::to_string(got) + ", expected " + std::to_string(tok));
+            },
+            [&](OpenClPeer& p) {
+                const std::uint32_t tok = next_token();
+                std::memcpy(h.p, &tok, 4);
+                p.write(0, h.p, 4);
+                p.finish();
+                std::uint32_t got = 0;
+                p.read_sync(0, &got, 4);
+                if (got != tok) verification_failed("peer " + r.metric, "OpenCL buffer holds a wrong value");
+            });
+        rows_.push_back(std::move(r));
+    }
+
+    // D2H: d_a → host. Verification: a fresh token put on the device must arrive on the host.
+    for (const HostKind& h : hosts) {
+        Row r;
+        r.metric = std::string("D2H_latency") + h.suffix;
+        r.label = std::string("D2H 4 B copy+sync (") + h.label + ")";
+        r.seed = "15 us";
+        measure(
+            r, [&] { ours_copy_sync(h.p, da, 4, RT_MEMCPY_DEVICE_TO_HOST); },
+            [&](OpenClPeer& p) {
+                p.read(0, h.p, 4);
+                p.finish();
+            },
+            [&] {
+                const std::uint32_t tok = next_token();
+                RT_CHECK(rtMemcpy(da, &tok, 4, RT_MEMCPY_HOST_TO_DEVICE));
+                std::memset(h.p, 0, 4);
+                ours_copy_sync(h.p, da, 4, RT_MEMCPY_DEVICE_TO_HOST);
+                if (std::memcmp(h.p, &tok, 4) != 0) verification_failed(r.metric, "host holds a wrong value");
+            },
+            [&](OpenClPeer& p) {
+                const std::uint32_t tok = next_token();
+                p.write_sync(0, &tok, 4);
+                std::memset(h.p, 0, 4);
+                p.read(0, h.p, 4);
+                p.finish();
+                if (std::memcmp(h.p, &tok, 4) != 0) verification_failed("peer " + r.metric, "host holds a wrong value");
+            });
+        rows_.push_back(std::move(r));
+    }
+
+    // D2D: d_a → d_b.
+    {
+        Row r;
+        r.metric = "D2D_latency";
+        r.label = "D2D 4 B copy+sync";
+        r.seed = "2 us";
+        measure(
+            r, [&] { ours_copy_sync(db, da, 4, RT_MEMCPY_DEVICE_TO_DEVICE); },
+            [&](OpenClPeer& p) {
+                p.copy(0, 1, 4);
+                p.finish();
+            },
+            [&] {
+                const std::uint32_t tok = next_token();
+                RT_CHECK(rtMemcpy(da, &tok, 4, RT_MEMCPY_HOST_TO_DEVICE));
+                ours_copy_sync(db, da, 4, RT_MEMCPY_DEVICE_TO_DEVICE);
+                std::uint32_t got = 0;
+                RT_CHECK(rtMemcpy(&got, db, 4, RT_MEMCPY_DEVICE_TO_HOST));
+                if (got != tok)
+                    verification_failed(r.metric, "destination holds " + std::to_string(got) + ", expected " + std::to_string(tok));
+            },
+            [&](OpenClPeer& p) {
+                const std::uint32_t tok = next_token();
+                p.write_sync(0, &tok, 4);
+                p.copy(0, 1, 4);
+                p.finish();
+                std::uint32_t got = 0;
+                p.read_sync(1, &got, 4);
+                if (got != tok) verification_failed("peer " + r.metric, "destination buffer holds a wrong value");
+            });
+        rows_.push_back(std::move(r));
+    }
+
+    // ---- 2. event round trip: [4 B copy on A] record(A) → wait(B) → 4 B copy on B → synchronize(B)
+    unsigned char* const h = static_cast<unsigned char*>(h_pin_small_);
+    for (bool copy_on_a : {true, false}) {
+        Row r;
+        r.metric = copy_on_a ? "event_roundtrip" : "event_roundtrip_empty";
+        r.label = copy_on_a ? "event round trip (4 B copy on A)" : "event round trip (empty A)";
+        r.seed = "-";
+        r.max_us = 3.0;
+        auto once = [&] {
+            if (copy_on_a) RT_CHECK(rtMemcpyAsync(da, h, 4, RT_MEMCPY_HOST_TO_DEVICE, sa_));
+            RT_CHECK(rtEventRecord(ev_, sa_));
+            RT_CHECK(rtStreamWaitEvent(sb_, ev_));
+            RT_CHECK(rtMemcpyAsync(db, h, 4, RT_MEMCPY_HOST_TO_DEVICE, sb_));
+            RT_CHECK(rtStreamSynchronize(sb_));
+        };
+        measure(
+            r, once, [&](OpenClPeer& p) { p.event_roundtrip(h, copy_on_a); },
+            [&] {  // both copies carried a fresh token; the event completed before B's copy ran
+                RT_CHECK(rtStreamSynchronize(sa_));
+                const std::uint32_t tok = next_token();
+                std::memcpy(h, &tok, 4);
+                once();
+                std::uint32_t got = 0;
+                RT_CHECK(rtMemcpy(&got, db, 4, RT_MEMCPY_DEVICE_TO_HOST));
+                if (got != tok) verification_failed(r.metric, "the copy on B did not arrive");
+                const rtError_t q = rtEventQuery(ev_);
+                if (q != RT_SUCCESS)
+                    verification_failed(r.metric, std::string("rtEventQuery after B completed returned ") + rtGetErrorName(q));
+                RT_CHECK(rtStreamSynchronize(sa_));
+                if (copy_on_a) {
+                    RT_CHECK(rtMemcpy(&got, da, 4, RT_MEMCPY_DEVICE_TO_HOST));
+                    if (got != tok) verification_failed(r.metric, "the copy on A did not arrive");
+                }
+            },
+            [&](OpenClPeer& p) {
+                p.finish();
+                const std::uint32_t tok = next_token();
+                std::memcpy(h, &tok, 4);
+                p.event_roundtrip(h, copy_on_a);
+                p.finish();
+                std::uint32_t got = 0;
+                p.read_sync(1, &got, 4);
+                if (got != tok) verification_failed("peer " + r.metric, "the copy on queue B did not arrive");
+            });
+        rows_.push_back(std::move(r));
+    }
+    settle();
+}
+
+// ---- 3. 256 MiB bandwidth vs PoCL and vs host-copy baselines
+
+void Bench::bandwidth_rows() {
+    const std::size_t n = cfg_.bw_bytes;
+    const int reps = cfg_.bw_reps;
+    const double bytes = static_cast<double>(n);
+    char sizebuf[32];
+    std::snprintf(sizebuf, sizeof sizebuf, "%zu MiB", n >> 20);
+
+    // Host-copy baselines first: the reference the target is expressed in.
+    struct Base {
+        const char* metric;
+        const char* label;
+        int threads;
+        CopyFn copy;
+    };
+    const Base bases[] = {{"memcpy_1t", "memcpy 1 thread ", 1, plain_memcpy},
+                          {"memcpy_2t", "memcpy 2 threads ", 2, plain_memcpy},
+                          {"stream_copy_1t", "streaming-store copy 1 thread ", 1, stream_copy},
+                          {"stream_copy_2t", "streaming-store copy 2 thr ", 2, stream_copy}};
+    std::vector<Row> base_rows;
+    for (const Base& b : bases) {
+        Row r;
+        r.metric = b.metric;
+        r.label = std::string(b.label) + sizebuf;
+        r.unit = "GB/s";
+        r.better = Better::Higher;
+        r.seed = "-";
+        r.target = "(baseline)";
+        r.peer_note = "-";
+        auto once = [&] {
+            return b.threads == 1 ? memcpy_1t_seconds(h_dst_, h_src_, n, b.copy)
+                                  : memcpy_2t_seconds(h_dst_, h_src_, n, b.copy);
+        };
+        std::memset(h_dst_, 0, n);
+        once();  // warm-up
+        r.ours = to_gbps(time_self_timed(reps, once), bytes);
+        if (std::memcmp(h_dst_, h_src_, n) != 0) verification_failed(r.metric, "host copy differs");
+        best_host_copy_gbps_ = std::max(best_host_copy_gbps_, r.ours->median);
+        if (r.metric == "memcpy_2t") memcpy2t_gbps_ = *r.ours;
+        base_rows.push_back(std::move(r));
+    }
+    settle();
+
+    struct Dir {
+        const char* metric;
+        const char* label;
+        const char* seed;
+        rtMemcpyKind kind;
+    };
+    const Dir dirs[] = {{"H2D_bandwidth", "H2D", "12.5 GB/s", RT_MEMCPY_HOST_TO_DEVICE},
+                        {"D2H_bandwidth", "D2H", "12.5 GB/s", RT_MEMCPY_DEVICE_TO_HOST},
+                        {"D2D_bandwidth", "D2D", "450 GB/s", RT_MEMCPY_DEVICE_TO_DEVICE}};
+    for (const Dir& d : dirs) {
+        Row r;
+        r.metric = d.metric;
+        r.label = std::string(d.label) + " copy+sync " + sizebuf + " (pinned)";
+        r.unit = "GB/s";
+        r.better = Better::Higher;
+        r.seed = d.seed;
+        r.target = ">= 0.9 x memcpy 2t";
+        const std::string dir = d.label;
+        void* dst = dir == "H2D" ? d_a_ : dir == "D2H" ? h_dst_ : d_b_;
+        const void* src = dir == "H2D" ? h_src_ : d_a_;
+        const int peer_dst = dir == "H2D" ? 0 : 1;  // OpenCL buffer written by H2D / D2D
+        auto peer_op = [&](OpenClPeer& p) {
+            if (dir == "H2D") p.write(0, h_src_, n);
+            else if (dir == "D2H") p.read(0, h_dst_, n);
+            else p.copy(0, 1, n);
+            p.finish();
+        };
+
+        // Clear the destinations so the verification below proves these copies wrote them.
+        if (dir == "D2H") std::memset(h_dst_, 0, n);
+        else RT_CHECK(rtMemset(dst, 0, n));
+        RT_CHECK(rtDeviceSynchronize());
+        ours_copy_sync(dst, src, n, d.kind);  // warm-up
+        std::vector<double> o, q;
+        if (dir == "D2H") {
+            // Both sides write h_dst: time ours alone, verify, then the peer alone.
+            o.reserve(static_cast<std::size_t>(reps));
+            for (int i = 0; i < reps; ++i) {
+                const auto t0 = Clock::now();
+                ours_copy_sync(dst, src, n, d.kind);
+                o.push_back(seconds_between(t0, Clock::now()));
+            }
+        } else {
+            peer_step(r, [&](OpenClPeer& p) {
+                p.zero(peer_dst, n);
+                peer_op(p);  // warm-up
+            });
+            alternate(
+                r, reps,
+                [&] {
+                    const auto t0 = Clock::now();
+                    ours_copy_sync(dst, src, n, d.kind);
+                    return seconds_between(t0, Clock::now());
+                },
+                [&](OpenClPeer& p) {
+                    const auto t0 = Clock::now();
+                    peer_op(p);
+                    return seconds_between(t0, Clock::now());
+                },
+                o, q);
+        }
+        r.ours = to_gbps(summarize(o), bytes);
+        // Verify ours: the destination equals the pattern (d_a holds it since the H2D row).
+        if (dir != "D2H") {
+            std::memset(h_dst_, 0, n);
+            RT_CHECK(rtMemcpy(h_dst_, dst, n, RT_MEMCPY_DEVICE_TO_HOST));
+        }
+        if (std::memcmp(h_dst_, h_src_, n) != 0) verification_failed(r.metric, "destination differs from source");
+        if (dir == "D2H") {
+            peer_step(r, [&](OpenClPeer& p) {
+                std::memset(h_dst_, 0, n);
+                peer_op(p);  // warm-up
+                for (int i = 0; i < reps; ++i) {
+                    const auto t0 = Clock::now();
+                    peer_op(p);
+                    q.push_back(seconds_between(t0, Clock::now()));
+                }
+                if (std::memcmp(h_dst_, h_src_, n) != 0) verification_failed("peer " + r.metric, "host differs");
+            });
+        } else {
+            peer_step(r, [&](OpenClPeer& p) {
+                std::memset(h_dst_, 0, n);
+                p.read_sync(peer_dst, h_dst_, n);
+                if (std::memcmp(h_dst_, h_src_, n) != 0) verification_failed("peer " + r.metric, "buffer differs");
+            });
+        }
+        if (!q.empty() && r.peer_note.empty()) r.peer = to_gbps(summarize(q), bytes);
+        const double vs = r.ours->median / memcpy2t_gbps_.median;
+        char v[64];
+        std::snprintf(v, sizeof v, "%s (%.2fx 2t)", vs >= 0.9 ? "yes" : "NO", vs);
+        r.verdict = v;
+        rows_.push_back(std::move(r));
+        settle();
+    }
+    for (Row& r : base_rows) rows_.push_back(std::move(r));
+}
+
+// ---- 4. bandwidth vs size (--sweep): 4 B … bw_bytes in x4 steps
+
+void Bench::sweep_rows() {
+    for (std::size_t n = 4; n <= cfg_.bw_bytes; n *= 4) {
+        // Enough repetitions for a stable median without making 256 MiB points slow.
+        int reps = n <= (64u << 10) ? 300 : n <= (4u << 20) ? 40 : 7;
+        if (cfg_.quick) reps = std::max(3, reps / 5);
+        const double bytes = static_cast<double>(n);
+        struct Dir {
+            const char* name;
+            rtMemcpyKind kind;
+        };
+        for (const Dir& d : {Dir{"H2D", RT_MEMCPY_HOST_TO_DEVICE}, Dir{"D2H", RT_MEMCPY_DEVICE_TO_HOST},
+                             Dir{"D2D", RT_MEMCPY_DEVICE_TO_DEVICE}}) {
+            Row r;
+            r.metric = std::string(d.name) + "_bandwidth_sweep";
+            r.unit = "GB/s";
+            r.better = Better::Higher;
+            r.bytes = n;
+            const std::string dir = d.name;
+            void* dst = dir == "H2D" ? d_a_ : dir == "D2H" ? h_dst_ : d_b_;
+            const void* src = dir == "H2D" ? h_src_ : d_a_;
+            ours_copy_sync(dst, src, n, d.kind);
+            r.ours = to_gbps(time_each(reps, [&] { ours_copy_sync(dst, src, n, d.kind); }), bytes);
+            // Verify the prefix against the pattern (d_a holds it: H2D ran first at this size).
+            if (dir != "D2H") RT_CHECK(rtMemcpy(h_dst_, dst, n, RT_MEMCPY_DEVICE_TO_HOST));
+            if (std::memcmp(h_dst_, h_src_, n) != 0) verification_failed(r.metric, "destination differs at " + std::to_string(n) + " B");
+            // The sweep measures one side after the other per size (not alternated): it is for
+            // plots of shape, the table above is the like-for-like comparison.
+            peer_step(r, [&](OpenClPeer& p) {
+                auto op = [&] {
+                    if (dir == "H2D") p.write(0, h_src_, n);
+                    else if (dir == "D2H") p.read(0, h_dst_, n);
+                    else p.copy(0, 1, n);
+                    p.finish();
+                };
+                pause_between();
+                op();
+                r.peer = to_gbps(time_each(reps, op), bytes);
+            });
+            sweep_.push_back(std::move(r));
+        }
+        for (int threads : {1, 2}) {
+            Row r;
+            r.metric = threads == 1 ? "memcpy_1t_sweep" : "memcpy_2t_sweep";
+            r.unit = "GB/s";
+            r.better = Better::Higher;
+            r.bytes = n;  // (no peer for memcpy rows; the sweep table prints its own columns)
+            // Thread creation (untimed) makes 2-thread points costly in wall time: fewer reps.
+            const int mreps = threads == 1 ? reps : std::min(reps, 50);
+            r.ours = to_gbps(time_self_timed(mreps, [&] {
+                                 return threads == 1 ? memcpy_1t_seconds(h_dst_, h_src_, n)
+                                                     : memcpy_2t_seconds(h_dst_, h_src_, n);
+                             }),
+                             bytes);
+            sweep_.push_back(std::move(r));
+        }
+        settle();
+    }
+}
+
+// ---------------------------------------------------------------- output
+
+/// The 1-minute load average: the machine is shared, and a busy machine explains noisy figures.
+std::string load_average() {
+    std::FILE* f = std::fopen("/proc/loadavg", "r");
+    if (!f) return "?";
+    char buf[64] = {0};
+    const bool ok = std::fgets(buf, sizeof buf, f) != nullptr;
+    std::fclose(f);
+    if (!ok) return "?";
+    std::string s(buf);
+    return s.substr(0, s.find(' '));
+}
+
+void Bench::print_table() const {
+    std::printf("runtime-bench-core: device %d = %s [backend %s, %d compute units]\n", cfg_.device,
+                device_name_.c_str(), prop_.backend, prop_.compute_units);
+    std::printf("peer: %s\n", peer_missing_.empty() ? ("OpenCL " + peer_name_).c_str()
+                                                   : ("OpenCL (PoCL) MISSING: " + peer_missing_).c_str());
+    std::printf("each cell: median [min, max] over %d runs of %d iterations (latency) / %d copies (bandwidth)%s\n",
+                cfg_.lat_runs, cfg_.lat_iters, cfg_.bw_reps, cfg_.quick ? " (--quick)" : "");
+    std::printf("load average (1 min): %s at start, %s at end; on a busy 2-core machine figures are noisy\n",
+                load_start_.c_str(), load_average().c_str());
+    std::printf("ratio: ours vs peer, >1 means ours is better (peer/ours for us, ours/peer for GB/s)\n\n");
+    const char* hdr = "%-38s %-5s %-26s %-26s %-8s %-10s %-19s %s\n";
+    std::printf(hdr, "metric", "unit", "ours", "peer (PoCL)", "ratio", "seed ref", "target", "met");
+    std::printf("%s\n", std::string(150, '-').c_str());
+    for (const Row& r : rows_) {
+        // A missing or failed peer gets a short cell; the reason is printed under the table.
+        std::string peer = r.peer                               ? fmt_stat(r.peer)
+                           : r.peer_note.rfind("error", 0) == 0 ? "error (see below)"
+                           : r.peer_note.rfind("missing", 0) == 0 ? "missing"
+                                                                  : "-";
+        auto q = ratio(r);
+        std::string rat = q ? fmt_num(*q) + "x" : "-";
+        std::string verdict = r.verdict;
+        if (verdict.empty() && r.ours && r.max_us > 0) verdict = r.ours->median <= r.max_us ? "yes" : "NO";
+        std::printf(hdr, r.label.c_str(), r.unit.c_str(), fmt_stat(r.ours).c_str(), peer.c_str(), rat.c_str(),
+                    r.seed.c_str(), r.target.c_str(), verdict.c_str());
+    }
+    if (best_host_copy_gbps_ > 0) {
+        std::printf("\nbest host copy baseline: %s GB/s; ours reaches", fmt_num(best_host_copy_gbps_).c_str());
+        for (const Row& r : rows_)
+            if (r.metric.find("_bandwidth") != std::string::npos && r.ours)
+                std::printf(" %s %.2fx", r.metric.substr(0, 3).c_str(), r.ours->median / best_host_copy_gbps_);
+        std::printf(" of it\n");
+    }
+    if (!peer_missing_.empty()) std::printf("\nnote: peer OpenCL (PoCL) missing: %s\n", peer_missing_.c_str());
+    for (const Row& r : rows_)
+        if (r.peer_note.rfind("error", 0) == 0) std::printf("note: peer %s: %s\n", r.metric.c_str(), r.peer_note.c_str());
+}
+
+void Bench::print_sweep() const {
+    std::printf("\nbandwidth vs size (GB/s, median of per-copy enqueue+sync; small sizes show latency, and\n"
+                "memcpy2t at small sizes shows the release of two waiting threads, not the copy)\n");
+    std::printf("%12s %9s %9s %9s %9s %9s %9s %9s %9s\n", "bytes", "ours H2D", "ours D2H", "ours D2D", "PoCL H2D",
+                "PoCL D2H", "PoCL D2D", "memcpy1t", "memcpy2t");
+    // 5 records per size, in the order H2D, D2H, D2D, memcpy 1t, memcpy 2t.
+    for (std::size_t i = 0; i + 5 <= sweep_.size(); i += 5) {
+        auto v = [](const std::optional<Stat>& s) { return s ? fmt_num(s->median) : std::string("-"); };
+        std::printf("%12zu %9s %9s %9s %9s %9s %9s %9s %9s\n", sweep_[i].bytes, v(sweep_[i].ours).c_str(),
+                    v(sweep_[i + 1].ours).c_str(), v(sweep_[i + 2].ours).c_str(), v(sweep_[i].peer).c_str(),
+                    v(sweep_[i + 1].peer).c_str(), v(sweep_[i + 2].peer).c_str(), v(sweep_[i + 3].ours).c_str(),
+                    v(sweep_[i + 4].ours).c_str());
+    }
+}
+
+void Bench::print_json() const {
+    const std::string dev = json_escape(device_name_);
+    const std::string peer = peer_missing_.empty() ? json_escape("OpenCL " + peer_name_) : std::string();
+    auto num = [](double v) {
+        char b[40];
+        std::snprintf(b, sizeof b, "%.6g", v);
+        return std::string(b);
+    };
+    std::printf("[\n");
+    bool first = true;
+    auto emit = [&](const Row& r) {
+        std::printf("%s  {\"metric\": \"%s\", \"device\": \"%s\", \"value\": %s, \"unit\": \"%s\", \"min\": %s, "
+                    "\"max\": %s, \"peer\": %s, \"peer_value\": %s",
+                    first ? "" : ",\n", r.metric.c_str(), dev.c_str(), r.ours ? num(r.ours->median).c_str() : "null",
+                    r.unit.c_str(), r.ours ? num(r.ours->min).c_str() : "null",
+                    r.ours ? num(r.ours->max).c_str() : "null",
+                    r.peer ? ("\"" + peer + "\"").c_str() : "null", r.peer ? num(r.peer->median).c_str() : "null");
+        if (r.peer) std::printf(", \"peer_min\": %s, \"peer_max\": %s", num(r.peer->min).c_str(), num(r.peer->max).c_str());
+        if (r.bytes) std::printf(", \"bytes\": %zu", r.bytes);
+        std::printf("}");
+        first = false;
+    };
+    for (const Row& r : rows_) emit(r);
+    for (const Row& r : sweep_) emit(r);
+    std::printf("\n]\n");
+}
+
+int Bench::run() {
+    load_start_ = load_average();
+    setup();
+    if (!cfg_.json) {
+        std::fprintf(stderr, "runtime-bench-core: measuring on %s ...\n", device_name_.c_str());
+    }
+    latency_rows();  // includes the event round trips
+    bandwidth_rows();
+    if (cfg_.sweep) sweep_rows();
+    teardown();
+    if (cfg_.json) {
+        print_json();
+    } else {
+        print_table();
+        if (cfg_.sweep) print_sweep();
+    }
+    std::fflush(stdout);
+    return 0;
+}
+
+void usage(const char* argv0) {
+    std::printf(
+        "usage: %s [--quick] [--json] [--sweep] [--device N]\n"
+        "  --quick     fewer repetitions (< 20 s)\n"
+        "  --json      print an array of records {metric, device, value, unit, min, max, peer, peer_value}\n"
+        "  --sweep     also measure bandwidth for 4 B .. 256 MiB in x4 steps (ours, PoCL, memcpy)\n"
+        "  --device N  runtime device index (default 0)\n"
+        "exit status: 0 ok, 1 a runtime call failed (its error name and message are printed), 2 wrong data\n",
+        argv0);
+}
+
+}  // namespace
+}  // namespace rtbench
+
+int main(int argc, char** argv) {
+    rtbench::Config cfg;
+    for (int i = 1; i < argc; ++i) {
+        const std::string a = argv[i];
+        if (a == "--quick") {
+            cfg.quick = true;
+        } else if (a == "--json") {
+            cfg.json = true;
+        } else if (a == "--sweep") {
+            cfg.sweep = true;
+        } else if (a == "--device" && i + 1 < argc) {
+            char* end = nullptr;
+            const long d = std::strtol(argv[++i], &end, 10);
+            if (!end || *end != '\0' || d < 0 || d > 1 << 20) {
+                std::fprintf(stderr, "runtime-bench-core: --device expects a non-negative integer, got '%s'\n", argv[i]);
+                return 1;
+            }
+            cfg.device = static_cast<int>(d);
+        } else if (a == "--help" || a == "-h") {
+            rtbench::usage(argv[0]);
+            return 0;
+        } else {
+            std::fprintf(stderr, "runtime-bench-core: unknown argument '%s'\n", a.c_str());
+            rtbench::usage(argv[0]);
+            return 1;
+        }
+    }
+    if (cfg.quick) {
+        cfg.lat_runs = 9;
+        cfg.lat_iters = 100;
+        cfg.lat_warmup = 200;
+        cfg.bw_reps = 4;
+    }
+    return rtbench::Bench(cfg).run();
+}
