@@ -36,7 +36,7 @@ void PackedArgs::pack(const std::vector<size_t>& sizes, void* const* args) {
     size_t total = 0;
     for (size_t i = 0; i < sizes.size(); ++i) {
         offsets[i] = static_cast<uint32_t>(total);
-        total += (sizes[i] + 15) / 16 * 16;  // 16-byte alignment covers every scalar and vector type
+        total += (sizes[i] + 15) / 16 * 16;  // 16-byte slots: every scalar, pointer and vector type fits aligned
     }
     if (total > kInlineBytes) heap_.reset(new unsigned char[total]);
     for (size_t i = 0; i < sizes.size(); ++i) std::memcpy(data() + offsets[i], args[i], sizes[i]);
@@ -99,7 +99,8 @@ const char* describe_signal(int sig) {
 /// Runs the entry; returns false (after recording the trap in launch->fault) if it trapped.
 bool run_guarded(rt_cpu_entry entry, rt_cpu_launch* launch, void* const* args) {
     sigjmp_buf jump;
-    if (sigsetjmp(jump, 1) != 0) {
+    // Mask not saved (a syscall per launch): SA_NODEFER keeps the trapping signal unblocked in the handler.
+    if (sigsetjmp(jump, 0) != 0) {
         t_trap_jump = nullptr;
         return false;
     }

@@ -48,8 +48,8 @@ public:
     size_t count() const { return offsets_count_; }
 
 private:
-    static constexpr size_t kInlineBytes = 256;
-    static constexpr size_t kInlineArgs = 24;
+    static constexpr size_t kInlineBytes = 128;  // 8 arguments of up to 16 bytes
+    static constexpr size_t kInlineArgs = 12;
     unsigned char* data() { return heap_ ? heap_.get() : inline_; }
     const unsigned char* data() const { return heap_ ? heap_.get() : inline_; }
 

@@ -189,31 +189,45 @@ void CpuQueue::run_scheduled() {
 }
 
 void CpuQueue::run(uint64_t limit, size_t budget) {
-    for (size_t n = 0;; ++n) {
-        Task task;
+    // Tasks are taken in batches: one lock round trip per batch instead of per task, so a producer
+    // enqueueing thousands of small launches does not fight the consumer for the lock on every one.
+    // On the stack, not thread_local: a host function that (wrongly) synchronizes re-enters run().
+    constexpr size_t kBatch = 16;
+    Task batch[kBatch];
+    size_t count = 0, taken = 0;
+    for (;;) {
         {
             std::unique_lock lock(mutex_);
-            if (head_ == tail_) {
-                state_ = State::idle;
-                return;
+            while (count < kBatch && head_ != tail_) {
+                Task& front = ring_[head_ & (ring_.size() - 1)];
+                if (front.seq > limit || taken >= budget) break;
+                if (front.type == Task::Type::wait && front.dep->completed() < front.dep_seq) {
+                    if (count) break;  // run what precedes it first; the dependency may finish meanwhile
+                    if (front.dep->add_waiter(shared_from_this(), front.dep_seq)) {
+                        state_ = State::blocked;  // the dependency's completion reschedules us
+                        return;
+                    }
+                }
+                batch[count++] = std::move(front);
+                ++head_;
+                ++taken;
             }
-            Task& front = ring_[head_ & (ring_.size() - 1)];
-            if (front.seq > limit || n >= budget) {
-                state_ = State::scheduled;  // more to do, and this thread stops: an executor continues
+            if (count == 0) {
+                if (head_ == tail_) {
+                    state_ = State::idle;
+                    return;
+                }
+                state_ = State::scheduled;  // more to do past this thread's limit/budget: an executor continues
                 lock.unlock();
                 executor_.schedule(shared_from_this());
                 return;
             }
-            if (front.type == Task::Type::wait && front.dep->completed() < front.dep_seq &&
-                front.dep->add_waiter(shared_from_this(), front.dep_seq)) {
-                state_ = State::blocked;  // the dependency's completion reschedules us
-                return;
-            }
-            task = std::move(front);
-            ++head_;
         }
-        execute(task);
-        complete(task.seq);
+        for (size_t i = 0; i < count; ++i) {
+            execute(batch[i]);
+            complete(batch[i].seq);
+        }
+        count = 0;
     }
 }
 
