@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# scripts/test.sh — the test command: setup, Release build + ctest, install check (examples/consumer), ThreadSanitizer and AddressSanitizer runs; prints each phase's time.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+jobs="${JOBS:-$(nproc)}"             # compile jobs
+ctest_jobs="${CTEST_JOBS:-$(nproc)}" # test processes at once
+
+# ---- phase bookkeeping: the summary is printed on success and on failure
+summary=()
+current=""
+phase_start=0
+t_all=$SECONDS
+print_summary() {
+  local rc=$?
+  if [[ -n $current ]]; then summary+=("$(printf '%-22s %5ds  FAILED' "$current" $((SECONDS - phase_start)))"); fi
+  echo
+  echo "=== test.sh summary (2 dev = every C++ test file also runs with RUNTIME_CPU_DEVICES=2) ==="
+  printf '%s\n' "${summary[@]}"
+  printf '%-22s %5ds  %s\n' "total" $((SECONDS - t_all)) "$([[ $rc -eq 0 ]] && echo OK || echo "FAILED (exit $rc)")"
+}
+trap print_summary EXIT
+phase() { # phase NAME FUNCTION: runs FUNCTION, records its wall time; any failure ends the script
+  current=$1
+  phase_start=$SECONDS
+  echo
+  echo "=== [$1] ==="
+  "$2"
+  summary+=("$(printf '%-22s %5ds  ok' "$1" $((SECONDS - phase_start)))")
+  current=""
+}
+
+# ---- phases
+setup() { bash scripts/setup.sh; }
+
+build_release() {
+  cmake -S . -B build -DCMAKE_BUILD_TYPE=Release
+  cmake --build build -j"$jobs"
+}
+# The test registration (tests/CMakeLists.txt) already adds a RUNTIME_CPU_DEVICES=2 run of every
+# C++ test file (the *_2dev tests), so one ctest covers one and two devices.
+test_release() { (cd build && ctest --output-on-failure -j"$ctest_jobs"); }
+
+# Install into a scratch prefix and build examples/consumer against it alone: proves the package
+# config (find_package(runtime CONFIG) → runtime::runtime), installed headers and the C ABI.
+install_check() {
+  local prefix
+  prefix="$(mktemp -d "${TMPDIR:-/tmp}/runtime-install.XXXXXX")"
+  cmake --install build --prefix "$prefix"
+  cmake -S examples/consumer -B "$prefix/_consumer-build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$prefix"
+  cmake --build "$prefix/_consumer-build" -j"$jobs"
+  "$prefix/_consumer-build/consumer_c"
+  "$prefix/_consumer-build/app"
+  rm -rf "$prefix"
+}
+
+# -O1 -g1: line tables are enough for sanitizer stack traces and compile much faster than -O2 -g on
+# 2 cores; asserts stay on (no NDEBUG).
+sanitizer_configure() { # DIR SANITIZER: tests only (no bench/examples)
+  cmake -S . -B "$1" -DRUNTIME_SANITIZER="$2" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -g1" \
+    -DRUNTIME_BUILD_BENCH=OFF -DRUNTIME_BUILD_EXAMPLES=OFF
+  cmake --build "$1" -j"$jobs"
+}
+build_tsan() { sanitizer_configure build-tsan thread; }
+build_asan() { sanitizer_configure build-asan address; }
+
+# TSan cannot start on some kernels (high ASLR entropy: "unexpected memory mapping"); there the
+# tests run under `setarch <arch> -R` (ASLR off for that process tree, ctest's children included).
+tsan_launcher=()
+detect_tsan() {
+  local probe out
+  probe="$(find build-tsan/tests -maxdepth 1 -type f -name 'test_*' -perm -u+x -print -quit)"
+  [[ -n $probe ]] || { echo "test.sh: no test executable in build-tsan/tests" >&2; return 1; }
+  out="$("$probe" --gtest_list_tests 2>&1 || true)"
+  if grep -qE 'unexpected memory mapping|FATAL: ThreadSanitizer' <<<"$out"; then
+    echo "test.sh: ThreadSanitizer cannot start here; rerunning under setarch $(uname -m) -R"
+    tsan_launcher=(setarch "$(uname -m)" -R)
+    out="$("${tsan_launcher[@]}" "$probe" --gtest_list_tests 2>&1 || true)"
+    if grep -qE 'unexpected memory mapping|FATAL: ThreadSanitizer' <<<"$out"; then
+      echo "$out" >&2
+      echo "test.sh: ThreadSanitizer cannot start even with ASLR off" >&2
+      return 1
+    fi
+  fi
+}
+# The concurrency-labelled tests, plus the whole stream/event/memcpy (and C++ API) files in one
+# process each with two devices (the *_2dev entries: cheaper under TSan than one process per case).
+test_tsan() {
+  detect_tsan
+  export TSAN_OPTIONS="${TSAN_OPTIONS:-second_deadlock_stack=1}"
+  (cd build-tsan &&
+    "${tsan_launcher[@]}" ctest --output-on-failure -j"$ctest_jobs" -L concurrency &&
+    "${tsan_launcher[@]}" ctest --output-on-failure -j"$ctest_jobs" \
+      -R '^test_[a-z0-9_]*(stream|event|memcpy|cpp_api)[a-z0-9_]*_2dev$')
+}
+test_asan() {
+  export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}"
+  export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
+  (cd build-asan && ctest --output-on-failure -j"$ctest_jobs")
+}
+
+phase setup setup
+phase build-release build_release
+phase ctest-release test_release
+phase install-check install_check
+phase build-tsan build_tsan
+phase ctest-tsan test_tsan
+phase build-asan build_asan
+phase ctest-asan test_asan
