@@ -156,6 +156,64 @@ RT_API rtError_t rtMemcpyAsync(void* dst, const void* src, size_t count, rtMemcp
 RT_API rtError_t rtMemset(void* ptr, int value, size_t count);
 RT_API rtError_t rtMemsetAsync(void* ptr, int value, size_t count, rtStream_t stream);
 
+/* ---------------------------------------------------------------- memory strategies and statistics */
+
+/** Stream-ordered allocation: the memory may be used by work queued on `stream` after this call, and
+ *  by other streams once ordered after it. Served from the pool when one is enabled. */
+RT_API rtError_t rtMallocAsync(void** ptr, size_t size, rtStream_t stream);
+/** Stream-ordered free: the memory is reused by later work on `stream` at once, and by other streams
+ *  only after `stream` has run everything queued before this call. Never blocks. */
+RT_API rtError_t rtFreeAsync(void* ptr, rtStream_t stream);
+
+#define RT_POOL_DEFAULT 0x0u
+#define RT_POOL_GROW 0x1u /* past pool_size, allocate outside the pool instead of failing */
+
+/** Serve the current device's allocations from a pool: `pool_size` bytes of address space are reserved
+ *  (not committed: resident memory grows only with use) and committed in `block_size` units; best fit
+ *  with splitting and coalescing. pool_size 0 disables the pool. Refused while pool allocations live. */
+RT_API rtError_t rtEnablePoolAllocator(size_t pool_size, size_t block_size, unsigned int flags);
+/** With reuse on, freed memory stays committed and is reused by later allocations (a caching allocator);
+ *  off, it is returned to the system at once. Turning it on without a pool enables a default pool
+ *  (the device's capacity, 2 MiB blocks). */
+RT_API rtError_t rtEnableMemoryReuse(int enable);
+/** With zero copy on, pinned and registered host memory is mapped for the device: it may be passed to
+ *  kernels and copies as device memory (rtHostGetDevicePointer), and copies the runtime proves redundant
+ *  (source and destination the same bytes) are elided. */
+RT_API rtError_t rtEnableZeroCopy(int enable);
+/** Return the pool's unused committed memory (and cached blocks) to the system. */
+RT_API rtError_t rtMemEmptyCache(void);
+
+#define RT_HOST_REGISTER_DEFAULT 0x0u
+/** Register (page-lock) existing host memory with the runtime: copies from/to it are checked like pinned
+ *  memory, and with zero copy on the device may use it in place. */
+RT_API rtError_t rtHostRegister(void* ptr, size_t size, unsigned int flags);
+RT_API rtError_t rtHostUnregister(void* ptr);
+/** The device address of pinned or registered host memory (zero copy must be on, else NOT_SUPPORTED). */
+RT_API rtError_t rtHostGetDevicePointer(void** device_ptr, void* host_ptr, unsigned int flags);
+
+typedef struct rtMemStats {
+    size_t allocated_bytes;       /* bytes of live allocations, as requested */
+    size_t reserved_bytes;        /* bytes held from the system: pool blocks committed + direct allocations */
+    size_t peak_allocated_bytes;  /* since the start or rtMemResetPeakStats */
+    size_t peak_reserved_bytes;
+    size_t num_allocs;            /* successful allocations */
+    size_t num_frees;
+    size_t num_cache_hits;        /* allocations served from memory already held (pool) */
+    size_t num_cache_misses;      /* allocations that needed memory from the system */
+    size_t num_ooms;              /* allocations refused for lack of memory */
+    size_t largest_free_block;    /* largest contiguous free range of the pool (0 without a pool) */
+    size_t pool_size;             /* address space reserved by the pool (0 without a pool) */
+    size_t num_elided_copies;     /* copies skipped because source and destination were the same bytes */
+    size_t elided_copy_bytes;
+    size_t num_live_allocations;
+    size_t reserved[16];
+} rtMemStats;
+
+/** Memory statistics of the current device (exact: every allocation and free is counted). */
+RT_API rtError_t rtMemGetStats(rtMemStats* stats);
+/** Peaks restart from the current values. */
+RT_API rtError_t rtMemResetPeakStats(void);
+
 /* ---------------------------------------------------------------- modules and kernels */
 
 typedef struct rtModule_st* rtModule_t;

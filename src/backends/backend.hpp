@@ -111,6 +111,10 @@ public:
     virtual void synchronize_impl() = 0;
     /// True if all queued work has completed.
     virtual bool query_impl() = 0;
+    /// A token for "everything queued so far" (cpu: a sequence number), for stream-ordered memory reuse.
+    virtual uint64_t position_impl() = 0;
+    /// True once all work up to `position` has completed. Thread-safe, never blocks.
+    virtual bool reached_impl(uint64_t position) = 0;
 };
 
 /// One device of a backend.
@@ -125,6 +129,16 @@ public:
     virtual void* allocate_host_impl(size_t bytes) = 0;
     virtual void free_host_impl(void* ptr, size_t bytes) = 0;
     virtual void mem_info_impl(size_t* free_bytes, size_t* total_bytes) = 0;
+    /// (optional) Reserves address space for a memory pool without committing memory; nullptr if the
+    /// device cannot (the default): the pool then asks allocate_impl for its whole size up front.
+    virtual void* reserve_impl(size_t bytes) { (void)bytes; return nullptr; }
+    /// (optional) Commits [ptr, ptr+bytes) of a reservation (block-aligned); false if the device is out
+    /// of memory. Counts against the device's capacity.
+    virtual bool commit_impl(void* ptr, size_t bytes) { (void)ptr; (void)bytes; return false; }
+    /// (optional) Returns committed memory of a reservation to the system; the range stays reserved.
+    virtual void decommit_impl(void* ptr, size_t bytes) { (void)ptr; (void)bytes; }
+    /// (optional) Releases a whole reservation (decommitted first by the caller).
+    virtual void unreserve_impl(void* ptr, size_t bytes) { (void)ptr; (void)bytes; }
     virtual std::unique_ptr<Queue> create_queue_impl(unsigned flags) = 0;
     /// Compiles kernel-dialect source for this device (cached). Throws rt::Error (COMPILE_FAILED, ...).
     virtual std::shared_ptr<Module> load_source_impl(const std::string& source, const std::string& options) = 0;

@@ -70,8 +70,7 @@ RT_API rtError_t rtGetDeviceProperties(rtDeviceProp* prop, int device) {
 
 RT_API rtError_t rtDeviceSynchronize(void) {
     return capi_call("rtDeviceSynchronize", [&] {
-        Runtime& r = runtime();
-        auto streams = r.streams_of(r.current_device());
+        auto streams = runtime().current_device().streams();
         for (auto& s : streams) s->wait_idle();
         for (auto& s : streams) s->errors().take_and_throw();  // the first failure found is reported
     });

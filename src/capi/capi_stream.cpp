@@ -14,6 +14,7 @@ RT_API rtError_t rtStreamCreateWithFlags(rtStream_t* stream, unsigned int flags)
         Runtime& r = runtime();
         CoreDevice& d = r.current_device();
         auto s = std::make_shared<Stream>(d, d.impl().create_queue_impl(flags), false);
+        d.add_stream(s);
         *stream = reinterpret_cast<rtStream_t>(r.streams.insert(std::move(s)));
     });
 }
@@ -25,7 +26,8 @@ RT_API rtError_t rtStreamDestroy(rtStream_t stream) {
         if (!stream) fail(RT_ERROR_INVALID_VALUE, "the default stream (NULL) cannot be destroyed");
         auto s = runtime().streams.erase(reinterpret_cast<uint64_t>(stream));
         if (!s) fail(RT_ERROR_INVALID_HANDLE, "stream %p is not a live stream", static_cast<void*>(stream));
-        s->wait_idle();  // its queue is released when the last reference (events, other threads) goes
+        s->device().remove_stream(s.get());
+        s->wait_idle();  // its queue is released when the last reference (events, pending frees) goes
     });
 }
 

@@ -1,10 +1,13 @@
-// A core device: one backend device, its index in the runtime and its default stream.
+// A core device: one backend device, its index in the runtime, its streams and its memory manager.
 #pragma once
 
 #include <memory>
+#include <mutex>
 #include <string>
+#include <vector>
 
 #include "backends/backend.hpp"
+#include "core/device_memory.hpp"
 #include "core/stream.hpp"
 
 namespace rt {
@@ -12,6 +15,7 @@ namespace rt {
 class CoreDevice {
 public:
     CoreDevice(int index, std::unique_ptr<backend::Device> impl);
+    ~CoreDevice();
 
     int index() const { return index_; }
     backend::Device& impl() const { return *impl_; }
@@ -19,12 +23,21 @@ public:
     /// "cpu:0", "cuda:1": the backend and the ordinal within it.
     const std::string& label() const { return label_; }
     const std::shared_ptr<Stream>& default_stream() const { return default_stream_; }
+    DeviceMemory& memory() { return *memory_; }
+
+    /// Every live stream of the device, the default stream first. Thread-safe snapshot.
+    std::vector<std::shared_ptr<Stream>> streams() const;
+    void add_stream(std::shared_ptr<Stream> stream);
+    void remove_stream(const Stream* stream);
 
 private:
     int index_;
     std::unique_ptr<backend::Device> impl_;
     std::string label_;
     std::shared_ptr<Stream> default_stream_;
+    mutable std::mutex streams_mutex_;
+    std::vector<std::shared_ptr<Stream>> streams_;
+    std::unique_ptr<DeviceMemory> memory_;
 };
 
 }  // namespace rt

@@ -7,7 +7,7 @@ namespace rt {
 
 namespace {
 
-const char* kind_name(rtMemcpyKind kind) {
+const char* kind_name(int kind) {
     switch (kind) {
         case RT_MEMCPY_HOST_TO_HOST: return "RT_MEMCPY_HOST_TO_HOST";
         case RT_MEMCPY_HOST_TO_DEVICE: return "RT_MEMCPY_HOST_TO_DEVICE";
@@ -18,102 +18,151 @@ const char* kind_name(rtMemcpyKind kind) {
     return "?";
 }
 
+const char* kind_words(MemoryKind k) {
+    switch (k) {
+        case MemoryKind::device: return "device";
+        case MemoryKind::pinned_host: return "pinned host";
+        case MemoryKind::registered_host: return "registered host";
+    }
+    return "?";
+}
+
 /// What the registry knows of a pointer, in words.
 std::string describe(const void* ptr, const PointerInfo& info) {
-    Runtime& r = runtime();
     if (info.allocation) {
         const Allocation& a = *info.allocation;
-        return format("%s memory of %s (allocation %p of %zu bytes)",
-                      a.kind == MemoryKind::device ? "device" : "pinned host", a.device->label().c_str(),
+        return format("%s memory of %s (allocation %p of %zu bytes)", kind_words(a.kind), a.device->label().c_str(),
                       reinterpret_cast<void*>(a.base), a.size);
     }
-    if (r.registry.recently_freed(ptr)) return "freed memory (it was released by rtFree/rtFreeHost)";
+    if (runtime().registry.recently_freed(ptr)) return "freed memory (it was released by rtFree/rtFreeHost)";
     return "host memory not allocated by the runtime";
 }
 
-/// Waits for all queued work of every device: memory about to be freed may be used by any of it.
-void wait_all_devices_idle() {
-    Runtime& r = runtime();
-    for (int i = 0; i < r.device_count(); ++i)
-        for (auto& s : r.streams_of(r.device(i))) s->wait_idle();
-}
-
-void refuse_free(const char* api, void* ptr, const PointerInfo& info, const char* expected) {
+[[noreturn]] void refuse_release(const char* api, void* ptr, const char* expected) {
+    PointerInfo info = runtime().registry.lookup(ptr);
     if (info.allocation && info.allocation->base != reinterpret_cast<uintptr_t>(ptr))
         fail(RT_ERROR_INVALID_VALUE, "%s(%p): the pointer is %zu bytes inside %s, not its start", api, ptr,
              reinterpret_cast<uintptr_t>(ptr) - info.allocation->base, describe(ptr, info).c_str());
-    if (runtime().registry.recently_freed(ptr))
+    if (!info.allocation && runtime().registry.recently_freed(ptr))
         fail(RT_ERROR_INVALID_VALUE, "%s(%p): double free (the pointer was already freed)", api, ptr);
     fail(RT_ERROR_INVALID_VALUE, "%s(%p): the pointer is %s (expected %s)", api, ptr, describe(ptr, info).c_str(),
          expected);
 }
 
-void* allocate(CoreDevice& device, size_t bytes, MemoryKind kind, const char* api) {
-    if (bytes == 0) return nullptr;
-    void* p = kind == MemoryKind::device ? device.impl().allocate_impl(bytes) : device.impl().allocate_host_impl(bytes);
-    if (!p) {
-        size_t free_bytes = 0, total = 0;
-        device.impl().mem_info_impl(&free_bytes, &total);
-        if (kind == MemoryKind::device)
-            fail(RT_ERROR_OUT_OF_MEMORY, "%s: out of memory on %s: requested %zu bytes, %zu bytes free of %zu", api,
-                 device.label().c_str(), bytes, free_bytes, total);
-        fail(RT_ERROR_OUT_OF_MEMORY, "%s: out of host memory: requested %zu bytes of pinned host memory", api, bytes);
-    }
-    runtime().registry.insert({reinterpret_cast<uintptr_t>(p), bytes, kind, &device});
-    return p;
-}
+/// How a copy may use an operand: as device memory, as host memory, or as either (host memory mapped
+/// for the device by zero copy).
+enum class Side { host, device, mapped };
 
-void release(void* ptr, MemoryKind kind, const char* api, const char* expected) {
-    if (!ptr) return;
-    Runtime& r = runtime();
-    std::optional<Allocation> a = r.registry.erase(reinterpret_cast<uintptr_t>(ptr), kind);
-    if (!a) refuse_free(api, ptr, r.registry.lookup(ptr), expected);
-    wait_all_devices_idle();
-    if (kind == MemoryKind::device) a->device->impl().free_impl(ptr, a->size);
-    else a->device->impl().free_host_impl(ptr, a->size);
-}
-
-/// One operand of a copy: whether it is device memory, and that `bytes` fit from it.
-bool check_operand(const char* api, const char* role, const void* ptr, size_t bytes, PointerInfo* info_out) {
+Side check_operand(const char* api, const char* role, const void* ptr, size_t bytes, PointerInfo* info_out) {
     if (!ptr) fail(RT_ERROR_INVALID_VALUE, "%s: %s is NULL", api, role);
     PointerInfo info = runtime().registry.lookup(ptr);
-    if (info.allocation && bytes > info.available)
+    *info_out = info;
+    if (!info.allocation) return Side::host;
+    if (bytes > info.available)
         fail(RT_ERROR_INVALID_VALUE,
              "%s: %s %p: %zu bytes asked but only %zu bytes available from that pointer in %s", api, role, ptr,
              bytes, info.available, describe(ptr, info).c_str());
-    *info_out = info;
-    return info.allocation && info.allocation->kind == MemoryKind::device;
+    if (info.allocation->kind == MemoryKind::device) return Side::device;
+    return info.allocation->device->memory().zero_copy() ? Side::mapped : Side::host;
 }
 
 }  // namespace
 
-void* allocate_device(CoreDevice& device, size_t bytes) { return allocate(device, bytes, MemoryKind::device, "rtMalloc"); }
-void* allocate_pinned_host(CoreDevice& device, size_t bytes) {
-    return allocate(device, bytes, MemoryKind::pinned_host, "rtMallocHost");
-}
-void free_device(void* ptr) { release(ptr, MemoryKind::device, "rtFree", "a pointer returned by rtMalloc"); }
-void free_pinned_host(void* ptr) {
-    release(ptr, MemoryKind::pinned_host, "rtFreeHost", "a pointer returned by rtMallocHost");
+void* allocate_device(CoreDevice& device, size_t bytes, Stream* stream, const char* api) {
+    if (bytes == 0) return nullptr;
+    bool pooled = false;
+    void* p = device.memory().allocate(bytes, stream, &pooled, api);
+    runtime().registry.insert({reinterpret_cast<uintptr_t>(p), bytes, MemoryKind::device, &device, pooled});
+    return p;
 }
 
-void enqueue_copy(Stream& stream, void* dst, const void* src, size_t bytes, rtMemcpyKind kind, const char* api) {
+void free_device(void* ptr, Stream* stream, const char* api) {
+    if (!ptr) return;
+    std::optional<Allocation> a = runtime().registry.erase(reinterpret_cast<uintptr_t>(ptr), MemoryKind::device);
+    if (!a) refuse_release(api, ptr, "a pointer returned by rtMalloc or rtMallocAsync");
+    a->device->memory().release(ptr, a->size, a->pooled, stream);
+}
+
+void* allocate_pinned_host(CoreDevice& device, size_t bytes) {
+    if (bytes == 0) return nullptr;
+    void* p = device.impl().allocate_host_impl(bytes);
+    if (!p) fail(RT_ERROR_OUT_OF_MEMORY, "out of host memory: requested %zu bytes of pinned host memory", bytes);
+    runtime().registry.insert({reinterpret_cast<uintptr_t>(p), bytes, MemoryKind::pinned_host, &device, false});
+    return p;
+}
+
+void free_pinned_host(void* ptr) {
+    if (!ptr) return;
+    Runtime& r = runtime();
+    std::optional<Allocation> a = r.registry.erase(reinterpret_cast<uintptr_t>(ptr), MemoryKind::pinned_host);
+    if (!a) refuse_release("rtFreeHost", ptr, "a pointer returned by rtMallocHost");
+    // Queued copies may still read or write it.
+    for (int i = 0; i < r.device_count(); ++i)
+        for (auto& s : r.device(i).streams()) s->wait_idle();
+    a->device->impl().free_host_impl(ptr, a->size);
+}
+
+void register_host(CoreDevice& device, void* ptr, size_t bytes) {
+    if (!ptr) fail(RT_ERROR_INVALID_VALUE, "ptr is NULL (expected host memory to register)");
+    if (bytes == 0) fail(RT_ERROR_INVALID_VALUE, "size is 0 (expected the number of bytes to register)");
+    Runtime& r = runtime();
+    for (const char* at : {static_cast<const char*>(ptr), static_cast<const char*>(ptr) + bytes - 1}) {
+        PointerInfo info = r.registry.lookup(at);
+        if (info.allocation)
+            fail(RT_ERROR_INVALID_VALUE, "[%p, +%zu) overlaps %s", ptr, bytes, describe(at, info).c_str());
+    }
+    r.registry.insert({reinterpret_cast<uintptr_t>(ptr), bytes, MemoryKind::registered_host, &device, false});
+}
+
+void unregister_host(void* ptr) {
+    Runtime& r = runtime();
+    if (!ptr) fail(RT_ERROR_INVALID_VALUE, "ptr is NULL (expected a pointer given to rtHostRegister)");
+    if (!r.registry.erase(reinterpret_cast<uintptr_t>(ptr), MemoryKind::registered_host))
+        refuse_release("rtHostUnregister", ptr, "a pointer given to rtHostRegister");
+    for (int i = 0; i < r.device_count(); ++i)
+        for (auto& s : r.device(i).streams()) s->wait_idle();  // queued copies may still use it
+}
+
+void* mapped_device_pointer(void* host_ptr) {
+    if (!host_ptr) fail(RT_ERROR_INVALID_VALUE, "host_ptr is NULL");
+    PointerInfo info = runtime().registry.lookup(host_ptr);
+    if (!info.allocation || info.allocation->kind == MemoryKind::device)
+        fail(RT_ERROR_INVALID_VALUE, "%p is %s (expected pinned or registered host memory)", host_ptr,
+             describe(host_ptr, info).c_str());
+    CoreDevice& d = *info.allocation->device;
+    if (!d.memory().zero_copy())
+        fail(RT_ERROR_NOT_SUPPORTED, "zero copy is off on %s: call rtEnableZeroCopy(1) first", d.label().c_str());
+    if (!d.info().host_addressable)
+        fail(RT_ERROR_NOT_SUPPORTED, "%s cannot address host memory in place", d.label().c_str());
+    return host_ptr;  // unified addressing: the device sees host memory at the same address
+}
+
+void enqueue_copy(Stream& stream, void* dst, const void* src, size_t bytes, int kind, const char* api) {
     if (kind < RT_MEMCPY_HOST_TO_HOST || kind > RT_MEMCPY_DEFAULT)
-        fail(RT_ERROR_INVALID_VALUE, "%s: kind %d is not an rtMemcpyKind (expected 0..4)", api, static_cast<int>(kind));
+        fail(RT_ERROR_INVALID_VALUE, "%s: kind %d is not an rtMemcpyKind (expected 0..4)", api, kind);
     if (bytes == 0) return;
     PointerInfo di, si;
-    bool dst_dev = check_operand(api, "destination", dst, bytes, &di);
-    bool src_dev = check_operand(api, "source", src, bytes, &si);
+    Side dst_side = check_operand(api, "destination", dst, bytes, &di);
+    Side src_side = check_operand(api, "source", src, bytes, &si);
     if (kind == RT_MEMCPY_DEFAULT)
-        kind = dst_dev ? (src_dev ? RT_MEMCPY_DEVICE_TO_DEVICE : RT_MEMCPY_HOST_TO_DEVICE)
-                       : (src_dev ? RT_MEMCPY_DEVICE_TO_HOST : RT_MEMCPY_HOST_TO_HOST);
+        kind = dst_side == Side::device ? (src_side == Side::device ? RT_MEMCPY_DEVICE_TO_DEVICE : RT_MEMCPY_HOST_TO_DEVICE)
+                                        : (src_side == Side::device ? RT_MEMCPY_DEVICE_TO_HOST : RT_MEMCPY_HOST_TO_HOST);
     bool want_dst_dev = kind == RT_MEMCPY_HOST_TO_DEVICE || kind == RT_MEMCPY_DEVICE_TO_DEVICE;
     bool want_src_dev = kind == RT_MEMCPY_DEVICE_TO_HOST || kind == RT_MEMCPY_DEVICE_TO_DEVICE;
-    if (dst_dev != want_dst_dev)
+    auto fits = [](Side side, bool want_device) {
+        return side == Side::mapped || (side == Side::device) == want_device;
+    };
+    if (!fits(dst_side, want_dst_dev))
         fail(RT_ERROR_INVALID_VALUE, "%s: %s needs %s destination, but destination %p is %s", api, kind_name(kind),
              want_dst_dev ? "a device" : "a host", dst, describe(dst, di).c_str());
-    if (src_dev != want_src_dev)
+    if (!fits(src_side, want_src_dev))
         fail(RT_ERROR_INVALID_VALUE, "%s: %s needs %s source, but source %p is %s", api, kind_name(kind),
              want_src_dev ? "a device" : "a host", src, describe(src, si).c_str());
+    if (dst == src && (dst_side == Side::mapped || src_side == Side::mapped)) {
+        // Zero copy: the device already sees these very bytes; nothing to move.
+        stream.device().memory().count_elided_copy(bytes);
+        return;
+    }
     stream.next_op();
     stream.queue().copy_impl(dst, src, bytes, static_cast<backend::CopyKind>(kind));
 }
@@ -121,7 +170,7 @@ void enqueue_copy(Stream& stream, void* dst, const void* src, size_t bytes, rtMe
 void enqueue_fill(Stream& stream, void* dst, int value, size_t bytes, const char* api) {
     if (bytes == 0) return;
     PointerInfo info;
-    if (!check_operand(api, "destination", dst, bytes, &info))
+    if (check_operand(api, "destination", dst, bytes, &info) == Side::host)
         fail(RT_ERROR_INVALID_VALUE, "%s: destination %p is %s (expected device memory from rtMalloc)", api, dst,
              describe(dst, info).c_str());
     stream.next_op();

@@ -14,13 +14,18 @@ namespace rt {
 
 class CoreDevice;
 
-enum class MemoryKind : uint8_t { device, pinned_host };
+enum class MemoryKind : uint8_t {
+    device,           ///< rtMalloc / rtMallocAsync
+    pinned_host,      ///< rtMallocHost
+    registered_host,  ///< rtHostRegister: the user's memory, only known to the runtime
+};
 
 struct Allocation {
     uintptr_t base = 0;
     size_t size = 0;
     MemoryKind kind = MemoryKind::device;
     CoreDevice* device = nullptr;
+    bool pooled = false;  ///< served by the device's pool (device memory only)
 };
 
 /// Where a pointer lies: inside a live allocation (with the bytes left from it), or nowhere known.

@@ -90,6 +90,30 @@ CoreDevice::CoreDevice(int index, std::unique_ptr<backend::Device> impl)
     : index_(index), impl_(std::move(impl)) {
     label_ = impl_->info().backend + ":" + std::to_string(impl_->info().backend_ordinal);
     default_stream_ = std::make_shared<Stream>(*this, impl_->create_queue_impl(RT_STREAM_DEFAULT), true);
+    streams_.push_back(default_stream_);
+    memory_ = std::make_unique<DeviceMemory>(*this);
+}
+
+// The pool goes before the streams that its pending frees refer to, and before the backend device.
+CoreDevice::~CoreDevice() {
+    memory_.reset();
+    streams_.clear();
+    default_stream_.reset();
+}
+
+std::vector<std::shared_ptr<Stream>> CoreDevice::streams() const {
+    std::lock_guard lock(streams_mutex_);
+    return streams_;
+}
+
+void CoreDevice::add_stream(std::shared_ptr<Stream> stream) {
+    std::lock_guard lock(streams_mutex_);
+    streams_.push_back(std::move(stream));
+}
+
+void CoreDevice::remove_stream(const Stream* stream) {
+    std::lock_guard lock(streams_mutex_);
+    std::erase_if(streams_, [&](const auto& s) { return s.get() == stream; });
 }
 
 Runtime::Runtime(const backend::Options& options) : options_(options) {
@@ -101,15 +125,18 @@ Runtime::Runtime(const backend::Options& options) : options_(options) {
 
 Runtime::~Runtime() {
     for (auto& d : devices_)
-        for (auto& s : streams_of(*d)) s->wait_idle();
+        for (auto& s : d->streams()) s->wait_idle();
     // Streams, events and memory belong to backend devices: release them before the devices go.
     events.clear();
     streams.clear();
     functions.clear();
     modules.clear();
     for (const Allocation& a : registry.take_all()) {
-        if (a.kind == MemoryKind::device) a.device->impl().free_impl(reinterpret_cast<void*>(a.base), a.size);
-        else a.device->impl().free_host_impl(reinterpret_cast<void*>(a.base), a.size);
+        // Pooled memory goes with its pool; registered host memory belongs to the user.
+        if (a.kind == MemoryKind::device && !a.pooled)
+            a.device->impl().free_impl(reinterpret_cast<void*>(a.base), a.size);
+        else if (a.kind == MemoryKind::pinned_host)
+            a.device->impl().free_host_impl(reinterpret_cast<void*>(a.base), a.size);
     }
     devices_.clear();
     backends_.clear();
@@ -146,13 +173,6 @@ std::shared_ptr<Event> Runtime::event(rtEvent_t handle) const {
         fail(RT_ERROR_INVALID_HANDLE, "event %p is not a live event (never created, destroyed, or not an event handle)",
              static_cast<void*>(handle));
     return e;
-}
-
-std::vector<std::shared_ptr<Stream>> Runtime::streams_of(const CoreDevice& device) const {
-    std::vector<std::shared_ptr<Stream>> out{device.default_stream()};
-    for (auto& s : streams.all())
-        if (&s->device() == &device) out.push_back(std::move(s));
-    return out;
 }
 
 Runtime& runtime() {

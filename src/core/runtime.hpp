@@ -37,9 +37,6 @@ public:
     HandleTable<CoreFunction, 0x46> functions;  // 'F'
     MemoryRegistry registry;
 
-    /// Every stream of `device` (its default stream first), for device-wide synchronisation.
-    std::vector<std::shared_ptr<Stream>> streams_of(const CoreDevice& device) const;
-
 private:
     backend::Options options_;
     std::vector<std::unique_ptr<backend::Backend>> backends_;

@@ -73,11 +73,17 @@ public:
 
     const backend::DeviceInfo& info() const override { return info_; }
 
-    void* allocate_impl(size_t bytes) override {
+    /// Counts `bytes` against the capacity; false (nothing counted) if they do not fit.
+    bool charge(size_t bytes) {
         size_t used = used_.load();
         do {
-            if (bytes > info_.total_memory - used) return nullptr;
+            if (bytes > info_.total_memory - used) return false;
         } while (!used_.compare_exchange_weak(used, used + bytes));
+        return true;
+    }
+
+    void* allocate_impl(size_t bytes) override {
+        if (!charge(bytes)) return nullptr;
         void* p = host_allocate(bytes);
         if (!p) used_.fetch_sub(bytes);
         return p;
@@ -88,6 +94,27 @@ public:
     }
     void* allocate_host_impl(size_t bytes) override { return host_allocate(bytes); }
     void free_host_impl(void* ptr, size_t bytes) override { host_free(ptr, bytes); }
+    void* reserve_impl(size_t bytes) override {
+        void* p = mmap(nullptr, bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        return p == MAP_FAILED ? nullptr : p;
+    }
+    bool commit_impl(void* ptr, size_t bytes) override {
+        if (!charge(bytes)) return false;
+        if (mprotect(ptr, bytes, PROT_READ | PROT_WRITE) != 0) {
+            used_.fetch_sub(bytes);
+            return false;
+        }
+#ifdef MADV_HUGEPAGE
+        madvise(ptr, bytes, MADV_HUGEPAGE);
+#endif
+        return true;
+    }
+    void decommit_impl(void* ptr, size_t bytes) override {
+        madvise(ptr, bytes, MADV_DONTNEED);  // pages go back to the system; the next touch gets zero pages
+        mprotect(ptr, bytes, PROT_NONE);
+        used_.fetch_sub(bytes);
+    }
+    void unreserve_impl(void* ptr, size_t bytes) override { munmap(ptr, bytes); }
     void mem_info_impl(size_t* free_bytes, size_t* total_bytes) override {
         *total_bytes = info_.total_memory;
         *free_bytes = info_.total_memory - used_.load();
@@ -123,6 +150,8 @@ private:
         void wait_impl(backend::Event& e) override { q_->wait_impl(e); }
         void synchronize_impl() override { q_->synchronize_impl(); }
         bool query_impl() override { return q_->query_impl(); }
+        uint64_t position_impl() override { return q_->position_impl(); }
+        bool reached_impl(uint64_t position) override { return q_->reached_impl(position); }
 
     private:
         std::shared_ptr<CpuQueue> q_;

@@ -77,7 +77,8 @@ uint64_t CpuQueue::push(Task&& task) {
             for (uint64_t i = head_; i != tail_; ++i) bigger[i & (bigger.size() - 1)] = std::move(ring_[i & (ring_.size() - 1)]);
             ring_.swap(bigger);
         }
-        seq = task.seq = ++submitted_;
+        seq = task.seq = submitted_.load(std::memory_order_relaxed) + 1;
+        submitted_.store(seq, std::memory_order_release);
         ring_[tail_++ & (ring_.size() - 1)] = std::move(task);
         if (state_ == State::idle) {
             state_ = State::scheduled;
@@ -130,7 +131,7 @@ void CpuQueue::record_impl(backend::Event& event) {
     uint64_t generation = ++ev->generation;
     {
         std::lock_guard lock(mutex_);
-        if (completed_.load(std::memory_order_acquire) == submitted_) {
+        if (completed_.load(std::memory_order_acquire) == submitted_.load(std::memory_order_relaxed)) {
             // Nothing pending: the event is complete at once (LLVM offload's olCreateEvent does the same).
             ev->queue.reset();
             ev->seq = 0;
@@ -163,18 +164,12 @@ void CpuQueue::wait_impl(backend::Event& event) {
     push(std::move(t));
 }
 
-bool CpuQueue::query_impl() {
-    std::lock_guard lock(mutex_);
-    return completed_.load(std::memory_order_acquire) >= submitted_;
-}
+bool CpuQueue::query_impl() { return completed_.load(std::memory_order_acquire) >= submitted_.load(std::memory_order_acquire); }
+
+uint64_t CpuQueue::position_impl() { return submitted_.load(std::memory_order_acquire); }
 
 void CpuQueue::synchronize_impl() {
-    uint64_t target;
-    {
-        std::lock_guard lock(mutex_);
-        target = submitted_;
-    }
-    wait_until(target);
+    wait_until(submitted_.load(std::memory_order_acquire));
 }
 
 // ---------------------------------------------------------------- queue: execution

@@ -72,6 +72,8 @@ public:
     void wait_impl(backend::Event& event) override;
     void synchronize_impl() override;
     bool query_impl() override;
+    uint64_t position_impl() override;
+    bool reached_impl(uint64_t position) override { return completed() >= position; }
 
     /// Sequence number of the last completed task (tasks complete in order).
     uint64_t completed() const { return completed_.load(std::memory_order_acquire); }
@@ -96,10 +98,10 @@ private:
     void unblock();
 
     Executor& executor_;
-    std::mutex mutex_;  // guards the ring, state_ and submitted_
+    std::mutex mutex_;  // guards the ring and state_; submitted_ is written under it, read without it
     std::vector<Task> ring_;
     uint64_t head_ = 0, tail_ = 0;
-    uint64_t submitted_ = 0;
+    std::atomic<uint64_t> submitted_{0};
     State state_ = State::idle;
 
     alignas(64) std::atomic<uint64_t> completed_{0};

@@ -1,0 +1,54 @@
+// Per-device memory management above the backends: direct or pooled allocation, reuse, zero copy, statistics.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <memory>
+#include <mutex>
+
+#include "core/memory_pool.hpp"
+#include "runtime/runtime.h"
+
+namespace rt {
+
+class CoreDevice;
+class Stream;
+
+/// Thread-safe. Owns the device's pool (if enabled) and the exact statistics of its allocations.
+class DeviceMemory {
+public:
+    explicit DeviceMemory(CoreDevice& device) : device_(device) {}
+    ~DeviceMemory();
+
+    /// Device memory for `bytes` (> 0). `stream`: stream-ordered (rtMallocAsync) or null. `*pooled` tells
+    /// which allocator served it (pass it back to release). Throws OUT_OF_MEMORY with the figures.
+    void* allocate(size_t bytes, Stream* stream, bool* pooled, const char* api);
+    /// Frees memory from allocate(). `stream` (rtFreeAsync): reusable by it at once, by others once it has
+    /// passed this point. Null (rtFree): reusable once every stream has run what was queued before.
+    void release(void* p, size_t bytes, bool pooled, Stream* stream);
+
+    void enable_pool(size_t pool_size, size_t block_size, unsigned flags);
+    void set_reuse(bool on);
+    void set_zero_copy(bool on) { zero_copy_.store(on, std::memory_order_relaxed); }
+    bool zero_copy() const { return zero_copy_.load(std::memory_order_relaxed); }
+    void empty_cache();
+    void count_elided_copy(size_t bytes);
+    rtMemStats stats();
+    void reset_peaks();
+
+private:
+    void update_peaks();  // mutex_ held
+    void ensure_pool();   // mutex_ held
+    std::vector<StreamPosition> unfinished_positions(Stream* except);
+
+    CoreDevice& device_;
+    std::mutex mutex_;
+    std::unique_ptr<MemoryPool> pool_;
+    bool grow_ = false;
+    bool reuse_ = false;
+    std::atomic<bool> zero_copy_{false};
+    size_t direct_bytes_ = 0;  // held by direct (non-pool) allocations
+    rtMemStats stats_{};
+};
+
+}  // namespace rt

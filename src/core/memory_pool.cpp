@@ -1,0 +1,191 @@
+// The device memory pool: best fit over a reserved range, blocks committed on first use and, without
+// reuse, decommitted as soon as they hold nothing; frees wait for the streams that may still use them.
+#include "core/memory_pool.hpp"
+
+#include <algorithm>
+
+#include "core/error.hpp"
+#include "core/stream.hpp"
+
+namespace rt {
+
+MemoryPool::MemoryPool(backend::Device& device, size_t pool_size, size_t block_size)
+    : device_(device), block_(block_size) {
+    size_ = (pool_size + block_ - 1) / block_ * block_;
+    base_ = static_cast<char*>(device_.reserve_impl(size_));
+    virtual_ = base_ != nullptr;
+    if (!virtual_) {
+        base_ = static_cast<char*>(device_.allocate_impl(size_));
+        if (!base_)
+            fail(RT_ERROR_OUT_OF_MEMORY, "cannot allocate a pool of %zu bytes on this device (it cannot reserve "
+                 "address space, so the pool is allocated up front)", size_);
+    }
+    size_t blocks = size_ / block_;
+    used_.assign(blocks, 0);
+    committed_.assign(blocks, virtual_ ? 0 : 1);
+    committed_bytes_ = virtual_ ? 0 : size_;
+    insert_free(0, size_);
+}
+
+MemoryPool::~MemoryPool() {
+    if (!virtual_) {
+        device_.free_impl(base_, size_);
+        return;
+    }
+    for (size_t b = 0; b < committed_.size(); ++b)
+        if (committed_[b]) device_.decommit_impl(base_ + b * block_, block_);
+    device_.unreserve_impl(base_, size_);
+}
+
+void MemoryPool::insert_free(size_t offset, size_t length) {
+    // Coalesce with the neighbours on both sides.
+    auto next = free_.lower_bound(offset);
+    if (next != free_.end() && offset + length == next->first) {
+        length += next->second;
+        erase_free(next);
+    }
+    auto it = free_.lower_bound(offset);
+    if (it != free_.begin()) {
+        auto prev = std::prev(it);
+        if (prev->first + prev->second == offset) {
+            offset = prev->first;
+            length += prev->second;
+            erase_free(prev);
+        }
+    }
+    free_.emplace(offset, length);
+    by_size_.emplace(length, offset);
+}
+
+void MemoryPool::erase_free(std::map<size_t, size_t>::iterator it) {
+    by_size_.erase({it->second, it->first});
+    free_.erase(it);
+}
+
+bool MemoryPool::commit_range(size_t offset, size_t length, bool* committed_new) {
+    size_t first = offset / block_, last = (offset + length - 1) / block_;
+    // Commit runs of uncommitted blocks. On failure, blocks this call committed stay committed and
+    // empty (cached): the caller trims and retries.
+    for (size_t b = first; b <= last; ++b) {
+        if (committed_[b]) continue;
+        size_t run_end = b;
+        while (run_end + 1 <= last && !committed_[run_end + 1]) ++run_end;
+        size_t bytes = (run_end - b + 1) * block_;
+        if (!device_.commit_impl(base_ + b * block_, bytes)) return false;
+        for (size_t u = b; u <= run_end; ++u) committed_[u] = 1;
+        committed_bytes_ += bytes;
+        *committed_new = true;
+        b = run_end;
+    }
+    for (size_t b = first; b <= last; ++b) {
+        size_t lo = std::max(offset, b * block_), hi = std::min(offset + length, (b + 1) * block_);
+        used_[b] += hi - lo;
+    }
+    return true;
+}
+
+void MemoryPool::unuse_range(size_t offset, size_t length) {
+    size_t first = offset / block_, last = (offset + length - 1) / block_;
+    for (size_t b = first; b <= last; ++b) {
+        size_t lo = std::max(offset, b * block_), hi = std::min(offset + length, (b + 1) * block_);
+        used_[b] -= hi - lo;
+        if (used_[b] == 0 && !reuse_ && virtual_ && committed_[b]) {
+            device_.decommit_impl(base_ + b * block_, block_);
+            committed_[b] = 0;
+            committed_bytes_ -= block_;
+        }
+    }
+}
+
+bool MemoryPool::reached(const Pending& p) {
+    for (const StreamPosition& w : p.wait_for)
+        if (!w.stream->queue().reached_impl(w.position)) return false;
+    return true;
+}
+
+void MemoryPool::promote_ready() {
+    for (size_t i = 0; i < pending_.size();) {
+        if (reached(pending_[i])) {
+            Pending p = std::move(pending_[i]);
+            pending_[i] = std::move(pending_.back());
+            pending_.pop_back();
+            unuse_range(p.offset, p.length);
+            insert_free(p.offset, p.length);
+        } else {
+            ++i;
+        }
+    }
+}
+
+void* MemoryPool::allocate(size_t bytes, const Stream* stream, bool* committed_new) {
+    *committed_new = false;
+    size_t n = (bytes + kAlignment - 1) / kAlignment * kAlignment;
+    if (n == 0 || n > size_) return nullptr;
+    if (!pending_.empty()) promote_ready();
+
+    // A stream reuses its own frees at once: stream order already puts its earlier work first.
+    if (stream) {
+        Pending* best = nullptr;
+        for (Pending& p : pending_)
+            if (p.owner == stream && p.length >= n && (!best || p.length < best->length)) best = &p;
+        if (best) {
+            size_t offset = best->offset;
+            best->offset += n;
+            best->length -= n;
+            if (best->length == 0) {
+                *best = std::move(pending_.back());
+                pending_.pop_back();
+            }
+            ++live_;  // the range's bytes were already counted as in use
+            return base_ + offset;
+        }
+    }
+
+    auto it = by_size_.lower_bound({n, 0});
+    if (it == by_size_.end()) return nullptr;
+    size_t offset = it->second, length = it->first;
+    erase_free(free_.find(offset));
+    if (length > n) insert_free(offset + n, length - n);
+    if (!commit_range(offset, n, committed_new)) {
+        insert_free(offset, n);
+        if (!reuse_) trim();
+        return nullptr;
+    }
+    ++live_;
+    return base_ + offset;
+}
+
+void MemoryPool::release(void* p, size_t bytes, const Stream* owner, std::vector<StreamPosition> wait_for) {
+    size_t n = (bytes + kAlignment - 1) / kAlignment * kAlignment;
+    size_t offset = static_cast<size_t>(static_cast<char*>(p) - base_);
+    --live_;
+    Pending pending{offset, n, owner, std::move(wait_for)};
+    if (reached(pending)) {
+        unuse_range(offset, n);
+        insert_free(offset, n);
+    } else {
+        pending_.push_back(std::move(pending));
+    }
+}
+
+bool MemoryPool::drain_pending() {
+    if (pending_.empty()) return false;
+    for (Pending& p : pending_)
+        for (StreamPosition& w : p.wait_for) w.stream->wait_idle();
+    promote_ready();
+    return true;
+}
+
+size_t MemoryPool::trim() {
+    if (!virtual_) return 0;
+    size_t before = committed_bytes_;
+    for (size_t b = 0; b < committed_.size(); ++b)
+        if (committed_[b] && used_[b] == 0) {
+            device_.decommit_impl(base_ + b * block_, block_);
+            committed_[b] = 0;
+            committed_bytes_ -= block_;
+        }
+    return before - committed_bytes_;
+}
+
+}  // namespace rt

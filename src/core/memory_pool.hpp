@@ -1,0 +1,85 @@
+// A device memory pool: reserved address space committed block by block, best-fit with split and coalesce,
+// and stream-ordered reuse of freed ranges.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <set>
+#include <vector>
+
+#include "backends/backend.hpp"
+
+namespace rt {
+
+class Stream;
+
+/// "Stream s has run everything queued up to `position`": a freed range waits for these before reuse.
+struct StreamPosition {
+    std::shared_ptr<Stream> stream;
+    uint64_t position;
+};
+
+/// Not thread-safe: the owner (DeviceMemory) serialises calls.
+class MemoryPool {
+public:
+    /// Allocation granularity and alignment (cudaMalloc's).
+    static constexpr size_t kAlignment = 256;
+
+    /// Reserves `pool_size` bytes of address space (committed in `block_size` units as used). Throws
+    /// OUT_OF_MEMORY if the address space cannot be had.
+    MemoryPool(backend::Device& device, size_t pool_size, size_t block_size);
+    ~MemoryPool();  ///< decommits and releases everything; callers free their allocations first
+
+    bool contains(const void* p) const { return p >= base_ && p < base_ + size_; }
+    size_t size() const { return size_; }
+    size_t block_size() const { return block_; }
+
+    /// A range for `bytes`, or nullptr if none fits (or the device cannot commit more). `stream`: the
+    /// allocating stream, which may reuse its own pending frees at once; null for stream-less allocation.
+    /// `*committed_new`: whether memory had to be committed (a cache miss).
+    void* allocate(size_t bytes, const Stream* stream, bool* committed_new);
+    /// Returns a range. It becomes reusable by `owner` at once (may be null) and by everyone once every
+    /// position in `wait_for` is reached.
+    void release(void* p, size_t bytes, const Stream* owner, std::vector<StreamPosition> wait_for);
+    /// Blocks until every pending free is reusable. Returns true if there were any.
+    bool drain_pending();
+    /// Decommits every committed block that holds no allocation; returns the bytes decommitted.
+    size_t trim();
+    /// With reuse off, a block is decommitted as soon as it holds no allocation.
+    void set_reuse(bool reuse) { reuse_ = reuse; }
+
+    size_t committed_bytes() const { return committed_bytes_; }
+    size_t largest_free_range() const { return by_size_.empty() ? 0 : by_size_.rbegin()->first; }
+    size_t live_ranges() const { return live_; }
+
+private:
+    struct Pending {
+        size_t offset, length;
+        const Stream* owner;
+        std::vector<StreamPosition> wait_for;
+    };
+    static bool reached(const Pending& p);
+    void promote_ready();
+    void insert_free(size_t offset, size_t length);
+    void erase_free(std::map<size_t, size_t>::iterator it);
+    /// Adds `delta` in-use bytes to the blocks overlapping [offset, offset+length).
+    bool commit_range(size_t offset, size_t length, bool* committed_new);
+    void unuse_range(size_t offset, size_t length);
+
+    backend::Device& device_;
+    char* base_ = nullptr;
+    size_t size_ = 0, block_ = 0;
+    bool virtual_ = false;  // reserve/commit supported; else the whole pool was allocated up front
+    bool reuse_ = true;
+    std::map<size_t, size_t> free_;                  // offset -> length, reusable now, coalesced
+    std::set<std::pair<size_t, size_t>> by_size_;    // (length, offset): best fit, lowest address on ties
+    std::vector<Pending> pending_;                   // freed, waiting for streams
+    std::vector<size_t> used_;                       // in-use bytes (live + pending) per block
+    std::vector<uint8_t> committed_;
+    size_t committed_bytes_ = 0;
+    size_t live_ = 0;
+};
+
+}  // namespace rt
