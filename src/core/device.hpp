@@ -27,6 +27,13 @@ public:
 
     /// Every live stream of the device, the default stream first. Thread-safe snapshot.
     std::vector<std::shared_ptr<Stream>> streams() const;
+    /// Calls fn(const std::shared_ptr<Stream>&) for each live stream, under the list's lock (fn must not
+    /// create or destroy streams).
+    template <class F>
+    void for_each_stream(F&& fn) const {
+        std::lock_guard lock(streams_mutex_);
+        for (const auto& s : streams_) fn(s);
+    }
     void add_stream(std::shared_ptr<Stream> stream);
     void remove_stream(const Stream* stream);
 

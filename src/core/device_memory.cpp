@@ -30,11 +30,11 @@ std::vector<StreamPosition> DeviceMemory::unfinished_positions(Stream* except) {
     std::vector<StreamPosition> out;
     Runtime& r = runtime();
     for (int i = 0; i < r.device_count(); ++i)
-        for (auto& s : r.device(i).streams()) {
-            if (s.get() == except) continue;
+        r.device(i).for_each_stream([&](const std::shared_ptr<Stream>& s) {
+            if (s.get() == except) return;
             uint64_t pos = s->queue().position_impl();
-            if (!s->queue().reached_impl(pos)) out.push_back({std::move(s), pos});
-        }
+            if (!s->queue().reached_impl(pos)) out.push_back({s, pos});
+        });
     return out;
 }
 
@@ -92,17 +92,15 @@ void DeviceMemory::release(void* p, size_t bytes, bool pooled, Stream* stream) {
     }
     std::vector<StreamPosition> wait_for;
     if (pooled) {
-        wait_for = unfinished_positions(stream);
+        if (!stream) wait_for = unfinished_positions(nullptr);
         // rtFreeAsync: other streams wait for `stream` to pass this point; `stream` itself reuses at once.
         if (stream) {
             uint64_t pos = stream->queue().position_impl();
             wait_for.clear();
-            if (!stream->queue().reached_impl(pos)) {
-                auto self = device_.default_stream().get() == stream ? device_.default_stream() : nullptr;
-                for (auto& s : device_.streams())
-                    if (s.get() == stream) self = s;
-                if (self) wait_for.push_back({self, pos});
-            }
+            if (!stream->queue().reached_impl(pos))
+                stream->device().for_each_stream([&](const std::shared_ptr<Stream>& s) {
+                    if (s.get() == stream) wait_for.push_back({s, pos});
+                });
         }
     }
     std::lock_guard lock(mutex_);

@@ -37,6 +37,11 @@ MemoryPool::~MemoryPool() {
     device_.unreserve_impl(base_, size_);
 }
 
+void MemoryPool::flush_recent() {
+    for (size_t i = 0; i < recent_count_; ++i) insert_free(recent_[i].offset, recent_[i].length);
+    recent_count_ = 0;
+}
+
 void MemoryPool::insert_free(size_t offset, size_t length) {
     // Coalesce with the neighbours on both sides.
     auto next = free_.lower_bound(offset);
@@ -53,13 +58,32 @@ void MemoryPool::insert_free(size_t offset, size_t length) {
             erase_free(prev);
         }
     }
-    free_.emplace(offset, length);
-    by_size_.emplace(length, offset);
+    if (!spare_free_.empty()) {
+        auto node = std::move(spare_free_.back());
+        spare_free_.pop_back();
+        node.key() = offset;
+        node.mapped() = length;
+        free_.insert(std::move(node));
+    } else {
+        free_.emplace(offset, length);
+    }
+    if (!spare_size_.empty()) {
+        auto node = std::move(spare_size_.back());
+        spare_size_.pop_back();
+        node.value() = {length, offset};
+        by_size_.insert(std::move(node));
+    } else {
+        by_size_.emplace(length, offset);
+    }
 }
 
 void MemoryPool::erase_free(std::map<size_t, size_t>::iterator it) {
-    by_size_.erase({it->second, it->first});
-    free_.erase(it);
+    constexpr size_t kSpare = 32;
+    auto s = by_size_.find({it->second, it->first});
+    if (spare_size_.size() < kSpare) spare_size_.push_back(by_size_.extract(s));
+    else by_size_.erase(s);
+    if (spare_free_.size() < kSpare) spare_free_.push_back(free_.extract(it));
+    else free_.erase(it);
 }
 
 bool MemoryPool::commit_range(size_t offset, size_t length, bool* committed_new) {
@@ -141,6 +165,15 @@ void* MemoryPool::allocate(size_t bytes, const Stream* stream, bool* committed_n
         }
     }
 
+    for (size_t i = recent_count_; i-- > 0;)
+        if (recent_[i].length == n) {
+            size_t offset = recent_[i].offset;
+            recent_[i] = recent_[--recent_count_];
+            commit_range(offset, n, committed_new);  // blocks stayed committed (reuse is on): counts only
+            ++live_;
+            return base_ + offset;
+        }
+    flush_recent();
     auto it = by_size_.lower_bound({n, 0});
     if (it == by_size_.end()) return nullptr;
     size_t offset = it->second, length = it->first;
@@ -162,7 +195,15 @@ void MemoryPool::release(void* p, size_t bytes, const Stream* owner, std::vector
     Pending pending{offset, n, owner, std::move(wait_for)};
     if (reached(pending)) {
         unuse_range(offset, n);
-        insert_free(offset, n);
+        if (!reuse_) {
+            insert_free(offset, n);
+        } else {
+            if (recent_count_ == kRecent) {
+                insert_free(recent_[0].offset, recent_[0].length);
+                recent_[0] = recent_[--recent_count_];
+            }
+            recent_[recent_count_++] = {offset, n};
+        }
     } else {
         pending_.push_back(std::move(pending));
     }
@@ -177,6 +218,7 @@ bool MemoryPool::drain_pending() {
 }
 
 size_t MemoryPool::trim() {
+    flush_recent();
     if (!virtual_) return 0;
     size_t before = committed_bytes_;
     for (size_t b = 0; b < committed_.size(); ++b)

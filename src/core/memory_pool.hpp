@@ -51,7 +51,10 @@ public:
     void set_reuse(bool reuse) { reuse_ = reuse; }
 
     size_t committed_bytes() const { return committed_bytes_; }
-    size_t largest_free_range() const { return by_size_.empty() ? 0 : by_size_.rbegin()->first; }
+    size_t largest_free_range() {
+        flush_recent();
+        return by_size_.empty() ? 0 : by_size_.rbegin()->first;
+    }
     size_t live_ranges() const { return live_; }
 
 private:
@@ -76,6 +79,19 @@ private:
     std::map<size_t, size_t> free_;                  // offset -> length, reusable now, coalesced
     std::set<std::pair<size_t, size_t>> by_size_;    // (length, offset): best fit, lowest address on ties
     std::vector<Pending> pending_;                   // freed, waiting for streams
+    // The last few released ranges, kept as they are (not coalesced) for an exact-size allocation to
+    // take without touching the trees: a malloc/free loop then costs two array scans. Counted as free;
+    // flushed into the trees whenever the trees are searched or the pool is trimmed.
+    struct Range {
+        size_t offset, length;
+    };
+    static constexpr size_t kRecent = 8;
+    Range recent_[kRecent];
+    size_t recent_count_ = 0;
+    void flush_recent();
+    // Nodes of erased free ranges, reused: no heap allocation on the allocate/release path.
+    std::vector<std::map<size_t, size_t>::node_type> spare_free_;
+    std::vector<std::set<std::pair<size_t, size_t>>::node_type> spare_size_;
     std::vector<size_t> used_;                       // in-use bytes (live + pending) per block
     std::vector<uint8_t> committed_;
     size_t committed_bytes_ = 0;

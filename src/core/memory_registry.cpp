@@ -6,14 +6,17 @@
 
 namespace rt {
 
-namespace {
-constexpr size_t kRecentlyFreedLimit = 4096;
-}
-
 void MemoryRegistry::insert(const Allocation& allocation) {
     std::unique_lock lock(mutex_);
-    live_[allocation.base] = allocation;
-    freed_stamp_.erase(allocation.base);
+    if (spare_nodes_.empty()) {
+        live_[allocation.base] = allocation;
+        return;
+    }
+    auto node = std::move(spare_nodes_.back());
+    spare_nodes_.pop_back();
+    node.key() = allocation.base;
+    node.mapped() = allocation;
+    live_.insert(std::move(node));
 }
 
 std::optional<Allocation> MemoryRegistry::erase(uintptr_t base, MemoryKind kind) {
@@ -21,16 +24,9 @@ std::optional<Allocation> MemoryRegistry::erase(uintptr_t base, MemoryKind kind)
     auto it = live_.find(base);
     if (it == live_.end() || it->second.kind != kind) return std::nullopt;
     Allocation out = it->second;
-    live_.erase(it);
-    uint64_t stamp = ++next_stamp_;
-    freed_stamp_[base] = stamp;
-    freed_order_.emplace_back(base, stamp);
-    if (freed_order_.size() > kRecentlyFreedLimit) {
-        auto [old, old_stamp] = freed_order_.front();
-        freed_order_.pop_front();
-        auto f = freed_stamp_.find(old);
-        if (f != freed_stamp_.end() && f->second == old_stamp) freed_stamp_.erase(f);
-    }
+    if (spare_nodes_.size() < 64) spare_nodes_.push_back(live_.extract(it));
+    else live_.erase(it);
+    freed_[freed_next_++ % kFreedRing] = base;
     return out;
 }
 
@@ -54,7 +50,8 @@ PointerInfo MemoryRegistry::lookup(const void* ptr) const {
 bool MemoryRegistry::recently_freed(const void* ptr) const {
     auto p = reinterpret_cast<uintptr_t>(ptr);
     std::shared_lock lock(mutex_);
-    return freed_stamp_.count(p) != 0;
+    if (p == 0) return false;
+    return std::find(std::begin(freed_), std::end(freed_), p) != std::end(freed_);
 }
 
 std::vector<Allocation> MemoryRegistry::take_all() {

@@ -3,11 +3,9 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <deque>
 #include <map>
 #include <optional>
 #include <shared_mutex>
-#include <unordered_map>
 #include <vector>
 
 namespace rt {
@@ -51,10 +49,13 @@ public:
 private:
     mutable std::shared_mutex mutex_;
     std::map<uintptr_t, Allocation> live_;
-    // Bounded memory of recent frees, only to say "already freed" rather than "unknown" in errors.
-    std::unordered_map<uintptr_t, uint64_t> freed_stamp_;
-    std::deque<std::pair<uintptr_t, uint64_t>> freed_order_;
-    uint64_t next_stamp_ = 0;
+    // Map nodes of erased entries, reused by inserts: no heap allocation per malloc/free pair.
+    std::vector<std::map<uintptr_t, Allocation>::node_type> spare_nodes_;
+    // The last frees, only to say "already freed" rather than "unknown" in error messages (searched
+    // only then). A live allocation at the same address takes precedence.
+    static constexpr size_t kFreedRing = 1024;
+    uintptr_t freed_[kFreedRing] = {};
+    size_t freed_next_ = 0;
 };
 
 }  // namespace rt
