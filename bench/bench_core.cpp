@@ -1,16 +1,22 @@
-// bench_core.cpp — runtime-bench-core: copy latency, event round trip and bandwidth of the runtime vs OpenCL (PoCL) and memcpy.
+// bench_core.cpp — runtime-bench-core: copy latency, events, kernels, JIT, allocation and bandwidth of the runtime vs OpenCL (PoCL) and memcpy.
 //
 // Every figure is the median of repeated runs, with the fastest and slowest run. Latency rows are
 // enqueue + synchronize of one 4-byte operation (a run = many back-to-back iterations, its figure
-// the mean per iteration); bandwidth rows are one 256 MiB copy + synchronize per run. Ours and the
+// the mean per iteration); bandwidth rows are one 256 MiB copy + synchronize per run. Kernel rows:
+// empty-kernel launch + synchronize, 20,000 launches + one synchronize, out[i] = in[i] * 2 over 16M
+// floats, and the JIT: cold compile (unique source, fresh cache directory), load from the disk cache
+// in a fresh process (the benchmark re-executes itself with --jit-child and reports the child's
+// measured time), and reload of the same source in the same process. Ours and the
 // peer alternate run by run, so both see the same load on a shared machine. Every runtime call is
 // checked (failure: error name + last message, exit 1) and every metric's data is verified once
 // (exit 2), so a fast-but-wrong runtime cannot look good. Peer failures do not stop the run: the
 // peer cell says why it is missing.
 //
-// Usage: runtime-bench-core [--quick] [--json] [--sweep] [--device N]
+// Usage: runtime-bench-core [--quick] [--json] [--sweep] [--device N|cpu:0] [--list-devices]
 
 #include <runtime/runtime.h>
+
+#include <unistd.h>
 
 #include "bench_util.hpp"
 #include "peer_opencl.hpp"
@@ -21,6 +27,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
@@ -62,6 +69,11 @@ struct Config {
     int lat_warmup = 500;  // untimed iterations first
     int bw_reps = 10;      // timed 256 MiB copies per bandwidth metric
     std::size_t bw_bytes = std::size_t(256) << 20;
+    int batch_runs = 11;   // runs of 20,000 launches + one synchronize
+    int kernel_runs = 15;  // timed out = in * 2 launches over 16M floats
+    int alloc_iters = 200; // rtMalloc + rtFree pairs per run (lat_runs runs)
+    int jit_reps = 7;      // cold compiles, fresh-process cached loads (each side)
+    int reload_runs = 15;  // same-process reloads: runs (ours: mean of 10 per run; peer: 1)
 };
 
 enum class Better { Lower, Higher };
@@ -91,6 +103,46 @@ std::string fmt_num(double v) {
     return b;
 }
 
+/// Seconds → milliseconds.
+inline Stat to_milliseconds(const Stat& seconds) {
+    return {seconds.median * 1e3, seconds.min * 1e3, seconds.max * 1e3, seconds.samples};
+}
+
+/// Single-quoted for /bin/sh (popen of the fresh-process JIT child).
+std::string shell_quote(const std::string& s) {
+    std::string q = "'";
+    for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return q + "'";
+}
+
+/// The runtime's kernels, in the kernel dialect: the same kernels as opencl_kernel_source(tag).
+std::string kernel_source(const std::string& tag) {
+    return "// " + tag + "\nRT_KERNEL void " + unique_kernel_name(tag) +
+           "() {}\n"
+           "RT_KERNEL void empty() {}\n"
+           "RT_KERNEL void twice(const float* in, float* out, unsigned n) {\n"
+           "    size_t i = get_global_id(0);\n"
+           "    if (i < n) out[i] = in[i] * 2.0f;\n"
+           "}\n";
+}
+
+/// Number of regular files under `dir` (recursively): a disk-cache load must not add any.
+std::size_t count_files(const std::string& dir) {
+    std::error_code ec;
+    std::size_t n = 0;
+    for (auto it = std::filesystem::recursive_directory_iterator(dir, ec);
+         !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec))
+        if (it->is_regular_file(ec)) ++n;
+    return n;
+}
+
+/// "yes"/"NO" when the row has a target, else "".
+std::string verdict_of(const Row& r) {
+    if (!r.verdict.empty()) return r.verdict;
+    if (r.ours && r.max_us > 0) return r.ours->median <= r.max_us ? "yes" : "NO";
+    return "";
+}
+
 std::string fmt_stat(const std::optional<Stat>& s) {
     if (!s) return "-";
     return fmt_num(s->median) + " [" + fmt_num(s->min) + ", " + fmt_num(s->max) + "]";
@@ -113,8 +165,15 @@ private:
     void setup();
     void teardown();
     void latency_rows();
+    void kernel_rows();
     void bandwidth_rows();
     void sweep_rows();
+    /// Runs this executable again as `--jit-child side tag`; returns the child's measured seconds,
+    /// or nullopt (with the reason in *why) when it failed.
+    std::optional<double> run_jit_child(const char* side, const std::string& tag, std::string* why) const;
+    /// Loads `tag`'s source, gets "twice", runs it over 1 item (d_a_ → d_b_) and synchronizes:
+    /// seconds until the kernel has run once. The module is unloaded afterwards (untimed).
+    double ours_load_and_run_once(const std::string& tag);
     void print_table() const;
     void print_sweep() const;
     void print_json() const;
@@ -184,6 +243,13 @@ private:
     void* h_dst_ = nullptr;  // pinned, bw_bytes
     std::uint32_t token_ = 0;
 
+    std::string tmp_root_;       // this run's temporary directory (both caches), removed at the end
+    std::string ours_cache_;     // RUNTIME_CACHE_DIR for every compile of this run (fresh, empty)
+    std::string nonce_;          // makes this run's JIT sources unique
+    rtModule_t module_ = nullptr;  // resident kernels (kernel_source("resident"))
+    rtFunction_t f_empty_ = nullptr;
+    rtFunction_t f_twice_ = nullptr;
+
     std::vector<Row> rows_;
     std::vector<Row> sweep_;
     Stat memcpy2t_gbps_{};
@@ -202,6 +268,24 @@ void Bench::setup() {
     RT_CHECK(rtSetDevice(cfg_.device));
     RT_CHECK(rtGetDeviceProperties(&prop_, cfg_.device));
     device_name_ = prop_.name;
+
+    // Fresh, empty kernel caches for this run, set before the runtime's first compile and before
+    // PoCL initialises (it reads POCL_CACHE_DIR once): cold compiles are really cold, and the
+    // fresh-process children (which inherit the environment) load from these caches.
+    char tmpl[] = "/tmp/runtime-bench-XXXXXX";
+    if (!mkdtemp(tmpl)) {
+        std::perror("runtime-bench-core: mkdtemp");
+        std::exit(1);
+    }
+    tmp_root_ = tmpl;
+    ours_cache_ = tmp_root_ + "/runtime-cache";
+    const std::string pocl_cache = tmp_root_ + "/pocl-cache";
+    std::filesystem::create_directories(ours_cache_);
+    std::filesystem::create_directories(pocl_cache);
+    setenv("RUNTIME_CACHE_DIR", ours_cache_.c_str(), 1);
+    setenv("POCL_CACHE_DIR", pocl_cache.c_str(), 1);
+    nonce_ = std::to_string(getpid()) + "-" +
+             std::to_string(std::chrono::system_clock::now().time_since_epoch().count());
 
     std::string why;
     peer_ = OpenClPeer::open(&why);
@@ -252,7 +336,10 @@ void Bench::teardown() {
     RT_CHECK(rtFreeHost(h_dst_));
     RT_CHECK(rtFreeHost(h_pin_small_));
     delete[] h_page_small_;
+    if (module_) RT_CHECK(rtModuleUnload(module_));
     peer_.reset();
+    std::error_code ec;
+    std::filesystem::remove_all(tmp_root_, ec);
 }
 
 // ---- 1. 4-byte copy latency
@@ -451,7 +538,419 @@ void Bench::latency_rows() {
     settle();
 }
 
-// ---- 3. 256 MiB bandwidth vs PoCL and vs host-copy baselines
+// ---- 3. kernels: launch latency, batched launches, out = in * 2 over 16M floats, allocation, JIT
+
+double Bench::ours_load_and_run_once(const std::string& tag) {
+    const std::string src = kernel_source(tag);
+    unsigned one = 1;
+    void* args[] = {&d_a_, &d_b_, &one};
+    const auto t0 = Clock::now();
+    rtModule_t m = nullptr;
+    rtFunction_t f = nullptr;
+    RT_CHECK(rtModuleLoadSource(&m, src.c_str(), nullptr));
+    RT_CHECK(rtModuleGetFunction(&f, m, "twice"));
+    RT_CHECK(rtLaunchKernel(f, rtDim3{1, 1, 1}, rtDim3{1, 1, 1}, args, 0, stream_));
+    RT_CHECK(rtStreamSynchronize(stream_));
+    const double secs = seconds_between(t0, Clock::now());
+    RT_CHECK(rtModuleUnload(m));
+    return secs;
+}
+
+std::optional<double> Bench::run_jit_child(const char* side, const std::string& tag, std::string* why) const {
+    char exe[4096];
+    const ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0) {
+        *why = "cannot find this executable (/proc/self/exe)";
+        return std::nullopt;
+    }
+    exe[n] = '\0';
+    const std::string cmd = shell_quote(exe) + " --jit-child " + side + " " + shell_quote(tag) + " --device " +
+                            std::to_string(cfg_.device);
+    std::FILE* p = popen(cmd.c_str(), "r");
+    if (!p) {
+        *why = "popen failed";
+        return std::nullopt;
+    }
+    char line[128] = {0};
+    const bool got = std::fgets(line, sizeof line, p) != nullptr;
+    const int status = pclose(p);
+    if (status != 0 || !got) {
+        *why = std::string("fresh-process child (") + side + ") exited with status " + std::to_string(status);
+        return std::nullopt;
+    }
+    return std::strtod(line, nullptr);
+}
+
+void Bench::kernel_rows() {
+    std::fprintf(stderr, "runtime-bench-core: kernels (launch latency, batched launches, out = in * 2, JIT) ...\n");
+    // Resident kernels (untimed): ours and the peer's.
+    {
+        const std::string src = kernel_source("runtime-bench resident kernels " + nonce_);
+        RT_CHECK(rtModuleLoadSource(&module_, src.c_str(), nullptr));
+        RT_CHECK(rtModuleGetFunction(&f_empty_, module_, "empty"));
+        RT_CHECK(rtModuleGetFunction(&f_twice_, module_, "twice"));
+    }
+    Row probe;  // collects a peer build failure before any row exists
+    probe.metric = "kernels";
+    peer_step(probe, [&](OpenClPeer& p) { p.load_kernels(); });
+    const std::string peer_kernels_error = probe.peer_note;
+    // A peer whose kernels do not build cannot run the kernel rows: each row says why.
+    auto peer_ok = [&](Row& r) {
+        if (!peer_kernels_error.empty() && r.peer_note.empty()) r.peer_note = peer_kernels_error;
+    };
+    const rtDim3 one{1, 1, 1};
+    auto ours_empty = [&] { RT_CHECK(rtLaunchKernel(f_empty_, one, one, nullptr, 0, stream_)); };
+    auto set_verdict_max = [](Row& r, double limit, const char* unit) {
+        char t[48];
+        std::snprintf(t, sizeof t, "<= %g %s", limit, unit);
+        r.target = t;
+        if (r.ours) r.verdict = r.ours->median <= limit ? "yes" : "NO";
+    };
+    // Runs of `iters` back-to-back operations, alternating sides, each run re-warmed untimed first.
+    auto per_op_runs = [&](Row& r, int runs, int iters, auto&& ours_op, auto&& peer_op, std::vector<double>& o,
+                           std::vector<double>& q) {
+        const int rewarm = std::max(5, iters / 10);
+        alternate(
+            r, runs,
+            [&] {
+                for (int i = 0; i < rewarm; ++i) ours_op();
+                const auto t0 = Clock::now();
+                for (int i = 0; i < iters; ++i) ours_op();
+                return seconds_between(t0, Clock::now()) / iters;
+            },
+            [&](OpenClPeer& p) {
+                for (int i = 0; i < rewarm; ++i) peer_op(p);
+                const auto t0 = Clock::now();
+                for (int i = 0; i < iters; ++i) peer_op(p);
+                return seconds_between(t0, Clock::now()) / iters;
+            },
+            o, q);
+    };
+
+    // launch_latency: empty kernel over 1 work-item, launch + synchronize.
+    {
+        Row r;
+        r.metric = "launch_latency";
+        r.label = "empty kernel launch+sync (1 item)";
+        r.unit = "us";
+        r.seed = "-";
+        peer_ok(r);
+        for (int i = 0; i < cfg_.lat_warmup; ++i) {
+            ours_empty();
+            RT_CHECK(rtStreamSynchronize(stream_));
+        }
+        std::vector<double> o, q;
+        per_op_runs(
+            r, cfg_.lat_runs, cfg_.lat_iters,
+            [&] {
+                ours_empty();
+                RT_CHECK(rtStreamSynchronize(stream_));
+            },
+            [&](OpenClPeer& p) {
+                p.launch_empty();
+                p.finish();
+            },
+            o, q);
+        r.ours = to_microseconds(summarize(o));
+        if (!q.empty()) r.peer = to_microseconds(summarize(q));
+        set_verdict_max(r, 3.0, "us");
+        rows_.push_back(std::move(r));
+    }
+
+    // batched_launch: 20,000 empty launches then one synchronize; seconds per launch.
+    {
+        constexpr int kBatch = 20000;
+        Row r;
+        r.metric = "batched_launch";
+        r.label = "20,000 launches + 1 sync, per launch";
+        r.unit = "us";
+        r.seed = "-";
+        peer_ok(r);
+        std::vector<double> o, q;
+        auto ours_batch = [&] {
+            const auto t0 = Clock::now();
+            for (int i = 0; i < kBatch; ++i) ours_empty();
+            RT_CHECK(rtStreamSynchronize(stream_));
+            return seconds_between(t0, Clock::now()) / kBatch;
+        };
+        auto peer_batch = [&](OpenClPeer& p) {
+            const auto t0 = Clock::now();
+            for (int i = 0; i < kBatch; ++i) p.launch_empty();
+            p.finish();
+            return seconds_between(t0, Clock::now()) / kBatch;
+        };
+        ours_batch();  // warm-up: the stream's ring reaches its steady size
+        peer_step(r, [&](OpenClPeer& p) { peer_batch(p); });
+        alternate(r, cfg_.batch_runs, ours_batch, peer_batch, o, q);
+        r.ours = to_microseconds(summarize(o));
+        if (!q.empty()) r.peer = to_microseconds(summarize(q));
+        set_verdict_max(r, 0.3, "us");
+        rows_.push_back(std::move(r));
+        settle();
+    }
+
+    // kernel_twice_16M: out[i] = in[i] * 2 over 16M floats, blocks of 256; ms and GB/s (read + write).
+    {
+        constexpr unsigned kN = 16u << 20;
+        constexpr unsigned kBlock = 256;
+        const std::size_t nbytes = std::size_t(kN) * sizeof(float);
+        std::vector<float> in(kN), out(kN);
+        for (unsigned i = 0; i < kN; ++i) in[i] = static_cast<float>(i % 8191) * 0.25f - 1000.0f;
+        RT_CHECK(rtMemcpy(d_a_, in.data(), nbytes, RT_MEMCPY_HOST_TO_DEVICE));
+        RT_CHECK(rtMemset(d_b_, 0, nbytes));
+        Row r;
+        r.metric = "kernel_twice_16M";
+        r.label = "out = in * 2, 16M floats, launch+sync";
+        r.unit = "ms";
+        r.seed = "-";
+        peer_ok(r);
+        unsigned n = kN;
+        void* args[] = {&d_a_, &d_b_, &n};
+        auto ours_run = [&] {
+            const auto t0 = Clock::now();
+            RT_CHECK(rtLaunchKernel(f_twice_, rtDim3{kN / kBlock, 1, 1}, rtDim3{kBlock, 1, 1}, args, 0, stream_));
+            RT_CHECK(rtStreamSynchronize(stream_));
+            return seconds_between(t0, Clock::now());
+        };
+        auto peer_run = [&](OpenClPeer& p) {
+            const auto t0 = Clock::now();
+            p.launch_twice(kN, kBlock);
+            p.finish();
+            return seconds_between(t0, Clock::now());
+        };
+        ours_run();  // warm-up
+        peer_step(r, [&](OpenClPeer& p) {
+            p.write_sync(0, in.data(), nbytes);
+            p.zero(1, nbytes);
+            peer_run(p);
+        });
+        std::vector<double> o, q;
+        alternate(r, cfg_.kernel_runs, ours_run, peer_run, o, q);
+        auto verify = [&](const char* who) {
+            for (unsigned i = 0; i < kN; ++i)
+                if (out[i] != in[i] * 2.0f)
+                    verification_failed(std::string(who) + r.metric, "out[" + std::to_string(i) + "] = " +
+                                                                         std::to_string(out[i]) + ", expected " +
+                                                                         std::to_string(in[i] * 2.0f));
+        };
+        RT_CHECK(rtMemcpy(out.data(), d_b_, nbytes, RT_MEMCPY_DEVICE_TO_HOST));
+        verify("");
+        peer_step(r, [&](OpenClPeer& p) {
+            std::fill(out.begin(), out.end(), 0.0f);
+            p.read_sync(1, out.data(), nbytes);
+            verify("peer ");
+        });
+        const Stat os = summarize(o);
+        r.ours = to_milliseconds(os);
+        if (!q.empty()) r.peer = to_milliseconds(summarize(q));
+        r.target = "<= peer";
+        if (r.peer) r.verdict = r.ours->median <= r.peer->median ? "yes" : "NO";
+        Row bw;
+        bw.metric = "kernel_twice_16M_bandwidth";
+        bw.label = "out = in * 2, 16M floats (read+write)";
+        bw.unit = "GB/s";
+        bw.better = Better::Higher;
+        bw.seed = "-";
+        bw.target = ">= peer";
+        bw.peer_note = r.peer_note;
+        bw.ours = to_gbps(os, 2.0 * static_cast<double>(nbytes));
+        if (!q.empty()) bw.peer = to_gbps(summarize(q), 2.0 * static_cast<double>(nbytes));
+        if (bw.peer) bw.verdict = bw.ours->median >= bw.peer->median ? "yes" : "NO";
+        rows_.push_back(std::move(r));
+        rows_.push_back(std::move(bw));
+        settle();
+    }
+
+    // alloc_free: rtMalloc + rtFree of 1 MiB (peer: clCreateBuffer + clReleaseMemObject).
+    {
+        constexpr std::size_t kBytes = std::size_t(1) << 20;
+        Row r;
+        r.metric = "alloc_free";
+        r.label = "alloc + free 1 MiB (PoCL: lazy)";
+        r.unit = "us";
+        r.seed = "-";
+        r.target = "-";
+        std::vector<double> o, q;
+        auto ours_op = [&] {
+            void* p = nullptr;
+            RT_CHECK(rtMalloc(&p, kBytes));
+            if (!p) verification_failed(r.metric, "rtMalloc returned NULL for 1 MiB");
+            RT_CHECK(rtFree(p));
+        };
+        per_op_runs(r, cfg_.lat_runs, cfg_.alloc_iters, ours_op, [&](OpenClPeer& p) { p.alloc_free(kBytes); }, o, q);
+        r.ours = to_microseconds(summarize(o));
+        if (!q.empty()) r.peer = to_microseconds(summarize(q));
+        rows_.push_back(std::move(r));
+        settle();
+    }
+
+    // jit_cold: a source never seen (unique comment) in a fresh cache directory; until it has run once.
+    std::vector<std::string> ours_tags, peer_tags;
+    {
+        std::fprintf(stderr, "runtime-bench-core: JIT cold compiles (%d each side) ...\n", cfg_.jit_reps);
+        Row r;
+        r.metric = "jit_cold";
+        r.label = "JIT cold: compile + 1st run (new src)";
+        r.unit = "ms";
+        r.seed = "-";
+        peer_ok(r);
+        std::vector<double> o, q;
+        int oi = 0, pi = 0;  // repetition numbers of each side: every source is new
+        alternate(
+            r, cfg_.jit_reps,
+            [&] {
+                ours_tags.push_back("runtime-bench jit ours " + nonce_ + " " + std::to_string(oi++));
+                const std::size_t files_before = count_files(ours_cache_);
+                const double s = ours_load_and_run_once(ours_tags.back());
+                if (count_files(ours_cache_) <= files_before)
+                    std::fprintf(stderr, "runtime-bench-core: note: jit_cold wrote nothing to RUNTIME_CACHE_DIR=%s\n",
+                                 ours_cache_.c_str());
+                return s;
+            },
+            [&](OpenClPeer& p) {
+                peer_tags.push_back("runtime-bench jit pocl " + nonce_ + " " + std::to_string(pi++));
+                return p.build_and_run_once_seconds(opencl_kernel_source(peer_tags.back()));
+            },
+            o, q);
+        // The last launch wrote 2 * in[0] to out[0].
+        float got[2] = {0, 0};
+        RT_CHECK(rtMemcpy(got, d_b_, sizeof got, RT_MEMCPY_DEVICE_TO_HOST));
+        float in0 = 0;
+        RT_CHECK(rtMemcpy(&in0, d_a_, sizeof in0, RT_MEMCPY_DEVICE_TO_HOST));
+        if (got[0] != in0 * 2.0f) verification_failed(r.metric, "the freshly compiled kernel computed a wrong out[0]");
+        r.ours = to_milliseconds(summarize(o));
+        if (!q.empty()) r.peer = to_milliseconds(summarize(q));
+        set_verdict_max(r, 500, "ms");
+        rows_.push_back(std::move(r));
+    }
+
+    // jit_cached: a FRESH process loads one of those sources from the disk cache (the child runs
+    // this executable with --jit-child and prints its own measured time; process start-up and
+    // runtime/OpenCL initialisation are outside it).
+    {
+        std::fprintf(stderr, "runtime-bench-core: JIT cached loads in fresh processes ...\n");
+        Row r;
+        r.metric = "jit_cached";
+        r.label = "JIT disk-cache load + 1st run, new proc";
+        r.unit = "ms";
+        r.seed = "-";
+        peer_ok(r);
+        std::vector<double> o, q;
+        std::size_t oi = 0, pi = 0;
+        alternate(
+            r, cfg_.jit_reps,
+            [&] {
+                const std::string& tag = ours_tags[oi++ % ours_tags.size()];
+                const std::size_t files_before = count_files(ours_cache_);
+                std::string why;
+                const auto s = run_jit_child("ours", tag, &why);
+                if (!s) verification_failed(r.metric, why);
+                if (count_files(ours_cache_) > files_before)
+                    std::fprintf(stderr, "runtime-bench-core: note: jit_cached child wrote to the cache: not a pure hit\n");
+                return *s;
+            },
+            [&](OpenClPeer&) -> double {
+                const std::string& tag = peer_tags[pi++ % peer_tags.size()];
+                std::string why;
+                const auto s = run_jit_child("pocl", tag, &why);
+                if (!s) throw PeerError(why);
+                return *s;
+            },
+            o, q);
+        r.ours = to_milliseconds(summarize(o));
+        if (!q.empty()) r.peer = to_milliseconds(summarize(q));
+        set_verdict_max(r, 5, "ms");
+        rows_.push_back(std::move(r));
+    }
+
+    // jit_reload: the same source again in the same process (the in-process module cache).
+    {
+        Row r;
+        r.metric = "jit_reload";
+        r.label = "JIT reload same src + 1st run, same proc";
+        r.unit = "us";
+        r.seed = "-";
+        peer_ok(r);
+        const std::string tag = ours_tags.front();
+        const std::string peer_tag = peer_tags.empty() ? std::string() : peer_tags.front();
+        std::vector<double> o, q;
+        constexpr int kReloads = 10;
+        alternate(
+            r, cfg_.reload_runs,
+            [&] {
+                double sum = 0;
+                for (int k = 0; k < kReloads; ++k) sum += ours_load_and_run_once(tag);
+                return sum / kReloads;
+            },
+            [&](OpenClPeer& p) { return p.build_and_run_once_seconds(opencl_kernel_source(peer_tag)); }, o, q);
+        r.ours = to_microseconds(summarize(o));
+        if (!q.empty()) r.peer = to_microseconds(summarize(q));
+        set_verdict_max(r, 50, "us");
+        rows_.push_back(std::move(r));
+    }
+    settle();
+}
+
+/// The fresh process of jit_cached: initialise (untimed), then load `tag`'s source from the disk
+/// cache, get its kernel, run it once over 1 item and synchronize (timed); print seconds on stdout.
+/// Exit 0 ok, 1 failure, 2 wrong result.
+int jit_child(const std::string& side, const std::string& tag, int device) {
+    if (side == "ours") {
+        RT_CHECK(rtSetDevice(device));
+        rtStream_t s = nullptr;
+        RT_CHECK(rtStreamCreate(&s));
+        void* d_in = nullptr;
+        void* d_out = nullptr;
+        RT_CHECK(rtMalloc(&d_in, 256));
+        RT_CHECK(rtMalloc(&d_out, 256));
+        const float x = 21.5f;
+        RT_CHECK(rtMemcpy(d_in, &x, sizeof x, RT_MEMCPY_HOST_TO_DEVICE));
+        RT_CHECK(rtMemset(d_out, 0, 256));
+        const std::string src = kernel_source(tag);
+        unsigned one = 1;
+        void* args[] = {&d_in, &d_out, &one};
+        const auto t0 = Clock::now();
+        rtModule_t m = nullptr;
+        rtFunction_t f = nullptr;
+        RT_CHECK(rtModuleLoadSource(&m, src.c_str(), nullptr));
+        RT_CHECK(rtModuleGetFunction(&f, m, "twice"));
+        RT_CHECK(rtLaunchKernel(f, rtDim3{1, 1, 1}, rtDim3{1, 1, 1}, args, 0, s));
+        RT_CHECK(rtStreamSynchronize(s));
+        const double secs = seconds_between(t0, Clock::now());
+        float y = 0;
+        RT_CHECK(rtMemcpy(&y, d_out, sizeof y, RT_MEMCPY_DEVICE_TO_HOST));
+        if (y != 43.0f) verification_failed("jit_cached", "the cached kernel computed " + std::to_string(y));
+        RT_CHECK(rtModuleUnload(m));
+        std::printf("%.9g\n", secs);
+        return 0;
+    }
+    if (side == "pocl") {
+        std::string why;
+        auto peer = OpenClPeer::open(&why);
+        if (!peer) {
+            std::fprintf(stderr, "runtime-bench-core --jit-child: peer missing: %s\n", why.c_str());
+            return 1;
+        }
+        try {
+            peer->reserve(4096);
+            const float x = 21.5f;
+            peer->write_sync(0, &x, sizeof x);
+            const double secs = peer->build_and_run_once_seconds(opencl_kernel_source(tag));
+            float y = 0;
+            peer->read_sync(1, &y, sizeof y);
+            if (y != 43.0f) verification_failed("peer jit_cached", "the cached kernel computed " + std::to_string(y));
+            std::printf("%.9g\n", secs);
+        } catch (const PeerError& e) {
+            std::fprintf(stderr, "runtime-bench-core --jit-child: %s\n", e.what());
+            return 1;
+        }
+        return 0;
+    }
+    std::fprintf(stderr, "runtime-bench-core: --jit-child expects 'ours' or 'pocl', got '%s'\n", side.c_str());
+    return 1;
+}
+
+// ---- 4. 256 MiB bandwidth vs PoCL and vs host-copy baselines
 
 void Bench::bandwidth_rows() {
     const std::size_t n = cfg_.bw_bytes;
@@ -592,7 +1091,7 @@ void Bench::bandwidth_rows() {
     for (Row& r : base_rows) rows_.push_back(std::move(r));
 }
 
-// ---- 4. bandwidth vs size (--sweep): 4 B … bw_bytes in x4 steps
+// ---- 5. bandwidth vs size (--sweep): 4 B … bw_bytes in x4 steps
 
 void Bench::sweep_rows() {
     for (std::size_t n = 4; n <= cfg_.bw_bytes; n *= 4) {
@@ -670,16 +1169,16 @@ std::string load_average() {
 void Bench::print_table() const {
     std::printf("runtime-bench-core: device %d = %s [backend %s, %d compute units]\n", cfg_.device,
                 device_name_.c_str(), prop_.backend, prop_.compute_units);
-    std::printf("peer: %s\n", peer_missing_.empty() ? ("OpenCL " + peer_name_).c_str()
+    std::printf("peer: %s\n", peer_missing_.empty() ? peer_name_.c_str()
                                                    : ("OpenCL (PoCL) MISSING: " + peer_missing_).c_str());
     std::printf("each cell: median [min, max] over %d runs of %d iterations (latency) / %d copies (bandwidth)%s\n",
                 cfg_.lat_runs, cfg_.lat_iters, cfg_.bw_reps, cfg_.quick ? " (--quick)" : "");
     std::printf("load average (1 min): %s at start, %s at end; on a busy 2-core machine figures are noisy\n",
                 load_start_.c_str(), load_average().c_str());
     std::printf("ratio: ours vs peer, >1 means ours is better (peer/ours for us, ours/peer for GB/s)\n\n");
-    const char* hdr = "%-38s %-5s %-26s %-26s %-8s %-10s %-19s %s\n";
+    const char* hdr = "%-41s %-5s %-26s %-26s %-8s %-10s %-19s %s\n";
     std::printf(hdr, "metric", "unit", "ours", "peer (PoCL)", "ratio", "seed ref", "target", "met");
-    std::printf("%s\n", std::string(150, '-').c_str());
+    std::printf("%s\n", std::string(153, '-').c_str());
     for (const Row& r : rows_) {
         // A missing or failed peer gets a short cell; the reason is printed under the table.
         std::string peer = r.peer                               ? fmt_stat(r.peer)
@@ -688,8 +1187,7 @@ void Bench::print_table() const {
                                                                   : "-";
         auto q = ratio(r);
         std::string rat = q ? fmt_num(*q) + "x" : "-";
-        std::string verdict = r.verdict;
-        if (verdict.empty() && r.ours && r.max_us > 0) verdict = r.ours->median <= r.max_us ? "yes" : "NO";
+        const std::string verdict = verdict_of(r);
         std::printf(hdr, r.label.c_str(), r.unit.c_str(), fmt_stat(r.ours).c_str(), peer.c_str(), rat.c_str(),
                     r.seed.c_str(), r.target.c_str(), verdict.c_str());
     }
@@ -721,8 +1219,9 @@ void Bench::print_sweep() const {
 }
 
 void Bench::print_json() const {
-    const std::string dev = json_escape(device_name_);
-    const std::string peer = peer_missing_.empty() ? json_escape("OpenCL " + peer_name_) : std::string();
+    const std::string dev = json_escape(std::string(prop_.backend) + ":" + std::to_string(prop_.backend_ordinal));
+    const std::string dev_name = json_escape(device_name_);
+    const std::string peer = peer_missing_.empty() ? json_escape(peer_name_) : std::string();
     auto num = [](double v) {
         char b[40];
         std::snprintf(b, sizeof b, "%.6g", v);
@@ -739,6 +1238,11 @@ void Bench::print_json() const {
                     r.peer ? ("\"" + peer + "\"").c_str() : "null", r.peer ? num(r.peer->median).c_str() : "null");
         if (r.peer) std::printf(", \"peer_min\": %s, \"peer_max\": %s", num(r.peer->min).c_str(), num(r.peer->max).c_str());
         if (r.bytes) std::printf(", \"bytes\": %zu", r.bytes);
+        std::printf(", \"device_name\": \"%s\", \"label\": \"%s\", \"seed\": \"%s\", \"target\": \"%s\", \"met\": \"%s\"",
+                    dev_name.c_str(), json_escape(r.label).c_str(), json_escape(r.seed).c_str(),
+                    json_escape(r.target).c_str(), json_escape(verdict_of(r)).c_str());
+        if (!r.peer && !r.peer_note.empty() && r.peer_note != "-")
+            std::printf(", \"peer_note\": \"%s\"", json_escape(r.peer_note).c_str());
         std::printf("}");
         first = false;
     };
@@ -750,12 +1254,17 @@ void Bench::print_json() const {
 int Bench::run() {
     load_start_ = load_average();
     setup();
-    if (!cfg_.json) {
-        std::fprintf(stderr, "runtime-bench-core: measuring on %s ...\n", device_name_.c_str());
-    }
+    // Progress goes to stderr (stdout carries the table or the JSON).
+    std::fprintf(stderr, "runtime-bench-core: measuring on %s: copy latency and event round trips ...\n",
+                 device_name_.c_str());
     latency_rows();  // includes the event round trips
+    kernel_rows();
+    std::fprintf(stderr, "runtime-bench-core: 256 MiB bandwidth ...\n");
     bandwidth_rows();
-    if (cfg_.sweep) sweep_rows();
+    if (cfg_.sweep) {
+        std::fprintf(stderr, "runtime-bench-core: bandwidth sweep 4 B .. 256 MiB ...\n");
+        sweep_rows();
+    }
     teardown();
     if (cfg_.json) {
         print_json();
@@ -767,13 +1276,56 @@ int Bench::run() {
     return 0;
 }
 
+/// `--list-devices`: a JSON array of {"index", "device" ("cpu:0"), "name", "backend"}.
+int list_devices() {
+    int count = 0;
+    RT_CHECK(rtGetDeviceCount(&count));
+    std::printf("[");
+    for (int i = 0; i < count; ++i) {
+        rtDeviceProp p{};
+        RT_CHECK(rtGetDeviceProperties(&p, i));
+        std::printf("%s\n  {\"index\": %d, \"device\": \"%s:%d\", \"name\": \"%s\", \"backend\": \"%s\"}",
+                    i ? "," : "", i, json_escape(p.backend).c_str(), p.backend_ordinal, json_escape(p.name).c_str(),
+                    json_escape(p.backend).c_str());
+    }
+    std::printf("\n]\n");
+    return 0;
+}
+
+/// `--device`: an index ("0") or a device string ("cpu:0", "cuda:1"); -1 (message printed) if unknown.
+int parse_device(const std::string& spec) {
+    char* end = nullptr;
+    const long d = std::strtol(spec.c_str(), &end, 10);
+    if (!spec.empty() && end && *end == '\0') {
+        if (d >= 0 && d <= 1 << 20) return static_cast<int>(d);
+    } else {
+        int count = 0;
+        RT_CHECK(rtGetDeviceCount(&count));
+        std::string known;
+        for (int i = 0; i < count; ++i) {
+            rtDeviceProp p{};
+            RT_CHECK(rtGetDeviceProperties(&p, i));
+            const std::string name = std::string(p.backend) + ":" + std::to_string(p.backend_ordinal);
+            if (spec == name || (spec == p.backend && p.backend_ordinal == 0)) return i;
+            known += (known.empty() ? "" : ", ") + name;
+        }
+        std::fprintf(stderr, "runtime-bench-core: --device '%s': no such device (available: %s)\n", spec.c_str(),
+                     known.c_str());
+        return -1;
+    }
+    std::fprintf(stderr, "runtime-bench-core: --device expects an index or a device like cpu:0, got '%s'\n",
+                 spec.c_str());
+    return -1;
+}
+
 void usage(const char* argv0) {
     std::printf(
-        "usage: %s [--quick] [--json] [--sweep] [--device N]\n"
-        "  --quick     fewer repetitions (< 20 s)\n"
+        "usage: %s [--quick] [--json] [--sweep] [--device N|cpu:0] [--list-devices]\n"
+        "  --quick     fewer repetitions (< 40 s)\n"
         "  --json      print an array of records {metric, device, value, unit, min, max, peer, peer_value}\n"
         "  --sweep     also measure bandwidth for 4 B .. 256 MiB in x4 steps (ours, PoCL, memcpy)\n"
-        "  --device N  runtime device index (default 0)\n"
+        "  --device N  runtime device index or device string like cpu:0 (default 0)\n"
+        "  --list-devices  print the devices as JSON and exit\n"
         "exit status: 0 ok, 1 a runtime call failed (its error name and message are printed), 2 wrong data\n",
         argv0);
 }
@@ -782,6 +1334,11 @@ void usage(const char* argv0) {
 }  // namespace rtbench
 
 int main(int argc, char** argv) {
+    // Hidden: the fresh process of jit_cached (run by the benchmark itself).
+    if (argc >= 4 && std::string(argv[1]) == "--jit-child") {
+        const int device = argc >= 6 && std::string(argv[4]) == "--device" ? std::atoi(argv[5]) : 0;
+        return rtbench::jit_child(argv[2], argv[3], device);
+    }
     rtbench::Config cfg;
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
@@ -791,14 +1348,12 @@ int main(int argc, char** argv) {
             cfg.json = true;
         } else if (a == "--sweep") {
             cfg.sweep = true;
+        } else if (a == "--list-devices") {
+            return rtbench::list_devices();
         } else if (a == "--device" && i + 1 < argc) {
-            char* end = nullptr;
-            const long d = std::strtol(argv[++i], &end, 10);
-            if (!end || *end != '\0' || d < 0 || d > 1 << 20) {
-                std::fprintf(stderr, "runtime-bench-core: --device expects a non-negative integer, got '%s'\n", argv[i]);
-                return 1;
-            }
-            cfg.device = static_cast<int>(d);
+            const int d = rtbench::parse_device(argv[++i]);
+            if (d < 0) return 1;
+            cfg.device = d;
         } else if (a == "--help" || a == "-h") {
             rtbench::usage(argv[0]);
             return 0;
@@ -813,6 +1368,11 @@ int main(int argc, char** argv) {
         cfg.lat_iters = 100;
         cfg.lat_warmup = 200;
         cfg.bw_reps = 4;
+        cfg.batch_runs = 5;
+        cfg.kernel_runs = 5;
+        cfg.alloc_iters = 100;
+        cfg.jit_reps = 3;
+        cfg.reload_runs = 5;
     }
     return rtbench::Bench(cfg).run();
 }

@@ -1,4 +1,4 @@
-// peer_opencl.hpp — the OpenCL (PoCL) peer of runtime-bench-core: the same copies and event hand-offs via OpenCL.
+// peer_opencl.hpp — the OpenCL (PoCL) peer of runtime-bench-core: the same copies, event hand-offs, kernels and builds via OpenCL.
 #pragma once
 
 #include <cstddef>
@@ -13,13 +13,22 @@ struct PeerError : std::runtime_error {
     using std::runtime_error::runtime_error;
 };
 
+/// "u_<hash of tag>": the name of an extra empty kernel that makes a source unique. A comment is
+/// not enough: PoCL hashes the preprocessed source, which has no comments.
+std::string unique_kernel_name(const std::string& tag);
+
+/// The OpenCL C source of the peer's kernels: `empty()` and `twice(in, out, n)` (out[i] = in[i] * 2),
+/// plus an empty kernel named unique_kernel_name(tag), so a new tag defeats every cache.
+std::string opencl_kernel_source(const std::string& tag);
+
 /// One OpenCL device with two in-order queues (A, B) and two device buffers (0, 1).
 /// Copies on queue A are the peer of `rtMemcpyAsync` on one stream; clFinish is the peer of
-/// rtStreamSynchronize. Not thread-safe; used from the benchmark's main thread only.
+/// rtStreamSynchronize. libOpenCL is opened with dlopen at run time (no link-time dependency), so
+/// the benchmark runs on machines without OpenCL. Not thread-safe; used from the main thread only.
 class OpenClPeer {
 public:
     /// The first OpenCL platform that has a device (CPU devices preferred); nullptr with the
-    /// reason in `why_not` when there is none (no ICD, no platform, no device).
+    /// reason in `why_not` when there is none (no libOpenCL, no ICD/platform, no device).
     static std::unique_ptr<OpenClPeer> open(std::string* why_not);
     ~OpenClPeer();
     OpenClPeer(const OpenClPeer&) = delete;
@@ -45,6 +54,21 @@ public:
     /// One event round trip: [4-byte write host4 → buffer 0 on queue A if copy_on_a], marker on A,
     /// 4-byte write host4 → buffer 1 on queue B waiting for the marker, clFinish(B).
     void event_roundtrip(const void* host4, bool copy_on_a);
+
+    /// Builds opencl_kernel_source("resident") once and keeps its kernels (untimed set-up).
+    void load_kernels();
+    /// Enqueues the empty kernel over 1 work-item on queue A (no finish).
+    void launch_empty();
+    /// Enqueues twice(buffer 0 → buffer 1, n floats) on queue A, work-groups of `local` items
+    /// (global size rounded up to a multiple of it), no finish.
+    void launch_twice(unsigned n, std::size_t local);
+    /// clCreateBuffer(`bytes`) + clReleaseMemObject: the peer of rtMalloc + rtFree.
+    void alloc_free(std::size_t bytes);
+    /// Seconds from clCreateProgramWithSource(source) through clBuildProgram, clCreateKernel("twice")
+    /// and a first launch over 1 work-item to clFinish: until the kernel has run once (PoCL generates
+    /// a kernel's work-group code at its first launch, so the build alone would flatter it).
+    /// Needs buffers 0 and 1 (reserve). The program is released afterwards.
+    double build_and_run_once_seconds(const std::string& source);
 
 private:
     struct Impl;

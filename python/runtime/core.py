@@ -326,6 +326,10 @@ class Stream:
         return self._handle
 
     # ---- lifetimes
+    # The open batch is a list of per-enqueue object lists, appended as they come (no per-object work on the
+    # launch path). Closing it (every _BATCH enqueues, or on demand) records its event, reduces it to its unique
+    # objects and counts one use per device memory; releasing a closed batch undoes those counts. Memory in the
+    # open batch is therefore not yet counted: free() closes open batches that hold it before looking at _uses.
     def _keep(self, objs: Iterable) -> None:
         """Keep `objs` alive until the work enqueued so far on this stream has completed."""
         flat: list = []
@@ -334,23 +338,15 @@ class Stream:
                 flat.extend(o)
             else:
                 flat.append(o)
-        objs = flat
-        for o in objs:
-            if isinstance(o, DeviceMemory):
-                o._uses += 1
-        with self._lock:
-            self._batch.append(objs)
-            if len(self._batch) >= _BATCH:  # prune only here: an event query per enqueue would cost more
-                self._close_batch()
-                self._prune_locked()
+        self._keep_mems(flat)
 
-    def _keep_mems(self, mems: list) -> None:
-        """_keep for a list of DeviceMemory only (the kernel launch path)."""
+    def _keep_mems(self, objs: list) -> None:
+        """Keep the objects of the list `objs` (which the stream takes over) alive until the work enqueued so far
+        has completed."""
         with self._lock:
-            for m in mems:
-                m._uses += 1
-            self._batch.append(mems)
-            if len(self._batch) >= _BATCH:
+            b = self._batch
+            b.append(objs)
+            if len(b) >= _BATCH:  # prune only here: an event query per enqueue would cost more
                 self._close_batch()
                 self._prune_locked()
 
@@ -359,7 +355,15 @@ class Stream:
             return
         ev = _Event.take(self.device.index)
         _core.event_record(ev, self._handle)
-        self._pending.append((ev, self._batch))
+        unique: dict = {}
+        for objs in self._batch:
+            for o in objs:
+                unique[id(o)] = o
+        held = list(unique.values())
+        for o in held:
+            if isinstance(o, DeviceMemory):
+                o._uses += 1
+        self._pending.append((ev, held))
         self._batch = []
 
     def _prune_locked(self) -> None:
@@ -379,9 +383,9 @@ class Stream:
             self._prune_locked()
 
     def _release_everything(self) -> None:
-        """All work of the stream is known complete: release every batch."""
+        """All work of the stream is known complete: release every batch (the open one was never counted)."""
         with self._lock:
-            batches = [objs for _, objs in self._pending] + [self._batch]
+            batches = [objs for _, objs in self._pending]
             for ev, _ in self._pending:
                 _Event.give(self.device.index, ev)
             self._pending.clear()
@@ -389,15 +393,30 @@ class Stream:
         for objs in batches:
             _release(objs)
 
+    def _holds_open(self, mem: "DeviceMemory") -> bool:
+        """Whether the open (not yet counted) batch holds `mem`."""
+        with self._lock:
+            return any(mem is o for objs in self._batch for o in objs)
+
     def _busy_with(self, mem: "DeviceMemory") -> bool:
         with self._lock:
             return any(mem is o for objs in self._batch for o in objs) or any(
-                mem is o for _, b in self._pending for objs in b for o in objs)
+                mem is o for _, objs in self._pending for o in objs)
 
     # ---- operations
     def launch_kernel(self, kernel: Any, *args: Any, global_size: Any = None, local_size: Any = None) -> None:
         """Queue `kernel(*args)` over `global_size` work-items (default: the element count of the first buffer
         argument) in groups of `local_size` (default 256 in 1-D). Tuples give 2-D/3-D shapes."""
+        if global_size is None and local_size is None:
+            # Fast path (@runtime.jit, same argument types as the previous default-shaped launch): one C++ call
+            # checks, packs and launches; None means "not launched, take the full path" (see jit.JitKernel).
+            plan = getattr(kernel, "_last_plan", None)
+            if plan is not None and plan.device == self.device.index and kernel._compiled_mode():
+                keep = plan.launch(args, self.handle)
+                if keep is not None:
+                    if keep:
+                        self._keep_mems(keep)
+                    return
         launch = getattr(kernel, "_launch", None)
         if launch is None:
             raise make_error(InvalidValueError,
@@ -513,10 +532,9 @@ def current_stream() -> Stream:
 
 
 def _release(objs: Iterable) -> None:
+    """Undo a closed batch's counts: `objs` are its unique objects."""
     for o in objs:
-        if isinstance(o, list):
-            _release(o)
-        elif isinstance(o, DeviceMemory):
+        if isinstance(o, DeviceMemory):
             o._uses -= 1
             if o._uses == 0 and o._deferred_free:
                 o._free_now()
@@ -559,7 +577,7 @@ class DeviceMemory:
         self.nbytes = nbytes
         self.device = device
         self._dtype = dtype
-        self._uses = 0  # keep-alive batches holding this memory (see module docstring)
+        self._uses = 0  # closed keep-alive batches holding this memory (see Stream._close_batch)
         self._deferred_free = False
         self._freed = False
 
@@ -655,8 +673,8 @@ class DeviceMemory:
         if self._freed or self._deferred_free:
             raise make_error(InvalidValueError, f"free: device memory {self._ptr:#x} ({self.nbytes} bytes) "
                                                 f"was already freed")
-        if self._uses:
-            _prune_all(flush=True)
+        if self._uses or any(st._holds_open(self) for st in list(_live_streams)):
+            _prune_all(flush=True)  # counts the open batches' uses, releases what completed
         if self._uses:
             self._deferred_free = True  # _release frees it when the last batch holding it completes
         else:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+import linecache
 import math
 import os
 import struct
@@ -876,6 +877,13 @@ class _Compiled:
         ns: dict = {"P": struct.Struct(fmt).pack}
         exec(f"def pack(a, g):\n    return P({vals}{', ' if vals else ''}{gl})\n", ns)
         self.pack = ns["pack"]
+        self.codes = "".join("P" if isinstance(p, _Buf) else _pack_code(p.dt)[0] for p in params)
+        self.ndim = ndim
+
+    def plan(self, arg_types: tuple, dev: int) -> Any:
+        """The C++ launch plan for arguments of exactly these Python types (dtype values for device memory)."""
+        return _core.LaunchPlan(self.func, self.codes, list(arg_types), DeviceMemory, self.ndim, self.first_itemsize,
+                                dev)
 
 
 _PACK = {"b": "?7x", "i1": "b7x", "i2": "h6x", "i4": "i4x", "i8": "q", "u1": "B7x", "u2": "H6x", "u4": "I4x",
@@ -902,6 +910,52 @@ def interpret_enabled() -> bool:
     return value.strip().lower() not in ("", "0", "false", "no", "off")
 
 
+def _block_lines(fn: Callable) -> Optional[list]:
+    """The decorator and def lines of `fn` and its indented body, found by indentation from co_firstlineno; None if
+    unsure. Unlike inspect.getsourcelines this needs no tokenize (whose regular expressions cost a fresh process
+    ~5 ms): it is what makes a warm-cache first launch cheap."""
+    code = fn.__code__
+    all_lines = linecache.getlines(code.co_filename, fn.__globals__)
+    start = code.co_firstlineno - 1
+    if not 0 <= start < len(all_lines):
+        return None
+    first = all_lines[start]
+    base = len(first) - len(first.lstrip())
+    out = [first]
+    seen_def = first.lstrip().startswith(("def ", "async def "))
+    for line in all_lines[start + 1:]:
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#"):
+            out.append(line)
+            continue
+        indent = len(line) - len(line.lstrip())
+        if indent <= base:
+            if not seen_def and line.lstrip().startswith(("@", "def ", "async def ")):
+                seen_def = seen_def or line.lstrip().startswith(("def ", "async def "))
+                out.append(line)
+                continue
+            break
+        out.append(line)
+    while out and (not out[-1].strip() or out[-1].strip().startswith("#")):
+        out.pop()
+    return out if seen_def else None
+
+
+def _source_lines(fn: Callable) -> tuple:
+    """(lines, first line number) of a function's source, like inspect.getsourcelines (used as its fallback when the
+    quick indentation-based cut does not parse to a function of that name)."""
+    lines = _block_lines(fn)
+    if lines:
+        try:
+            tree = ast.parse(textwrap.dedent("".join(lines)))
+            node = tree.body[0] if len(tree.body) == 1 else None
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == fn.__name__:
+                return lines, fn.__code__.co_firstlineno
+        except (SyntaxError, ValueError):
+            pass
+    return inspect.getsourcelines(fn)
+
+
 class JitKernel:
     """A Python function compiled to a device kernel per argument signature. Launch it with
     `stream.launch_kernel(kernel, *args, global_size=..., local_size=...)`; see `source(*args)`."""
@@ -916,7 +970,7 @@ class JitKernel:
         self.interpret = interpret
         self.file = inspect.getsourcefile(fn) or "<unknown>"
         try:
-            lines, self.first_line = inspect.getsourcelines(fn)
+            lines, self.first_line = _source_lines(fn)
         except OSError as e:
             raise make_error(CompileError, f"@runtime.jit: the source of '{self.name}' is not available ({e})") \
                 from None
@@ -935,6 +989,8 @@ class JitKernel:
         self._annotations = dict(getattr(fn, "__annotations__", {}))
         self._cache: dict = {}  # (signature key, device) -> _Compiled
         self._fast: dict = {}  # (argument Python types, ndim, device) -> _Compiled: the launch path's lookup
+        self._plans: dict = {}  # same key -> _core.LaunchPlan (C++ check + pack + launch)
+        self._last_plan: Any = None  # the plan of the last default-shaped launch: tried first
         self._lock = threading.Lock()
         self.__doc__ = fn.__doc__
         self.__name__ = fn.__name__
@@ -1061,7 +1117,21 @@ class JitKernel:
         return f"<runtime.jit kernel {self.name} ({self.file}:{self.first_line})>"
 
     # ---- launch
+    def _compiled_mode(self) -> bool:
+        """Whether launches run the compiled kernel (not the reference mode)."""
+        return self.interpret is False or (self.interpret is None and not interpret_enabled())
+
     def _launch(self, stream: Stream, args: tuple, global_size: Any, local_size: Any) -> None:
+        # Fastest path: the launch plan of the previous default-shaped launch; it checks, packs and launches in one
+        # C++ call, or returns None without launching (other argument types, freed memory, ...): then the full path.
+        if global_size is None and local_size is None:
+            plan = self._last_plan
+            if plan is not None and plan.device == stream.device.index and self._compiled_mode():
+                keep = plan.launch(args, stream.handle)
+                if keep is not None:
+                    if keep:
+                        stream._keep_mems(keep)
+                    return
         interp = self.interpret if self.interpret is not None else interpret_enabled()
         if interp or global_size is not None or local_size is not None:
             glob, local, ndim = _shape(self.name, args, global_size, local_size)
@@ -1074,11 +1144,27 @@ class JitKernel:
         # Fast key: the Python types of the arguments (dtype for device memory); a miss takes the full path,
         # which validates the arguments and compiles.
         dev = stream.device.index
-        fkey = (tuple([a._dtype if type(a) is DeviceMemory else type(a) for a in args]), ndim, dev)
+        types = tuple([a._dtype if type(a) is DeviceMemory else type(a) for a in args])
+        fkey = (types, ndim, dev)
         c = self._fast.get(fkey)
         if c is None:
             key, params = self._signature(args, ndim)
             c = self._fast[fkey] = self._get(key, params, ndim, dev)
+        plan = self._plans.get(fkey)
+        if plan is None:
+            plan = self._plans[fkey] = c.plan(types, dev)
+        if glob is None:
+            keep = plan.launch(args, stream.handle)
+            if keep is not None:
+                self._last_plan = plan
+        else:
+            keep = plan.launch_shaped(args, stream.handle, glob[0], glob[1], glob[2], local[0], local[1], local[2])
+        if keep is not None:
+            if keep:
+                stream._keep_mems(keep)
+            return
+        # The plan declined (freed memory, a value that does not fit, no buffer to size from, ...): the Python
+        # packer launches or raises the precise error.
         if glob is None:
             n = args[c.first_buf].nbytes // c.first_itemsize if c.first_buf >= 0 else -1
             if n < 0:

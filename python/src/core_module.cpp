@@ -14,6 +14,7 @@
 
 #include <runtime/runtime.h>
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <optional>
@@ -114,6 +115,188 @@ nb::dict device_properties(int device) {
     d["unified_addressing"] = p.unified_addressing != 0;
     return d;
 }
+
+// ---- the @runtime.jit launch fast path
+//
+// A LaunchPlan is a compiled kernel's argument layout for one signature: per parameter a code ('P' = device memory,
+// struct-style letters for scalars) and what the argument must be (for memory: the DeviceMemory class and its _dtype
+// value; for scalars: their exact Python type). launch() checks every argument against that, packs the 8-byte
+// slots on the stack, launches, and returns the list of device memory objects the caller must keep alive. It
+// returns None *without launching* whenever anything is unusual (another signature, freed memory, a value that does
+// not fit): the caller then takes the Python path, which compiles, or raises the precise error.
+struct LaunchPlan {
+    uintptr_t func = 0;
+    std::string codes;            // one letter per kernel parameter (without the hidden global sizes)
+    std::vector<PyObject*> want;  // owned: the _dtype value (memory) or the Python type (scalars) per parameter
+    std::vector<size_t> sizes;    // bytes per parameter, hidden global sizes included
+    PyObject* mem_type = nullptr; // owned: runtime.DeviceMemory
+    int ndim = 1;
+    int first_buf = -1;
+    size_t first_itemsize = 1;
+    int device = 0;
+
+    LaunchPlan(uintptr_t f, std::string c, nb::list w, nb::object memtype, int nd, size_t first_isz, int dev)
+        : func(f), codes(std::move(c)), ndim(nd), first_itemsize(first_isz ? first_isz : 1), device(dev) {
+        if (codes.size() != w.size()) throw nb::value_error("LaunchPlan: one expected type per code");
+        if (codes.size() + static_cast<size_t>(nd) > 64 || nd < 1 || nd > 3)
+            throw nb::value_error("LaunchPlan: at most 64 arguments, 1..3 dims");
+        for (size_t i = 0; i < codes.size(); ++i) {
+            PyObject* o = w[i].ptr();
+            Py_INCREF(o);
+            want.push_back(o);
+            sizes.push_back(code_size(codes[i]));
+            if (codes[i] == 'P' && first_buf < 0) first_buf = static_cast<int>(i);
+        }
+        for (int d = 0; d < nd; ++d) sizes.push_back(8);
+        mem_type = memtype.inc_ref().ptr();
+    }
+    ~LaunchPlan() {
+        if (!Py_IsInitialized()) return;
+        for (PyObject* o : want) Py_XDECREF(o);
+        Py_XDECREF(mem_type);
+    }
+    LaunchPlan(const LaunchPlan&) = delete;
+    LaunchPlan& operator=(const LaunchPlan&) = delete;
+
+    static size_t code_size(char c) {
+        switch (c) {
+            case 'P': case 'q': case 'Q': case 'd': return 8;
+            case 'i': case 'I': case 'f': return 4;
+            case 'h': case 'H': return 2;
+            case 'b': case 'B': case '?': return 1;
+            default: throw nb::value_error("LaunchPlan: unknown argument code");
+        }
+    }
+
+    // An attribute of a DeviceMemory, looked up with an interned name.
+    static PyObject* attr(PyObject* o, const char* name, PyObject*& cache) {
+        if (!cache) cache = PyUnicode_InternFromString(name);
+        return PyObject_GetAttr(o, cache);  // new reference or nullptr (error set)
+    }
+
+    // One scalar into its 8-byte slot; false (error cleared) when it does not fit: the caller falls back.
+    static bool pack_scalar(char code, PyObject* o, uint64_t& slot) {
+        slot = 0;
+        if (code == '?') {
+            int t = PyObject_IsTrue(o);
+            if (t < 0) { PyErr_Clear(); return false; }
+            slot = static_cast<uint64_t>(t);
+            return true;
+        }
+        if (code == 'f' || code == 'd') {
+            double v = PyFloat_AsDouble(o);
+            if (v == -1.0 && PyErr_Occurred()) { PyErr_Clear(); return false; }
+            if (code == 'd') { std::memcpy(&slot, &v, 8); return true; }
+            const float fv = static_cast<float>(v);  // struct's rule: overflow only if rounding gives inf
+            if (std::isinf(fv) && !std::isinf(v)) return false;
+            std::memcpy(&slot, &fv, 4);
+            return true;
+        }
+        PyObject* idx = PyNumber_Index(o);  // ints, NumPy integers; floats are refused (as struct does)
+        if (!idx) { PyErr_Clear(); return false; }
+        bool ok = true;
+        if (code == 'Q' || code == 'I' || code == 'H' || code == 'B') {
+            unsigned long long u = PyLong_AsUnsignedLongLong(idx);
+            if (u == static_cast<unsigned long long>(-1) && PyErr_Occurred()) { PyErr_Clear(); ok = false; }
+            const unsigned long long lim = code == 'Q' ? ~0ull : code == 'I' ? 0xffffffffull : code == 'H' ? 0xffffull : 0xffull;
+            if (ok && u > lim) ok = false;
+            slot = u;
+        } else {
+            long long v = PyLong_AsLongLong(idx);
+            if (v == -1 && PyErr_Occurred()) { PyErr_Clear(); ok = false; }
+            const long long lim = code == 'q' ? 0x7fffffffffffffffll : code == 'i' ? 0x7fffffffll : code == 'h' ? 0x7fffll : 0x7fll;
+            if (ok && (v > lim || v < -lim - 1)) ok = false;
+            uint64_t bits = static_cast<uint64_t>(v);
+            const size_t n = code_size(code);
+            slot = n == 8 ? bits : (bits & ((1ull << (8 * n)) - 1));
+        }
+        Py_DECREF(idx);
+        return ok;
+    }
+
+    // glob/local: 3 dims each, or glob[0] == 0 for "the first buffer's element count" (1-D, groups of 256).
+    nb::object launch(nb::handle args_h, uintptr_t stream, const size_t* glob_in, const unsigned* local_in) {
+        static PyObject *s_dtype = nullptr, *s_ptr = nullptr, *s_freed = nullptr, *s_deferred = nullptr,
+                        *s_nbytes = nullptr;
+        PyObject* args = args_h.ptr();
+        if (!PyTuple_Check(args)) return nb::none();
+        const size_t n = static_cast<size_t>(PyTuple_GET_SIZE(args));
+        if (n != codes.size()) return nb::none();
+        uint64_t slots[64];
+        int nbufs = 0;
+        for (size_t i = 0; i < n; ++i) {
+            PyObject* o = PyTuple_GET_ITEM(args, i);
+            const char c = codes[i];
+            if (c == 'P') {
+                if (Py_TYPE(o) != reinterpret_cast<PyTypeObject*>(mem_type)) return nb::none();
+                PyObject* dt = attr(o, "_dtype", s_dtype);
+                if (!dt) { PyErr_Clear(); return nb::none(); }
+                int same = dt == want[i] ? 1 : PyObject_RichCompareBool(dt, want[i], Py_EQ);
+                Py_DECREF(dt);
+                if (same != 1) { PyErr_Clear(); return nb::none(); }
+                for (PyObject** flag_name : {&s_freed, &s_deferred}) {
+                    PyObject* f = attr(o, flag_name == &s_freed ? "_freed" : "_deferred_free", *flag_name);
+                    if (!f) { PyErr_Clear(); return nb::none(); }
+                    const bool set = f != Py_False;
+                    Py_DECREF(f);
+                    if (set) return nb::none();  // freed: the Python path raises
+                }
+                PyObject* p = attr(o, "_ptr", s_ptr);
+                if (!p) { PyErr_Clear(); return nb::none(); }
+                unsigned long long v = PyLong_AsUnsignedLongLong(p);
+                Py_DECREF(p);
+                if (v == static_cast<unsigned long long>(-1) && PyErr_Occurred()) { PyErr_Clear(); return nb::none(); }
+                slots[i] = v;
+                ++nbufs;
+            } else {
+                if (reinterpret_cast<PyObject*>(Py_TYPE(o)) != want[i]) return nb::none();
+                if (!pack_scalar(c, o, slots[i])) return nb::none();
+            }
+        }
+        size_t glob[3];
+        unsigned local[3];
+        if (glob_in) {
+            for (int d = 0; d < 3; ++d) { glob[d] = glob_in[d]; local[d] = local_in[d]; }
+        } else {
+            if (first_buf < 0 || ndim != 1) return nb::none();  // no buffer to size from: the Python path raises
+            PyObject* nb_ = attr(PyTuple_GET_ITEM(args, first_buf), "nbytes", s_nbytes);
+            if (!nb_) { PyErr_Clear(); return nb::none(); }
+            size_t nbytes = PyLong_AsSize_t(nb_);
+            Py_DECREF(nb_);
+            if (nbytes == static_cast<size_t>(-1) && PyErr_Occurred()) { PyErr_Clear(); return nb::none(); }
+            glob[0] = nbytes / first_itemsize; glob[1] = glob[2] = 1;
+            local[0] = 256; local[1] = local[2] = 1;
+        }
+        if (glob[0] == 0 || glob[1] == 0 || glob[2] == 0) return nb::list();  // nothing to run
+        for (int d = 0; d < ndim; ++d) slots[n + d] = glob[d];
+        void* ptrs[64];
+        const size_t total = n + static_cast<size_t>(ndim);
+        for (size_t i = 0; i < total; ++i) ptrs[i] = &slots[i];
+        unsigned grid[3];
+        for (int d = 0; d < 3; ++d) {
+            const size_t g = (glob[d] + local[d] - 1) / local[d];
+            if (g > 0xffffffffull) return nb::none();  // out of range: the Python path reports it
+            grid[d] = static_cast<unsigned>(g);
+        }
+        rtError_t e;
+        {
+            nb::gil_scoped_release r;  // a full queue may block; everything used lives on this frame
+            e = rtLaunchKernelWithArgs(as_handle<rtFunction_st>(func), rtDim3{grid[0], grid[1], grid[2]},
+                                       rtDim3{local[0], local[1], local[2]}, ptrs, static_cast<int>(total),
+                                       sizes.data(), 0, as_handle<rtStream_st>(stream));
+        }
+        check(e, "rtLaunchKernelWithArgs");
+        PyObject* keep = PyList_New(nbufs);
+        if (!keep) throw nb::python_error();
+        for (size_t i = 0, k = 0; i < n; ++i)
+            if (codes[i] == 'P') {
+                PyObject* o = PyTuple_GET_ITEM(args, i);
+                Py_INCREF(o);
+                PyList_SET_ITEM(keep, static_cast<Py_ssize_t>(k++), o);
+            }
+        return nb::steal(keep);
+    }
+};
 
 }  // namespace
 
@@ -322,6 +505,26 @@ NB_MODULE(_core, m) {
         }
         check(e, "rtLaunchKernelWithArgs");
     });
+
+    // ---- @runtime.jit launch plans (see LaunchPlan above)
+    nb::class_<LaunchPlan>(m, "LaunchPlan",
+                           "A compiled kernel's argument layout for one signature: launch() checks, packs and launches "
+                           "in one call, returning the device memory to keep alive, or None (nothing launched) when "
+                           "the arguments need the Python path.")
+        .def(nb::init<uintptr_t, std::string, nb::list, nb::object, int, size_t, int>(), nb::arg("function"),
+             nb::arg("codes"), nb::arg("expected"), nb::arg("memory_type"), nb::arg("ndim"),
+             nb::arg("first_itemsize"), nb::arg("device"))
+        .def_ro("device", &LaunchPlan::device)
+        .def("launch", [](LaunchPlan& p, nb::handle args, uintptr_t stream) { return p.launch(args, stream, nullptr, nullptr); },
+             nb::arg("args"), nb::arg("stream"), "Launch over the first buffer's element count in groups of 256.")
+        .def("launch_shaped", [](LaunchPlan& p, nb::handle args, uintptr_t stream, size_t gx, size_t gy, size_t gz,
+                                 unsigned lx, unsigned ly, unsigned lz) {
+            const size_t g[3] = {gx, gy, gz};
+            const unsigned l[3] = {lx, ly, lz};
+            if (!lx || !ly || !lz) throw nb::value_error("local sizes must be positive");
+            return p.launch(args, stream, g, l);
+        }, nb::arg("args"), nb::arg("stream"), nb::arg("gx"), nb::arg("gy"), nb::arg("gz"), nb::arg("lx"),
+             nb::arg("ly"), nb::arg("lz"), "Launch over an explicit global and local size (3 dims each).");
 
     // ---- DLPack
     m.def("make_dlpack", &make_dlpack_capsule, nb::arg("data"), nb::arg("shape"), nb::arg("dtype_code"),

@@ -1,0 +1,508 @@
+# bench_python.py — the Python package's performance: launch overhead, @runtime.jit compile/cache times, kernel speed vs Numba, Warp (cpu) and numpy.
+"""Usage: python bench/bench_python.py [--quick] [--json]
+
+Rows (every figure: median of the runs, [min..max]; contestants alternate run by run so they share the load of
+a busy machine; every kernel's output is checked against numpy once per contestant):
+
+  launch enqueue        µs per stream.launch_kernel of a compiled @runtime.jit kernel (batches of 1000, the
+                        synchronize after each batch is not timed); the "C++ launch" row is the raw binding
+                        _core.launch_kernel with pre-packed arguments (the C API's cost plus one nanobind call)
+  launch python cost    enqueue minus the C++ launch (issue 4 target: <= 5 µs)
+  launch + sync, 256    one tiny launch and its completion (peers: a call of the compiled function)
+  jit cold              first launch in a fresh process with an empty kernel cache (ms; excludes imports)
+  jit warm disk cache   first launch in a fresh process whose kernel cache is filled (ms; excludes imports)
+  scale 16M f32         out[i] = in[i] * 2 over 16M floats (ms, launch + synchronize, data already in place)
+  stencil 4096^2 f32    2-D 5-point stencil (interior points) over 4096x4096 floats (ms)
+
+Ratio = ours / the best peer (< 1: we are faster). A peer that cannot be imported is reported as missing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+
+import numpy as np
+
+PEERS = ("numba", "warp", "numpy")
+SCALE_N = 16 * 1024 * 1024
+STENCIL_N = 4096
+C02 = np.float32(0.2)
+
+# ------------------------------------------------------------------------------------------ peers' imports
+
+
+def _quiet_warp(wp) -> None:
+    """No banner or per-module log lines; forward-only kernels (no adjoint code to compile)."""
+    wp.config.quiet = True
+    wp.config.log_level = 30  # logging.WARNING
+    wp.config.enable_backward = False
+
+
+def _try_import(name: str):
+    try:
+        if name == "numba":
+            import numba
+            return numba
+        if name == "warp":
+            import warp as wp
+            _quiet_warp(wp)
+            wp.init()
+            if "cpu" not in [str(d) for d in wp.get_devices()]:
+                return "warp has no cpu device"
+            return wp
+        if name == "numpy":
+            return np
+    except Exception as e:  # ImportError, or a broken install
+        return f"{type(e).__name__}: {e}"
+    return "unknown peer"
+
+
+# ----------------------------------------------------------------------------------------------- helpers
+
+
+def _stats(xs: list) -> tuple:
+    return statistics.median(xs), min(xs), max(xs)
+
+
+def _fmt(st, unit: str) -> str:
+    if isinstance(st, str):
+        return st
+    med, lo, hi = st
+    p = 3 if med < 10 else (1 if med < 1000 else 0)
+    return f"{med:.{p}f} [{lo:.{p}f}..{hi:.{p}f}] {unit}"
+
+
+def _alternate(runners: dict, reps: int) -> dict:
+    """runners: name -> zero-argument callable returning one measurement. Round-robin, rotating the start."""
+    out = {k: [] for k in runners}
+    names = list(runners)
+    for r in range(reps):
+        for j in range(len(names)):
+            k = names[(r + j) % len(names)]
+            out[k].append(runners[k]())
+    return out
+
+
+def _timed(fn) -> float:
+    t = time.perf_counter()
+    fn()
+    return (time.perf_counter() - t) * 1e3
+
+
+# ------------------------------------------------------------------------------------------------ kernels
+
+def _ours_kernels():
+    import runtime
+
+    @runtime.jit
+    def scale(out, inp):
+        i = runtime.get_global_id()
+        out[i] = inp[i] * 2
+
+    @runtime.jit
+    def stencil(out, inp, n):
+        x = runtime.get_global_id(0)
+        y = runtime.get_global_id(1)
+        if x >= 1 and y >= 1 and x < n - 1 and y < n - 1:
+            i = y * n + x
+            out[i] = 0.2 * (inp[i] + inp[i - 1] + inp[i + 1] + inp[i - n] + inp[i + n])
+
+    return runtime, scale, stencil
+
+
+def _numba_kernels(numba):
+    from numba import njit, prange
+
+    @njit(parallel=True)
+    def scale(out, inp):
+        for i in prange(inp.shape[0]):
+            out[i] = inp[i] * np.float32(2)
+
+    @njit(parallel=True)
+    def stencil(out, a):
+        n, m = a.shape
+        for i in prange(1, n - 1):
+            for j in range(1, m - 1):
+                out[i, j] = C02 * (a[i, j] + a[i - 1, j] + a[i + 1, j] + a[i, j - 1] + a[i, j + 1])
+
+    @njit
+    def tiny(out, inp):
+        for i in range(inp.shape[0]):
+            out[i] = inp[i] * np.float32(2)
+
+    return scale, stencil, tiny
+
+
+def _warp_kernels(wp):
+    @wp.kernel
+    def scale(out: wp.array(dtype=wp.float32), inp: wp.array(dtype=wp.float32)):
+        i = wp.tid()
+        out[i] = inp[i] * 2.0
+
+    @wp.kernel
+    def stencil(out: wp.array2d(dtype=wp.float32), a: wp.array2d(dtype=wp.float32)):
+        i, j = wp.tid()
+        n = a.shape[0]
+        m = a.shape[1]
+        if i >= 1 and j >= 1 and i < n - 1 and j < m - 1:
+            out[i, j] = 0.2 * (a[i, j] + a[i - 1, j] + a[i + 1, j] + a[i, j - 1] + a[i, j + 1])
+
+    return scale, stencil
+
+
+def _stencil_ref(a: np.ndarray) -> np.ndarray:
+    out = np.zeros_like(a)
+    out[1:-1, 1:-1] = C02 * (a[1:-1, 1:-1] + a[:-2, 1:-1] + a[2:, 1:-1] + a[1:-1, :-2] + a[1:-1, 2:])
+    return out
+
+
+def _check(name: str, what: str, got: np.ndarray, want: np.ndarray) -> None:
+    if not np.allclose(got.reshape(want.shape), want, rtol=1e-5, atol=1e-6):
+        raise AssertionError(f"{name}: wrong {what} result")
+
+
+# -------------------------------------------------------------------------------------- kernel contestants
+
+def _setup_kernels(peers: dict, which: str, host: np.ndarray) -> dict:
+    """name -> zero-argument callable running the kernel once to completion; each is verified first."""
+    want = host * np.float32(2) if which == "scale" else _stencil_ref(host)
+    runners: dict = {}
+
+    runtime, k_scale, k_stencil = _ours_kernels()
+    s = runtime.Stream()
+    d_in = runtime.to_device(host.ravel())
+    d_out = runtime.empty(host.size, np.float32)
+    runtime.memset(d_out, 0)
+    if which == "scale":
+        def ours():
+            s.launch_kernel(k_scale, d_out, d_in)
+            s.synchronize()
+    else:
+        n = host.shape[0]
+
+        def ours():
+            # Rows of work-items: a work-group is a contiguous run of a row (what the cpu backend vectorises).
+            s.launch_kernel(k_stencil, d_out, d_in, n, global_size=(n, n), local_size=(min(n, 1024), 1))
+            s.synchronize()
+    ours()
+    _check("ours", which, d_out.numpy(), want)
+    runners["ours"] = ours
+
+    if not isinstance(peers["numba"], str):
+        nb_scale, nb_stencil, _ = _numba_kernels(peers["numba"])
+        o = np.zeros_like(host)
+        fn = (lambda: nb_scale(o, host)) if which == "scale" else (lambda: nb_stencil(o, host))
+        fn()
+        _check("numba", which, o, want)
+        runners["numba"] = fn
+
+    if not isinstance(peers["warp"], str):
+        wp = peers["warp"]
+        w_scale, w_stencil = _warp_kernels(wp)
+        w_in = wp.array(host, dtype=wp.float32, device="cpu")
+        w_out = wp.zeros(host.shape, dtype=wp.float32, device="cpu")
+        kern = w_scale if which == "scale" else w_stencil
+
+        def warp_run():
+            wp.launch(kern, dim=host.shape, inputs=[w_out, w_in], device="cpu")
+            wp.synchronize_device("cpu")
+        warp_run()
+        _check("warp", which, w_out.numpy(), want)
+        runners["warp"] = warp_run
+
+    o2 = np.zeros_like(host)
+    if which == "scale":
+        def numpy_run():
+            np.multiply(host, np.float32(2), out=o2)
+    else:
+        a = host
+        tmp = np.empty_like(a[1:-1, 1:-1])
+        inner = o2[1:-1, 1:-1]
+
+        def numpy_run():
+            np.add(a[1:-1, 1:-1], a[:-2, 1:-1], out=tmp)
+            tmp.__iadd__(a[2:, 1:-1])
+            tmp.__iadd__(a[1:-1, :-2])
+            tmp.__iadd__(a[1:-1, 2:])
+            np.multiply(tmp, C02, out=inner)
+    numpy_run()
+    _check("numpy", which, o2, want)
+    runners["numpy"] = numpy_run
+    return runners
+
+
+def bench_kernels(peers: dict, reps: int) -> dict:
+    rows = {}
+    rng = np.random.default_rng(1)
+    for which, shape in (("scale", (SCALE_N,)), ("stencil", (STENCIL_N, STENCIL_N))):
+        host = rng.random(shape, dtype=np.float32)
+        runners = _setup_kernels(peers, which, host)
+        times = _alternate({k: (lambda f=f: _timed(f)) for k, f in runners.items()}, reps)
+        label = "scale 16M f32 (ms)" if which == "scale" else "stencil 4096^2 f32 (ms)"
+        rows[label] = {k: _stats(v) for k, v in times.items()}
+    return rows
+
+
+# ------------------------------------------------------------------------------------------- launch cost
+
+def bench_launch(peers: dict, reps: int) -> dict:
+    runtime, k_scale, _ = _ours_kernels()
+    from runtime import _core
+    s = runtime.Stream()
+    n = 256
+    host = np.arange(n, dtype=np.float32)
+    a = runtime.to_device(host)
+    b = runtime.empty(n, np.float32)
+    s.launch_kernel(k_scale, b, a)
+    s.synchronize()
+    assert np.array_equal(b.numpy(), host * 2)
+    compiled = k_scale.compiled(b, a)
+    # Pre-packed arguments for the raw binding: pointers, then the hidden global size.
+    packed = np.array([b.ptr, a.ptr, n], dtype=np.uint64).tobytes()
+    func, sizes, h = compiled.func, compiled.sizes, s.handle
+    batch = 1000
+    launch = s.launch_kernel
+    raw = _core.launch_kernel
+
+    def ours():
+        t = time.perf_counter()
+        for _ in range(batch):
+            launch(k_scale, b, a)
+        t = time.perf_counter() - t
+        s.synchronize()
+        return t / batch * 1e6
+
+    def cpp():
+        t = time.perf_counter()
+        for _ in range(batch):
+            raw(func, 1, 1, 1, 256, 1, 1, packed, sizes, h)
+        t = time.perf_counter() - t
+        s.synchronize()
+        return t / batch * 1e6
+
+    times = _alternate({"ours": ours, "cpp": cpp}, reps * 3)
+    over = [o - c for o, c in zip(times["ours"], times["cpp"])]
+    rows = {"launch enqueue (us)": {"ours": _stats(times["ours"])},
+            "C++ launch: raw _core.launch_kernel (us)": {"ours": _stats(times["cpp"])},
+            "launch python cost above C++ (us)": {"ours": _stats(over)}}
+
+    # Launch + completion of a tiny kernel; peers: a call of their compiled function on 256 floats.
+    def ours_sync():
+        t = time.perf_counter()
+        for _ in range(100):
+            launch(k_scale, b, a)
+            s.synchronize()
+        return (time.perf_counter() - t) / 100 * 1e6
+    runners = {"ours": ours_sync}
+    if not isinstance(peers["numba"], str):
+        _, _, nb_tiny = _numba_kernels(peers["numba"])
+        o = np.empty_like(host)
+        nb_tiny(o, host)
+
+        def numba_call():
+            t = time.perf_counter()
+            for _ in range(100):
+                nb_tiny(o, host)
+            return (time.perf_counter() - t) / 100 * 1e6
+        runners["numba"] = numba_call
+    if not isinstance(peers["warp"], str):
+        wp = peers["warp"]
+        w_scale, _ = _warp_kernels(wp)
+        wi = wp.array(host, dtype=wp.float32, device="cpu")
+        wo = wp.zeros(n, dtype=wp.float32, device="cpu")
+        wp.launch(w_scale, dim=n, inputs=[wo, wi], device="cpu")
+
+        def warp_call():
+            t = time.perf_counter()
+            for _ in range(100):
+                wp.launch(w_scale, dim=n, inputs=[wo, wi], device="cpu")
+                wp.synchronize_device("cpu")
+            return (time.perf_counter() - t) / 100 * 1e6
+        runners["warp"] = warp_call
+    o3 = np.empty_like(host)
+
+    def numpy_call():
+        t = time.perf_counter()
+        for _ in range(100):
+            np.multiply(host, np.float32(2), out=o3)
+        return (time.perf_counter() - t) / 100 * 1e6
+    runners["numpy"] = numpy_call
+    times = _alternate(runners, reps * 3)
+    rows["launch + sync, 256 floats (us)"] = {k: _stats(v) for k, v in times.items()}
+    return rows
+
+
+# ---------------------------------------------------------------------------- jit compile times (children)
+
+_CHILD_SRC = {
+    "ours": '''
+import runtime
+@runtime.jit
+def scale(out, inp):
+    i = runtime.get_global_id()
+    out[i] = inp[i] * 2
+def first(host):
+    s = runtime.Stream()
+    a = runtime.to_device(host); b = runtime.empty(host.size, host.dtype)
+    def go():
+        s.launch_kernel(scale, b, a); s.synchronize()
+        return b.numpy()
+    return go
+''',
+    "numba": '''
+import numpy as np
+from numba import njit, prange
+@njit(parallel=True, cache=True)
+def scale(out, inp):
+    for i in prange(inp.shape[0]):
+        out[i] = inp[i] * np.float32(2)
+def first(host):
+    out = np.empty_like(host)
+    def go():
+        scale(out, host)
+        return out
+    return go
+''',
+    "warp": '''
+import warp as wp
+@wp.kernel
+def scale(out: wp.array(dtype=wp.float32), inp: wp.array(dtype=wp.float32)):
+    i = wp.tid()
+    out[i] = inp[i] * 2.0
+def first(host):
+    a = wp.array(host, dtype=wp.float32, device="cpu"); b = wp.zeros(host.size, dtype=wp.float32, device="cpu")
+    def go():
+        wp.launch(scale, dim=host.size, inputs=[b, a], device="cpu"); wp.synchronize_device("cpu")
+        return b.numpy()
+    return go
+''',
+}
+
+
+def _child(tool: str, workdir: str) -> None:
+    """In a fresh process: import the tool, then time kernel definition + first launch to completion (ms)."""
+    host = np.arange(1024, dtype=np.float32)
+    if tool == "ours":
+        os.environ["RUNTIME_CACHE_DIR"] = os.path.join(workdir, "cache")
+        import runtime
+        runtime.alloc(4).free()  # initialise the runtime (devices, executors) outside the timing
+    elif tool == "numba":
+        os.environ["NUMBA_CACHE_DIR"] = os.path.join(workdir, "cache")
+        import numba  # noqa: F401
+    elif tool == "warp":
+        import warp as wp
+        _quiet_warp(wp)
+        wp.config.kernel_cache_dir = os.path.join(workdir, "cache")
+        wp.init()
+    sys.path.insert(0, workdir)
+    t = time.perf_counter()
+    import kern_child  # noqa: E402  (defines the kernel)
+    out = kern_child.first(host)()
+    ms = (time.perf_counter() - t) * 1e3
+    if not np.array_equal(np.asarray(out), host * 2):
+        raise SystemExit(f"{tool}: wrong result")
+    print(json.dumps({"ms": ms}))
+
+
+def _run_child(tool: str, workdir: str) -> float:
+    env = dict(os.environ)
+    env.pop("RUNTIME_JIT_INTERPRET", None)
+    r = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", tool, workdir], env=env,
+                       capture_output=True, text=True, timeout=600)
+    if r.returncode:
+        raise RuntimeError(f"{tool} child failed: {r.stderr.strip()[-500:]}")
+    return json.loads(r.stdout.strip().splitlines()[-1])["ms"]
+
+
+def bench_jit(peers: dict, reps: int) -> dict:
+    tools = ["ours"] + [p for p in ("numba", "warp") if not isinstance(peers[p], str)]
+    cold = {t: [] for t in tools}
+    warm = {t: [] for t in tools}
+    for r in range(reps):
+        for j in range(len(tools)):
+            tool = tools[(r + j) % len(tools)]
+            d = tempfile.mkdtemp(prefix=f"bench_jit_{tool}_")
+            try:
+                with open(os.path.join(d, "kern_child.py"), "w") as f:
+                    f.write(f"# kernel for bench_python.py's {tool} compile-time child\n" + _CHILD_SRC[tool])
+                cold[tool].append(_run_child(tool, d))
+                shutil.rmtree(os.path.join(d, "__pycache__"), ignore_errors=True)  # not numba's: it uses cache/
+                warm[tool].append(_run_child(tool, d))
+            finally:
+                shutil.rmtree(d, ignore_errors=True)
+    return {"jit cold: first launch, empty cache (ms)": {t: _stats(v) for t, v in cold.items()},
+            "jit warm disk cache, fresh process (ms)": {t: _stats(v) for t, v in warm.items()}}
+
+
+# ------------------------------------------------------------------------------------------------- table
+
+def _table(rows: dict, peers: dict) -> str:
+    cols = ["ours"] + list(PEERS)
+    header = ["metric"] + cols + ["ratio ours/best peer"]
+    lines = []
+    for metric, cells in rows.items():
+        line = [metric]
+        for c in cols:
+            if c in cells:
+                line.append(_fmt(cells[c], ""))
+            elif c != "ours" and isinstance(peers.get(c), str):
+                line.append("missing")
+            else:
+                line.append("-")
+        best = [cells[p][0] for p in PEERS if p in cells and not isinstance(cells[p], str)]
+        line.append(f"{cells['ours'][0] / min(best):.2f}" if best and "ours" in cells else "-")
+        lines.append(line)
+    widths = [max(len(r[i]) for r in [header] + lines) for i in range(len(header))]
+    out = ["  ".join(h.ljust(w) for h, w in zip(header, widths)),
+           "  ".join("-" * w for w in widths)]
+    out += ["  ".join(c.ljust(w) for c, w in zip(r, widths)) for r in lines]
+    return "\n".join(out)
+
+
+def main() -> int:
+    if len(sys.argv) >= 2 and sys.argv[1] == "--child":
+        _child(sys.argv[2], sys.argv[3])
+        return 0
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="fewer runs (3 per kernel row, 1 per compile row)")
+    ap.add_argument("--json", action="store_true", help="also print the rows as JSON")
+    ap.add_argument("--only", default="launch,jit,kernels", help="comma-separated parts (default: all)")
+    args = ap.parse_args()
+    os.environ.pop("RUNTIME_JIT_INTERPRET", None)
+    peers = {p: _try_import(p) for p in PEERS}
+    for p, m in peers.items():
+        if isinstance(m, str):
+            print(f"peer {p}: missing ({m})")
+    import runtime
+    props = runtime.get_device_properties()
+    ver = {p: getattr(m, "__version__", "?") for p, m in peers.items() if not isinstance(m, str)}
+    print(f"device: {props.name} ({props.backend}); cpus: {os.cpu_count()}; peers: {ver}")
+    reps = 3 if args.quick else 11
+    rows: dict = {}
+    parts = {"launch": bench_launch, "jit": bench_jit, "kernels": bench_kernels}
+    for part in [parts[p] for p in args.only.split(",")]:
+        try:
+            rows.update(part(peers, reps if part is not bench_jit else (1 if args.quick else 3)))
+        except Exception:
+            traceback.print_exc()
+            print(f"{part.__name__}: failed", file=sys.stderr)
+            print(_table(rows, peers))
+            return 1
+    print(_table(rows, peers))
+    print("figures: median [min..max]; launch rows in µs, others in ms; ratio < 1: ours is faster")
+    if args.json:
+        print(json.dumps(rows))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

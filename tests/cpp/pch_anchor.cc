@@ -1,0 +1,1 @@
+// Anchor translation unit of the precompiled GoogleTest header shared by every test executable.

@@ -1,0 +1,102 @@
+"""runtime-bench (issue 7): `--quick --json` has every metric, positive, in its unit; `--plot` writes a PNG. No timing thresholds."""
+import json
+import math
+import subprocess
+import sys
+
+import pytest
+
+from runtime import bench
+
+UNITS = {
+    "H2D_bandwidth": "GB/s", "D2H_bandwidth": "GB/s", "D2D_bandwidth": "GB/s",
+    "H2D_latency": "us", "D2H_latency": "us", "D2D_latency": "us",
+    "launch_latency": "us", "batched_launch": "us", "event_roundtrip": "us", "alloc_free": "us",
+    "jit_cold": "ms", "jit_cached": "ms", "kernel_twice_16M": "ms",
+}
+FIELDS = ("metric", "device", "value", "unit", "min", "max", "peer", "peer_value")
+
+try:
+    import matplotlib  # noqa: F401
+    HAVE_MPL = True
+except ImportError:
+    HAVE_MPL = False
+
+
+@pytest.fixture(scope="module")
+def quick_run(tmp_path_factory):
+    """One `python -m runtime.bench --quick --json --plot` run on cpu:0, shared by the tests below."""
+    png = tmp_path_factory.mktemp("bench") / "bandwidth.png"
+    proc = subprocess.run([sys.executable, "-m", "runtime.bench", "--quick", "--json", "--device", "cpu:0",
+                           "--plot", str(png)], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout), proc.stderr, png
+
+
+def test_metric_names_match_issue():
+    assert set(bench.METRICS) == set(UNITS)
+
+
+def test_every_metric_present_positive_with_unit(quick_run):
+    records, _, _ = quick_run
+    by_metric = {}
+    for r in records:
+        for f in FIELDS:
+            assert f in r, (f, r)
+        if "bytes" not in r:  # sweep points are extra records
+            by_metric.setdefault(r["metric"], []).append(r)
+    for metric, unit in UNITS.items():
+        assert metric in by_metric, "missing metric %s" % metric
+        assert len(by_metric[metric]) == 1, "%s reported %d times for one device" % (metric, len(by_metric[metric]))
+        r = by_metric[metric][0]
+        assert r["device"] == "cpu:0"
+        assert r["unit"] == unit, (metric, r["unit"])
+        for key in ("value", "min", "max"):
+            assert isinstance(r[key], (int, float)) and math.isfinite(r[key]) and r[key] > 0, (metric, key, r)
+        assert r["min"] <= r["value"] <= r["max"], r
+        if r["peer"] is not None:  # a missing peer is allowed (it is then null), a present one is sane
+            assert isinstance(r["peer"], str) and r["peer"]
+            assert r["peer_value"] > 0, r
+        else:
+            assert r["peer_value"] is None
+
+
+def test_numpy_peer_of_the_kernel(quick_run):
+    records, _, _ = quick_run
+    (k,) = [r for r in records if r["metric"] == "kernel_twice_16M"]
+    others = k.get("other_peers", [])
+    assert any(o["peer"].startswith("numpy") and o["value"] > 0 for o in others), k
+
+
+def test_progress_on_stderr(quick_run):
+    _, err, _ = quick_run
+    assert "kernels" in err and "done" in err
+
+
+def test_table_renders(quick_run):
+    records, _, _ = quick_run
+    text = bench.format_table(records, [{"device": "cpu:0", "name": "cpu:0", "index": 0, "backend": "cpu"}], [], True)
+    for label in ("H2D", "event round trip", "empty kernel", "JIT cold", "seed ref", "ratio"):
+        assert label in text
+    assert "12.5 GB/s" in text and "450 GB/s" in text
+
+
+def test_sweep_records(quick_run):
+    records, _, _ = quick_run
+    sizes = sorted({r["bytes"] for r in records if r["metric"] == "H2D_bandwidth_sweep"})
+    assert sizes[0] == 4 and sizes[-1] == 256 << 20
+    assert all(r["value"] > 0 for r in records if "bytes" in r)
+
+
+@pytest.mark.skipif(not HAVE_MPL, reason="matplotlib not installed (runtime-bench says so and skips the plot)")
+def test_plot_writes_png(quick_run):
+    _, _, png = quick_run
+    data = png.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10000
+
+
+def test_unknown_device_is_a_clear_error():
+    proc = subprocess.run([sys.executable, "-m", "runtime.bench", "--device", "nosuch:7", "--json"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode != 0
+    assert "nosuch:7" in proc.stderr and "cpu:0" in proc.stderr
