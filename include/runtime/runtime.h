@@ -143,7 +143,9 @@ typedef enum rtMemcpyKind {
 
 /** Device memory on the current device, 256-byte aligned. size 0 gives NULL and succeeds. */
 RT_API rtError_t rtMalloc(void** ptr, size_t size);
-/** Waits for the device's queued work, then frees. NULL is a no-op. */
+/** Frees device memory. Memory from rtMalloc without a pool: waits for all queued work first (as
+ *  cudaFree does). Pooled memory: returns at once; the range is reused only after every stream has run
+ *  what was queued before the call. NULL is a no-op. */
 RT_API rtError_t rtFree(void* ptr);
 /** Page-locked host memory, registered with the runtime. */
 RT_API rtError_t rtMallocHost(void** ptr, size_t size);

@@ -2,7 +2,9 @@
 
 The seed's API (SPEC §2, §3): init, get_device_count, set_device, get_device_properties, Stream, Event, alloc,
 copy(dst, src, direction=None), free, @jit with get_global_id(); plus device strings ("cpu:0", "cuda:0"),
-stream/device context managers, Event(enable_timing=True).elapsed_time, DLPack on device memory, typed errors.
+stream/device context managers, Event(enable_timing=True).elapsed_time, DLPack on device memory, typed errors; the
+memory strategies (enable_pool_allocator, enable_zero_copy, enable_memory_reuse), pinned/registered/mapped host
+memory (alloc_host, register_host, map_host) and exact statistics (memory_stats, memory_summary).
 """
 
 from __future__ import annotations
@@ -19,6 +21,9 @@ _core.set_error_classes(dict(_ERROR_CLASSES))
 from .core import (Device, DeviceMemory, DeviceProperties, Event, Stream, alloc, copy, current_device,  # noqa: E402
                    current_stream, default_stream, device, empty, finalize, free, get_device, get_device_count,
                    get_device_properties, init, mem_get_info, memset, set_device, synchronize, to_device)
+from .core import (alloc_host, empty_cache, enable_memory_reuse, enable_pool_allocator,  # noqa: E402
+                   enable_zero_copy, map_host, memory_stats, memory_summary, register_host,
+                   reset_peak_memory_stats, unregister_host)
 from .jit import (JitKernel, atomic_add, atomic_cas, atomic_exchange, atomic_max, atomic_min,  # noqa: E402
                   get_global_id, get_global_size, get_group_id, get_local_id, get_local_size, get_num_groups, jit)
 from .kernel import Function, Module  # noqa: E402
@@ -38,6 +43,8 @@ __all__ = [
     "DeviceProperties", "current_device", "synchronize", "mem_get_info",
     "Stream", "Event", "current_stream", "default_stream",
     "alloc", "empty", "to_device", "free", "copy", "memset", "DeviceMemory",
+    "enable_pool_allocator", "enable_memory_reuse", "enable_zero_copy", "empty_cache", "memory_stats",
+    "memory_summary", "reset_peak_memory_stats", "alloc_host", "register_host", "unregister_host", "map_host",
     "jit", "JitKernel", "Module", "Function",
     "get_global_id", "get_local_id", "get_group_id", "get_global_size", "get_local_size", "get_num_groups",
     "atomic_add", "atomic_min", "atomic_max", "atomic_cas", "atomic_exchange",

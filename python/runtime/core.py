@@ -50,6 +50,8 @@ def finalize() -> None:
     _core.finalize()
     _devices_cache = None
     _default_streams.clear()
+    _pooled_devices.clear()  # the strategies and registrations end with the runtime
+    _registered.clear()
 
 
 def get_device_count() -> int:
@@ -564,6 +566,7 @@ def _at_exit() -> None:
 # ----------------------------------------------------------------------------------------------- memory
 
 _DLPACK_CODES = {"i": 0, "u": 1, "f": 2, "b": 6, "c": 5}
+_real_frees = 0  # DeviceMemory releases so far (alloc retries after an out-of-memory only if some happened)
 _DEFAULT_DTYPE = np.dtype(np.float32)  # SPEC §3: untyped memory is indexed as float32
 
 
@@ -580,6 +583,11 @@ class DeviceMemory:
         self._uses = 0  # closed keep-alive batches holding this memory (see Stream._close_batch)
         self._deferred_free = False
         self._freed = False
+        self._stream: Optional[weakref.ref] = None  # alloc(stream=...): the stream it was allocated on
+        self._pooled = False  # allocated while the device's pool was on (a stream-ordered free never blocks)
+        self._host: Any = None  # map_host: the host objects aliased (kept alive until freed)
+        self._host_registered = 0  # map_host registered this host pointer itself: unregistered at free
+        self._mapped = False
 
     # ---- attributes
     @property
@@ -614,10 +622,16 @@ class DeviceMemory:
     def __len__(self) -> int:
         return self.size
 
+    @property
+    def mapped(self) -> bool:
+        """Whether this is host memory mapped for the device (runtime.map_host) rather than an allocation."""
+        return self._mapped
+
     def __repr__(self) -> str:
         state = " freed" if self.freed else ""
+        what = " mapped host" if self._mapped else ""
         return (f"runtime.DeviceMemory(ptr={self._ptr:#x}, nbytes={self.nbytes}, dtype={self.dtype}, "
-                f"device={self.device.name!r}{state})")
+                f"device={self.device.name!r}{what}{state})")
 
     # ---- conversions
     def view(self, dtype: Any) -> "DeviceMemory":
@@ -662,23 +676,49 @@ class DeviceMemory:
                                  self, versioned)
 
     # ---- release
-    def _free_now(self) -> None:
-        if not self._freed:
-            self._freed = True
-            if self._ptr:
-                _core.free(self._ptr)
+    def _free_now(self, stream: Optional["Stream"] = None) -> None:
+        """Release now: rtFreeAsync on `stream` (stream-ordered) when given and still alive, else rtFree; mapped
+        host memory only drops its host objects (and the registration map_host made)."""
+        global _real_frees
+        if self._freed:
+            return
+        self._freed = True
+        _real_frees += 1
+        if self._host is not None:
+            registered, self._host, self._host_registered = self._host_registered, None, 0
+            if registered:
+                _core.host_unregister(registered)
+            return
+        if not self._ptr:
+            return
+        if stream is not None and (stream._handle or stream._is_default):
+            with stream.device:
+                _core.free_async(self._ptr, stream.handle)
+        else:
+            _core.free(self._ptr)
+
+    def _alloc_stream(self) -> Optional["Stream"]:
+        return self._stream() if self._stream is not None else None
 
     def free(self) -> None:
-        """Free now, or as soon as the queued work that uses it completes. Freeing twice is an error."""
+        """Free now, or as soon as the queued work that uses it completes. Freeing twice is an error.
+
+        Pool memory that only one stream's queued work still uses is freed at once, stream-ordered (rtFreeAsync
+        on that stream: later work on it may reuse the block, other streams only once the stream has passed the
+        free); memory from alloc(stream=s) that no queued work uses is freed on s."""
         if self._freed or self._deferred_free:
             raise make_error(InvalidValueError, f"free: device memory {self._ptr:#x} ({self.nbytes} bytes) "
                                                 f"was already freed")
         if self._uses or any(st._holds_open(self) for st in list(_live_streams)):
             _prune_all(flush=True)  # counts the open batches' uses, releases what completed
         if self._uses:
-            self._deferred_free = True  # _release frees it when the last batch holding it completes
+            users = [st for st in list(_live_streams) if st._busy_with(self)] if self._pooled else []
+            if len(users) == 1 and users[0].device == self.device:
+                self._free_now(users[0])  # the last (only) user orders the free
+            else:
+                self._deferred_free = True  # _release frees it when the last batch holding it completes
         else:
-            self._free_now()
+            self._free_now(self._alloc_stream())
 
     def __del__(self) -> None:
         try:
@@ -708,24 +748,46 @@ def _check_size(value: Any, what: str) -> int:
     return int(value)
 
 
-def alloc(nbytes: int, dtype: Any = None, device: Any = None) -> DeviceMemory:
+def alloc(nbytes: int, dtype: Any = None, device: Any = None, stream: Optional["Stream"] = None) -> DeviceMemory:
     """Allocate `nbytes` of device memory on `device` (the current device if None). `dtype` types it for kernels
-    and DLPack; untyped memory is used as float32 until a typed host copy sets its dtype."""
+    and DLPack; untyped memory is used as float32 until a typed host copy sets its dtype.
+
+    With `stream`, the allocation is stream-ordered (rtMallocAsync): on the stream's device, usable by work
+    queued on `stream` from now on (by other streams once ordered after it, e.g. with an event), served from the
+    pool when one is enabled; its free is ordered on that stream too."""
     n = _check_size(nbytes, "alloc: nbytes")
     dt = None if dtype is None else _as_dtype(dtype, "alloc")
     if dt is not None and n % dt.itemsize:
         raise make_error(InvalidValueError,
                          f"alloc: nbytes = {n} is not a whole number of {dt} elements ({dt.itemsize} bytes each)")
-    dev = Device(device)
+    if stream is not None:
+        if not isinstance(stream, Stream):
+            raise make_error(InvalidValueError, f"alloc: stream must be a runtime.Stream, got {type(stream).__name__}")
+        if device is not None and _device_index(device) != stream.device.index:
+            raise make_error(InvalidValueError, f"alloc: device {device!r} is not the stream's device "
+                                                f"({stream.device.name})")
+        dev = stream.device
+    else:
+        dev = Device(device)
     _prune_all()
     with dev:
+        handle = None if stream is None else stream.handle
         try:
-            ptr = _core.malloc(n)
+            ptr = _core.malloc(n) if handle is None else _core.malloc_async(n, handle)
         except OutOfMemoryError:
-            # Memory whose free waits on completed work can be released now; then try once more.
+            # Memory whose free waits on completed work can be released now; if some was, try once more (a
+            # second refusal would count a second out-of-memory in the statistics).
+            frees = _real_frees
             _prune_all(flush=True)
-            ptr = _core.malloc(n)
-    return DeviceMemory(ptr, n, dev, dt)
+            if _real_frees == frees:
+                raise
+            ptr = _core.malloc(n) if handle is None else _core.malloc_async(n, handle)
+    mem = DeviceMemory(ptr, n, dev, dt)
+    if dev.index in _pooled_devices:
+        mem._pooled = True
+    if stream is not None:
+        mem._stream = weakref.ref(stream)
+    return mem
 
 
 def empty(shape: Any, dtype: Any = np.float32, device: Any = None) -> DeviceMemory:
@@ -747,7 +809,8 @@ def to_device(host: Any, stream: Optional[Stream] = None, device: Any = None) ->
 
 
 def free(mem: DeviceMemory) -> None:
-    """Free device memory from alloc. Memory still used by queued work is freed when that work completes."""
+    """Free device memory from alloc (or a map_host mapping). Memory still used by queued work is freed when that
+    work completes (pool memory used by one stream only: at once, ordered on that stream, see DeviceMemory.free)."""
     if not isinstance(mem, DeviceMemory):
         raise make_error(InvalidValueError, f"free: expected runtime.DeviceMemory (from runtime.alloc), "
                                             f"got {type(mem).__name__}")
@@ -876,3 +939,258 @@ def memset(mem: DeviceMemory, value: int, nbytes: Optional[int] = None) -> None:
     """Synchronously set `nbytes` (default all) bytes of `mem` to `value` (0..255)."""
     n = _check_memset(mem, value, nbytes)
     _core.memset(mem.ptr, int(value), n)
+
+
+# ----------------------------------------------------------------------------------------------- memory strategies
+# The seed's three strategies (pool pre-allocation, zero copy, memory reuse), pinned and registered host memory, and
+# the exact per-device statistics of rtMemGetStats. All apply to the current device, or to `device` when given (the
+# current device is switched for the call and restored).
+
+_pooled_devices: set = set()  # devices whose allocations come from a pool (enable_pool_allocator / reuse on)
+_registered: dict = {}  # host pointer -> (object, numpy view, nbytes, device index): kept alive while registered
+
+_STAT_FIELDS = ("allocated_bytes", "reserved_bytes", "peak_allocated_bytes", "peak_reserved_bytes", "num_allocs",
+                "num_frees", "num_cache_hits", "num_cache_misses", "num_ooms", "largest_free_block", "pool_size",
+                "num_elided_copies", "elided_copy_bytes", "num_live_allocations")
+
+
+def _flag(value: Any, what: str) -> bool:
+    if isinstance(value, (bool, np.bool_)) or (isinstance(value, (int, np.integer)) and int(value) in (0, 1)):
+        return bool(value)
+    raise make_error(InvalidValueError, f"{what} must be True or False, got {value!r}")
+
+
+def _target(device: Any) -> Device:
+    return Device(device)  # the current device when None; entering it switches and restores
+
+
+def enable_pool_allocator(pool_size: int = 4 * 1024**3, block_size: int = 1024 * 1024, grow: bool = False,
+                          device: Any = None) -> None:
+    """Serve the device's allocations from a pool: `pool_size` bytes of address space are reserved (not committed:
+    resident memory grows only with use), carved in `block_size` units (a power of two, at least 4096), best fit
+    with splitting and coalescing. Past `pool_size` an allocation fails with OutOfMemoryError, or with `grow=True`
+    is served outside the pool. `pool_size=0` turns the pool off. Refused (InvalidValueError) while allocations
+    from the current pool are live."""
+    ps = _check_size(pool_size, "enable_pool_allocator: pool_size")
+    bs = _check_size(block_size, "enable_pool_allocator: block_size")
+    flags = _core.POOL_GROW if _flag(grow, "enable_pool_allocator: grow") else _core.POOL_DEFAULT
+    dev = _target(device)
+    _prune_all()  # deferred frees whose work completed release their pool blocks first
+    with dev:
+        _core.enable_pool_allocator(ps, bs, flags)
+    if ps:
+        _pooled_devices.add(dev.index)
+    else:
+        _pooled_devices.discard(dev.index)
+
+
+def enable_memory_reuse(enable: bool = True, device: Any = None) -> None:
+    """With reuse on, freed memory stays reserved and serves later allocations that fit (a caching allocator; a
+    default pool of the device's capacity in 2 MiB blocks is created if none is enabled); off, freed memory goes
+    back to the system at once (and the cache is emptied)."""
+    on = _flag(enable, "enable_memory_reuse: enable")
+    dev = _target(device)
+    with dev:
+        _core.enable_memory_reuse(on)
+    if on:
+        _pooled_devices.add(dev.index)
+
+
+def enable_zero_copy(enable: bool = True, device: Any = None) -> None:
+    """With zero copy on, pinned (alloc_host) and registered (register_host) host memory is used by the device in
+    place: map_host gives a device memory object aliasing it, and copies whose source and destination are the same
+    bytes are elided (counted in memory_stats()['num_elided_copies']). NotSupportedError on a device that cannot
+    address host memory."""
+    on = _flag(enable, "enable_zero_copy: enable")
+    with _target(device):
+        _core.enable_zero_copy(on)
+
+
+def empty_cache(device: Any = None) -> None:
+    """Return the device's unused cached memory (free pool blocks) to the system; live allocations are kept."""
+    _prune_all()
+    with _target(device):
+        _core.mem_empty_cache()
+
+
+def memory_stats(device: Any = None) -> dict:
+    """Exact memory statistics of the device: allocated_bytes, reserved_bytes, peak_allocated_bytes,
+    peak_reserved_bytes, num_allocs, num_frees, num_cache_hits, num_cache_misses, num_ooms, largest_free_block,
+    pool_size, num_elided_copies, elided_copy_bytes, num_live_allocations, and fragmentation (1 - allocated /
+    reserved: the share of reserved memory not handed out; 0.0 when nothing is reserved)."""
+    with _target(device):
+        st = _core.mem_get_stats()
+    out = {k: int(st[k]) for k in _STAT_FIELDS}
+    reserved = out["reserved_bytes"]
+    out["fragmentation"] = max(0.0, 1.0 - out["allocated_bytes"] / reserved) if reserved else 0.0
+    return out
+
+
+def reset_peak_memory_stats(device: Any = None) -> None:
+    """Restart the peaks (peak_allocated_bytes, peak_reserved_bytes) from the current values."""
+    with _target(device):
+        _core.mem_reset_peak_stats()
+
+
+def _fmt_bytes(n: int) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n) < 1024 or unit == "TiB":
+            return f"{n} {unit}" if unit == "B" else f"{n:.2f} {unit}"
+        n /= 1024
+    return str(n)
+
+
+def memory_summary(device: Any = None) -> str:
+    """A readable table of memory_stats(device) (like torch.cuda.memory_summary)."""
+    dev = _target(device)
+    st = memory_stats(dev.index)
+    width = 78
+    rule, thin = "=" * width, "-" * width
+
+    def row(label: str, current: str, peak: str = "") -> str:
+        return f"| {label:<34}| {current:>18} | {peak:>18} |"
+
+    lines = [rule, f"| {'runtime memory summary, device ' + dev.name:^{width - 4}} |", thin,
+             row("Metric", "Current", "Peak"), thin,
+             row("Allocated memory", _fmt_bytes(st["allocated_bytes"]), _fmt_bytes(st["peak_allocated_bytes"])),
+             row("Reserved memory", _fmt_bytes(st["reserved_bytes"]), _fmt_bytes(st["peak_reserved_bytes"])),
+             row("Live allocations", str(st["num_live_allocations"])),
+             row("Fragmentation (1 - alloc/reserved)", f"{st['fragmentation'] * 100:.1f} %"), thin,
+             row("Allocations / frees", f"{st['num_allocs']} / {st['num_frees']}"),
+             row("Cache hits / misses", f"{st['num_cache_hits']} / {st['num_cache_misses']}"),
+             row("Out-of-memory errors", str(st["num_ooms"])), thin,
+             row("Pool size (address space)", _fmt_bytes(st["pool_size"]) if st["pool_size"] else "no pool"),
+             row("Largest free block in the pool", _fmt_bytes(st["largest_free_block"])),
+             row("Elided copies (zero copy)", f"{st['num_elided_copies']} ({_fmt_bytes(st['elided_copy_bytes'])})"),
+             rule]
+    return "\n".join(lines)
+
+
+def _inplace_host_array(obj: Any, what: str, writable: bool) -> np.ndarray:
+    """A numpy view of the host object's own bytes (never a copy): numpy arrays, buffer-protocol objects, DLPack
+    host objects; must be C-contiguous and not empty."""
+    if isinstance(obj, DeviceMemory):
+        raise make_error(InvalidValueError, f"{what}: expected host memory (numpy array, buffer protocol or DLPack), "
+                                            f"got runtime device memory")
+    if isinstance(obj, np.ndarray):
+        arr = obj
+    elif hasattr(obj, "__dlpack__") and hasattr(obj, "__dlpack_device__"):
+        if int(obj.__dlpack_device__()[0]) not in (1, 3):  # kDLCPU, kDLCUDAHost
+            raise make_error(InvalidValueError, f"{what}: a DLPack object on device {tuple(obj.__dlpack_device__())} "
+                                                f"is not host memory")
+        arr = np.from_dlpack(obj)
+    else:
+        try:
+            mv = memoryview(obj)
+        except TypeError:
+            raise make_error(InvalidValueError, f"{what}: expected a host array (numpy, buffer protocol or DLPack), "
+                                                f"got {type(obj).__name__}") from None
+        if not mv.c_contiguous:
+            raise make_error(InvalidValueError, f"{what}: the host buffer is not C-contiguous")
+        arr = np.asarray(mv)
+        if mv.format == "B":
+            arr = arr.view(np.uint8)
+    if not arr.flags.c_contiguous:
+        raise make_error(InvalidValueError, f"{what}: the host array is not C-contiguous (use numpy.ascontiguousarray "
+                                            f"and keep that array)")
+    if writable and not arr.flags.writeable:
+        raise make_error(InvalidValueError, f"{what}: the host array is read-only (the device would write it)")
+    if arr.nbytes == 0:
+        raise make_error(InvalidValueError, f"{what}: the host array is empty (0 bytes)")
+    return arr
+
+
+def register_host(obj: Any, device: Any = None) -> Any:
+    """Register (page-lock) the host memory of `obj` (a C-contiguous numpy array or buffer-protocol object) with the
+    runtime (rtHostRegister): copies treat it as pinned memory, and with zero copy on map_host(obj) uses it in place.
+    `obj` is kept alive until unregister_host(obj). Returns `obj`."""
+    arr = _inplace_host_array(obj, "register_host", writable=False)
+    ptr = arr.ctypes.data
+    dev = _target(device)
+    with dev:
+        _core.host_register(ptr, arr.nbytes)
+    _registered[ptr] = (obj, arr, arr.nbytes, dev.index)
+    return obj
+
+
+def unregister_host(obj: Any) -> None:
+    """Undo register_host(obj) (waits for queued copies that may still use it). InvalidValueError if `obj` was not
+    registered with register_host."""
+    arr = _inplace_host_array(obj, "unregister_host", writable=False)
+    ptr = arr.ctypes.data
+    entry = _registered.get(ptr)
+    if entry is None or entry[2] != arr.nbytes:
+        raise make_error(InvalidValueError, f"unregister_host: the host memory at {ptr:#x} ({arr.nbytes} bytes) was not "
+                                            f"registered with runtime.register_host")
+    _core.host_unregister(ptr)
+    del _registered[ptr]
+
+
+def map_host(obj: Any, device: Any = None) -> DeviceMemory:
+    """A device memory object aliasing the host memory of `obj` (zero copy: rtHostGetDevicePointer), typed like it,
+    usable by kernels (which read and write the host bytes in place) and by copies (a copy between it and the same
+    host bytes is elided). `obj` is pinned (alloc_host), registered (register_host), or any C-contiguous writable
+    host array, which is then registered until the mapping is freed. Zero copy must be on (enable_zero_copy(True)),
+    else NotSupportedError. `obj` stays alive as long as the mapping."""
+    arr = _inplace_host_array(obj, "map_host", writable=True)
+    ptr, n = arr.ctypes.data, arr.nbytes
+    dev = _target(device)
+    registered_here = 0
+    with dev:
+        try:
+            dptr = _core.host_get_device_pointer(ptr)
+        except InvalidValueError:
+            # Neither pinned nor registered: register it for the mapping's lifetime (an overlap is refused).
+            _core.host_register(ptr, n)
+            registered_here = ptr
+            try:
+                dptr = _core.host_get_device_pointer(ptr)
+            except BaseException:
+                _core.host_unregister(ptr)
+                raise
+    dt = arr.dtype if arr.dtype.kind in "biuf" and arr.dtype.itemsize <= 8 else None
+    mem = DeviceMemory(dptr, n, dev, dt)
+    mem._host = (obj, arr)
+    mem._host_registered = registered_here
+    mem._mapped = True
+    return mem
+
+
+class _PinnedHost:
+    """Owner of one rtMallocHost allocation, exposed to numpy through __array_interface__ (the arrays' base):
+    freed (rtFreeHost) when the last array over it dies."""
+
+    __slots__ = ("ptr", "nbytes", "typestr", "__weakref__")
+
+    def __init__(self, ptr: int, nbytes: int, typestr: str) -> None:
+        self.ptr, self.nbytes, self.typestr = ptr, nbytes, typestr
+
+    @property
+    def __array_interface__(self) -> dict:
+        itemsize = np.dtype(self.typestr).itemsize
+        return {"version": 3, "shape": (self.nbytes // itemsize,), "typestr": self.typestr,
+                "data": (self.ptr, False)}
+
+    def __del__(self) -> None:
+        ptr, self.ptr = self.ptr, 0
+        if ptr:
+            try:
+                _core.free_host(ptr)
+            except Exception:
+                pass
+
+
+def alloc_host(nbytes: int, dtype: Any = None, device: Any = None) -> np.ndarray:
+    """Pinned (page-locked) host memory from rtMallocHost, as a 1-D numpy array of `dtype` (uint8 if None); freed
+    when the array (and every view of it) is gone. Copies from/to it are checked like device memory and, with
+    zero copy on, map_host uses it in place."""
+    n = _check_size(nbytes, "alloc_host: nbytes")
+    dt = np.dtype(np.uint8) if dtype is None else _as_dtype(dtype, "alloc_host")
+    if n % dt.itemsize:
+        raise make_error(InvalidValueError,
+                         f"alloc_host: nbytes = {n} is not a whole number of {dt} elements ({dt.itemsize} bytes each)")
+    if n == 0:
+        return np.empty(0, dtype=dt)
+    with _target(device):
+        ptr = _core.malloc_host(n)
+    return np.asarray(_PinnedHost(ptr, n, dt.str))

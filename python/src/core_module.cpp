@@ -422,7 +422,11 @@ NB_MODULE(_core, m) {
         check(e, "rtFree");
     });
     m.def("malloc_host", [](size_t n) { void* p = nullptr; check(rtMallocHost(&p, n), "rtMallocHost"); return as_int(p); });
-    m.def("free_host", [](uintptr_t p) { check(rtFreeHost(as_ptr(p)), "rtFreeHost"); });
+    m.def("free_host", [](uintptr_t p) {
+        rtError_t e;
+        { nb::gil_scoped_release r; e = rtFreeHost(as_ptr(p)); }  // waits for queued copies (host functions need the GIL)
+        check(e, "rtFreeHost");
+    });
     m.def("memcpy", [](uintptr_t dst, uintptr_t src, size_t n, int kind) {
         rtError_t e;
         { nb::gil_scoped_release r; e = rtMemcpy(as_ptr(dst), as_ptr(src), n, static_cast<rtMemcpyKind>(kind)); }
@@ -446,6 +450,74 @@ NB_MODULE(_core, m) {
         { nb::gil_scoped_release r; e = rtMemsetAsync(as_ptr(p), v, n, as_handle<rtStream_st>(s)); }
         check(e, "rtMemsetAsync");
     });
+
+    // ---- memory strategies and statistics (all per current device)
+    m.attr("POOL_DEFAULT") = RT_POOL_DEFAULT;
+    m.attr("POOL_GROW") = RT_POOL_GROW;
+    m.attr("HOST_REGISTER_DEFAULT") = RT_HOST_REGISTER_DEFAULT;
+    m.def("malloc_async", [](size_t n, uintptr_t s) {
+        void* p = nullptr;
+        rtError_t e;
+        { nb::gil_scoped_release r; e = rtMallocAsync(&p, n, as_handle<rtStream_st>(s)); }  // may drain frees
+        check(e, "rtMallocAsync");
+        return as_int(p);
+    });
+    m.def("free_async", [](uintptr_t p, uintptr_t s) {
+        rtError_t e;
+        { nb::gil_scoped_release r; e = rtFreeAsync(as_ptr(p), as_handle<rtStream_st>(s)); }
+        check(e, "rtFreeAsync");
+    });
+    m.def("enable_pool_allocator", [](size_t pool_size, size_t block_size, unsigned flags) {
+        rtError_t e;
+        { nb::gil_scoped_release r; e = rtEnablePoolAllocator(pool_size, block_size, flags); }
+        check(e, "rtEnablePoolAllocator");
+    }, nb::arg("pool_size"), nb::arg("block_size"), nb::arg("flags") = 0u);
+    m.def("enable_memory_reuse", [](bool on) {
+        rtError_t e;
+        { nb::gil_scoped_release r; e = rtEnableMemoryReuse(on ? 1 : 0); }
+        check(e, "rtEnableMemoryReuse");
+    });
+    m.def("enable_zero_copy", [](bool on) { check(rtEnableZeroCopy(on ? 1 : 0), "rtEnableZeroCopy"); });
+    m.def("mem_empty_cache", [] {
+        rtError_t e;
+        { nb::gil_scoped_release r; e = rtMemEmptyCache(); }
+        check(e, "rtMemEmptyCache");
+    });
+    m.def("host_register", [](uintptr_t p, size_t n, unsigned flags) {
+        check(rtHostRegister(as_ptr(p), n, flags), "rtHostRegister");
+    }, nb::arg("ptr"), nb::arg("size"), nb::arg("flags") = 0u);
+    m.def("host_unregister", [](uintptr_t p) {
+        rtError_t e;
+        { nb::gil_scoped_release r; e = rtHostUnregister(as_ptr(p)); }  // waits for queued copies
+        check(e, "rtHostUnregister");
+    });
+    m.def("host_get_device_pointer", [](uintptr_t p, unsigned flags) {
+        void* d = nullptr;
+        check(rtHostGetDevicePointer(&d, as_ptr(p), flags), "rtHostGetDevicePointer");
+        return as_int(d);
+    }, nb::arg("host_ptr"), nb::arg("flags") = 0u);
+    m.def("mem_get_stats", [] {
+        rtMemStats st;
+        std::memset(&st, 0, sizeof st);
+        check(rtMemGetStats(&st), "rtMemGetStats");
+        nb::dict d;
+        d["allocated_bytes"] = st.allocated_bytes;
+        d["reserved_bytes"] = st.reserved_bytes;
+        d["peak_allocated_bytes"] = st.peak_allocated_bytes;
+        d["peak_reserved_bytes"] = st.peak_reserved_bytes;
+        d["num_allocs"] = st.num_allocs;
+        d["num_frees"] = st.num_frees;
+        d["num_cache_hits"] = st.num_cache_hits;
+        d["num_cache_misses"] = st.num_cache_misses;
+        d["num_ooms"] = st.num_ooms;
+        d["largest_free_block"] = st.largest_free_block;
+        d["pool_size"] = st.pool_size;
+        d["num_elided_copies"] = st.num_elided_copies;
+        d["elided_copy_bytes"] = st.elided_copy_bytes;
+        d["num_live_allocations"] = st.num_live_allocations;
+        return d;
+    }, "dict of rtMemStats's fields for the current device");
+    m.def("mem_reset_peak_stats", [] { check(rtMemResetPeakStats(), "rtMemResetPeakStats"); });
 
     // ---- modules and kernels
     m.def("module_load_source", [](const std::string& source, std::optional<std::string> options) {

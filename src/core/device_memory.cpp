@@ -12,7 +12,7 @@ namespace {
 constexpr size_t kDefaultBlock = size_t{2} << 20;
 }
 
-DeviceMemory::~DeviceMemory() = default;
+DeviceMemory::~DeviceMemory() { wait_deferred(); }
 
 void DeviceMemory::update_peaks() {
     stats_.reserved_bytes = direct_bytes_ + (pool_ ? pool_->committed_bytes() : 0);
@@ -43,6 +43,7 @@ void* DeviceMemory::allocate(size_t bytes, Stream* stream, bool* pooled, const c
     void* p = nullptr;
     bool committed_new = false;
     *pooled = false;
+    if (!deferred_.empty()) reap_deferred();
     if (pool_) {
         p = pool_->allocate(bytes, stream, &committed_new);
         // Out of room: wait for frees still in flight, then give cached blocks back (the device's
@@ -53,6 +54,10 @@ void* DeviceMemory::allocate(size_t bytes, Stream* stream, bool* pooled, const c
     }
     if (!p && (!pool_ || grow_)) {
         p = device_.impl().allocate_impl(bytes);
+        if (!p && !deferred_.empty()) {  // memory freed with rtFreeAsync may still be waiting for its stream
+            wait_deferred();
+            p = device_.impl().allocate_impl(bytes);
+        }
         if (!p && pool_ && pool_->trim()) p = device_.impl().allocate_impl(bytes);
         if (p) {
             committed_new = true;
@@ -82,30 +87,57 @@ void* DeviceMemory::allocate(size_t bytes, Stream* stream, bool* pooled, const c
     return p;
 }
 
+std::vector<StreamPosition> DeviceMemory::position_of(Stream* stream) {
+    std::vector<StreamPosition> out;
+    uint64_t pos = stream->queue().position_impl();
+    if (!stream->queue().reached_impl(pos))
+        stream->device().for_each_stream([&](const std::shared_ptr<Stream>& s) {
+            if (s.get() == stream) out.push_back({s, pos});
+        });
+    return out;
+}
+
+void DeviceMemory::reap_deferred() {
+    for (size_t i = 0; i < deferred_.size();) {
+        bool done = true;
+        for (const StreamPosition& w : deferred_[i].wait_for) done = done && w.stream->queue().reached_impl(w.position);
+        if (!done) {
+            ++i;
+            continue;
+        }
+        device_.impl().free_impl(deferred_[i].ptr, deferred_[i].bytes);
+        direct_bytes_ -= deferred_[i].bytes;
+        deferred_[i] = std::move(deferred_.back());
+        deferred_.pop_back();
+    }
+}
+
+void DeviceMemory::wait_deferred() {
+    for (DeferredFree& d : deferred_)
+        for (StreamPosition& w : d.wait_for) w.stream->wait_idle();
+    reap_deferred();
+}
+
 void DeviceMemory::release(void* p, size_t bytes, bool pooled, Stream* stream) {
-    if (!pooled) {
-        // Direct memory goes back to the system: only once no queued work can touch it.
+    std::vector<StreamPosition> wait_for;
+    if (!pooled && !stream) {
+        // rtFree of direct memory returns it to the system before returning (CUDA's cudaFree semantics):
+        // only once no queued work can touch it.
         Runtime& r = runtime();
         for (int i = 0; i < r.device_count(); ++i)
             for (auto& s : r.device(i).streams()) s->wait_idle();
-        device_.impl().free_impl(p, bytes);
-    }
-    std::vector<StreamPosition> wait_for;
-    if (pooled) {
-        if (!stream) wait_for = unfinished_positions(nullptr);
-        // rtFreeAsync: other streams wait for `stream` to pass this point; `stream` itself reuses at once.
-        if (stream) {
-            uint64_t pos = stream->queue().position_impl();
-            wait_for.clear();
-            if (!stream->queue().reached_impl(pos))
-                stream->device().for_each_stream([&](const std::shared_ptr<Stream>& s) {
-                    if (s.get() == stream) wait_for.push_back({s, pos});
-                });
-        }
+    } else {
+        // rtFreeAsync: later work on `stream` is ordered after the free, other streams wait for it to pass
+        // this point. rtFree of pooled memory: every stream must pass what it has queued so far.
+        wait_for = stream ? position_of(stream) : unfinished_positions(nullptr);
     }
     std::lock_guard lock(mutex_);
-    if (pooled) pool_->release(p, bytes, stream, std::move(wait_for));
-    else direct_bytes_ -= bytes;
+    if (pooled) {
+        pool_->release(p, bytes, stream, std::move(wait_for));
+    } else {
+        deferred_.push_back({p, bytes, std::move(wait_for)});
+        reap_deferred();  // frees at once when nothing is pending
+    }
     ++stats_.num_frees;
     --stats_.num_live_allocations;
     stats_.allocated_bytes -= bytes;
@@ -148,6 +180,7 @@ void DeviceMemory::set_reuse(bool on) {
 
 void DeviceMemory::empty_cache() {
     std::lock_guard lock(mutex_);
+    wait_deferred();
     if (pool_) {
         pool_->drain_pending();
         pool_->trim();
@@ -163,6 +196,7 @@ void DeviceMemory::count_elided_copy(size_t bytes) {
 
 rtMemStats DeviceMemory::stats() {
     std::lock_guard lock(mutex_);
+    reap_deferred();
     update_peaks();
     rtMemStats s = stats_;
     s.largest_free_block = pool_ ? pool_->largest_free_range() : 0;

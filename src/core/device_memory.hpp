@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <memory>
 #include <mutex>
+#include <vector>
 
 #include "core/memory_pool.hpp"
 #include "runtime/runtime.h"
@@ -40,6 +41,20 @@ private:
     void update_peaks();  // mutex_ held
     void ensure_pool();   // mutex_ held
     std::vector<StreamPosition> unfinished_positions(Stream* except);
+    /// `stream`'s current position, if it has unfinished work.
+    static std::vector<StreamPosition> position_of(Stream* stream);
+    /// Returns deferred direct frees whose streams have passed them to the system (mutex_ held).
+    void reap_deferred();
+    /// Waits for every deferred direct free, then reaps (mutex_ held).
+    void wait_deferred();
+
+    /// Direct memory freed with rtFreeAsync while its stream still had work queued.
+    struct DeferredFree {
+        void* ptr;
+        size_t bytes;
+        std::vector<StreamPosition> wait_for;
+    };
+    std::vector<DeferredFree> deferred_;
 
     CoreDevice& device_;
     std::mutex mutex_;

@@ -106,10 +106,9 @@ void register_host(CoreDevice& device, void* ptr, size_t bytes) {
     if (!ptr) fail(RT_ERROR_INVALID_VALUE, "ptr is NULL (expected host memory to register)");
     if (bytes == 0) fail(RT_ERROR_INVALID_VALUE, "size is 0 (expected the number of bytes to register)");
     Runtime& r = runtime();
-    for (const char* at : {static_cast<const char*>(ptr), static_cast<const char*>(ptr) + bytes - 1}) {
-        PointerInfo info = r.registry.lookup(at);
-        if (info.allocation)
-            fail(RT_ERROR_INVALID_VALUE, "[%p, +%zu) overlaps %s", ptr, bytes, describe(at, info).c_str());
+    if (std::optional<Allocation> a = r.registry.find_overlap(ptr, bytes)) {
+        void* base = reinterpret_cast<void*>(a->base);
+        fail(RT_ERROR_INVALID_VALUE, "[%p, +%zu) overlaps %s", ptr, bytes, describe(base, r.registry.lookup(base)).c_str());
     }
     r.registry.insert({reinterpret_cast<uintptr_t>(ptr), bytes, MemoryKind::registered_host, &device, false});
 }

@@ -2,16 +2,43 @@
 // reuse, decommitted as soon as they hold nothing; frees wait for the streams that may still use them.
 #include "core/memory_pool.hpp"
 
+#include <sys/mman.h>
+
 #include <algorithm>
+#include <cstring>
 
 #include "core/error.hpp"
 #include "core/stream.hpp"
 
 namespace rt {
 
+template <class T>
+LazyArray<T>::LazyArray(size_t n) : n_(n) {
+    void* p = mmap(nullptr, n * sizeof(T), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED) fail(RT_ERROR_OUT_OF_MEMORY, "cannot map bookkeeping for %zu pool blocks", n);
+    data_ = static_cast<T*>(p);
+}
+
+template <class T>
+LazyArray<T>::~LazyArray() {
+    if (data_) munmap(data_, n_ * sizeof(T));
+}
+
+namespace {
+/// Blocks of `block` bytes covering `pool_size`; refuses sizes that overflow when rounded up.
+size_t block_count(size_t pool_size, size_t block) {
+    if (pool_size > SIZE_MAX - block + 1)
+        fail(RT_ERROR_INVALID_VALUE, "pool_size %zu is too large (rounded up to whole blocks it overflows)", pool_size);
+    return (pool_size + block - 1) / block;
+}
+}  // namespace
+
 MemoryPool::MemoryPool(backend::Device& device, size_t pool_size, size_t block_size)
-    : device_(device), block_(block_size) {
-    size_ = (pool_size + block_ - 1) / block_ * block_;
+    : device_(device),
+      size_(block_count(pool_size, block_size) * block_size),
+      block_(block_size),
+      used_(size_ / block_),
+      committed_(size_ / block_) {
     base_ = static_cast<char*>(device_.reserve_impl(size_));
     virtual_ = base_ != nullptr;
     if (!virtual_) {
@@ -20,9 +47,7 @@ MemoryPool::MemoryPool(backend::Device& device, size_t pool_size, size_t block_s
             fail(RT_ERROR_OUT_OF_MEMORY, "cannot allocate a pool of %zu bytes on this device (it cannot reserve "
                  "address space, so the pool is allocated up front)", size_);
     }
-    size_t blocks = size_ / block_;
-    used_.assign(blocks, 0);
-    committed_.assign(blocks, virtual_ ? 0 : 1);
+    if (!virtual_) std::memset(&committed_[0], 1, size_ / block_);
     committed_bytes_ = virtual_ ? 0 : size_;
     insert_free(0, size_);
 }

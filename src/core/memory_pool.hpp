@@ -21,6 +21,24 @@ struct StreamPosition {
     uint64_t position;
 };
 
+/// A zero-initialised array whose pages become resident only when written (anonymous mmap), so the
+/// pool's per-block bookkeeping does not make a huge, mostly unused reservation resident.
+template <class T>
+class LazyArray {
+public:
+    explicit LazyArray(size_t n);
+    ~LazyArray();
+    LazyArray(const LazyArray&) = delete;
+    LazyArray& operator=(const LazyArray&) = delete;
+    T& operator[](size_t i) { return data_[i]; }
+    const T& operator[](size_t i) const { return data_[i]; }
+    size_t size() const { return n_; }
+
+private:
+    T* data_ = nullptr;
+    size_t n_ = 0;
+};
+
 /// Not thread-safe: the owner (DeviceMemory) serialises calls.
 class MemoryPool {
 public:
@@ -73,7 +91,9 @@ private:
 
     backend::Device& device_;
     char* base_ = nullptr;
-    size_t size_ = 0, block_ = 0;
+    size_t size_, block_;
+    LazyArray<size_t> used_;     // in-use bytes (live + pending) per block
+    LazyArray<uint8_t> committed_;
     bool virtual_ = false;  // reserve/commit supported; else the whole pool was allocated up front
     bool reuse_ = true;
     std::map<size_t, size_t> free_;                  // offset -> length, reusable now, coalesced
@@ -92,8 +112,6 @@ private:
     // Nodes of erased free ranges, reused: no heap allocation on the allocate/release path.
     std::vector<std::map<size_t, size_t>::node_type> spare_free_;
     std::vector<std::set<std::pair<size_t, size_t>>::node_type> spare_size_;
-    std::vector<size_t> used_;                       // in-use bytes (live + pending) per block
-    std::vector<uint8_t> committed_;
     size_t committed_bytes_ = 0;
     size_t live_ = 0;
 };

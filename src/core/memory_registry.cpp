@@ -47,6 +47,18 @@ PointerInfo MemoryRegistry::lookup(const void* ptr) const {
     return info;
 }
 
+std::optional<Allocation> MemoryRegistry::find_overlap(const void* ptr, size_t bytes) const {
+    auto begin = reinterpret_cast<uintptr_t>(ptr), end = begin + bytes;
+    std::shared_lock lock(mutex_);
+    auto it = live_.lower_bound(begin);
+    if (it != live_.end() && it->first < end) return it->second;  // starts inside the range
+    if (it != live_.begin()) {
+        --it;
+        if (it->second.base + it->second.size > begin) return it->second;  // starts before, reaches in
+    }
+    return std::nullopt;
+}
+
 bool MemoryRegistry::recently_freed(const void* ptr) const {
     auto p = reinterpret_cast<uintptr_t>(ptr);
     std::shared_lock lock(mutex_);

@@ -39,6 +39,8 @@ public:
     /// Removes the allocation starting exactly at `base`; returns it, or nullopt if none.
     std::optional<Allocation> erase(uintptr_t base, MemoryKind kind);
     PointerInfo lookup(const void* ptr) const;
+    /// A live allocation intersecting [ptr, ptr + bytes), if any.
+    std::optional<Allocation> find_overlap(const void* ptr, size_t bytes) const;
     /// True if `ptr` is the start of an allocation freed recently (for error messages).
     bool recently_freed(const void* ptr) const;
     /// Removes and returns every live allocation (teardown).

@@ -13,7 +13,8 @@ EXAMPLES = sorted((REPO / "examples").glob("*.py"))
 def test_examples_exist():
     names = {p.name for p in EXAMPLES}
     for required in ("seed_stream.py", "seed_event.py", "seed_memory.py", "seed_init.py", "seed_data_movement.py",
-                     "seed_kernel.py", "seed_pipelining.py", "seed_batch.py", "seed_pipeline.py"):
+                     "seed_kernel.py", "seed_pipelining.py", "seed_batch.py", "seed_pipeline.py",
+                     "seed_memory_strategies.py"):
         assert required in names
 
 

@@ -4,6 +4,7 @@
 #include <csetjmp>
 #include <csignal>
 #include <cstring>
+#include <atomic>
 #include <mutex>
 
 #include "backends/cpu/cpu_module.hpp"
@@ -27,33 +28,37 @@ std::vector<std::string> CpuKernelModule::kernel_names() const { return module_-
 // ---------------------------------------------------------------- argument packing
 
 void PackedArgs::pack(const std::vector<size_t>& sizes, void* const* args) {
-    offsets_count_ = sizes.size();
-    uint32_t* offsets = offsets_inline_;
-    if (sizes.size() > kInlineArgs) {
-        offsets_heap_.reset(new uint32_t[sizes.size()]);
-        offsets = offsets_heap_.get();
-    }
     size_t total = 0;
-    for (size_t i = 0; i < sizes.size(); ++i) {
-        offsets[i] = static_cast<uint32_t>(total);
-        total += (sizes[i] + 15) / 16 * 16;  // 16-byte slots: every scalar, pointer and vector type fits aligned
+    for (size_t s : sizes) total += slot(s);
+    unsigned char* out = inline_;
+    if (total > kInlineBytes) {
+        heap_.reset(new unsigned char[total]);
+        out = heap_.get();
     }
-    if (total > kInlineBytes) heap_.reset(new unsigned char[total]);
-    for (size_t i = 0; i < sizes.size(); ++i) std::memcpy(data() + offsets[i], args[i], sizes[i]);
+    for (size_t i = 0; i < sizes.size(); ++i) {
+        std::memcpy(out, args[i], sizes[i]);
+        out += slot(sizes[i]);
+    }
 }
 
-void PackedArgs::pointers(void** out) const {
-    const uint32_t* offsets = offsets_heap_ ? offsets_heap_.get() : offsets_inline_;
-    for (size_t i = 0; i < offsets_count_; ++i) out[i] = const_cast<unsigned char*>(data()) + offsets[i];
+void PackedArgs::pointers(const std::vector<size_t>& sizes, void** out) const {
+    auto* p = const_cast<unsigned char*>(data());
+    for (size_t i = 0; i < sizes.size(); ++i) {
+        out[i] = p;
+        p += slot(sizes[i]);
+    }
 }
 
 // ---------------------------------------------------------------- traps
 
 namespace {
 
-thread_local sigjmp_buf* t_trap_jump = nullptr;
-thread_local int t_trap_signal = 0;
-thread_local void* t_trap_address = nullptr;
+// Initial-exec TLS: touched twice per launch, and a dozen bytes fit the static TLS surplus that
+// dlopen (Python) draws on; the default model costs a __tls_get_addr call per access.
+#define RT_FAST_TLS __attribute__((tls_model("initial-exec")))
+thread_local sigjmp_buf* t_trap_jump RT_FAST_TLS = nullptr;
+thread_local int t_trap_signal RT_FAST_TLS = 0;
+thread_local void* t_trap_address RT_FAST_TLS = nullptr;
 
 constexpr int kTrapSignals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL};
 struct sigaction g_previous[64];
@@ -118,8 +123,7 @@ void run_kernel(Executor& executor, const CpuFunction& function, const backend::
                 void* const* args, const backend::LaunchReport& report) noexcept {
     install_trap_handlers();
     rt_cpu_fault fault{};
-    std::mutex trap_mutex;
-    int trap_signal = 0;
+    std::atomic<int> trap_signal{0};
     void* trap_address = nullptr;
 
     unsigned long long groups = 1ull * shape.grid[0] * shape.grid[1] * shape.grid[2];
@@ -127,18 +131,22 @@ void run_kernel(Executor& executor, const CpuFunction& function, const backend::
     // Pieces of whole groups: ~8 per executor balances uneven groups; at least ~16K items keeps the
     // per-piece overhead (a few atomics) negligible.
     size_t threads = static_cast<size_t>(executor.thread_count()) + 1;
-    size_t grain = std::max<size_t>(groups / (threads * 8), (16384 + items_per_group - 1) / items_per_group);
+    size_t grain = groups == 1 ? 1
+                               : std::max<size_t>(groups / (threads * 8), (16384 + items_per_group - 1) / items_per_group);
     rt_cpu_entry entry = function.entry();
 
     auto piece = [&](size_t begin, size_t end) {
         if (__atomic_load_n(&fault.failed, __ATOMIC_RELAXED)) return;
-        thread_local std::unique_ptr<unsigned char[]> shared_memory;
-        thread_local size_t shared_capacity = 0;
-        if (shape.shared_bytes > shared_capacity) {
-            shared_memory.reset(new unsigned char[shape.shared_bytes]);
-            shared_capacity = shape.shared_bytes;
-        }
         rt_cpu_launch launch{};
+        if (shape.shared_bytes) {
+            thread_local std::unique_ptr<unsigned char[]> shared_memory;
+            thread_local size_t shared_capacity = 0;
+            if (shape.shared_bytes > shared_capacity) {
+                shared_memory.reset(new unsigned char[shape.shared_bytes]);
+                shared_capacity = shape.shared_bytes;
+            }
+            launch.shared_memory = shared_memory.get();
+        }
         for (int d = 0; d < 3; ++d) {
             launch.grid[d] = shape.grid[d];
             launch.block[d] = shape.block[d];
@@ -146,24 +154,21 @@ void run_kernel(Executor& executor, const CpuFunction& function, const backend::
         launch.group_begin = begin;
         launch.group_end = end;
         launch.fault = &fault;
-        launch.shared_memory = shape.shared_bytes ? shared_memory.get() : nullptr;
         launch.shared_bytes = shape.shared_bytes;
         if (!run_guarded(entry, &launch, args)) {
-            std::lock_guard lock(trap_mutex);
-            if (!trap_signal) {
-                trap_signal = t_trap_signal;
-                trap_address = t_trap_address;
-            }
+            int expected = 0;
+            if (trap_signal.compare_exchange_strong(expected, t_trap_signal)) trap_address = t_trap_address;
             __atomic_store_n(&fault.failed, 1, __ATOMIC_RELEASE);
         }
     };
-    executor.parallel_for(groups, grain, piece);
+    if (groups <= grain) piece(0, groups);  // one piece: no pool round trip
+    else executor.parallel_for(groups, grain, piece);
 
     if (!__atomic_load_n(&fault.failed, __ATOMIC_ACQUIRE)) return;
     try {
         std::string what;
-        if (trap_signal)
-            what = format("trapped: %s at address %p", describe_signal(trap_signal), trap_address);
+        if (int sig = trap_signal.load())
+            what = format("trapped: %s at address %p", describe_signal(sig), trap_address);
         else
             what = format("rt_assert(%s) failed at %s:%d", fault.expr ? fault.expr : "?", fault.file ? fault.file : "?",
                           fault.line);

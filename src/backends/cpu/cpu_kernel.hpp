@@ -38,26 +38,22 @@ private:
     std::shared_ptr<CpuModule> module_;
 };
 
-/// Argument values copied at launch time (CUDA semantics: the caller's storage may change afterwards).
-/// Small argument lists live inline in the task record: no heap allocation on the launch path.
+/// Argument values copied at launch time (CUDA semantics: the caller's storage may change afterwards),
+/// each in a 16-byte slot. Small argument lists live inline in the task record: no heap allocation on the
+/// launch path. The layout follows from the kernel's parameter sizes, so only the bytes are stored.
 class PackedArgs {
 public:
     void pack(const std::vector<size_t>& sizes, void* const* args);
     /// Fills `out` (sizes.size() entries) with pointers to the stored values.
-    void pointers(void** out) const;
-    size_t count() const { return offsets_count_; }
+    void pointers(const std::vector<size_t>& sizes, void** out) const;
 
 private:
+    static size_t slot(size_t bytes) { return (bytes + 15) / 16 * 16; }
     static constexpr size_t kInlineBytes = 128;  // 8 arguments of up to 16 bytes
-    static constexpr size_t kInlineArgs = 12;
-    unsigned char* data() { return heap_ ? heap_.get() : inline_; }
     const unsigned char* data() const { return heap_ ? heap_.get() : inline_; }
 
     alignas(16) unsigned char inline_[kInlineBytes];
     std::unique_ptr<unsigned char[]> heap_;
-    uint32_t offsets_inline_[kInlineArgs];
-    std::unique_ptr<uint32_t[]> offsets_heap_;
-    size_t offsets_count_ = 0;
 };
 
 /// Runs every work-group of a launch on the calling thread plus idle executors. A failed rt_assert or a

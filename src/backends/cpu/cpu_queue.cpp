@@ -92,18 +92,15 @@ uint64_t CpuQueue::push(Task&& task) {
 void CpuQueue::copy_impl(void* dst, const void* src, size_t bytes, backend::CopyKind) {
     Task t;
     t.type = Task::Type::copy;
-    t.dst = dst;
-    t.src = src;
-    t.bytes = bytes;
+    t.memory = {dst, src, bytes};
     push(std::move(t));
 }
 
 void CpuQueue::fill_impl(void* dst, uint8_t value, size_t bytes) {
     Task t;
     t.type = Task::Type::fill;
-    t.dst = dst;
+    t.memory = {dst, nullptr, bytes};
     t.value = value;
-    t.bytes = bytes;
     push(std::move(t));
 }
 
@@ -118,9 +115,8 @@ void CpuQueue::launch_impl(const std::shared_ptr<backend::Function>& function, c
                            void* const* args, const backend::LaunchReport& report) {
     Task t;
     t.type = Task::Type::launch;
-    t.function = function;
-    t.shape = shape;
-    t.report = report;
+    t.ref = function;
+    t.launch = {shape, report};
     t.args.pack(function->arg_sizes(), args);
     push(std::move(t));
 }
@@ -141,7 +137,7 @@ void CpuQueue::record_impl(backend::Event& event) {
     }
     Task t;
     t.type = Task::Type::record;
-    t.event = ev;
+    t.ref = ev;
     t.event_generation = generation;
     ev->queue = shared_from_this();
     ev->seq = push(std::move(t));
@@ -159,7 +155,7 @@ void CpuQueue::wait_impl(backend::Event& event) {
     if (!q || q->completed() >= seq || q.get() == this) return;  // already complete, or implied by stream order
     Task t;
     t.type = Task::Type::wait;
-    t.dep = std::move(q);
+    t.ref = std::move(q);
     t.dep_seq = seq;
     push(std::move(t));
 }
@@ -196,9 +192,9 @@ void CpuQueue::run(uint64_t limit, size_t budget) {
             while (count < kBatch && head_ != tail_) {
                 Task& front = ring_[head_ & (ring_.size() - 1)];
                 if (front.seq > limit || taken >= budget) break;
-                if (front.type == Task::Type::wait && front.dep->completed() < front.dep_seq) {
+                if (front.type == Task::Type::wait && front.dep()->completed() < front.dep_seq) {
                     if (count) break;  // run what precedes it first; the dependency may finish meanwhile
-                    if (front.dep->add_waiter(shared_from_this(), front.dep_seq)) {
+                    if (front.dep()->add_waiter(shared_from_this(), front.dep_seq)) {
                         state_ = State::blocked;  // the dependency's completion reschedules us
                         return;
                     }
@@ -229,34 +225,36 @@ void CpuQueue::run(uint64_t limit, size_t budget) {
 void CpuQueue::execute(Task& t) {
     switch (t.type) {
         case Task::Type::copy: {
-            auto* d = static_cast<char*>(t.dst);
-            auto* s = static_cast<const char*>(t.src);
-            bool overlap = d < s + t.bytes && s < d + t.bytes;
-            bool streaming = t.bytes >= kStreamingBytes;
+            auto* d = static_cast<char*>(t.memory.dst);
+            auto* s = static_cast<const char*>(t.memory.src);
+            size_t bytes = t.memory.bytes;
+            bool overlap = d < s + bytes && s < d + bytes;
+            bool streaming = bytes >= kStreamingBytes;
             if (overlap) {
-                std::memmove(d, s, t.bytes);
-            } else if (t.bytes < kSplitBytes) {
-                std::memcpy(d, s, t.bytes);
+                std::memmove(d, s, bytes);
+            } else if (bytes < kSplitBytes) {
+                std::memcpy(d, s, bytes);
             } else {
                 auto piece = [&](size_t b, size_t e) {
                     copy_bytes(d + b, s + b, e - b, streaming);
                     streaming_fence();  // before parallel_for publishes the piece as done
                 };
-                executor_.parallel_for(t.bytes, kPieceBytes, piece);
+                executor_.parallel_for(bytes, kPieceBytes, piece);
             }
             break;
         }
         case Task::Type::fill: {
-            auto* d = static_cast<char*>(t.dst);
-            bool streaming = t.bytes >= kStreamingBytes;
-            if (t.bytes < kSplitBytes) {
-                std::memset(d, t.value, t.bytes);
+            auto* d = static_cast<char*>(t.memory.dst);
+            size_t bytes = t.memory.bytes;
+            bool streaming = bytes >= kStreamingBytes;
+            if (bytes < kSplitBytes) {
+                std::memset(d, t.value, bytes);
             } else {
                 auto piece = [&](size_t b, size_t e) {
                     fill_bytes(d + b, t.value, e - b, streaming);
                     streaming_fence();
                 };
-                executor_.parallel_for(t.bytes, kPieceBytes, piece);
+                executor_.parallel_for(bytes, kPieceBytes, piece);
             }
             break;
         }
@@ -264,25 +262,26 @@ void CpuQueue::execute(Task& t) {
             backend::run_host_call(t.call);
             break;
         case Task::Type::record: {
-            std::lock_guard lock(t.event->mutex);
-            if (t.event->generation == t.event_generation) t.event->time_ns = now_ns();
+            EventState* ev = t.event();
+            std::lock_guard lock(ev->mutex);
+            if (ev->generation == t.event_generation) ev->time_ns = now_ns();
             break;
         }
         case Task::Type::wait:
             break;  // its dependency completed before it was taken
         case Task::Type::launch: {
+            const auto& function = *static_cast<const CpuFunction*>(t.ref.get());
+            const std::vector<size_t>& sizes = function.arg_sizes();
             void* inline_pointers[32];
             std::unique_ptr<void*[]> heap_pointers;
             void** pointers = inline_pointers;
-            if (t.args.count() > 32) pointers = (heap_pointers = std::make_unique<void*[]>(t.args.count())).get();
-            t.args.pointers(pointers);
-            run_kernel(executor_, static_cast<const CpuFunction&>(*t.function), t.shape, pointers, t.report);
+            if (sizes.size() > 32) pointers = (heap_pointers = std::make_unique<void*[]>(sizes.size())).get();
+            t.args.pointers(sizes, pointers);
+            run_kernel(executor_, function, t.launch.shape, pointers, t.launch.report);
             break;
         }
     }
-    t.event.reset();
-    t.dep.reset();
-    t.function.reset();
+    t.ref.reset();
 }
 
 void CpuQueue::complete(uint64_t seq) {
@@ -341,7 +340,7 @@ void CpuQueue::wait_until(uint64_t target, bool park_at_once) {
                 own = true;
             } else if (state_ == State::blocked) {
                 const Task& front = ring_[head_ & (ring_.size() - 1)];
-                dep = front.dep;
+                dep = std::static_pointer_cast<CpuQueue>(front.ref);
                 dep_seq = front.dep_seq;
             }
         }

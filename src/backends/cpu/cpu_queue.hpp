@@ -38,24 +38,36 @@ private:
     std::shared_ptr<EventState> state_;
 };
 
-/// One operation in a queue. Plain record, no heap allocation per task (the ring is reused).
+/// One operation in a queue: a small record moved through the ring (no heap allocation per task). The
+/// payload is a union by type; `ref` keeps alive what the task points to.
 struct Task {
     enum class Type : uint8_t { copy, fill, host_call, record, wait, launch };
+    struct Memory {
+        void* dst;
+        const void* src;
+        size_t bytes;
+    };
+    struct Launch {
+        backend::LaunchShape shape;
+        backend::LaunchReport report;
+    };
+
     Type type = Type::copy;
-    uint8_t value = 0;
+    uint8_t value = 0;  // fill
     uint64_t seq = 0;
-    void* dst = nullptr;
-    const void* src = nullptr;
-    size_t bytes = 0;
-    backend::HostCall call{};
-    std::shared_ptr<EventState> event;  // record
-    uint64_t event_generation = 0;
-    std::shared_ptr<CpuQueue> dep;      // wait: run nothing until dep has completed dep_seq
-    uint64_t dep_seq = 0;
-    std::shared_ptr<backend::Function> function;  // launch
-    backend::LaunchShape shape{};
-    backend::LaunchReport report{};
-    PackedArgs args;
+    std::shared_ptr<void> ref;  // record: EventState; wait: the CpuQueue waited for; launch: the Function
+    union {
+        Memory memory;              // copy, fill
+        backend::HostCall call;     // host_call
+        uint64_t event_generation;  // record: a re-recorded event ignores stale records
+        uint64_t dep_seq;           // wait: run nothing until the other queue has completed this task
+        Launch launch;              // launch
+    };
+    PackedArgs args;  // launch
+
+    Task() : memory{} {}
+    EventState* event() const { return static_cast<EventState*>(ref.get()); }
+    CpuQueue* dep() const { return static_cast<CpuQueue*>(ref.get()); }
 };
 
 class CpuQueue final : public backend::Queue, public std::enable_shared_from_this<CpuQueue> {
