@@ -56,14 +56,20 @@ install_check() {
 
 # -O1 -g1: line tables are enough for sanitizer stack traces and compile much faster than -O2 -g on
 # 2 cores; asserts stay on (no NDEBUG).
-sanitizer_configure() { # DIR SANITIZER: tests only (no bench/examples)
-  cmake -S . -B "$1" -DRUNTIME_SANITIZER="$2" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+sanitizer_build() { # DIR SANITIZER [TARGET...]: tests only (no bench/examples); all targets if none named
+  local dir=$1 sanitizer=$2
+  shift 2
+  cmake -S . -B "$dir" -DRUNTIME_SANITIZER="$sanitizer" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -g1" \
     -DRUNTIME_BUILD_BENCH=OFF -DRUNTIME_BUILD_EXAMPLES=OFF
-  cmake --build "$1" -j"$jobs"
+  if (($#)); then cmake --build "$dir" -j"$jobs" --target "$@"; else cmake --build "$dir" -j"$jobs"; fi
 }
-build_tsan() { sanitizer_configure build-tsan thread; }
-build_asan() { sanitizer_configure build-asan address; }
+# TSan: the library and the test files that exercise threads (the others add build time, not race
+# coverage: every thread of the cpu backend is behind streams, events, copies, launches and the pool).
+tsan_targets=(test_concurrency_stress test_stream test_event test_memcpy test_host_func test_stream_ordering
+              test_kernel_launch test_memory_pool test_executor_idle test_cpp_api)
+build_tsan() { sanitizer_build build-tsan thread "${tsan_targets[@]}"; }
+build_asan() { sanitizer_build build-asan address; }
 
 # TSan cannot start on some kernels (high ASLR entropy: "unexpected memory mapping"); there the
 # tests run under `setarch <arch> -R` (ASLR off for that process tree, ctest's children included).
@@ -92,7 +98,7 @@ test_tsan() {
   (cd build-tsan &&
     "${tsan_launcher[@]}" ctest --output-on-failure -j"$ctest_jobs" -L concurrency &&
     "${tsan_launcher[@]}" ctest --output-on-failure -j"$ctest_jobs" \
-      -R '^test_[a-z0-9_]*(stream|event|memcpy|cpp_api)[a-z0-9_]*_2dev$')
+      -R '^test_(stream|event|memcpy|host_func|stream_ordering|kernel_launch|memory_pool|executor_idle|cpp_api)_2dev$')
 }
 test_asan() {
   export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}"
@@ -100,10 +106,24 @@ test_asan() {
   (cd build-asan && ctest --output-on-failure -j"$ctest_jobs")
 }
 
+# The Python package: built and installed by pip (scikit-build-core builds libruntime and the nanobind
+# module), then pytest over tests/python (the seed's snippets, @runtime.jit, runtime-bench --quick).
+python_packages=(numpy nanobind scikit-build-core pytest matplotlib)
+build_python() {
+  python3 -m pip install --quiet "${python_packages[@]}"
+  CMAKE_BUILD_PARALLEL_LEVEL="$jobs" python3 -m pip install --quiet --no-build-isolation .
+}
+test_python() {
+  # A scratch kernel cache: tests never depend on (or pollute) the user's ~/.cache/runtime.
+  RUNTIME_CACHE_DIR="$(mktemp -d "${TMPDIR:-/tmp}/runtime-cache.XXXXXX")" python3 -m pytest tests/python -q -rs
+}
+
 phase setup setup
 phase build-release build_release
 phase ctest-release test_release
 phase install-check install_check
+phase build-python build_python
+phase pytest test_python
 phase build-tsan build_tsan
 phase ctest-tsan test_tsan
 phase build-asan build_asan
