@@ -34,6 +34,14 @@ size_t device_free() {
     return f;
 }
 
+/// ThreadSanitizer keeps the shadow pages of memory once touched (4x its size), so the resident set
+/// cannot show memory given back to the system under it; the device's own accounting still can.
+#if defined(__SANITIZE_THREAD__)
+constexpr bool kResidentShowsDecommit = false;
+#else
+constexpr bool kResidentShowsDecommit = true;
+#endif
+
 /// Resident set size of this process in bytes (/proc/self/statm, second field).
 size_t resident_bytes() {
     std::ifstream statm("/proc/self/statm");
@@ -896,7 +904,8 @@ TEST_P(MemoryPoolTest, PoolReservesAddressSpaceWithoutCommitting) {
     ASSERT_RT_OK(rtFree(p));
     EXPECT_EQ(device_free(), free0);
     size_t rss_after = resident_bytes();
-    EXPECT_LT(rss_after - std::min(rss0, rss_after), 8 * kMiB) << "decommitted blocks left resident memory behind";
+    if (kResidentShowsDecommit)
+        EXPECT_LT(rss_after - std::min(rss0, rss_after), 8 * kMiB) << "decommitted blocks left resident memory behind";
 }
 
 TEST_P(MemoryPoolTest, PoolBookkeepingDoesNotGrowWithTheReservedSize) {

@@ -1,6 +1,8 @@
 // Kernels on the cpu device: work-groups spread over the executors; faults caught and reported on the stream.
 #include "backends/cpu/cpu_kernel.hpp"
 
+#include <pthread.h>
+
 #include <csetjmp>
 #include <csignal>
 #include <cstring>
@@ -104,9 +106,15 @@ const char* describe_signal(int sig) {
 /// Runs the entry; returns false (after recording the trap in launch->fault) if it trapped.
 bool run_guarded(rt_cpu_entry entry, rt_cpu_launch* launch, void* const* args) {
     sigjmp_buf jump;
-    // Mask not saved (a syscall per launch): SA_NODEFER keeps the trapping signal unblocked in the handler.
+    // The mask is not saved (that is a syscall per launch). After a trap, unblock the trap signals
+    // explicitly: whoever ran the handler (SA_NODEFER, or a sanitizer's wrapper with a full mask) may
+    // have left them blocked, and a second trap while blocked would kill the process.
     if (sigsetjmp(jump, 0) != 0) {
         t_trap_jump = nullptr;
+        sigset_t traps;
+        sigemptyset(&traps);
+        for (int sig : kTrapSignals) sigaddset(&traps, sig);
+        pthread_sigmask(SIG_UNBLOCK, &traps, nullptr);
         return false;
     }
     t_trap_jump = &jump;

@@ -25,25 +25,18 @@ CpuEvent::CpuEvent(bool timing, bool blocking_sync) : state_(std::make_shared<Ev
     state_->blocking_sync = blocking_sync;
 }
 
+std::pair<std::shared_ptr<CpuQueue>, uint64_t> EventState::target() {
+    std::lock_guard lock(mutex);
+    return {queue, seq};
+}
+
 bool CpuEvent::query_impl() {
-    std::shared_ptr<CpuQueue> q;
-    uint64_t seq;
-    {
-        std::lock_guard lock(state_->mutex);
-        q = state_->queue;
-        seq = state_->seq;
-    }
+    auto [q, seq] = state_->target();
     return !q || q->completed() >= seq;
 }
 
 void CpuEvent::synchronize_impl() {
-    std::shared_ptr<CpuQueue> q;
-    uint64_t seq;
-    {
-        std::lock_guard lock(state_->mutex);
-        q = state_->queue;
-        seq = state_->seq;
-    }
+    auto [q, seq] = state_->target();
     if (q) q->wait_until(seq, state_->blocking_sync);
 }
 
@@ -144,14 +137,7 @@ void CpuQueue::record_impl(backend::Event& event) {
 }
 
 void CpuQueue::wait_impl(backend::Event& event) {
-    const std::shared_ptr<EventState>& ev = static_cast<CpuEvent&>(event).state();
-    std::shared_ptr<CpuQueue> q;
-    uint64_t seq;
-    {
-        std::lock_guard lock(ev->mutex);
-        q = ev->queue;
-        seq = ev->seq;
-    }
+    auto [q, seq] = static_cast<CpuEvent&>(event).state()->target();
     if (!q || q->completed() >= seq || q.get() == this) return;  // already complete, or implied by stream order
     Task t;
     t.type = Task::Type::wait;

@@ -24,6 +24,8 @@ struct EventState {
     int64_t time_ns = 0;              ///< completion time of the latest record
     bool timing = true;
     bool blocking_sync = false;
+    /// The (queue, sequence) the latest record waits for; queue null when complete.
+    std::pair<std::shared_ptr<CpuQueue>, uint64_t> target();
 };
 
 class CpuEvent final : public backend::Event {
