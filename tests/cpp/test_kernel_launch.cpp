@@ -49,7 +49,7 @@ RT_KERNEL void scalars(int8_t a, int16_t b, int32_t c, int64_t d, uint8_t e, uin
     out[10] = bo ? 1 : 0;
     out[11] = ptr[0];
     out[12] = (int64_t)(uint64_t)ptr;
-    out[13] = (int64_t)a + b + c + d;  // arithmetic with the sign of each type
+    out[13] = (int64_t)((uint64_t)(int64_t)a + (uint64_t)(int64_t)b + (uint64_t)(int64_t)c + (uint64_t)d);  // sign-extended, wrapping
     out[14] = (int64_t)(e + f + g);
 }
 
@@ -332,7 +332,9 @@ TEST_P(KernelLaunch, EveryScalarTypeAndAPointer) {
         EXPECT_EQ(r[10], c.bo ? 1 : 0);
         EXPECT_EQ(r[11], c.pointee) << "read through the pointer argument";
         EXPECT_EQ(static_cast<uint64_t>(r[12]), reinterpret_cast<uint64_t>(ptr));
-        EXPECT_EQ(r[13], static_cast<int64_t>(c.a) + c.b + c.c + c.d);
+        // Each value sign-extended, summed with wrap-around (INT64_MIN + 1 + INT32_MIN must not be UB).
+        EXPECT_EQ(r[13], static_cast<int64_t>(static_cast<uint64_t>(int64_t{c.a}) + static_cast<uint64_t>(int64_t{c.b}) +
+                                              static_cast<uint64_t>(int64_t{c.c}) + static_cast<uint64_t>(c.d)));
         EXPECT_EQ(r[14], static_cast<int64_t>(c.e + c.f + c.g));
     }
 }

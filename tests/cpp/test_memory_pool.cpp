@@ -904,8 +904,9 @@ TEST_P(MemoryPoolTest, PoolReservesAddressSpaceWithoutCommitting) {
     ASSERT_RT_OK(rtFree(p));
     EXPECT_EQ(device_free(), free0);
     size_t rss_after = resident_bytes();
-    if (kResidentShowsDecommit)
+    if (kResidentShowsDecommit) {
         EXPECT_LT(rss_after - std::min(rss0, rss_after), 8 * kMiB) << "decommitted blocks left resident memory behind";
+    }
 }
 
 TEST_P(MemoryPoolTest, PoolBookkeepingDoesNotGrowWithTheReservedSize) {
