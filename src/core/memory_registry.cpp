@@ -7,7 +7,7 @@
 namespace rt {
 
 void MemoryRegistry::insert(const Allocation& allocation) {
-    std::unique_lock lock(mutex_);
+    std::lock_guard lock(mutex_);
     if (spare_nodes_.empty()) {
         live_[allocation.base] = allocation;
         return;
@@ -20,7 +20,7 @@ void MemoryRegistry::insert(const Allocation& allocation) {
 }
 
 std::optional<Allocation> MemoryRegistry::erase(uintptr_t base, MemoryKind kind) {
-    std::unique_lock lock(mutex_);
+    std::lock_guard lock(mutex_);
     auto it = live_.find(base);
     if (it == live_.end() || it->second.kind != kind) return std::nullopt;
     Allocation out = it->second;
@@ -32,7 +32,7 @@ std::optional<Allocation> MemoryRegistry::erase(uintptr_t base, MemoryKind kind)
 
 PointerInfo MemoryRegistry::lookup(const void* ptr) const {
     auto p = reinterpret_cast<uintptr_t>(ptr);
-    std::shared_lock lock(mutex_);
+    std::lock_guard lock(mutex_);
     PointerInfo info;
     auto it = live_.upper_bound(p);
     if (it != live_.begin()) {
@@ -49,7 +49,7 @@ PointerInfo MemoryRegistry::lookup(const void* ptr) const {
 
 std::optional<Allocation> MemoryRegistry::find_overlap(const void* ptr, size_t bytes) const {
     auto begin = reinterpret_cast<uintptr_t>(ptr), end = begin + bytes;
-    std::shared_lock lock(mutex_);
+    std::lock_guard lock(mutex_);
     auto it = live_.lower_bound(begin);
     if (it != live_.end() && it->first < end) return it->second;  // starts inside the range
     if (it != live_.begin()) {
@@ -61,13 +61,13 @@ std::optional<Allocation> MemoryRegistry::find_overlap(const void* ptr, size_t b
 
 bool MemoryRegistry::recently_freed(const void* ptr) const {
     auto p = reinterpret_cast<uintptr_t>(ptr);
-    std::shared_lock lock(mutex_);
+    std::lock_guard lock(mutex_);
     if (p == 0) return false;
     return std::find(std::begin(freed_), std::end(freed_), p) != std::end(freed_);
 }
 
 std::vector<Allocation> MemoryRegistry::take_all() {
-    std::unique_lock lock(mutex_);
+    std::lock_guard lock(mutex_);
     std::vector<Allocation> out;
     for (auto& kv : live_) out.push_back(kv.second);
     live_.clear();
@@ -75,7 +75,7 @@ std::vector<Allocation> MemoryRegistry::take_all() {
 }
 
 size_t MemoryRegistry::count(const CoreDevice* device) const {
-    std::shared_lock lock(mutex_);
+    std::lock_guard lock(mutex_);
     if (!device) return live_.size();
     return static_cast<size_t>(std::count_if(live_.begin(), live_.end(),
                                              [&](const auto& kv) { return kv.second.device == device; }));

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
-#include <shared_mutex>
+#include <mutex>
 #include <vector>
 
 namespace rt {
@@ -32,7 +32,7 @@ struct PointerInfo {
     size_t available = 0;  ///< bytes from the pointer to the end of its allocation
 };
 
-/// Thread-safe. Lookups take a shared lock; insert/erase an exclusive one.
+/// Thread-safe (one mutex).
 class MemoryRegistry {
 public:
     void insert(const Allocation& allocation);
@@ -49,7 +49,9 @@ public:
     size_t count(const CoreDevice* device) const;
 
 private:
-    mutable std::shared_mutex mutex_;
+    // A plain mutex: every critical section is a few map operations, and pthread rwlocks cost twice as
+    // much per acquisition as they could ever save here.
+    mutable std::mutex mutex_;
     std::map<uintptr_t, Allocation> live_;
     // Map nodes of erased entries, reused by inserts: no heap allocation per malloc/free pair.
     std::vector<std::map<uintptr_t, Allocation>::node_type> spare_nodes_;

@@ -306,7 +306,8 @@ void CpuQueue::unblock() {
         if (state_ != State::blocked) return;
         state_ = State::scheduled;
     }
-    executor_.schedule(shared_from_this());
+    // An attending host thread claims it next (its target lies at or past the blocked task).
+    if (attended_.load() == 0) executor_.schedule(shared_from_this());
     if (host_waiters_.load() > 0) {  // a parked host may now run it itself
         signal_.fetch_add(1);
         signal_.notify_all();
@@ -335,7 +336,9 @@ void CpuQueue::wait_until(uint64_t target, bool park_at_once) {
             continue;
         }
         if (dep) {
+            attended_.fetch_add(1);
             dep->wait_until(dep_seq, park_at_once);  // help the queue we are waiting for
+            attended_.fetch_sub(1);
             continue;
         }
         // An executor is running it: spin briefly, then park until a completion signals.

@@ -121,6 +121,9 @@ private:
     alignas(64) std::atomic<uint64_t> completed_{0};
     std::atomic<uint32_t> signal_{0};        // bumped on completion when host threads are parked on it
     std::atomic<int> host_waiters_{0};
+    // Host threads in wait_until that are helping this queue's dependency: when it completes, they run
+    // this queue themselves, so unblock() leaves it off the executors' ready list (one hand-off less).
+    std::atomic<int> attended_{0};
 
     std::mutex waiters_mutex_;
     std::atomic<int> waiter_count_{0};
