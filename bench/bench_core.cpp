@@ -761,12 +761,14 @@ void Bench::kernel_rows() {
         settle();
     }
 
-    // alloc_free: rtMalloc + rtFree of 1 MiB (peer: clCreateBuffer + clReleaseMemObject).
+    // alloc_free: rtMalloc + rtFree of 1 MiB from the pool with reuse on, the seed's
+    // enable_pool_allocator + enable_memory_reuse (peer: clCreateBuffer + clReleaseMemObject).
+    // alloc_free_plain: the same without a pool (every allocation from the system).
     {
         constexpr std::size_t kBytes = std::size_t(1) << 20;
         Row r;
         r.metric = "alloc_free";
-        r.label = "alloc + free 1 MiB (PoCL: lazy)";
+        r.label = "alloc + free 1 MiB, pooled (PoCL: lazy)";
         r.unit = "us";
         r.seed = "-";
         r.target = "-";
@@ -777,10 +779,26 @@ void Bench::kernel_rows() {
             if (!p) verification_failed(r.metric, "rtMalloc returned NULL for 1 MiB");
             RT_CHECK(rtFree(p));
         };
+        RT_CHECK(rtEnablePoolAllocator(std::size_t{4} << 30, std::size_t{2} << 20, RT_POOL_DEFAULT));
+        RT_CHECK(rtEnableMemoryReuse(1));
         per_op_runs(r, cfg_.lat_runs, cfg_.alloc_iters, ours_op, [&](OpenClPeer& p) { p.alloc_free(kBytes); }, o, q);
+        RT_CHECK(rtEnableMemoryReuse(0));
+        RT_CHECK(rtEnablePoolAllocator(0, 0, RT_POOL_DEFAULT));
         r.ours = to_microseconds(summarize(o));
         if (!q.empty()) r.peer = to_microseconds(summarize(q));
         rows_.push_back(std::move(r));
+
+        Row plain;
+        plain.metric = "alloc_free_plain";
+        plain.label = "alloc + free 1 MiB, no pool";
+        plain.unit = "us";
+        plain.seed = "-";
+        plain.target = "-";
+        std::vector<double> po, pq;
+        per_op_runs(plain, cfg_.lat_runs, cfg_.alloc_iters, ours_op, [&](OpenClPeer& p) { p.alloc_free(kBytes); }, po, pq);
+        plain.ours = to_microseconds(summarize(po));
+        if (!pq.empty()) plain.peer = to_microseconds(summarize(pq));
+        rows_.push_back(std::move(plain));
         settle();
     }
 
