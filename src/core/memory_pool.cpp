@@ -37,6 +37,7 @@ MemoryPool::MemoryPool(backend::Device& device, size_t pool_size, size_t block_s
     : device_(device),
       size_(block_count(pool_size, block_size) * block_size),
       block_(block_size),
+      block_shift_(static_cast<unsigned>(__builtin_ctzll(block_size))),
       used_(size_ / block_),
       committed_(size_ / block_) {
     base_ = static_cast<char*>(device_.reserve_impl(size_));
@@ -112,7 +113,7 @@ void MemoryPool::erase_free(std::map<size_t, size_t>::iterator it) {
 }
 
 bool MemoryPool::commit_range(size_t offset, size_t length, bool* committed_new) {
-    size_t first = offset / block_, last = (offset + length - 1) / block_;
+    size_t first = offset >> block_shift_, last = (offset + length - 1) >> block_shift_;
     // Commit runs of uncommitted blocks. On failure, blocks this call committed stay committed and
     // empty (cached): the caller trims and retries.
     for (size_t b = first; b <= last; ++b) {
@@ -134,7 +135,7 @@ bool MemoryPool::commit_range(size_t offset, size_t length, bool* committed_new)
 }
 
 void MemoryPool::unuse_range(size_t offset, size_t length) {
-    size_t first = offset / block_, last = (offset + length - 1) / block_;
+    size_t first = offset >> block_shift_, last = (offset + length - 1) >> block_shift_;
     for (size_t b = first; b <= last; ++b) {
         size_t lo = std::max(offset, b * block_), hi = std::min(offset + length, (b + 1) * block_);
         used_[b] -= hi - lo;

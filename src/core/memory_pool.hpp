@@ -92,6 +92,7 @@ private:
     backend::Device& device_;
     char* base_ = nullptr;
     size_t size_, block_;
+    unsigned block_shift_;  // block_ is a power of two (checked by DeviceMemory): offsets map to blocks by shift
     LazyArray<size_t> used_;     // in-use bytes (live + pending) per block
     LazyArray<uint8_t> committed_;
     bool virtual_ = false;  // reserve/commit supported; else the whole pool was allocated up front

@@ -60,11 +60,15 @@ CpuQueue::CpuQueue(Executor& executor) : executor_(executor), ring_(64) {}
 
 CpuQueue::~CpuQueue() = default;
 
-uint64_t CpuQueue::push(Task&& task) {
+uint64_t CpuQueue::push(Task&& task, const std::shared_ptr<backend::Function>* launched) {
     bool schedule = false;
     uint64_t seq;
     {
         std::lock_guard lock(mutex_);
+        if (launched && launched->get() != last_function_.get()) {
+            task.ref = std::move(last_function_);
+            last_function_ = *launched;
+        }
         if (tail_ - head_ == ring_.size()) {  // full: double, keeping order (amortised; no per-task allocation)
             std::vector<Task> bigger(ring_.size() * 2);
             for (uint64_t i = head_; i != tail_; ++i) bigger[i & (bigger.size() - 1)] = std::move(ring_[i & (ring_.size() - 1)]);
@@ -108,10 +112,9 @@ void CpuQueue::launch_impl(const std::shared_ptr<backend::Function>& function, c
                            void* const* args, const backend::LaunchReport& report) {
     Task t;
     t.type = Task::Type::launch;
-    t.ref = function;
-    t.launch = {shape, report};
+    t.launch = {static_cast<const CpuFunction*>(function.get()), shape, report};
     t.args.pack(function->arg_sizes(), args);
-    push(std::move(t));
+    push(std::move(t), &function);
 }
 
 void CpuQueue::record_impl(backend::Event& event) {
@@ -256,7 +259,7 @@ void CpuQueue::execute(Task& t) {
         case Task::Type::wait:
             break;  // its dependency completed before it was taken
         case Task::Type::launch: {
-            const auto& function = *static_cast<const CpuFunction*>(t.ref.get());
+            const CpuFunction& function = *t.launch.function;
             const std::vector<size_t>& sizes = function.arg_sizes();
             void* inline_pointers[32];
             std::unique_ptr<void*[]> heap_pointers;

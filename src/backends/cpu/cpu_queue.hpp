@@ -50,6 +50,7 @@ struct Task {
         size_t bytes;
     };
     struct Launch {
+        const CpuFunction* function;  // kept alive by the queue (see CpuQueue::last_function_)
         backend::LaunchShape shape;
         backend::LaunchReport report;
     };
@@ -57,7 +58,8 @@ struct Task {
     Type type = Type::copy;
     uint8_t value = 0;  // fill
     uint64_t seq = 0;
-    std::shared_ptr<void> ref;  // record: EventState; wait: the CpuQueue waited for; launch: the Function
+    std::shared_ptr<void> ref;  // record: EventState; wait: the CpuQueue waited for; launch: the function
+                                // launched before it on this queue, when it changed (see last_function_)
     union {
         Memory memory;              // copy, fill
         backend::HostCall call;     // host_call
@@ -100,8 +102,9 @@ public:
 private:
     enum class State : uint8_t { idle, scheduled, running, blocked };
 
-    /// Appends a task and makes the queue runnable; returns its sequence number.
-    uint64_t push(Task&& task);
+    /// Appends a task and makes the queue runnable; returns its sequence number. `launched`: the
+    /// function of a launch task, whose lifetime the queue takes over.
+    uint64_t push(Task&& task, const std::shared_ptr<backend::Function>* launched = nullptr);
     /// Runs tasks in order while owning the queue (state_ == running) up to `limit`, at most `budget` tasks.
     void run(uint64_t limit, size_t budget);
     void execute(Task& task);
@@ -116,6 +119,11 @@ private:
     std::vector<Task> ring_;
     uint64_t head_ = 0, tail_ = 0;
     std::atomic<uint64_t> submitted_{0};
+    // The function of the latest launch, kept alive by the queue: launches of the same function (the
+    // common case: a loop) then touch no reference count, which would otherwise bounce a cache line
+    // between the submitting thread and the executor on every launch. When the function changes, the
+    // previous one rides in the new task's `ref` and dies after it: every earlier launch of it is done.
+    std::shared_ptr<backend::Function> last_function_;
     State state_ = State::idle;
 
     alignas(64) std::atomic<uint64_t> completed_{0};
