@@ -8,6 +8,7 @@
 
 #include "backends/backend.hpp"
 #include "core/device_memory.hpp"
+#include "core/spin_lock.hpp"
 #include "core/stream.hpp"
 
 namespace rt {
@@ -42,7 +43,7 @@ private:
     std::unique_ptr<backend::Device> impl_;
     std::string label_;
     std::shared_ptr<Stream> default_stream_;
-    mutable std::mutex streams_mutex_;
+    mutable SpinLock streams_mutex_;  // held for a copy or a scan of a short list
     std::vector<std::shared_ptr<Stream>> streams_;
     std::unique_ptr<DeviceMemory> memory_;
 };

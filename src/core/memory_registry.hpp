@@ -8,6 +8,8 @@
 #include <mutex>
 #include <vector>
 
+#include "core/spin_lock.hpp"
+
 namespace rt {
 
 class CoreDevice;
@@ -49,9 +51,8 @@ public:
     size_t count(const CoreDevice* device) const;
 
 private:
-    // A plain mutex: every critical section is a few map operations, and pthread rwlocks cost twice as
-    // much per acquisition as they could ever save here.
-    mutable std::mutex mutex_;
+    // Every critical section is a few map operations: a spin lock (rwlocks cost more than they save).
+    mutable SpinLock mutex_;
     std::map<uintptr_t, Allocation> live_;
     // Map nodes of erased entries, reused by inserts: no heap allocation per malloc/free pair.
     std::vector<std::map<uintptr_t, Allocation>::node_type> spare_nodes_;
