@@ -225,6 +225,30 @@ private:
     }
     static void pause_between() { std::this_thread::sleep_for(std::chrono::milliseconds(2)); }
 
+    /// Runs of `iters` back-to-back operations per side, alternating sides (see alternate), each run
+    /// re-warmed untimed first: after the other side ran, worker threads have parked, and one futex wake
+    /// is not the steady-state cost either side is measured for. Seconds per operation into o / q.
+    template <class OursOp, class PeerOp>
+    void per_op_runs(Row& r, int runs, int iters, int min_rewarm, OursOp&& ours_op, PeerOp&& peer_op,
+                     std::vector<double>& o, std::vector<double>& q) {
+        const int rewarm = std::max(min_rewarm, iters / 10);
+        alternate(
+            r, runs,
+            [&] {
+                for (int i = 0; i < rewarm; ++i) ours_op();
+                const auto t0 = Clock::now();
+                for (int i = 0; i < iters; ++i) ours_op();
+                return seconds_between(t0, Clock::now()) / iters;
+            },
+            [&](OpenClPeer& p) {
+                for (int i = 0; i < rewarm; ++i) peer_op(p);
+                const auto t0 = Clock::now();
+                for (int i = 0; i < iters; ++i) peer_op(p);
+                return seconds_between(t0, Clock::now()) / iters;
+            },
+            o, q);
+    }
+
     Config cfg_;
     rtDeviceProp prop_{};
     std::string device_name_;
@@ -368,25 +392,8 @@ void Bench::latency_rows() {
         peer_step(r, [&](OpenClPeer& p) {
             for (int i = 0; i < W; ++i) peer_op(p);
         });
-        // Each run re-warms its side untimed first: after the other side ran, worker threads have
-        // parked, and one futex wake is not the steady-state latency either side is measured for.
-        const int rewarm = std::max(10, I / 10);
         std::vector<double> o, q;
-        alternate(
-            r, R,
-            [&] {
-                for (int i = 0; i < rewarm; ++i) ours_op();
-                const auto t0 = Clock::now();
-                for (int i = 0; i < I; ++i) ours_op();
-                return seconds_between(t0, Clock::now()) / I;
-            },
-            [&](OpenClPeer& p) {
-                for (int i = 0; i < rewarm; ++i) peer_op(p);
-                const auto t0 = Clock::now();
-                for (int i = 0; i < I; ++i) peer_op(p);
-                return seconds_between(t0, Clock::now()) / I;
-            },
-            o, q);
+        per_op_runs(r, R, I, 10, ours_op, peer_op, o, q);
         r.ours = to_microseconds(summarize(o));
         if (!q.empty()) r.peer = to_microseconds(summarize(q));
         ours_verify();
@@ -606,26 +613,6 @@ void Bench::kernel_rows() {
         r.target = t;
         if (r.ours) r.verdict = r.ours->median <= limit ? "yes" : "NO";
     };
-    // Runs of `iters` back-to-back operations, alternating sides, each run re-warmed untimed first.
-    auto per_op_runs = [&](Row& r, int runs, int iters, auto&& ours_op, auto&& peer_op, std::vector<double>& o,
-                           std::vector<double>& q) {
-        const int rewarm = std::max(5, iters / 10);
-        alternate(
-            r, runs,
-            [&] {
-                for (int i = 0; i < rewarm; ++i) ours_op();
-                const auto t0 = Clock::now();
-                for (int i = 0; i < iters; ++i) ours_op();
-                return seconds_between(t0, Clock::now()) / iters;
-            },
-            [&](OpenClPeer& p) {
-                for (int i = 0; i < rewarm; ++i) peer_op(p);
-                const auto t0 = Clock::now();
-                for (int i = 0; i < iters; ++i) peer_op(p);
-                return seconds_between(t0, Clock::now()) / iters;
-            },
-            o, q);
-    };
 
     // launch_latency: empty kernel over 1 work-item, launch + synchronize.
     {
@@ -641,7 +628,7 @@ void Bench::kernel_rows() {
         }
         std::vector<double> o, q;
         per_op_runs(
-            r, cfg_.lat_runs, cfg_.lat_iters,
+            r, cfg_.lat_runs, cfg_.lat_iters, 5,
             [&] {
                 ours_empty();
                 RT_CHECK(rtStreamSynchronize(stream_));
@@ -781,7 +768,7 @@ void Bench::kernel_rows() {
         };
         RT_CHECK(rtEnablePoolAllocator(std::size_t{4} << 30, std::size_t{2} << 20, RT_POOL_DEFAULT));
         RT_CHECK(rtEnableMemoryReuse(1));
-        per_op_runs(r, cfg_.lat_runs, cfg_.alloc_iters, ours_op, [&](OpenClPeer& p) { p.alloc_free(kBytes); }, o, q);
+        per_op_runs(r, cfg_.lat_runs, cfg_.alloc_iters, 5, ours_op, [&](OpenClPeer& p) { p.alloc_free(kBytes); }, o, q);
         RT_CHECK(rtEnableMemoryReuse(0));
         RT_CHECK(rtEnablePoolAllocator(0, 0, RT_POOL_DEFAULT));
         r.ours = to_microseconds(summarize(o));
@@ -795,7 +782,7 @@ void Bench::kernel_rows() {
         plain.seed = "-";
         plain.target = "-";
         std::vector<double> po, pq;
-        per_op_runs(plain, cfg_.lat_runs, cfg_.alloc_iters, ours_op, [&](OpenClPeer& p) { p.alloc_free(kBytes); }, po, pq);
+        per_op_runs(plain, cfg_.lat_runs, cfg_.alloc_iters, 5, ours_op, [&](OpenClPeer& p) { p.alloc_free(kBytes); }, po, pq);
         plain.ours = to_microseconds(summarize(po));
         if (!pq.empty()) plain.peer = to_microseconds(summarize(pq));
         rows_.push_back(std::move(plain));

@@ -123,9 +123,7 @@ void DeviceMemory::release(void* p, size_t bytes, bool pooled, Stream* stream) {
     if (!pooled && !stream) {
         // rtFree of direct memory returns it to the system before returning (CUDA's cudaFree semantics):
         // only once no queued work can touch it.
-        Runtime& r = runtime();
-        for (int i = 0; i < r.device_count(); ++i)
-            for (auto& s : r.device(i).streams()) s->wait_idle();
+        runtime().wait_all_idle();
     } else {
         // rtFreeAsync: later work on `stream` is ordered after the free, other streams wait for it to pass
         // this point. rtFree of pooled memory: every stream must pass what it has queued so far.

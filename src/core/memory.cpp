@@ -96,9 +96,7 @@ void free_pinned_host(void* ptr) {
     Runtime& r = runtime();
     std::optional<Allocation> a = r.registry.erase(reinterpret_cast<uintptr_t>(ptr), MemoryKind::pinned_host);
     if (!a) refuse_release("rtFreeHost", ptr, "a pointer returned by rtMallocHost");
-    // Queued copies may still read or write it.
-    for (int i = 0; i < r.device_count(); ++i)
-        for (auto& s : r.device(i).streams()) s->wait_idle();
+    r.wait_all_idle();  // queued copies may still read or write it
     a->device->impl().free_host_impl(ptr, a->size);
 }
 
@@ -118,8 +116,7 @@ void unregister_host(void* ptr) {
     if (!ptr) fail(RT_ERROR_INVALID_VALUE, "ptr is NULL (expected a pointer given to rtHostRegister)");
     if (!r.registry.erase(reinterpret_cast<uintptr_t>(ptr), MemoryKind::registered_host))
         refuse_release("rtHostUnregister", ptr, "a pointer given to rtHostRegister");
-    for (int i = 0; i < r.device_count(); ++i)
-        for (auto& s : r.device(i).streams()) s->wait_idle();  // queued copies may still use it
+    r.wait_all_idle();  // queued copies may still use it
 }
 
 void* mapped_device_pointer(void* host_ptr) {

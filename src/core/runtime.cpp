@@ -123,9 +123,13 @@ Runtime::Runtime(const backend::Options& options) : options_(options) {
             devices_.push_back(std::make_unique<CoreDevice>(static_cast<int>(devices_.size()), b->create_device(i)));
 }
 
-Runtime::~Runtime() {
-    for (auto& d : devices_)
+void Runtime::wait_all_idle() const {
+    for (const auto& d : devices_)
         for (auto& s : d->streams()) s->wait_idle();
+}
+
+Runtime::~Runtime() {
+    wait_all_idle();
     // Streams, events and memory belong to backend devices: release them before the devices go.
     events.clear();
     streams.clear();

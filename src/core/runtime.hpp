@@ -27,6 +27,10 @@ public:
     /// The calling thread's current device.
     CoreDevice& current_device() const;
 
+    /// Waits until every stream of every device has run what it has queued (without reporting failures):
+    /// memory about to be released may be used by any queued work, peer copies included.
+    void wait_all_idle() const;
+
     /// The stream behind a C handle (null = the current device's default stream); throws INVALID_HANDLE.
     std::shared_ptr<Stream> stream(rtStream_t handle) const;
     std::shared_ptr<Event> event(rtEvent_t handle) const;
