@@ -122,7 +122,10 @@ std::string kernel_source(const std::string& tag) {
            "RT_KERNEL void empty() {}\n"
            "RT_KERNEL void twice(const float* in, float* out, unsigned n) {\n"
            "    size_t i = get_global_id(0);\n"
-           "    if (i < n) out[i] = in[i] * 2.0f;\n"
+           "#if !RT_ITEMS_BOUNDED\n"
+           "    if (i >= n) return;  /* launched over exactly n items: only whole-group backends need it */\n"
+           "#endif\n"
+           "    out[i] = in[i] * 2.0f;\n"
            "}\n";
 }
 
@@ -693,9 +696,11 @@ void Bench::kernel_rows() {
         peer_ok(r);
         unsigned n = kN;
         void* args[] = {&d_a_, &d_b_, &n};
+        // Exactly kN items (the OpenCL peer's NDRange is kN too).
+        const rtLaunchConfig config{rtDim3{kN / kBlock, 1, 1}, rtDim3{kBlock, 1, 1}, 0, stream_, 3, nullptr, {kN, 1, 1}};
         auto ours_run = [&] {
             const auto t0 = Clock::now();
-            RT_CHECK(rtLaunchKernel(f_twice_, rtDim3{kN / kBlock, 1, 1}, rtDim3{kBlock, 1, 1}, args, 0, stream_));
+            RT_CHECK(rtLaunchKernelEx(f_twice_, &config, args));
             RT_CHECK(rtStreamSynchronize(stream_));
             return seconds_between(t0, Clock::now());
         };

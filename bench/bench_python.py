@@ -110,11 +110,11 @@ def _ours_kernels():
 
     @runtime.jit
     def stencil(out, inp, n):
-        x = runtime.get_global_id(0)
-        y = runtime.get_global_id(1)
-        if x >= 1 and y >= 1 and x < n - 1 and y < n - 1:
-            i = y * n + x
-            out[i] = 0.2 * (inp[i] + inp[i - 1] + inp[i + 1] + inp[i - n] + inp[i + n])
+        # One work-item per interior point (launched over (n-2) x (n-2)), like Numba's loops and Warp's kernel.
+        x = runtime.get_global_id(0) + 1
+        y = runtime.get_global_id(1) + 1
+        i = y * n + x
+        out[i] = 0.2 * (inp[i] + inp[i - 1] + inp[i + 1] + inp[i - n] + inp[i + n])
 
     return runtime, scale, stencil
 
@@ -150,11 +150,11 @@ def _warp_kernels(wp):
 
     @wp.kernel
     def stencil(out: wp.array2d(dtype=wp.float32), a: wp.array2d(dtype=wp.float32)):
+        # One thread per interior point (launched over (n-2) x (m-2)).
         i, j = wp.tid()
-        n = a.shape[0]
-        m = a.shape[1]
-        if i >= 1 and j >= 1 and i < n - 1 and j < m - 1:
-            out[i, j] = 0.2 * (a[i, j] + a[i - 1, j] + a[i + 1, j] + a[i, j - 1] + a[i, j + 1])
+        i += 1
+        j += 1
+        out[i, j] = 0.2 * (a[i, j] + a[i - 1, j] + a[i + 1, j] + a[i, j - 1] + a[i, j + 1])
 
     return scale, stencil
 
@@ -191,7 +191,7 @@ def _setup_kernels(peers: dict, which: str, host: np.ndarray) -> dict:
 
         def ours():
             # Rows of work-items: a work-group is a contiguous run of a row (what the cpu backend vectorises).
-            s.launch_kernel(k_stencil, d_out, d_in, n, global_size=(n, n), local_size=(min(n, 1024), 1))
+            s.launch_kernel(k_stencil, d_out, d_in, n, global_size=(n - 2, n - 2), local_size=(min(n - 2, 1024), 1))
             s.synchronize()
     ours()
     _check("ours", which, d_out.numpy(), want)
@@ -212,8 +212,10 @@ def _setup_kernels(peers: dict, which: str, host: np.ndarray) -> dict:
         w_out = wp.zeros(host.shape, dtype=wp.float32, device="cpu")
         kern = w_scale if which == "scale" else w_stencil
 
+        dim = host.shape if which == "scale" else (host.shape[0] - 2, host.shape[1] - 2)
+
         def warp_run():
-            wp.launch(kern, dim=host.shape, inputs=[w_out, w_in], device="cpu")
+            wp.launch(kern, dim=dim, inputs=[w_out, w_in], device="cpu")
             wp.synchronize_device("cpu")
         warp_run()
         _check("warp", which, w_out.numpy(), want)

@@ -33,6 +33,11 @@
  *     is always present); diagnostics carry the source's own line numbers;
  *   - no work-group barriers or shared memory (not in the dialect yet).
  * Atomics are sequentially consistent on cpu; like CUDA's, portable code must not rely on their ordering.
+ *
+ * RT_ITEMS_BOUNDED is 1 where the backend never runs a work-item past a launch's exact global size
+ * (rtLaunchConfig.global; cpu) and 0 where every item of grid x block runs (CUDA). A kernel launched
+ * with an exact global size keeps its bounds test under `#if !RT_ITEMS_BOUNDED`: on cpu the item loop
+ * then has no condition, which is what lets the compiler vectorise it.
  */
 #ifndef RUNTIME_KERNEL_H
 #define RUNTIME_KERNEL_H
@@ -72,6 +77,7 @@ template <class T> struct rt_same_ { typedef T type; };
 
 #define RT_KERNEL extern "C" __global__
 #define RT_DEVICE __device__ inline
+#define RT_ITEMS_BOUNDED 0
 #define RT_BUILTIN_ static __device__ __forceinline__
 
 RT_BUILTIN_ size_t rt_dim_(const uint3& v, unsigned d) { return d == 0 ? v.x : d == 1 ? v.y : v.z; }
@@ -150,6 +156,7 @@ template <class T> RT_BUILTIN_ T atomic_max(T* p, typename rt_same_<T>::type v) 
 
 #define RT_KERNEL
 #define RT_DEVICE
+#define RT_ITEMS_BOUNDED 1
 #define RT_BUILTIN_ static inline __attribute__((always_inline))
 
 /* The work-item being run; written by the generated entry loop (local[0] innermost). */

@@ -246,11 +246,25 @@ RT_API rtError_t rtFunctionGetParamInfo(rtFunction_t function, int* count, size_
  *  rt_assert or traps is reported by the next synchronize of `stream` as RT_ERROR_LAUNCH_FAILED. */
 RT_API rtError_t rtLaunchKernel(rtFunction_t function, rtDim3 grid, rtDim3 block, void** args,
                                 size_t shared_bytes, rtStream_t stream);
-/** rtLaunchKernel with the argument count (and optionally each argument's size) stated, so a wrong
- *  arity or a wrongly sized argument is refused with RT_ERROR_INVALID_VALUE instead of read past. */
-RT_API rtError_t rtLaunchKernelWithArgs(rtFunction_t function, rtDim3 grid, rtDim3 block, void** args,
-                                        int num_args, const size_t* arg_sizes, size_t shared_bytes,
-                                        rtStream_t stream);
+/** What rtLaunchKernelEx launches, beyond rtLaunchKernel's grid, block, shared bytes and stream. */
+typedef struct rtLaunchConfig {
+    rtDim3 grid;              /* work-groups per dimension */
+    rtDim3 block;             /* work-items per work-group */
+    size_t shared_bytes;      /* dynamic work-group local memory */
+    rtStream_t stream;        /* NULL: the current device's default stream */
+    int num_args;             /* parameters given in args; -1: not stated (rtLaunchKernel's convention) */
+    const size_t* arg_sizes;  /* NULL, or num_args sizes in bytes, each checked against the parameter's */
+    /* 0, or the exact work-item count of that dimension (OpenCL's global size, for a global size that
+     * is not a multiple of the block): it must satisfy (grid-1)*block < global <= grid*block. The
+     * work-items past it are skipped by backends whose kernels see RT_ITEMS_BOUNDED == 1 (cpu); elsewhere
+     * they run, so portable kernels keep `#if !RT_ITEMS_BOUNDED` guards (as @runtime.jit's do). */
+    unsigned long long global[3];
+} rtLaunchConfig;
+
+/** rtLaunchKernel with the arity checked (num_args >= 0: a wrong count or, with arg_sizes, a wrongly
+ *  sized argument is refused with RT_ERROR_INVALID_VALUE instead of read past) and an optional exact
+ *  global size. `config` is read during the call only. */
+RT_API rtError_t rtLaunchKernelEx(rtFunction_t function, const rtLaunchConfig* config, void** args);
 
 #ifdef __cplusplus
 } /* extern "C" */

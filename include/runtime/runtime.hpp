@@ -186,6 +186,8 @@ struct LaunchConfig {
     Dim3 grid;                    ///< work-groups per dimension
     Dim3 block;                   ///< work-items per work-group
     std::size_t shared_bytes = 0; ///< dynamic work-group local memory
+    /// Exact work-items per dimension, 0 = grid * block (see rtLaunchConfig::global, RT_ITEMS_BOUNDED).
+    std::array<unsigned long long, 3> global{};
 };
 
 class Kernel;
@@ -548,9 +550,10 @@ template <class T> const T& kernel_arg(const T& v) noexcept {
 } // namespace detail
 
 template <class... Args> void Stream::launch(const Kernel& kernel, const LaunchConfig& config, Args&&... args) {
+    rtLaunchConfig c{config.grid, config.block, config.shared_bytes, handle_, static_cast<int>(sizeof...(Args)),
+                     nullptr, {config.global[0], config.global[1], config.global[2]}};
     if constexpr (sizeof...(Args) == 0) {
-        check(rtLaunchKernelWithArgs(kernel.native_handle(), config.grid, config.block, nullptr, 0, nullptr,
-                                     config.shared_bytes, handle_));
+        check(rtLaunchKernelEx(kernel.native_handle(), &c, nullptr));
     } else {
         // Materialise each converted argument so its address is stable for the call (the library
         // copies the values before returning).
@@ -559,9 +562,8 @@ template <class... Args> void Stream::launch(const Kernel& kernel, const LaunchC
             [&](auto&... v) {
                 void* ptrs[] = {const_cast<void*>(static_cast<const void*>(&v))...};
                 const std::size_t sizes[] = {sizeof(v)...};
-                check(rtLaunchKernelWithArgs(kernel.native_handle(), config.grid, config.block, ptrs,
-                                             static_cast<int>(sizeof...(Args)), sizes, config.shared_bytes,
-                                             handle_));
+                c.arg_sizes = sizes;
+                check(rtLaunchKernelEx(kernel.native_handle(), &c, ptrs));
             },
             values);
     }

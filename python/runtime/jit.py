@@ -344,7 +344,11 @@ class _Translator(ast.NodeVisitor):
         for h in sorted(self.helpers):
             out.append(_HELPERS[h])
         out.append(f"RT_KERNEL void {self.k.cname}({', '.join(plist)}) {{")
+        # Launches pass the exact global size: the cpu backend never runs items past it (RT_ITEMS_BOUNDED), so the
+        # test is compiled only where whole groups run; leaving it out on cpu is what lets the item loop vectorise.
+        out.append("#if !RT_ITEMS_BOUNDED")
         out.append(f"    if ({bound}) return;  // items past the global size (grid rounded up to whole groups)")
+        out.append("#endif")
         for name, t in self.locals.items():
             out.append(f"    {t.c} {_cname(name)} = 0;")
         out += self.lines
@@ -1171,17 +1175,15 @@ class JitKernel:
                 _shape(self.name, args, None, None)  # raises: no buffer to take the global size from
             if n == 0:
                 return
-            glob, grid, local = (n,), ((n + 255) // 256, 1, 1), (256, 1, 1)
-        else:
-            if 0 in glob:
-                return
-            grid = [-(-g // l) for g, l in zip(glob, local)]
+            glob, local = (n, 1, 1), (256, 1, 1)
+        elif 0 in glob:
+            return
         try:
             packed = c.pack(args, glob)
         except (struct.error, OverflowError, TypeError) as e:
             raise make_error(InvalidValueError, f"kernel '{self.name}': an argument does not fit its type ({e})") \
                 from None
-        _core.launch_kernel(c.func, grid[0], grid[1], grid[2], local[0], local[1], local[2], packed, c.sizes,
+        _core.launch_kernel(c.func, glob[0], glob[1], glob[2], local[0], local[1], local[2], packed, c.sizes,
                             stream.handle)
         if c.buf_idx:
             stream._keep_mems([args[i] for i in c.buf_idx])

@@ -103,8 +103,7 @@ class Function:
         if 0 in glob:
             return
         packed = self._pack(args)
-        grid = [-(-g // l) for g, l in zip(glob, local)]
-        _core.launch_kernel(self.handle, grid[0], grid[1], grid[2], local[0], local[1], local[2], packed,
+        _core.launch_kernel(self.handle, glob[0], glob[1], glob[2], local[0], local[1], local[2], packed,
                             self._sizes, stream.handle)
         bufs = [a for a in args if isinstance(a, DeviceMemory)]
         stream._keep(bufs + [self.module])  # the module's code must outlive the launch

@@ -32,11 +32,18 @@ namespace {
 // leaked reference: a static nb::dict would be released by a C++ static destructor after the interpreter is gone.
 PyObject* g_error_classes = nullptr;
 
+[[noreturn]] void raise_error(rtError_t code, const std::string& detail);
+
 [[noreturn]] void raise_error(rtError_t code, const char* api) {
-    std::string msg = rtGetErrorName(code);
     const char* detail = rtGetLastErrorMessage();
+    raise_error(code, (detail && *detail) ? std::string(detail) : std::string(api) + ": " + rtGetErrorString(code));
+}
+
+// The exception class registered for `code`, with "RT_ERROR_NAME: detail" as its message.
+[[noreturn]] void raise_error(rtError_t code, const std::string& detail) {
+    std::string msg = rtGetErrorName(code);
     msg += ": ";
-    msg += (detail && *detail) ? detail : (std::string(api) + ": " + rtGetErrorString(code));
+    msg += detail;
     PyObject* cls = PyExc_RuntimeError;
     if (g_error_classes) {
         nb::int_ key(static_cast<int>(code));
@@ -114,6 +121,24 @@ nb::dict device_properties(int device) {
     d["compute_capability"] = nb::make_tuple(p.compute_capability_major, p.compute_capability_minor);
     d["unified_addressing"] = p.unified_addressing != 0;
     return d;
+}
+
+// An exact-global-size launch of glob items per dimension in groups of local: the grid rounds up, and the backend
+// skips the items past glob where it can (RT_ITEMS_BOUNDED). False if the grid does not fit 32 bits.
+bool launch_config(const size_t glob[3], const unsigned local[3], uintptr_t stream, rtLaunchConfig& config) {
+    config = rtLaunchConfig{};
+    unsigned* grid[3] = {&config.grid.x, &config.grid.y, &config.grid.z};
+    unsigned* block[3] = {&config.block.x, &config.block.y, &config.block.z};
+    for (int d = 0; d < 3; ++d) {
+        if (local[d] == 0) return false;
+        const size_t g = glob[d] / local[d] + (glob[d] % local[d] != 0);
+        if (g > 0xffffffffull) return false;
+        *grid[d] = static_cast<unsigned>(g);
+        *block[d] = local[d];
+        config.global[d] = glob[d];
+    }
+    config.stream = as_handle<rtStream_st>(stream);
+    return true;
 }
 
 // ---- the @runtime.jit launch fast path
@@ -272,20 +297,16 @@ struct LaunchPlan {
         void* ptrs[64];
         const size_t total = n + static_cast<size_t>(ndim);
         for (size_t i = 0; i < total; ++i) ptrs[i] = &slots[i];
-        unsigned grid[3];
-        for (int d = 0; d < 3; ++d) {
-            const size_t g = (glob[d] + local[d] - 1) / local[d];
-            if (g > 0xffffffffull) return nb::none();  // out of range: the Python path reports it
-            grid[d] = static_cast<unsigned>(g);
-        }
+        rtLaunchConfig config;
+        if (!launch_config(glob, local, stream, config)) return nb::none();  // out of range: the Python path reports it
+        config.num_args = static_cast<int>(total);
+        config.arg_sizes = sizes.data();
         rtError_t e;
         {
             nb::gil_scoped_release r;  // a full queue may block; everything used lives on this frame
-            e = rtLaunchKernelWithArgs(as_handle<rtFunction_st>(func), rtDim3{grid[0], grid[1], grid[2]},
-                                       rtDim3{local[0], local[1], local[2]}, ptrs, static_cast<int>(total),
-                                       sizes.data(), 0, as_handle<rtStream_st>(stream));
+            e = rtLaunchKernelEx(as_handle<rtFunction_st>(func), &config, ptrs);
         }
-        check(e, "rtLaunchKernelWithArgs");
+        check(e, "rtLaunchKernelEx");
         PyObject* keep = PyList_New(nbufs);
         if (!keep) throw nb::python_error();
         for (size_t i = 0, k = 0; i < n; ++i)
@@ -553,8 +574,12 @@ NB_MODULE(_core, m) {
     // args: one 8-byte little-endian slot per argument (every dialect parameter the package passes is a scalar of
     // at most 8 bytes or a pointer). sizes: None, or the native size_t array of each argument's size (checked
     // by the library against the kernel's parameters).
-    m.def("launch_kernel", [](uintptr_t f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
-                              unsigned bz, nb::bytes args, nb::object sizes, uintptr_t s) {
+    // glob: work-items per dimension (the grid rounds up to whole groups of local; the items past glob are skipped
+    // where the backend can). args: one 8-byte little-endian slot per argument (every dialect parameter the package
+    // passes is a scalar of at most 8 bytes or a pointer). sizes: None, or the native size_t array of each
+    // argument's size (checked by the library against the kernel's parameters).
+    m.def("launch_kernel", [](uintptr_t f, size_t g0, size_t g1, size_t g2, unsigned l0, unsigned l1, unsigned l2,
+                              nb::bytes args, nb::object sizes, uintptr_t s) {
         const size_t nbytes = args.size();
         if (nbytes % 8 != 0) throw nb::value_error("args must hold one 8-byte slot per argument");
         const int n = static_cast<int>(nbytes / 8);
@@ -569,13 +594,22 @@ NB_MODULE(_core, m) {
                 throw nb::value_error("sizes must hold one size_t per argument");
             sz = reinterpret_cast<const size_t*>(sb.c_str());
         }
+        const size_t glob[3] = {g0, g1, g2};
+        const unsigned local[3] = {l0, l1, l2};
+        rtLaunchConfig config;
+        if (!launch_config(glob, local, s, config))
+            raise_error(RT_ERROR_INVALID_VALUE,
+                        "launch of " + std::to_string(g0) + " x " + std::to_string(g1) + " x " + std::to_string(g2) +
+                            " items in groups of " + std::to_string(l0) + " x " + std::to_string(l1) + " x " +
+                            std::to_string(l2) + ": the number of groups per dimension must be 1..4294967295");
+        config.num_args = n;
+        config.arg_sizes = sz;
         rtError_t e;
         {
             nb::gil_scoped_release r;  // args/sizes stay alive: the caller's frame holds them
-            e = rtLaunchKernelWithArgs(as_handle<rtFunction_st>(f), rtDim3{gx, gy, gz}, rtDim3{bx, by, bz}, ptrs, n, sz,
-                                       0, as_handle<rtStream_st>(s));
+            e = rtLaunchKernelEx(as_handle<rtFunction_st>(f), &config, ptrs);
         }
-        check(e, "rtLaunchKernelWithArgs");
+        check(e, "rtLaunchKernelEx");
     });
 
     // ---- @runtime.jit launch plans (see LaunchPlan above)

@@ -54,6 +54,9 @@ struct LaunchShape {
     unsigned grid[3];
     unsigned block[3];
     size_t shared_bytes;
+    /// Work-items per dimension, validated: (grid-1)*block < global <= grid*block (rtLaunchKernel:
+    /// grid*block). Backends whose kernels define RT_ITEMS_BOUNDED to 1 must not run items past it.
+    unsigned long long global[3];
 };
 
 /// Where a launch reports a fault (rt_assert, trap), and how the failed operation is named.

@@ -23,13 +23,12 @@ rtModule_t insert_module(CoreDevice& device, std::shared_ptr<backend::Module> im
     return reinterpret_cast<rtModule_t>(runtime().modules.insert(std::make_shared<CoreModule>(device, std::move(impl))));
 }
 
-rtError_t launch(rtFunction_t function, rtDim3 grid, rtDim3 block, void** args, int num_args, const size_t* arg_sizes,
-                 size_t shared_bytes, rtStream_t stream, const char* api) {
+rtError_t launch(rtFunction_t function, backend::LaunchShape shape, void** args, int num_args, const size_t* arg_sizes,
+                 rtStream_t stream, const char* api) {
     return capi_call(api, [&] {
         auto f = find_function(function);
         auto s = runtime().stream(stream);
-        const unsigned g[3] = {grid.x, grid.y, grid.z}, b[3] = {block.x, block.y, block.z};
-        launch_kernel(*s, *f, g, b, args, num_args, arg_sizes, shared_bytes);
+        launch_kernel(*s, *f, shape, args, num_args, arg_sizes);
     });
 }
 }  // namespace
@@ -86,18 +85,26 @@ RT_API rtError_t rtFunctionGetParamInfo(rtFunction_t function, int* count, size_
 }
 
 
-RT_API rtError_t rtLaunchKernelWithArgs(rtFunction_t function, rtDim3 grid, rtDim3 block, void** args, int num_args,
-                                        const size_t* arg_sizes, size_t shared_bytes, rtStream_t stream) {
-    if (num_args < 0)
-        return capi_call("rtLaunchKernelWithArgs", [&] {
-            fail(RT_ERROR_INVALID_VALUE, "num_args = %d is negative (expected the number of arguments)", num_args);
+RT_API rtError_t rtLaunchKernelEx(rtFunction_t function, const rtLaunchConfig* config, void** args) {
+    if (!config || config->num_args < -1)
+        return capi_call("rtLaunchKernelEx", [&] {
+            if (!config) fail(RT_ERROR_INVALID_VALUE, "config is NULL (expected an rtLaunchConfig)");
+            fail(RT_ERROR_INVALID_VALUE, "config->num_args = %d (expected the number of arguments, or -1 for not stated)",
+                 config->num_args);
         });
-    return launch(function, grid, block, args, num_args, arg_sizes, shared_bytes, stream, "rtLaunchKernelWithArgs");
+    const rtLaunchConfig& c = *config;
+    backend::LaunchShape shape{{c.grid.x, c.grid.y, c.grid.z},
+                               {c.block.x, c.block.y, c.block.z},
+                               c.shared_bytes,
+                               {c.global[0], c.global[1], c.global[2]}};
+    return launch(function, shape, args, c.num_args, c.num_args >= 0 ? c.arg_sizes : nullptr, c.stream,
+                  "rtLaunchKernelEx");
 }
 
 RT_API rtError_t rtLaunchKernel(rtFunction_t function, rtDim3 grid, rtDim3 block, void** args, size_t shared_bytes,
                                 rtStream_t stream) {
-    return launch(function, grid, block, args, -1, nullptr, shared_bytes, stream, "rtLaunchKernel");
+    backend::LaunchShape shape{{grid.x, grid.y, grid.z}, {block.x, block.y, block.z}, shared_bytes, {0, 0, 0}};
+    return launch(function, shape, args, -1, nullptr, stream, "rtLaunchKernel");
 }
 
 }  // extern "C"

@@ -27,8 +27,8 @@ void CoreModule::release_functions() {
     functions_.clear();
 }
 
-void launch_kernel(Stream& stream, const CoreFunction& function, const unsigned grid[3], const unsigned block[3],
-                   void* const* args, int num_args, const size_t* arg_sizes, size_t shared_bytes) {
+void launch_kernel(Stream& stream, const CoreFunction& function, backend::LaunchShape shape, void* const* args,
+                   int num_args, const size_t* arg_sizes) {
     const backend::Function& f = *function.impl();
     const char* name = f.name().c_str();
     if (&stream.device() != &function.device())
@@ -36,6 +36,8 @@ void launch_kernel(Stream& stream, const CoreFunction& function, const unsigned 
              function.device().label().c_str(), stream.device().label().c_str());
     const backend::DeviceInfo& info = stream.device().info();
     static const char* const axis[3] = {"x", "y", "z"};
+    const unsigned* grid = shape.grid;
+    const unsigned* block = shape.block;
     unsigned long long threads = 1;
     for (int d = 0; d < 3; ++d) {
         if (grid[d] == 0 || grid[d] > static_cast<unsigned>(info.max_grid_size[d]))
@@ -45,13 +47,22 @@ void launch_kernel(Stream& stream, const CoreFunction& function, const unsigned 
             fail(RT_ERROR_INVALID_VALUE, "kernel '%s': block.%s = %u is out of range (expected 1..%d on %s)", name,
                  axis[d], block[d], info.max_block_size[d], stream.device().label().c_str());
         threads *= block[d];
+        const unsigned long long full = 1ull * grid[d] * block[d];
+        if (shape.global[d] == 0) {
+            shape.global[d] = full;
+        } else if (shape.global[d] > full || shape.global[d] <= full - block[d]) {
+            fail(RT_ERROR_INVALID_VALUE,
+                 "kernel '%s': global.%s = %llu does not fit grid.%s = %u blocks of %u (expected %llu..%llu, or 0 for "
+                 "all %llu)",
+                 name, axis[d], shape.global[d], axis[d], grid[d], block[d], full - block[d] + 1, full, full);
+        }
     }
     if (threads > static_cast<unsigned long long>(info.max_threads_per_block))
         fail(RT_ERROR_INVALID_VALUE, "kernel '%s': a block of %u x %u x %u = %llu threads exceeds the limit of %d", name,
              block[0], block[1], block[2], threads, info.max_threads_per_block);
-    if (shared_bytes > info.max_shared_bytes)
+    if (shape.shared_bytes > info.max_shared_bytes)
         fail(RT_ERROR_INVALID_VALUE, "kernel '%s': %zu bytes of shared memory requested, at most %zu available", name,
-             shared_bytes, info.max_shared_bytes);
+             shape.shared_bytes, info.max_shared_bytes);
     int arity = f.num_args();
     if (num_args >= 0 && arity >= 0 && num_args != arity)
         fail(RT_ERROR_INVALID_VALUE, "kernel '%s' takes %d argument(s) but %d were given", name, arity, num_args);
@@ -66,7 +77,6 @@ void launch_kernel(Stream& stream, const CoreFunction& function, const unsigned 
                 fail(RT_ERROR_INVALID_VALUE, "kernel '%s': argument %d has %zu bytes but the parameter has %zu", name, i,
                      arg_sizes[i], sizes[static_cast<size_t>(i)]);
     }
-    backend::LaunchShape shape{{grid[0], grid[1], grid[2]}, {block[0], block[1], block[2]}, shared_bytes};
     stream.queue().launch_impl(function.impl(), shape, args, backend::LaunchReport{&stream.errors(), stream.next_op()});
 }
 

@@ -43,7 +43,8 @@ private:
 };
 
 /// Validates shape, arity and argument sizes (num_args < 0: not stated by the caller), then enqueues.
-void launch_kernel(Stream& stream, const CoreFunction& function, const unsigned grid[3], const unsigned block[3],
-                   void* const* args, int num_args, const size_t* arg_sizes, size_t shared_bytes);
+/// shape.global[d] == 0 stands for grid[d]*block[d]; it is filled in before the backend sees it.
+void launch_kernel(Stream& stream, const CoreFunction& function, backend::LaunchShape shape, void* const* args,
+                   int num_args, const size_t* arg_sizes);
 
 }  // namespace rt

@@ -416,6 +416,34 @@ TEST_P(CppApi, ModuleKernelLaunch) {
     EXPECT_NE(moved.native_handle(), nullptr);
 }
 
+TEST_P(CppApi, LaunchWithExactGlobalSize) {
+    auto module = runtime::Module::from_source(R"(
+RT_KERNEL void twice(const float* in, float* out, unsigned n) {
+    size_t i = get_global_id(0);
+#if !RT_ITEMS_BOUNDED
+    if (i >= n) return;
+#endif
+    out[i] = in[i] * 2.0f;
+})");
+    runtime::Kernel twice = module.kernel("twice");
+    const unsigned n = 1000;
+    std::vector<float> in(1024), out(1024, -1.0f);
+    std::iota(in.begin(), in.end(), 1.0f);
+    runtime::DeviceBuffer<float> d_in(in.size()), d_out(out.size());
+    runtime::Stream s;
+    d_in.copy_from_host(in, s);
+    d_out.copy_from_host(out, s);
+    s.launch(twice, {.grid = 4, .block = 256, .global = {n, 1, 1}}, d_in, d_out, n);
+    d_out.copy_to_host(out, s);
+    s.synchronize();
+    for (std::size_t i = 0; i < out.size(); ++i) ASSERT_EQ(out[i], i < n ? in[i] * 2.0f : -1.0f) << i;
+    // A global size the grid does not cover (or that leaves a whole block idle) is refused.
+    EXPECT_RT_ERROR(s.launch(twice, {.grid = 4, .block = 256, .global = {1025, 1, 1}}, d_in, d_out, n),
+                    RT_ERROR_INVALID_VALUE);
+    EXPECT_RT_ERROR(s.launch(twice, {.grid = 4, .block = 256, .global = {768, 1, 1}}, d_in, d_out, n),
+                    RT_ERROR_INVALID_VALUE);
+}
+
 TEST_P(CppApi, CompileErrorCarriesDiagnostics) {
     try {
         (void)runtime::Module::from_source("RT_KERNEL void broken(float* x) { x[0] = undeclared_name; }");

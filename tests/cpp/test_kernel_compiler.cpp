@@ -57,6 +57,7 @@ void run(const rt_cpu_kernel_info* k, Dim grid, Dim block, std::vector<void*> ar
     rt_cpu_launch L{};
     L.grid[0] = grid.x, L.grid[1] = grid.y, L.grid[2] = grid.z;
     L.block[0] = block.x, L.block[1] = block.y, L.block[2] = block.z;
+    for (int d = 0; d < 3; ++d) L.global[d] = 1ull * L.grid[d] * L.block[d];
     L.group_begin = begin;
     L.group_end = end ? end : 1ull * grid.x * grid.y * grid.z;
     L.fault = fault ? fault : &local;

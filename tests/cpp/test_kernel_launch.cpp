@@ -1,4 +1,4 @@
-// test_kernel_launch.cpp — rtLaunchKernel / rtLaunchKernelWithArgs on every device: built-ins, argument passing, stream order, atomics, faults, limits.
+// test_kernel_launch.cpp — rtLaunchKernel / rtLaunchKernelEx on every device: built-ins, argument passing, stream order, atomics, faults, limits.
 #include "test_util.hpp"
 
 #include <cmath>
@@ -119,6 +119,16 @@ RT_KERNEL void int_div(int32_t* out, int32_t a, int32_t b) {
 }
 
 RT_KERNEL void empty() {}
+
+// Counts the runs of each work-item of an exact-global-size launch (gx x gy x gz items, no bounds test where
+// the backend skips the items past it). bounded[0] reports RT_ITEMS_BOUNDED as this kernel was compiled.
+RT_KERNEL void count_items(int32_t* hits, int32_t* bounded, uint64_t gx, uint64_t gy, uint64_t gz) {
+#if !RT_ITEMS_BOUNDED
+    if (get_global_id(0) >= gx || get_global_id(1) >= gy || get_global_id(2) >= gz) return;
+#endif
+    if (get_global_id(0) + get_global_id(1) + get_global_id(2) == 0) bounded[0] = RT_ITEMS_BOUNDED;
+    atomic_add(&hits[(get_global_id(2) * gy + get_global_id(1)) * gx + get_global_id(0)], 1);
+}
 
 RT_KERNEL void bump(int32_t* counter) { *counter += 1; }
 )rtsrc";
@@ -275,6 +285,59 @@ TEST_P(KernelLaunch, NonMultipleSizesWithAGuard) {
         int32_t expected = i < size_t(w) * h ? static_cast<int32_t>((i / w) * 1000 + i % w) : untouched;
         ASSERT_EQ(v[i], expected) << "index " << i;
     }
+}
+
+TEST_P(KernelLaunch, ExactGlobalSizeRunsEachItemOnce) {
+    rtFunction_t f = fn("count_items");
+    struct Case {
+        unsigned long long g[3];
+        unsigned b[3];
+    };
+    const Case cases[] = {{{1000, 1, 1}, {256, 1, 1}}, {{1, 1, 1}, {128, 1, 1}},   {{257, 1, 1}, {256, 1, 1}},
+                          {{37, 23, 1}, {16, 16, 1}},  {{5, 7, 3}, {4, 2, 2}},     {{64, 3, 9}, {64, 1, 4}}};
+    for (const Case& c : cases) {
+        const size_t items = c.g[0] * c.g[1] * c.g[2];
+        const size_t cap = items + 1024;  // room past the end: a run past the global size would land there
+        DevBuf hits(cap * sizeof(int32_t)), bounded(sizeof(int32_t));
+        ASSERT_RT_OK(rtMemset(hits.get(), 0, hits.size()));
+        ASSERT_RT_OK(rtMemset(bounded.get(), 0xFF, bounded.size()));
+        void* ph = hits.get();
+        void* pb = bounded.get();
+        uint64_t gx = c.g[0], gy = c.g[1], gz = c.g[2];
+        void* args[] = {&ph, &pb, &gx, &gy, &gz};
+        rtDim3 grid{}, block{c.b[0], c.b[1], c.b[2]};
+        unsigned* gd[3] = {&grid.x, &grid.y, &grid.z};
+        for (int d = 0; d < 3; ++d) *gd[d] = static_cast<unsigned>((c.g[d] + c.b[d] - 1) / c.b[d]);
+        ASSERT_RT_OK(launch_ex(f, grid, block, args, 5, nullptr, 0, nullptr, c.g[0], c.g[1], c.g[2]))
+            << c.g[0] << " x " << c.g[1] << " x " << c.g[2];
+        ASSERT_RT_OK(rtStreamSynchronize(nullptr));
+        auto h = read<int32_t>(hits, cap);
+        for (size_t i = 0; i < cap; ++i)
+            ASSERT_EQ(h[i], i < items ? 1 : 0) << "item " << i << " of " << c.g[0] << " x " << c.g[1] << " x " << c.g[2];
+        auto b = read<int32_t>(bounded, 1);
+        EXPECT_TRUE(b[0] == 0 || b[0] == 1) << "item (0,0,0) ran and reported RT_ITEMS_BOUNDED";
+        if (std::string(prop_.backend) == "cpu") {
+            EXPECT_EQ(b[0], 1) << "the cpu backend skips the items past the size";
+        }
+    }
+}
+
+TEST_P(KernelLaunch, ExactGlobalSizeOutsideTheGridIsRefused) {
+    rtFunction_t e = fn("empty");
+    // grid 4 x 256 holds 769..1024 items; 0 means all of them.
+    for (unsigned long long g : {768ull, 1025ull, 1ull, 5000ull}) {
+        EXPECT_RT_ERROR(RT_ERROR_INVALID_VALUE, launch_ex(e, dim(4), dim(256), nullptr, 0, nullptr, 0, nullptr, g))
+            << "global " << g;
+        EXPECT_TRUE(contains(last_message(), "global.x = " + std::to_string(g))) << last_message();
+        EXPECT_TRUE(contains(last_message(), "769..1024")) << last_message();
+    }
+    EXPECT_RT_ERROR(RT_ERROR_INVALID_VALUE, launch_ex(e, dim(1, 2), dim(1, 8), nullptr, 0, nullptr, 0, nullptr, 1, 17));
+    EXPECT_TRUE(contains(last_message(), "global.y")) << last_message();
+    for (unsigned long long g : {769ull, 1000ull, 1024ull, 0ull})
+        EXPECT_RT_OK(launch_ex(e, dim(4), dim(256), nullptr, 0, nullptr, 0, nullptr, g)) << "global " << g;
+    EXPECT_RT_ERROR(RT_ERROR_INVALID_VALUE, rtLaunchKernelEx(e, nullptr, nullptr));
+    EXPECT_TRUE(contains(last_message(), "config is NULL")) << last_message();
+    EXPECT_RT_OK(rtStreamSynchronize(nullptr)) << "refused launches leave no error behind";
 }
 
 // ------------------------------------------------------------------------------------------ arguments
@@ -642,19 +705,19 @@ TEST_P(KernelLaunch, WrongArityAndArgumentSizes) {
     double extra = 1;
     void* args[] = {&pi, &po, &n, &factor, &extra};
     for (int wrong : {0, 1, 3, 5}) {
-        EXPECT_RT_ERROR(RT_ERROR_INVALID_VALUE, rtLaunchKernelWithArgs(f, dim(1), dim(16), args, wrong, nullptr, 0, nullptr))
+        EXPECT_RT_ERROR(RT_ERROR_INVALID_VALUE, launch_ex(f, dim(1), dim(16), args, wrong, nullptr, 0, nullptr))
             << wrong << " arguments";
         EXPECT_TRUE(contains(last_message(), "takes 4 argument(s)"));
         EXPECT_TRUE(contains(last_message(), "scale"));
     }
-    EXPECT_RT_ERROR(RT_ERROR_INVALID_VALUE, rtLaunchKernelWithArgs(f, dim(1), dim(16), args, -1, nullptr, 0, nullptr));
+    EXPECT_RT_ERROR(RT_ERROR_INVALID_VALUE, launch_ex(f, dim(1), dim(16), args, -2, nullptr, 0, nullptr));
 
     const size_t right[] = {sizeof(float*), sizeof(float*), sizeof(int32_t), sizeof(float)};
     const size_t wrong_sizes[][4] = {{sizeof(float*), sizeof(float*), sizeof(int32_t), sizeof(double)},
                                      {4, sizeof(float*), sizeof(int32_t), sizeof(float)},
                                      {sizeof(float*), sizeof(float*), sizeof(int64_t), sizeof(float)}};
     for (auto& ws : wrong_sizes) {
-        EXPECT_RT_ERROR(RT_ERROR_INVALID_VALUE, rtLaunchKernelWithArgs(f, dim(1), dim(16), args, 4, ws, 0, nullptr));
+        EXPECT_RT_ERROR(RT_ERROR_INVALID_VALUE, launch_ex(f, dim(1), dim(16), args, 4, ws, 0, nullptr));
         EXPECT_TRUE(contains(last_message(), "scale"));
     }
     // Right count, with and without sizes: accepted and run.
@@ -662,19 +725,19 @@ TEST_P(KernelLaunch, WrongArityAndArgumentSizes) {
     std::vector<float> h(16);
     for (int i = 0; i < 16; ++i) h[i] = static_cast<float>(i) + 0.5f;
     ASSERT_RT_OK(rtMemcpy(in.get(), h.data(), in.size(), RT_MEMCPY_HOST_TO_DEVICE));
-    ASSERT_RT_OK(rtLaunchKernelWithArgs(f, dim(1), dim(16), args, 4, right, 0, nullptr));
+    ASSERT_RT_OK(launch_ex(f, dim(1), dim(16), args, 4, right, 0, nullptr));
     ASSERT_RT_OK(rtStreamSynchronize(nullptr));
     auto r = read<float>(out, 16);
     for (int i = 0; i < 16; ++i) EXPECT_EQ(r[i], h[i] * 2);
     factor = 3;
-    ASSERT_RT_OK(rtLaunchKernelWithArgs(f, dim(1), dim(16), args, 4, nullptr, 0, nullptr));
+    ASSERT_RT_OK(launch_ex(f, dim(1), dim(16), args, 4, nullptr, 0, nullptr));
     ASSERT_RT_OK(rtStreamSynchronize(nullptr));
     r = read<float>(out, 16);
     for (int i = 0; i < 16; ++i) EXPECT_EQ(r[i], h[i] * 3);
     // A zero-parameter kernel takes no arguments; args may then be NULL.
     rtFunction_t e = fn("empty");
-    EXPECT_RT_OK(rtLaunchKernelWithArgs(e, dim(1), dim(1), nullptr, 0, nullptr, 0, nullptr));
-    EXPECT_RT_ERROR(RT_ERROR_INVALID_VALUE, rtLaunchKernelWithArgs(e, dim(1), dim(1), args, 1, nullptr, 0, nullptr));
+    EXPECT_RT_OK(launch_ex(e, dim(1), dim(1), nullptr, 0, nullptr, 0, nullptr));
+    EXPECT_RT_ERROR(RT_ERROR_INVALID_VALUE, launch_ex(e, dim(1), dim(1), args, 1, nullptr, 0, nullptr));
     EXPECT_TRUE(contains(last_message(), "takes 0 argument(s)"));
     EXPECT_RT_OK(rtStreamSynchronize(nullptr)) << "refused launches leave no error behind";
 }
@@ -734,7 +797,7 @@ TEST_P(KernelLaunch, StreamOfAnotherDeviceIsRefused) {
     void* args[] = {&p};
     EXPECT_RT_ERROR(RT_ERROR_INVALID_VALUE, rtLaunchKernel(f, dim(1), dim(1), args, 0, s));
     EXPECT_TRUE(contains(last_message(), "bump"));
-    EXPECT_RT_ERROR(RT_ERROR_INVALID_VALUE, rtLaunchKernelWithArgs(f, dim(1), dim(1), args, 1, nullptr, 0, s));
+    EXPECT_RT_ERROR(RT_ERROR_INVALID_VALUE, launch_ex(f, dim(1), dim(1), args, 1, nullptr, 0, s));
     EXPECT_RT_OK(rtStreamSynchronize(s));
     EXPECT_RT_OK(rtStreamDestroy(s));
     // On its own device's streams the kernel runs.

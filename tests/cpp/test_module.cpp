@@ -484,7 +484,7 @@ TEST_F(ModuleTest, UnloadInvalidatesModuleAndFunctionsButQueuedLaunchesComplete)
     EXPECT_RT_ERROR(RT_ERROR_INVALID_HANDLE, rtModuleGetFunction(&g, m, "fill"));
     EXPECT_RT_ERROR(RT_ERROR_INVALID_HANDLE, rtLaunchKernel(f, rtDim3{1, 1, 1}, rtDim3{1, 1, 1}, args, 0, s));
     EXPECT_RT_ERROR(RT_ERROR_INVALID_HANDLE,
-                    rtLaunchKernelWithArgs(f, rtDim3{1, 1, 1}, rtDim3{1, 1, 1}, args, 3, nullptr, 0, s));
+                    launch_ex(f, rtDim3{1, 1, 1}, rtDim3{1, 1, 1}, args, 3, nullptr, 0, s));
     int count = 0;
     EXPECT_RT_ERROR(RT_ERROR_INVALID_HANDLE, rtFunctionGetParamInfo(f, &count, nullptr));
     EXPECT_RT_ERROR(RT_ERROR_INVALID_HANDLE, rtModuleUnload(m)) << "double unload";
@@ -515,7 +515,7 @@ TEST_F(ModuleTest, GarbageHandlesAreRefused) {
     EXPECT_RT_ERROR(RT_ERROR_INVALID_HANDLE, rtLaunchKernel(gf, rtDim3{1, 1, 1}, rtDim3{1, 1, 1}, args, 0, nullptr));
     EXPECT_RT_ERROR(RT_ERROR_INVALID_HANDLE, rtLaunchKernel(nullptr, rtDim3{1, 1, 1}, rtDim3{1, 1, 1}, args, 0, nullptr));
     EXPECT_RT_ERROR(RT_ERROR_INVALID_HANDLE,
-                    rtLaunchKernelWithArgs(gf, rtDim3{1, 1, 1}, rtDim3{1, 1, 1}, args, 1, nullptr, 0, nullptr));
+                    launch_ex(gf, rtDim3{1, 1, 1}, rtDim3{1, 1, 1}, args, 1, nullptr, 0, nullptr));
     // A module handle used as a function handle and vice versa.
     rtModule_t m = load(fill_source(unique_tag()));
     ASSERT_NE(m, nullptr);
@@ -568,7 +568,7 @@ TEST_F(ModuleTest, FunctionParamInfoCountsAndSizes) {
     count = static_cast<int>(expected.size()) - 1;
     EXPECT_RT_ERROR(RT_ERROR_INVALID_VALUE, rtFunctionGetParamInfo(several, &count, sizes.data()));
 
-    // The sizes reported are the ones rtLaunchKernelWithArgs checks against.
+    // The sizes reported are the ones rtLaunchKernelEx checks against.
     int8_t a = 1;
     double b = 2;
     const float* p = nullptr;
@@ -578,7 +578,7 @@ TEST_F(ModuleTest, FunctionParamInfoCountsAndSizes) {
     int32_t big[33] = {};
     int64_t* q = nullptr;
     void* args[] = {&a, &b, &p, &mx, &u, &fl, big, &q};
-    ASSERT_RT_OK(rtLaunchKernelWithArgs(several, rtDim3{1, 1, 1}, rtDim3{1, 1, 1}, args,
+    ASSERT_RT_OK(launch_ex(several, rtDim3{1, 1, 1}, rtDim3{1, 1, 1}, args,
                                         static_cast<int>(expected.size()), sizes.data(), 0, nullptr));
     ASSERT_RT_OK(rtStreamSynchronize(nullptr));
     EXPECT_RT_OK(rtModuleUnload(m));

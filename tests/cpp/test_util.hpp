@@ -46,6 +46,14 @@ inline ::testing::AssertionResult rt_result_is(const char* expected_text, const 
 namespace rt_test {
 
 /// The last error message of this thread as a std::string (never null).
+/// rtLaunchKernelEx with the fields spelled as arguments (global: 0 = grid * block per dimension).
+inline rtError_t launch_ex(rtFunction_t f, rtDim3 grid, rtDim3 block, void** args, int num_args,
+                           const size_t* arg_sizes, size_t shared_bytes, rtStream_t stream,
+                           unsigned long long gx = 0, unsigned long long gy = 0, unsigned long long gz = 0) {
+    rtLaunchConfig c{grid, block, shared_bytes, stream, num_args, arg_sizes, {gx, gy, gz}};
+    return rtLaunchKernelEx(f, &c, args);
+}
+
 inline std::string last_message() {
     const char* m = rtGetLastErrorMessage();
     return m ? std::string(m) : std::string("<null rtGetLastErrorMessage>");

@@ -244,6 +244,23 @@ def test_source_is_inspectable():
     assert "double*" in src64
 
 
+def test_bounds_test_is_compiled_only_where_whole_groups_run(stream):
+    """The generated bounds test sits under `#if !RT_ITEMS_BOUNDED`: cpu launches pass the exact global size and
+    never run items past it, so the item loop has no condition; sizes that are not a multiple of the group work."""
+    d = runtime.alloc(64)
+    src = K.saxpy.source(2.0, d, d, d)
+    guard = re.search(r"#if !RT_ITEMS_BOUNDED\n\s*if \(get_global_id\(0\) >= rt_gsize0\) return;.*\n#endif", src)
+    assert guard, src
+    for n in (1, 255, 257, 1000, 4097):
+        x = np.arange(n, dtype=np.float32)
+        xs, ys = runtime.to_device(x), runtime.to_device(np.ones(n + 512, np.float32))
+        out = runtime.to_device(np.full(n + 512, -1.0, np.float32))  # longer than x: items past n must not run
+        stream.launch_kernel(K.saxpy, 2.0, xs, ys, out)
+        stream.synchronize()
+        o = out.numpy()
+        assert np.array_equal(o[:n], 2.0 * x + 1.0) and np.all(o[n:] == -1.0), n
+
+
 def test_rt_assert_is_launch_error_and_runtime_survives(stream):
     x = runtime.to_device(np.array([1.0, 2.0, -1.0, 3.0]))
     stream.launch_kernel(K.checked, x)

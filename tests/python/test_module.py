@@ -29,6 +29,38 @@ def test_module_launch(stream):
     assert np.array_equal(b.numpy(), x)
 
 
+COUNT_SRC = """
+RT_KERNEL void count_items(int32_t* hits, uint64_t gx, uint64_t gy) {
+#if !RT_ITEMS_BOUNDED
+    if (get_global_id(0) >= gx || get_global_id(1) >= gy) return;
+#endif
+    atomic_add(&hits[get_global_id(1) * gx + get_global_id(0)], 1);
+}
+"""
+
+
+@pytest.mark.parametrize("glob,local", [((1000,), (256,)), ((37, 23), (16, 16)), ((5, 3), (4, 2)), ((1,), (64,))])
+def test_module_launch_runs_exactly_the_global_size(stream, glob, local):
+    """global_size need not be a multiple of local_size: every item runs once, none past the size (the kernel
+    has no bounds test on cpu, where RT_ITEMS_BOUNDED is 1)."""
+    f = runtime.Module(COUNT_SRC).get_function("count_items")
+    gx, gy = (glob + (1,))[:2]
+    n = gx * gy
+    hits = runtime.to_device(np.zeros(n + 4096, np.int32))  # room past the end for runs that must not happen
+    stream.launch_kernel(f, hits, gx, gy, global_size=glob, local_size=local)
+    stream.synchronize()
+    h = hits.numpy()
+    assert np.array_equal(h[:n], np.ones(n, np.int32)) and not h[n:].any()
+
+
+def test_module_launch_with_too_many_groups_is_invalid(stream):
+    f = runtime.Module(COUNT_SRC).get_function("count_items")
+    hits = runtime.alloc(64, dtype=np.int32)
+    with pytest.raises(runtime.InvalidValueError, match="groups per dimension"):
+        stream.launch_kernel(f, hits, 1, 1, global_size=(2**40,), local_size=(1,))
+    stream.synchronize()
+
+
 def test_module_errors(stream):
     with pytest.raises(runtime.CompileError) as e:
         runtime.Module("RT_KERNEL void broken(float* x) { x[0] = undefined_thing; }")

@@ -180,7 +180,9 @@ template <class... P> struct rt_sig_<void (rt_module_::*)(P...)> {
     static constexpr int count = sizeof...(P);
     static constexpr size_t sizes[sizeof...(P) + 1] = {sizeof(typename rt_plain_<P>::type)..., 0};
     /* Unpacks the arguments once, then runs groups [group_begin, group_end), items x-innermost, on a
-     * local kernel object whose address never escapes: ids stay in registers, the x loop vectorises. */
+     * local kernel object whose address never escapes: ids stay in registers, the x loop vectorises.
+     * Items past the global size are never run (RT_ITEMS_BOUNDED): a partial last group is a shorter loop,
+     * so kernels need no bounds test of their own, and a loop without one vectorises. */
     template <void (rt_module_::*F)(P...), unsigned long... I>
     static inline __attribute__((always_inline)) void run(const rt_cpu_launch* L, void* const* args, rt_seq_<I...>) {
         rt_pack_<rt_seq_<I...>, typename rt_plain_<P>::type...> a(args);
@@ -188,18 +190,22 @@ template <class... P> struct rt_sig_<void (rt_module_::*)(P...)> {
         rt_cpu_fault* fault = L->fault ? L->fault : &spare;
         rt_module_ m;
         m.rt_fault = fault;
-        const size_t bx = L->block[0], by = L->block[1], bz = L->block[2];
         const unsigned long long gx = L->grid[0], gxy = gx * L->grid[1];
         for (int d = 0; d < 3; ++d) { m.rt_item.block[d] = L->block[d]; m.rt_item.grid[d] = L->grid[d]; }
         for (unsigned long long g = L->group_begin; g < L->group_end; ++g) {
             m.rt_item.group[0] = g % gx;
             m.rt_item.group[1] = (g % gxy) / gx;
             m.rt_item.group[2] = g / gxy;
-            for (size_t z = 0; z < bz; ++z) {
+            size_t ext[3];
+            for (int d = 0; d < 3; ++d) {
+                const unsigned long long left = L->global[d] - m.rt_item.group[d] * m.rt_item.block[d];
+                ext[d] = left < m.rt_item.block[d] ? (size_t)left : m.rt_item.block[d];
+            }
+            for (size_t z = 0; z < ext[2]; ++z) {
                 m.rt_item.local[2] = z;
-                for (size_t y = 0; y < by; ++y) {
+                for (size_t y = 0; y < ext[1]; ++y) {
                     m.rt_item.local[1] = y;
-                    for (size_t x = 0; x < bx; ++x) {
+                    for (size_t x = 0; x < ext[0]; ++x) {
                         m.rt_item.local[0] = x;
                         (m.*F)(static_cast<rt_leaf_<I, typename rt_plain_<P>::type>&>(a).value...);
                     }

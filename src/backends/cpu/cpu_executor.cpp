@@ -61,7 +61,8 @@ void Executor::parallel_for(size_t n, size_t grain, FunctionRef<void(size_t, siz
     if (n == 0) return;
     grain = std::max<size_t>(grain, 1);
     Job job{n, grain, (n + grain - 1) / grain, fn};
-    if (job.pieces == 1 || threads_.empty()) {
+    job.max_helpers = static_cast<int>(threads_.size()) - 1;
+    if (job.pieces == 1 || job.max_helpers <= 0) {
         fn(0, n);
         return;
     }
@@ -89,7 +90,7 @@ void Executor::worker() {
             std::lock_guard lock(mutex_);
             if (stop_) return;
             for (Job* j : jobs_)
-                if (j->next.load(std::memory_order_relaxed) < j->pieces) {
+                if (j->joinable()) {
                     job = j;
                     job->helpers.fetch_add(1, std::memory_order_relaxed);
                     break;
@@ -118,7 +119,7 @@ void Executor::idle_wait() {
         std::lock_guard lock(mutex_);
         if (stop_ || !ready_.empty()) return;
         for (Job* j : jobs_)
-            if (j->next.load(std::memory_order_relaxed) < j->pieces) return;
+            if (j->joinable()) return;
     }
     // At most one executor spins: with the host thread spinning in synchronize, that already fills 2 cores.
     int expected = 0;

@@ -53,8 +53,10 @@ public:
     /// Hands a runnable queue to the pool; some executor will call queue->run_scheduled(). Thread-safe.
     void schedule(std::shared_ptr<CpuQueue> queue);
 
-    /// Runs fn(begin, end) over [0, n) in pieces of about `grain`, on the calling thread plus idle
-    /// executors; returns when every piece is done. Callable from executors and host threads alike.
+    /// Runs fn(begin, end) over [0, n) in pieces of about `grain`, on the calling thread plus up to
+    /// thread_count() - 1 idle executors (one thread per core: a host thread that calls in takes the place
+    /// of an executor rather than oversubscribing the cores); returns when every piece is done. Callable
+    /// from executors and host threads alike.
     void parallel_for(size_t n, size_t grain, FunctionRef<void(size_t, size_t)> fn);
 
 private:
@@ -63,8 +65,13 @@ private:
         FunctionRef<void(size_t, size_t)> fn;
         std::atomic<size_t> next{0};
         std::atomic<size_t> done{0};
-        std::atomic<int> helpers{0};
+        std::atomic<int> helpers{0};  // executors inside run_pieces; changed under mutex_ when joining
+        int max_helpers = 0;
         void run_pieces();
+        /// Pieces left and room for another helper (read under mutex_).
+        bool joinable() const {
+            return next.load(std::memory_order_relaxed) < pieces && helpers.load(std::memory_order_relaxed) < max_helpers;
+        }
     };
 
     void worker();

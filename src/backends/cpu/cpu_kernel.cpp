@@ -138,7 +138,7 @@ void run_kernel(Executor& executor, const CpuFunction& function, const backend::
     unsigned long long items_per_group = 1ull * shape.block[0] * shape.block[1] * shape.block[2];
     // Pieces of whole groups: ~8 per executor balances uneven groups; at least ~16K items keeps the
     // per-piece overhead (a few atomics) negligible.
-    size_t threads = static_cast<size_t>(executor.thread_count()) + 1;
+    size_t threads = static_cast<size_t>(executor.thread_count());  // parallel_for's participants at most
     size_t grain = groups == 1 ? 1
                                : std::max<size_t>(groups / (threads * 8), (16384 + items_per_group - 1) / items_per_group);
     rt_cpu_entry entry = function.entry();
@@ -158,6 +158,7 @@ void run_kernel(Executor& executor, const CpuFunction& function, const backend::
         for (int d = 0; d < 3; ++d) {
             launch.grid[d] = shape.grid[d];
             launch.block[d] = shape.block[d];
+            launch.global[d] = shape.global[d];
         }
         launch.group_begin = begin;
         launch.group_end = end;

@@ -9,7 +9,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever a struct below changes; a module built for another ABI is refused at load. */
-#define RT_CPU_ABI_VERSION 1
+#define RT_CPU_ABI_VERSION 2
 
 /* The first failure of a launch (rt_assert or trap). `failed` is claimed with an atomic exchange
  * (__atomic_exchange_n) by the first failing work-item; the others only return. */
@@ -21,10 +21,12 @@ typedef struct rt_cpu_fault {
 } rt_cpu_fault;
 
 /* One call of a kernel entry: run work-groups [group_begin, group_end) (linear, x fastest) of a
- * grid[0]*grid[1]*grid[2] grid of block[0]*block[1]*block[2] items. */
+ * grid[0]*grid[1]*grid[2] grid of block[0]*block[1]*block[2] items, skipping the items whose global id
+ * reaches global[d] in some dimension ((grid-1)*block < global <= grid*block). */
 typedef struct rt_cpu_launch {
     unsigned grid[3];
     unsigned block[3];
+    unsigned long long global[3];
     unsigned long long group_begin;
     unsigned long long group_end;
     rt_cpu_fault* fault;
