@@ -86,14 +86,20 @@ AllocResult bench_alloc(const Config& cfg) {
         }
         return rtbench::seconds_between(t0, Clock::now()) / cfg.alloc_pairs;
     };
-    // The modes alternate batch by batch so that noise on this shared machine hits them alike.
+    // The modes alternate batch by batch so that noise on this shared machine hits them alike. Each
+    // timed batch follows an untimed warm-up batch of the same mode: the figures are steady-state costs
+    // of a pair. Without it, the pooled batch would also carry the new pool's first block commit (a
+    // cache miss, counted as such in rtMemGetStats) and the TLB shootdowns of the plain batch's munmaps.
     std::vector<double> plain, pooled, pooled_async;
     for (int r = 0; r < cfg.alloc_runs + 1; ++r) {
         reset_strategies();
+        batch(false);
         double t_plain = batch(false);
         RT_CHECK(rtEnablePoolAllocator(4 * kGiB, 2 * kMiB, RT_POOL_DEFAULT));
         RT_CHECK(rtEnableMemoryReuse(1));
+        batch(false);
         double t_pooled = batch(false);
+        batch(true);
         double t_async = batch(true);
         if (r == 0) continue;  // warm-up
         plain.push_back(t_plain);
@@ -411,7 +417,8 @@ int main(int argc, char** argv) {
                 double(prop.total_memory) / double(kGiB));
 
     const AllocResult a = bench_alloc(cfg);
-    std::printf("\n(a) rtMalloc + rtFree of 1 MiB, µs per pair (%d batches of %d pairs per mode, interleaved)\n",
+    std::printf("\n(a) rtMalloc + rtFree of 1 MiB, µs per pair, steady state (%d batches of %d pairs per mode, "
+                "interleaved, each after an untimed batch of the same mode)\n",
                 cfg.alloc_runs, cfg.alloc_pairs);
     std::printf("  %-44s %10s %10s %10s\n", "", "median", "min", "max");
     print_row("plain (no pool)", a.plain, "µs", "");

@@ -11,11 +11,14 @@ std::shared_ptr<CoreModule> find_module(rtModule_t module) {
     return m;
 }
 
+[[noreturn]] void refuse_function(rtFunction_t function) {
+    fail(RT_ERROR_INVALID_HANDLE, "function %p is not a kernel of a loaded module (never looked up, or unloaded)",
+         static_cast<void*>(function));
+}
+
 std::shared_ptr<CoreFunction> find_function(rtFunction_t function) {
     auto f = runtime().functions.find(reinterpret_cast<uint64_t>(function));
-    if (!f)
-        fail(RT_ERROR_INVALID_HANDLE, "function %p is not a kernel of a loaded module (never looked up, or unloaded)",
-             static_cast<void*>(function));
+    if (!f) refuse_function(function);
     return f;
 }
 
@@ -26,9 +29,14 @@ rtModule_t insert_module(CoreDevice& device, std::shared_ptr<backend::Module> im
 rtError_t launch(rtFunction_t function, backend::LaunchShape shape, void** args, int num_args, const size_t* arg_sizes,
                  rtStream_t stream, const char* api) {
     return capi_call(api, [&] {
-        auto f = find_function(function);
-        auto s = runtime().stream(stream);
-        launch_kernel(*s, *f, shape, args, num_args, arg_sizes);
+        // Borrowed, not counted: no reference-count traffic per launch. The queue keeps what it needs
+        // alive past this call (see CpuQueue::last_function_).
+        Runtime& r = runtime();
+        auto f = r.functions.borrow(reinterpret_cast<uint64_t>(function));
+        if (!f) refuse_function(function);
+        auto borrowed_stream = r.streams.borrow(reinterpret_cast<uint64_t>(stream));
+        Stream& s = r.stream(stream, borrowed_stream);
+        launch_kernel(s, *f, shape, args, num_args, arg_sizes);
     });
 }
 }  // namespace

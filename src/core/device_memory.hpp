@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/memory_pool.hpp"
+#include "core/spin_lock.hpp"
 #include "runtime/runtime.h"
 
 namespace rt {
@@ -57,7 +58,7 @@ private:
     std::vector<DeferredFree> deferred_;
 
     CoreDevice& device_;
-    std::mutex mutex_;
+    ParkingLock mutex_;  // every malloc/free takes it: two atomic operations when uncontended
     std::unique_ptr<MemoryPool> pool_;
     bool grow_ = false;
     bool reuse_ = false;

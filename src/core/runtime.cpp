@@ -7,9 +7,13 @@
 
 namespace rt {
 
+namespace detail {
+std::atomic<Runtime*> g_runtime{nullptr};
+}
+using detail::g_runtime;
+
 namespace {
 std::mutex g_init_mutex;
-std::atomic<Runtime*> g_runtime{nullptr};
 thread_local int t_current_device = 0;
 
 bool parse_int(const std::string& text, int* out) {
@@ -161,13 +165,22 @@ CoreDevice& Runtime::current_device() const {
     return *devices_[static_cast<size_t>(index)];
 }
 
+void Runtime::refuse_stream(rtStream_t handle) {
+    fail(RT_ERROR_INVALID_HANDLE, "stream %p is not a live stream (never created, destroyed, or not a stream handle)",
+         static_cast<void*>(handle));
+}
+
 std::shared_ptr<Stream> Runtime::stream(rtStream_t handle) const {
     if (!handle) return current_device().default_stream();
     auto s = streams.find(reinterpret_cast<uint64_t>(handle));
-    if (!s)
-        fail(RT_ERROR_INVALID_HANDLE, "stream %p is not a live stream (never created, destroyed, or not a stream handle)",
-             static_cast<void*>(handle));
+    if (!s) refuse_stream(handle);
     return s;
+}
+
+Stream& Runtime::stream(rtStream_t handle, const StreamTable::Borrow& borrowed) const {
+    if (!handle) return *current_device().default_stream();
+    if (!borrowed) refuse_stream(handle);
+    return *borrowed;
 }
 
 std::shared_ptr<Event> Runtime::event(rtEvent_t handle) const {
@@ -179,11 +192,9 @@ std::shared_ptr<Event> Runtime::event(rtEvent_t handle) const {
     return e;
 }
 
-Runtime& runtime() {
-    Runtime* r = g_runtime.load(std::memory_order_acquire);
-    if (r) return *r;
+Runtime& detail::create_runtime() {
     std::lock_guard lock(g_init_mutex);
-    r = g_runtime.load(std::memory_order_relaxed);
+    Runtime* r = g_runtime.load(std::memory_order_relaxed);
     if (!r) {
         r = new Runtime(parse_options(nullptr));
         g_runtime.store(r, std::memory_order_release);

@@ -1,6 +1,7 @@
 // The process-wide runtime: backends, devices, handle tables and the allocation registry; created on first use.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <string>
 #include <vector>
@@ -31,24 +32,39 @@ public:
     /// memory about to be released may be used by any queued work, peer copies included.
     void wait_all_idle() const;
 
+    using StreamTable = HandleTable<Stream, 0x53>;
     /// The stream behind a C handle (null = the current device's default stream); throws INVALID_HANDLE.
     std::shared_ptr<Stream> stream(rtStream_t handle) const;
+    /// The same without a reference count, for the launch path: `borrowed` = streams.borrow(handle),
+    /// which keeps the stream alive while it lives.
+    Stream& stream(rtStream_t handle, const StreamTable::Borrow& borrowed) const;
     std::shared_ptr<Event> event(rtEvent_t handle) const;
 
-    HandleTable<Stream, 0x53> streams;  // 'S'
+    StreamTable streams;                // 'S'
     HandleTable<Event, 0x45> events;    // 'E'
     HandleTable<CoreModule, 0x4D> modules;      // 'M'
     HandleTable<CoreFunction, 0x46> functions;  // 'F'
     MemoryRegistry registry;
 
 private:
+    [[noreturn]] static void refuse_stream(rtStream_t handle);
+
     backend::Options options_;
     std::vector<std::unique_ptr<backend::Backend>> backends_;
     std::vector<std::unique_ptr<CoreDevice>> devices_;
 };
 
-/// The runtime, initialised with defaults (environment variables) on first use.
-Runtime& runtime();
+namespace detail {
+extern std::atomic<Runtime*> g_runtime;
+Runtime& create_runtime();
+}  // namespace detail
+
+/// The runtime, initialised with defaults (environment variables) on first use. Inline: every API call
+/// starts here, and the common case is one load.
+inline Runtime& runtime() {
+    Runtime* r = detail::g_runtime.load(std::memory_order_acquire);
+    return r ? *r : detail::create_runtime();
+}
 /// Initialises with `options` ("key=value;..."); refuses options that differ from a live runtime's.
 void init(const char* options);
 /// Tears the runtime down; the next call to runtime() creates a new one.

@@ -1,7 +1,11 @@
 // test_concurrency_stress.cpp — host threads (1,2,4,8) × streams × events × host functions × async copies, checking data and order, with timeouts.
 #include "test_util.hpp"
 
+#include <stdlib.h>
+
+#include <filesystem>
 #include <mutex>
+#include <thread>
 
 namespace {
 
@@ -331,6 +335,56 @@ TEST_P(Stress, HandleChurnWhileWorkIsInFlight) {
         return {};
     });
     for (auto& f : failures) ADD_FAILURE() << f;
+}
+
+TEST_P(Stress, LaunchesWhileTheirStreamsAndModulesAreDestroyed) {
+    // Launches resolve handles without a lock or reference count, so destroying a stream or unloading a
+    // module while other threads launch on it must either refuse the launch or run it, never crash
+    // (ThreadSanitizer and AddressSanitizer builds check the borrowed objects' lifetimes).
+    const int threads = GetParam();
+    std::atomic<rtStream_t> stream{nullptr};
+    std::atomic<rtFunction_t> function{nullptr};
+    std::atomic<bool> stop{false};
+    const char* source = "RT_KERNEL void empty() {}\n";
+    char cache[] = "/tmp/rt-test-stress-cache-XXXXXX";  // never the user's kernel cache
+    ASSERT_NE(::mkdtemp(cache), nullptr);
+    ::setenv("RUNTIME_CACHE_DIR", cache, 1);
+    auto failures = run_threads(threads + 1, [&](int t) -> std::string {
+        if (t == threads) {  // the churner: a new stream and module every round, the old ones destroyed
+            for (int i = 0; i < 100; ++i) {
+                rtStream_t s = nullptr;
+                rtModule_t m = nullptr;
+                rtFunction_t f = nullptr;
+                if (rtStreamCreate(&s) != RT_SUCCESS) return "churn: rtStreamCreate";
+                if (rtModuleLoadSource(&m, source, nullptr) != RT_SUCCESS) return "churn: rtModuleLoadSource";
+                if (rtModuleGetFunction(&f, m, "empty") != RT_SUCCESS) return "churn: rtModuleGetFunction";
+                rtStream_t old_s = stream.exchange(s);
+                function.store(f);
+                std::this_thread::sleep_for(std::chrono::microseconds(200));
+                if (old_s && rtStreamDestroy(old_s) != RT_SUCCESS) return "churn: rtStreamDestroy";
+                if (rtModuleUnload(m) != RT_SUCCESS) return "churn: rtModuleUnload";
+            }
+            stop = true;
+            if (rtStreamDestroy(stream.exchange(nullptr)) != RT_SUCCESS) return "churn: last rtStreamDestroy";
+            return {};
+        }
+        const rtDim3 one{1, 1, 1};
+        long launched = 0;
+        while (!stop.load()) {
+            rtFunction_t f = function.load();
+            rtStream_t s = stream.load();
+            if (!f || !s) continue;
+            rtError_t e = rtLaunchKernel(f, one, one, nullptr, 0, s);
+            if (e == RT_SUCCESS) ++launched;
+            else if (e != RT_ERROR_INVALID_HANDLE) return std::string("launch: ") + rtGetErrorName(e);
+        }
+        (void)launched;
+        return {};
+    });
+    for (auto& f : failures) ADD_FAILURE() << f;
+    EXPECT_RT_OK(rtDeviceSynchronize());
+    std::error_code ec;
+    std::filesystem::remove_all(cache, ec);
 }
 
 TEST(StressLarge, SplitCopiesFromTwoThreads) {

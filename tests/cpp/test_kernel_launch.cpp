@@ -806,6 +806,59 @@ TEST_P(KernelLaunch, StreamOfAnotherDeviceIsRefused) {
     EXPECT_EQ(read<int32_t>(c, 1)[0], 1);
 }
 
+TEST_P(KernelLaunch, StaleGarbageAndWrongKindHandlesAreRefused) {
+    // The launch path resolves handles without a lock: every kind of invalid handle must still be refused.
+    rtFunction_t e = fn("empty");
+    rtStream_t old = nullptr, reused = nullptr;
+    ASSERT_RT_OK(rtStreamCreate(&old));
+    ASSERT_RT_OK(rtLaunchKernel(e, dim(1), dim(1), nullptr, 0, old));
+    ASSERT_RT_OK(rtStreamDestroy(old));
+    ASSERT_RT_OK(rtStreamCreate(&reused));  // takes the destroyed stream's slot, with a new generation
+    EXPECT_RT_ERROR(RT_ERROR_INVALID_HANDLE, rtLaunchKernel(e, dim(1), dim(1), nullptr, 0, old));
+    EXPECT_TRUE(contains(last_message(), "not a live stream"));
+    EXPECT_RT_OK(rtLaunchKernel(e, dim(1), dim(1), nullptr, 0, reused));
+    EXPECT_RT_OK(rtStreamSynchronize(reused));
+    EXPECT_RT_OK(rtStreamDestroy(reused));
+
+    auto handle = [](uint64_t v) { return reinterpret_cast<void*>(static_cast<uintptr_t>(v)); };
+    const uint64_t stream_tag = uint64_t{0x53} << 56, function_tag = uint64_t{0x46} << 56;
+    // Garbage, a slot never used, generation 0, and handles of the other kind.
+    for (uint64_t v : {uint64_t{0x1234}, stream_tag | (uint64_t{7} << 24) | 0xFFFFFF, stream_tag | 1,
+                       function_tag | (uint64_t{7} << 24)})
+        EXPECT_RT_ERROR(RT_ERROR_INVALID_HANDLE,
+                        rtLaunchKernel(e, dim(1), dim(1), nullptr, 0, static_cast<rtStream_t>(handle(v))))
+            << std::hex << v;
+    for (uint64_t v : {uint64_t{0x1234}, function_tag | (uint64_t{7} << 24) | 0xFFFFFF, function_tag | 1,
+                       stream_tag | (uint64_t{7} << 24)}) {
+        EXPECT_RT_ERROR(RT_ERROR_INVALID_HANDLE,
+                        rtLaunchKernel(static_cast<rtFunction_t>(handle(v)), dim(1), dim(1), nullptr, 0, nullptr))
+            << std::hex << v;
+        EXPECT_TRUE(contains(last_message(), "not a kernel of a loaded module"));
+    }
+    EXPECT_RT_ERROR(RT_ERROR_INVALID_HANDLE, rtLaunchKernel(nullptr, dim(1), dim(1), nullptr, 0, nullptr));
+
+    // A function of an unloaded module: refused, even after another module took its slot; work queued
+    // before the unload still runs (the queue keeps the code loaded).
+    rtModule_t m = nullptr, m2 = nullptr;
+    ASSERT_RT_OK(rtModuleLoadSource(&m, kSource, nullptr));
+    rtFunction_t bump = nullptr;
+    ASSERT_RT_OK(rtModuleGetFunction(&bump, m, "bump"));
+    DevBuf c(sizeof(int32_t));
+    ASSERT_RT_OK(rtMemset(c.get(), 0, c.size()));
+    void* p = c.get();
+    void* args[] = {&p};
+    for (int i = 0; i < 100; ++i) ASSERT_RT_OK(rtLaunchKernel(bump, dim(1), dim(1), args, 0, nullptr));
+    ASSERT_RT_OK(rtModuleUnload(m));
+    EXPECT_RT_ERROR(RT_ERROR_INVALID_HANDLE, rtLaunchKernel(bump, dim(1), dim(1), args, 0, nullptr));
+    ASSERT_RT_OK(rtModuleLoadSource(&m2, kSource, nullptr));
+    rtFunction_t bump2 = nullptr;
+    ASSERT_RT_OK(rtModuleGetFunction(&bump2, m2, "bump"));
+    EXPECT_RT_ERROR(RT_ERROR_INVALID_HANDLE, rtLaunchKernel(bump, dim(1), dim(1), args, 0, nullptr));
+    ASSERT_RT_OK(rtStreamSynchronize(nullptr));
+    EXPECT_EQ(read<int32_t>(c, 1)[0], 100);
+    EXPECT_RT_OK(rtModuleUnload(m2));
+}
+
 // ------------------------------------------------------------------------------------------ volume
 
 TEST_P(KernelLaunch, TenThousandLaunchesThenOneSynchronize) {

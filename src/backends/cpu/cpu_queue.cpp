@@ -60,23 +60,26 @@ CpuQueue::CpuQueue(Executor& executor) : executor_(executor), ring_(64) {}
 
 CpuQueue::~CpuQueue() = default;
 
-uint64_t CpuQueue::push(Task&& task, const std::shared_ptr<backend::Function>* launched) {
+template <class Fill>
+uint64_t CpuQueue::emplace(Fill&& fill, const std::shared_ptr<backend::Function>* launched) {
     bool schedule = false;
     uint64_t seq;
     {
         std::lock_guard lock(mutex_);
-        if (launched && launched->get() != last_function_.get()) {
-            task.ref = std::move(last_function_);
-            last_function_ = *launched;
-        }
         if (tail_ - head_ == ring_.size()) {  // full: double, keeping order (amortised; no per-task allocation)
             std::vector<Task> bigger(ring_.size() * 2);
             for (uint64_t i = head_; i != tail_; ++i) bigger[i & (bigger.size() - 1)] = std::move(ring_[i & (ring_.size() - 1)]);
             ring_.swap(bigger);
         }
+        Task& task = ring_[tail_ & (ring_.size() - 1)];  // moved-from by run(): owns nothing
+        fill(task);
+        if (launched && launched->get() != last_function_.get()) {
+            task.ref = std::move(last_function_);
+            last_function_ = *launched;
+        }
         seq = task.seq = submitted_.load(std::memory_order_relaxed) + 1;
+        ++tail_;
         submitted_.store(seq, std::memory_order_release);
-        ring_[tail_++ & (ring_.size() - 1)] = std::move(task);
         if (state_ == State::idle) {
             state_ = State::scheduled;
             schedule = true;
@@ -84,6 +87,10 @@ uint64_t CpuQueue::push(Task&& task, const std::shared_ptr<backend::Function>* l
     }
     if (schedule) executor_.schedule(shared_from_this());
     return seq;
+}
+
+uint64_t CpuQueue::push(Task&& task) {
+    return emplace([&](Task& slot) { slot = std::move(task); });
 }
 
 void CpuQueue::copy_impl(void* dst, const void* src, size_t bytes, backend::CopyKind) {
@@ -110,11 +117,14 @@ void CpuQueue::host_call_impl(const backend::HostCall& call) {
 
 void CpuQueue::launch_impl(const std::shared_ptr<backend::Function>& function, const backend::LaunchShape& shape,
                            void* const* args, const backend::LaunchReport& report) {
-    Task t;
-    t.type = Task::Type::launch;
-    t.launch = {static_cast<const CpuFunction*>(function.get()), shape, report};
-    t.args.pack(function->arg_sizes(), args);
-    push(std::move(t), &function);
+    // Written in place: a task record is a few cache lines, and this is the path a launch loop takes.
+    emplace(
+        [&](Task& t) {
+            t.type = Task::Type::launch;
+            t.launch = {static_cast<const CpuFunction*>(function.get()), shape, report};
+            t.args.pack(function->arg_sizes(), args);
+        },
+        &function);
 }
 
 void CpuQueue::record_impl(backend::Event& event) {

@@ -10,6 +10,7 @@
 #include "backends/backend.hpp"
 #include "backends/cpu/cpu_executor.hpp"
 #include "backends/cpu/cpu_kernel.hpp"
+#include "core/spin_lock.hpp"
 
 namespace rt::cpu {
 
@@ -102,9 +103,12 @@ public:
 private:
     enum class State : uint8_t { idle, scheduled, running, blocked };
 
-    /// Appends a task and makes the queue runnable; returns its sequence number. `launched`: the
-    /// function of a launch task, whose lifetime the queue takes over.
-    uint64_t push(Task&& task, const std::shared_ptr<backend::Function>* launched = nullptr);
+    /// Appends a task written by fill(Task&) into its ring slot (under the lock), and makes the queue
+    /// runnable; returns its sequence number. `launched`: the function of a launch task, whose lifetime
+    /// the queue takes over.
+    template <class Fill>
+    uint64_t emplace(Fill&& fill, const std::shared_ptr<backend::Function>* launched = nullptr);
+    uint64_t push(Task&& task);
     /// Runs tasks in order while owning the queue (state_ == running) up to `limit`, at most `budget` tasks.
     void run(uint64_t limit, size_t budget);
     void execute(Task& task);
@@ -115,7 +119,10 @@ private:
     void unblock();
 
     Executor& executor_;
-    std::mutex mutex_;  // guards the ring and state_; submitted_ is written under it, read without it
+    // Guards the ring and state_; submitted_ is written under it, read without it. A spin lock: held for
+    // a push or a batch take, and a pthread mutex would put the producer to sleep in the kernel whenever
+    // it meets the executor there.
+    SpinLock mutex_;
     std::vector<Task> ring_;
     uint64_t head_ = 0, tail_ = 0;
     std::atomic<uint64_t> submitted_{0};
