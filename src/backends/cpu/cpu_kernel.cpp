@@ -83,6 +83,9 @@ void trap_handler(int sig, siginfo_t* info, void* context) {
 }
 
 void install_trap_handlers() {
+    // Checked on every launch: one acquire load, not std::call_once (which costs a TLS look-up per call).
+    static std::atomic<bool> installed{false};
+    if (installed.load(std::memory_order_acquire)) return;
     static std::once_flag once;
     std::call_once(once, [] {
         struct sigaction sa {};
@@ -90,6 +93,7 @@ void install_trap_handlers() {
         sa.sa_flags = SA_SIGINFO | SA_NODEFER;
         sigemptyset(&sa.sa_mask);
         for (int sig : kTrapSignals) sigaction(sig, &sa, &g_previous[sig]);
+        installed.store(true, std::memory_order_release);
     });
 }
 
