@@ -44,7 +44,7 @@ pip_install() {
 # the suite runs with RUNTIME_BACKEND=cuda, so the default device is the GPU.
 pytest_cuda() {
   (cd /tmp && python3 -m pytest "$root/tests/python/test_devices.py" -q -rs) &&
-    RUNTIME_BACKEND=cuda python3 -m pytest "$root/tests/python" -q -rs -x --ignore="$root/tests/python/test_bench.py" \
+    RUNTIME_BACKEND=cuda python3 -m pytest "$root/tests/python" -q -rs --ignore="$root/tests/python/test_bench.py" \
       -k 'stream or event or memory or jit or module or device'
 }
 bench_core() { "$build/bench/runtime-bench-core" --device cuda:0 --quick; }
