@@ -128,11 +128,12 @@ const Driver& driver() {
         off.why = "the cuda backend is disabled (RUNTIME_CUDA=" + std::string(std::getenv("RUNTIME_CUDA")) + ")";
         return off;
     }
+    // One attempt per library name for the life of the process, successful or not: references handed out stay
+    // valid, and a driver does not appear while a process runs (another name, e.g. a test's, is a new attempt).
     Driver*& d = (*loaded)[library];
-    if (!d || !d->available) {
-        auto* fresh = new Driver;  // a failed attempt is kept (leaked, tiny) so references to it stay valid
-        load(*fresh, library);
-        d = fresh;
+    if (!d) {
+        d = new Driver;
+        load(*d, library);
     }
     return *d;
 }

@@ -78,8 +78,8 @@ struct Driver {
 #undef RT_CU_FN_
 
 /// The driver for this process, loaded on first use from $RUNTIME_CUDA_DRIVER_LIB (a path or soname),
-/// else libcuda.so.1. Each distinct library name is opened once and never closed (the driver does not
-/// support unloading); a name that failed is retried (the environment may change between rtInit cycles).
+/// else libcuda.so.1. Each distinct library name is tried once and never closed (the driver does not
+/// support unloading); the environment may name another library before a later rtInit.
 /// `RUNTIME_CUDA=0` (or off/no/false) disables the backend: why says so. Thread-safe.
 const Driver& driver();
 

@@ -90,7 +90,7 @@ const Nvrtc& nvrtc() {
     std::string key = env && *env ? env : "";
     std::lock_guard lock(*mutex);
     Nvrtc*& n = (*loaded)[key];
-    if (!n || !n->available) {
+    if (!n) {  // one attempt per $RUNTIME_NVRTC_LIB value, as for the driver
         auto* fresh = new Nvrtc;
         std::vector<std::string> names;
         if (!key.empty()) {

@@ -32,7 +32,7 @@ struct Nvrtc {
 
 /// NVRTC for this process: $RUNTIME_NVRTC_LIB (path or soname) if set, else the sonames of the toolkit
 /// this runtime was built against first, then newer and older ones (libnvrtc.so.13, .12, .11.2, libnvrtc.so).
-/// Loaded once per distinct $RUNTIME_NVRTC_LIB value; thread-safe; never closed.
+/// Tried once per distinct $RUNTIME_NVRTC_LIB value (failures included); thread-safe; never closed.
 const Nvrtc& nvrtc();
 
 /// What a compilation for the cuda backend produced.
