@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "bench_util.hpp"
+#include "peer_cuda.hpp"
 #include "peer_opencl.hpp"
 
 #include <algorithm>
@@ -1384,5 +1385,9 @@ int main(int argc, char** argv) {
         cfg.jit_reps = 3;
         cfg.reload_runs = 5;
     }
+    // A cuda device is compared with the raw driver API (peer_cuda.cpp); the cpu rows and the PoCL peer are for cpu.
+    rtDeviceProp prop{};
+    if (rtGetDeviceProperties(&prop, cfg.device) == RT_SUCCESS && std::string(prop.backend) == "cuda")
+        return rtbench::run_cuda_peer(cfg.device, cfg.quick);
     return rtbench::Bench(cfg).run();
 }

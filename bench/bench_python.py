@@ -445,6 +445,57 @@ def bench_jit(peers: dict, reps: int) -> dict:
             "jit warm disk cache, fresh process (ms)": {t: _stats(v) for t, v in warm.items()}}
 
 
+# ------------------------------------------------------------------------------------------------ cuda vs CuPy
+
+def bench_cuda(peers: dict, reps: int) -> dict:
+    """out[i] = in[i] * 2 over 256M floats on cuda:0: @runtime.jit against CuPy's cp.multiply(a, 2, out=b) on the same
+    GPU, in this process (target: ours at least 0.9x CuPy's throughput). Skipped without a GPU or CuPy."""
+    import runtime
+    try:
+        dev = runtime.device("cuda:0")
+    except runtime.Error as e:
+        print(f"cuda: skipped ({e})")
+        return {}
+    try:
+        import cupy as cp
+    except Exception as e:  # noqa: BLE001 - any import failure means "no peer"
+        print(f"cuda: CuPy missing ({e}); measuring the runtime alone")
+        cp = None
+    n = 256 << 20
+    host = np.arange(n, dtype=np.float32) % 1000
+    rt_mod, scale, _ = _ours_kernels()
+    with dev:
+        s = runtime.Stream()
+        d_in = runtime.alloc(host.nbytes, dtype=np.float32)
+        d_out = runtime.alloc(host.nbytes, dtype=np.float32)
+        s.launch_copy(d_in, host)
+        s.synchronize()
+
+        def ours():
+            s.launch_kernel(scale, d_out, d_in)
+            s.synchronize()
+        ours()
+        _check("ours", "cuda scale", d_out.numpy()[:1 << 20], host[:1 << 20] * 2)
+        runners = {"ours": lambda: _timed(ours)}
+        if cp is not None:
+            a = cp.asarray(host)
+            b = cp.empty_like(a)
+
+            def cupy_run():
+                cp.multiply(a, 2, out=b)
+                cp.cuda.Stream.null.synchronize()
+            cupy_run()
+            _check("cupy", "cuda scale", cp.asnumpy(b[:1 << 20]), host[:1 << 20] * 2)
+            runners["cupy"] = lambda: _timed(cupy_run)
+        times = _alternate(runners, max(reps, 5))
+    out = {"cuda out=in*2, 256M floats (ms)": {k: _stats(v) for k, v in times.items()}}
+    if "cupy" in times:
+        ratio = min(times["cupy"]) / min(times["ours"])
+        print(f"cuda scale 256M floats: ours/cupy throughput {ratio:.3f}x (target >= 0.9x): "
+              f"{'ok' if ratio >= 0.9 else 'MISSED'}")
+    return out
+
+
 # ------------------------------------------------------------------------------------------------- table
 
 def _table(rows: dict, peers: dict) -> str:
@@ -477,7 +528,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="fewer runs (3 per kernel row, 1 per compile row)")
     ap.add_argument("--json", action="store_true", help="also print the rows as JSON")
-    ap.add_argument("--only", default="launch,jit,kernels", help="comma-separated parts (default: all)")
+    ap.add_argument("--only", default="launch,jit,kernels,cuda",
+                    help="comma-separated parts (default: all; cuda = @runtime.jit vs CuPy on cuda:0 when present)")
     args = ap.parse_args()
     os.environ.pop("RUNTIME_JIT_INTERPRET", None)
     peers = {p: _try_import(p) for p in PEERS}
@@ -490,7 +542,7 @@ def main() -> int:
     print(f"device: {props.name} ({props.backend}); cpus: {os.cpu_count()}; peers: {ver}")
     reps = 3 if args.quick else 11
     rows: dict = {}
-    parts = {"launch": bench_launch, "jit": bench_jit, "kernels": bench_kernels}
+    parts = {"launch": bench_launch, "jit": bench_jit, "kernels": bench_kernels, "cuda": bench_cuda}
     for part in [parts[p] for p in args.only.split(",")]:
         try:
             rows.update(part(peers, reps if part is not bench_jit else (1 if args.quick else 3)))

@@ -1,4 +1,4 @@
-// runtime-compile — ahead-of-time compilation of kernel sources into cpu kernel modules, and kernel cache upkeep.
+// runtime-compile — ahead-of-time compilation of kernel sources into cpu modules or cuda cubin/PTX, and kernel cache upkeep.
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -13,11 +13,15 @@
 #include "backends/cpu/cpu_module.hpp"
 #include "core/error.hpp"
 #include "core/kernel_cache.hpp"
+#ifdef RUNTIME_HAVE_CUDA
+#include "backends/cuda/nvrtc.hpp"
+#endif
 
 namespace {
 
 const char* kUsage =
     "usage: runtime-compile KERNEL.cpp -o MODULE.so [--backend cpu] [-O0..-O3|-Os] [-g] [-DNAME[=V]] [-UNAME] [-IDIR]\n"
+    "       runtime-compile KERNEL.cu -o MODULE.cubin|MODULE.ptx --backend cuda [--arch sm_XY] [options as above]\n"
     "       runtime-compile --list-cache [--backend NAME]\n"
     "       runtime-compile --clear-cache [--backend NAME]\n"
     "       runtime-compile --help\n"
@@ -25,7 +29,9 @@ const char* kUsage =
     "Compiles a kernel source (include/runtime/kernel.h dialect) into a module that rtModuleLoadFile loads.\n"
     "The compilation goes through the kernel cache ($RUNTIME_CACHE_DIR, else $XDG_CACHE_HOME/runtime, else\n"
     "~/.cache/runtime): compiling the same file with the same options again copies the cached module.\n"
-    "The host compiler is $RUNTIME_CXX, else c++ / g++ / clang++ from PATH.\n";
+    "The host compiler is $RUNTIME_CXX, else c++ / g++ / clang++ from PATH.\n"
+    "--backend cuda compiles with NVRTC (loaded at run time; no GPU needed) for --arch (default sm_90): a cubin,\n"
+    "or PTX when the output name ends in .ptx. rtModuleLoadFile loads cubin, PTX and fatbin files on cuda.\n";
 
 int usage_error(const char* fmt, const char* arg) {
     std::fprintf(stderr, "runtime-compile: ");
@@ -53,7 +59,7 @@ void copy_atomic(const std::string& src, const std::string& dst) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    std::string input, output, backend = "cpu", options;
+    std::string input, output, backend = "cpu", options, arch = "sm_90";
     bool list = false, clear = false, backend_given = false;
     for (int i = 1; i < argc; ++i) {
         std::string a = argv[i];
@@ -70,6 +76,11 @@ int main(int argc, char** argv) {
         } else if (a.rfind("--backend=", 0) == 0) {
             backend = a.substr(10);
             backend_given = true;
+        } else if (a == "--arch") {
+            if (++i >= argc) return usage_error("%s needs an architecture (e.g. sm_90)", "--arch");
+            arch = argv[i];
+        } else if (a.rfind("--arch=", 0) == 0) {
+            arch = a.substr(7);
         } else if (a == "--list-cache") {
             list = true;
         } else if (a == "--clear-cache") {
@@ -110,8 +121,16 @@ int main(int argc, char** argv) {
         }
         if (input.empty()) return usage_error("%s", "no input file");
         if (output.empty()) return usage_error("%s", "no output file (-o MODULE.so)");
-        if (backend != "cpu")
-            return usage_error("backend '%s' cannot be compiled ahead of time (supported: cpu)", backend.c_str());
+#ifdef RUNTIME_HAVE_CUDA
+        const char* supported = "cpu, cuda";
+#else
+        const char* supported = "cpu (this build has no cuda backend)";
+#endif
+        if (backend != "cpu" && !(backend == "cuda" && std::strstr(supported, "cuda"))) {
+            std::fprintf(stderr, "runtime-compile: backend '%s' cannot be compiled ahead of time (supported: %s)\n",
+                         backend.c_str(), supported);
+            return 2;
+        }
 
         std::string source;
         if (!read_file(input, source)) {
@@ -122,6 +141,20 @@ int main(int argc, char** argv) {
         size_t slash = input.rfind('/');
         std::string dir = slash == std::string::npos ? "." : input.substr(0, slash == 0 ? 1 : slash);
         std::string all_options = options + " -I" + dir;
+#ifdef RUNTIME_HAVE_CUDA
+        if (backend == "cuda") {
+            bool ptx = output.size() >= 4 && output.compare(output.size() - 4, 4, ".ptx") == 0;
+            rt::cuda::CudaCompileResult r = rt::cuda::compile(source, all_options, arch, input, ptx);
+            if (ptx && r.image.size() && r.image.back() == '\0') r.image.pop_back();  // a text file, no NUL
+            rt::kcache::store_bytes(output, r.image);
+            std::string names;
+            for (const std::string& n : r.kernels) names += (names.empty() ? "" : ", ") + n;
+            if (!r.log.empty()) std::fprintf(stderr, "%s", r.log.c_str());
+            std::printf("%s: %s %s for %s (kernels: %s; %s)\n", output.c_str(), r.from_cache ? "from cache" : "compiled",
+                        r.cubin ? "cubin" : "PTX", arch.c_str(), names.c_str(), r.path.c_str());
+            return 0;
+        }
+#endif
         rt::cpu::CompileResult r = rt::cpu::compile(source, all_options, input);
         auto module = rt::cpu::CpuModule::from_file(r.path);  // proves the result loads before publishing it
         copy_atomic(r.path, output);

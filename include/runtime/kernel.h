@@ -91,6 +91,12 @@ RT_BUILTIN_ size_t get_global_size(unsigned d) { return get_num_groups(d) * get_
 
 /* Math: CUDA's device library already overloads sqrt, exp, …, abs, min, max for float and double. */
 
+/* GCC's byte-copy builtins, which portable kernels use for type punning: NVRTC has memcpy/memset built in. */
+#if defined(__CUDACC_RTC__) && !defined(__builtin_memcpy)
+#define __builtin_memcpy memcpy
+#define __builtin_memset memset
+#endif
+
 /* Atomics: dispatch on the operand type to CUDA's atomic* (64-bit integers through unsigned long long). */
 typedef unsigned long long rt_ull_;
 template <class T> RT_BUILTIN_ T atomic_add(T* p, typename rt_same_<T>::type v) {

@@ -49,8 +49,14 @@ RT_API const char* rtGetLastErrorMessage(void);
 
 /** Initialise the runtime. Optional: every call initialises with defaults on first use.
  *  `options` is NULL or "key=value;key=value", keys: cpu_devices (count), cpu_memory (bytes, with
- *  optional K/M/G suffix), executors (cpu executor threads). Environment variables
- *  RUNTIME_CPU_DEVICES / RUNTIME_CPU_MEMORY / RUNTIME_EXECUTORS give the defaults.
+ *  optional K/M/G suffix), executors (cpu executor threads), backend (cpu or cuda: whose devices come
+ *  first). Environment variables RUNTIME_CPU_DEVICES / RUNTIME_CPU_MEMORY / RUNTIME_EXECUTORS /
+ *  RUNTIME_BACKEND give the defaults.
+ *  Device order: the cpu devices (cpu:0, cpu:1, ...), then the cuda devices (cuda:0, ...) in the driver's
+ *  order, so device 0 — every thread's initial device — is cpu:0. With backend=cuda (and at least one
+ *  GPU) the cuda devices come first and device 0 is cuda:0; without a GPU the order stays as it is.
+ *  The cuda backend opens the driver at run time (libcuda.so.1, or $RUNTIME_CUDA_DRIVER_LIB; RUNTIME_CUDA=0
+ *  turns it off): without a driver or a GPU it has no devices and everything else works.
  *  Options given while already initialised with different values: RT_ERROR_INVALID_VALUE. */
 RT_API rtError_t rtInit(const char* options);
 /** Wait for all work, release every resource; handles become invalid. rtInit may follow.
@@ -58,6 +64,10 @@ RT_API rtError_t rtInit(const char* options);
 RT_API rtError_t rtFinalize(void);
 
 RT_API rtError_t rtGetDeviceCount(int* count);
+/** The index of the device named `name`: "cpu:0", "cuda:1", or a backend alone ("cuda" means "cuda:0").
+ *  A device that does not exist: RT_ERROR_INVALID_DEVICE, the message listing the devices present and,
+ *  for a backend without devices, why (e.g. "the CUDA driver library 'libcuda.so.1' cannot be loaded"). */
+RT_API rtError_t rtGetDeviceByName(int* device, const char* name);
 /** Select the current device of the calling thread (default 0). */
 RT_API rtError_t rtSetDevice(int device);
 RT_API rtError_t rtGetDevice(int* device);

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import atexit
 import collections
-import re
 import threading
 import weakref
 from typing import Any, Iterable, Optional, Union
@@ -23,7 +22,6 @@ from .errors import (Error, InvalidDeviceError, InvalidValueError, NotReadyError
 
 # ----------------------------------------------------------------------------------------------- devices
 
-_DEVICE_RE = re.compile(r"^\s*([A-Za-z_]+)\s*(?::\s*(\d+))?\s*$")
 _devices_cache: Optional[list] = None
 _tls = threading.local()
 
@@ -32,12 +30,14 @@ def init(options: Optional[str] = None, **kwargs: Any) -> None:
     """Initialise the runtime (optional: every call initialises on first use).
 
     `options` is the C API's "key=value;..." string; keyword arguments are appended to it
-    (cpu_devices=2, cpu_memory="1G", executors=2).
+    (cpu_devices=2, cpu_memory="1G", executors=2, backend="cuda": the cuda devices come first, so device 0 is
+    cuda:0 when a GPU is present).
     """
     parts = [options] if options else []
     for key, value in kwargs.items():
-        if key not in ("cpu_devices", "cpu_memory", "executors"):
-            raise make_error(InvalidValueError, f"init: unknown option {key!r} (expected cpu_devices, cpu_memory, executors)")
+        if key not in ("cpu_devices", "cpu_memory", "executors", "backend"):
+            raise make_error(InvalidValueError,
+                             f"init: unknown option {key!r} (expected cpu_devices, cpu_memory, executors, backend)")
         parts.append(f"{key}={value}")
     _core.init(";".join(parts) if parts else None)
 
@@ -101,15 +101,8 @@ def _device_index(spec: Any) -> int:
             raise make_error(InvalidDeviceError, f"no device {int(spec)} (there are {n}: indices 0..{n - 1})")
         return int(spec)
     if isinstance(spec, str):
-        m = _DEVICE_RE.match(spec)
-        devs = _all_devices()
-        if m:
-            backend, ordinal = m.group(1).lower(), int(m.group(2) or 0)
-            for p in devs:
-                if p.backend == backend and p.backend_ordinal == ordinal:
-                    return p.device_index
-        names = ", ".join(f"{p.backend}:{p.backend_ordinal}" for p in devs)
-        raise make_error(InvalidDeviceError, f"no device {spec!r} (available: {names})")
+        # One parser for every face (rtGetDeviceByName): "cuda:0" without a GPU says why cuda is unavailable.
+        return _core.get_device_by_name(spec)
     raise make_error(InvalidDeviceError,
                      f"device must be an int, a string like 'cpu:0' or a Device, got {type(spec).__name__}")
 
@@ -674,6 +667,20 @@ class DeviceMemory:
         versioned = max_version is not None and tuple(max_version)[0] >= 1
         return _core.make_dlpack(self.ptr, [self.size], _DLPACK_CODES[dt.kind], dt.itemsize * 8, mine[0], mine[1],
                                  self, versioned)
+
+    @property
+    def __cuda_array_interface__(self) -> dict:
+        """CUDA Array Interface v3 (CuPy, Numba, PyTorch) for memory of a cuda device: a zero-copy 1-D view of
+        `dtype`. Queued work that touches this memory is completed first, so no "stream" entry is given (the
+        consumer may use the data on any stream). Absent (AttributeError) on other devices."""
+        if self.device.properties.backend != "cuda" or self._mapped:
+            raise AttributeError("__cuda_array_interface__ exists only for memory of a cuda device "
+                                 f"(this is {self.device.name} memory)")
+        for s in list(_live_streams):
+            if s._busy_with(self):
+                s.synchronize()
+        return {"shape": (self.size,), "typestr": self.dtype.str, "data": (self.ptr, False), "strides": None,
+                "descr": [("", self.dtype.str)], "version": 3}
 
     # ---- release
     def _free_now(self, stream: Optional["Stream"] = None) -> None:

@@ -363,6 +363,11 @@ NB_MODULE(_core, m) {
     });
     m.def("get_device_count", [] { int n = 0; check(rtGetDeviceCount(&n), "rtGetDeviceCount"); return n; });
     m.def("set_device", [](int d) { check(rtSetDevice(d), "rtSetDevice"); });
+    m.def("get_device_by_name", [](const std::string& name) {
+        int d = -1;
+        check(rtGetDeviceByName(&d, name.c_str()), "rtGetDeviceByName");
+        return d;
+    }, nb::arg("name"), "Index of the device named 'cpu:0', 'cuda:1' or 'cuda' (rtGetDeviceByName).");
     m.def("get_device", [] { int d = 0; check(rtGetDevice(&d), "rtGetDevice"); return d; });
     m.def("get_device_properties", &device_properties, "dict of rtDeviceProp's fields");
     m.def("device_synchronize", [] {

@@ -118,6 +118,9 @@ public:
     virtual uint64_t position_impl() = 0;
     /// True once all work up to `position` has completed. Thread-safe, never blocks.
     virtual bool reached_impl(uint64_t position) = 0;
+    /// (optional) Where failures found by synchronize_impl/query_impl go (the core stream's slot; valid until the
+    /// queue's destructor runs). Called once, before any other call. Defaults to ignoring it (cpu reports through LaunchReport).
+    virtual void bind_error_slot_impl(AsyncErrorSlot* slot) { (void)slot; }
 };
 
 /// One device of a backend.
@@ -158,6 +161,8 @@ public:
     virtual const char* name() const = 0;
     virtual int device_count() const = 0;
     virtual std::unique_ptr<Device> create_device(int ordinal) = 0;
+    /// (optional) Why device_count() is 0, in words ("libcuda.so.1 cannot be loaded ..."); defaults to "".
+    virtual std::string unavailable_reason() const { return {}; }
 };
 
 /// Options the runtime was initialised with, as far as backends care.
@@ -165,9 +170,12 @@ struct Options {
     int cpu_devices = 1;
     size_t cpu_memory = 0;  ///< 0 = half the physical memory
     int executors = 0;      ///< 0 = one per hardware thread
+    std::string backend = "cpu";  ///< the backend whose devices are enumerated first (device 0 is the default)
 };
 
 std::unique_ptr<Backend> make_cpu_backend(const Options& options);
+/// The cuda backend (builds with RUNTIME_WITH_CUDA only): no devices, and a reason, without a usable driver.
+std::unique_ptr<Backend> make_cuda_backend(const Options& options);
 
 }  // namespace backend
 }  // namespace rt

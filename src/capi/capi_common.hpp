@@ -38,6 +38,15 @@ rtError_t capi_call(const char* api, F&& body) noexcept {
     }
 }
 
+/// Events are backend objects: a stream can record or wait for an event of its own backend only (a cpu event
+/// cannot be captured by a CUstream, nor a CUevent by a cpu queue). INVALID_VALUE names both devices.
+inline void require_same_backend(const CoreDevice& stream_device, const CoreDevice& event_device, const char* what) {
+    if (stream_device.info().backend != event_device.info().backend)
+        fail(RT_ERROR_INVALID_VALUE, "%s: the event belongs to %s but the stream to %s (events order streams of the "
+             "same backend only; synchronize the event on the host instead)", what, event_device.label().c_str(),
+             stream_device.label().c_str());
+}
+
 /// Refuses a NULL output pointer.
 template <class T>
 void require_out(T* p, const char* what) {

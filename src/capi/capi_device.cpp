@@ -30,6 +30,14 @@ RT_API rtError_t rtGetDeviceCount(int* count) {
     });
 }
 
+RT_API rtError_t rtGetDeviceByName(int* device, const char* name) {
+    return capi_call("rtGetDeviceByName", [&] {
+        require_out(device, "device");
+        if (!name) fail(RT_ERROR_INVALID_VALUE, "name is NULL (expected a device name such as \"cpu:0\" or \"cuda:0\")");
+        *device = runtime().find_device(name);
+    });
+}
+
 RT_API rtError_t rtSetDevice(int device) {
     return capi_call("rtSetDevice", [&] {
         runtime().device(device);  // validates

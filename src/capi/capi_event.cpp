@@ -33,6 +33,7 @@ RT_API rtError_t rtEventRecord(rtEvent_t event, rtStream_t stream) {
         Runtime& r = runtime();
         auto e = r.event(event);
         auto s = r.stream(stream);
+        require_same_backend(s->device(), e->device(), "rtEventRecord");
         s->next_op();
         s->queue().record_impl(e->impl());
         e->mark_recorded();
@@ -67,6 +68,9 @@ RT_API rtError_t rtEventElapsedTime(float* ms, rtEvent_t start, rtEvent_t end) {
         for (const auto& [e, role] : {std::pair{a.get(), "start"}, std::pair{b.get(), "end"}})
             if (!e->impl().query_impl())
                 fail(RT_ERROR_NOT_READY, "the %s event has not completed yet (synchronize it first)", role);
+        if (a->device().info().backend != b->device().info().backend)
+            fail(RT_ERROR_INVALID_VALUE, "the start event belongs to %s and the end event to %s (expected one backend)",
+                 a->device().label().c_str(), b->device().label().c_str());
         *ms = a->impl().elapsed_ms_impl(b->impl());
     });
 }

@@ -44,6 +44,7 @@ RT_API rtError_t rtStreamWaitEvent(rtStream_t stream, rtEvent_t event) {
         Runtime& r = runtime();
         auto s = r.stream(stream);
         auto e = r.event(event);
+        require_same_backend(s->device(), e->device(), "rtStreamWaitEvent");
         if (!e->recorded()) return;  // never recorded: already complete
         s->next_op();
         s->queue().wait_impl(e->impl());

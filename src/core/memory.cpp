@@ -154,6 +154,17 @@ void enqueue_copy(Stream& stream, void* dst, const void* src, size_t bytes, int 
     if (!fits(src_side, want_src_dev))
         fail(RT_ERROR_INVALID_VALUE, "%s: %s needs %s source, but source %p is %s", api, kind_name(kind),
              want_src_dev ? "a device" : "a host", src, describe(src, si).c_str());
+    // Memory the host cannot address (a GPU's) is reachable only through its own backend's queues.
+    auto reach = [&](const PointerInfo& info, const char* role, const void* p) {
+        const Allocation* a = info.allocation ? &*info.allocation : nullptr;
+        if (a && a->kind == MemoryKind::device && !a->device->info().host_addressable &&
+            a->device->info().backend != stream.device().info().backend)
+            fail(RT_ERROR_INVALID_VALUE, "%s: %s %p is %s, which a stream of %s cannot reach (queue the copy on a "
+                 "stream of %s)", api, role, p, describe(p, info).c_str(), stream.device().label().c_str(),
+                 a->device->label().c_str());
+    };
+    reach(di, "destination", dst);
+    reach(si, "source", src);
     if (dst == src && (dst_side == Side::mapped || src_side == Side::mapped)) {
         // Zero copy: the device already sees these very bytes; nothing to move.
         stream.device().memory().count_elided_copy(bytes);
@@ -169,6 +180,10 @@ void enqueue_fill(Stream& stream, void* dst, int value, size_t bytes, const char
     if (check_operand(api, "destination", dst, bytes, &info) == Side::host)
         fail(RT_ERROR_INVALID_VALUE, "%s: destination %p is %s (expected device memory from rtMalloc)", api, dst,
              describe(dst, info).c_str());
+    if (info.allocation && info.allocation->device->info().backend != stream.device().info().backend)
+        fail(RT_ERROR_INVALID_VALUE, "%s: destination %p is %s, which a stream of %s cannot fill (queue the fill on "
+             "a stream of %s)", api, dst, describe(dst, info).c_str(), stream.device().label().c_str(),
+             info.allocation->device->label().c_str());
     stream.next_op();
     stream.queue().fill_impl(dst, static_cast<uint8_t>(value), bytes);
 }

@@ -1,6 +1,8 @@
 // The process-wide runtime: options, lazy initialisation, device table, handle resolution.
 #include "core/runtime.hpp"
 
+#include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -44,9 +46,13 @@ void apply_option(backend::Options& o, const std::string& key, const std::string
         if (!parse_int(value, &o.executors) || o.executors < 1)
             fail(RT_ERROR_INVALID_VALUE, "%s: executors='%s' is not a thread count (expected an integer 1..1024)",
                  source, value.c_str());
+    } else if (key == "backend") {
+        if (value != "cpu" && value != "cuda")
+            fail(RT_ERROR_INVALID_VALUE, "%s: backend='%s' is not a backend (expected cpu or cuda)", source, value.c_str());
+        o.backend = value;
     } else {
-        fail(RT_ERROR_INVALID_VALUE, "%s: unknown option '%s' (known: cpu_devices, cpu_memory, executors)", source,
-             key.c_str());
+        fail(RT_ERROR_INVALID_VALUE, "%s: unknown option '%s' (known: cpu_devices, cpu_memory, executors, backend)",
+             source, key.c_str());
     }
 }
 }  // namespace
@@ -73,6 +79,7 @@ backend::Options parse_options(const char* text) {
     if (const char* e = std::getenv("RUNTIME_CPU_DEVICES"); e && *e) apply_option(o, "cpu_devices", e, "RUNTIME_CPU_DEVICES");
     if (const char* e = std::getenv("RUNTIME_CPU_MEMORY"); e && *e) apply_option(o, "cpu_memory", e, "RUNTIME_CPU_MEMORY");
     if (const char* e = std::getenv("RUNTIME_EXECUTORS"); e && *e) apply_option(o, "executors", e, "RUNTIME_EXECUTORS");
+    if (const char* e = std::getenv("RUNTIME_BACKEND"); e && *e) apply_option(o, "backend", e, "RUNTIME_BACKEND");
     if (!text) return o;
     std::string all = text;
     size_t pos = 0;
@@ -120,8 +127,16 @@ void CoreDevice::remove_stream(const Stream* stream) {
     std::erase_if(streams_, [&](const auto& s) { return s.get() == stream; });
 }
 
+// Device order: the cpu devices, then the cuda devices — unless options.backend names a backend that has
+// devices, which then come first (so device 0, every thread's initial device, is that backend's first).
 Runtime::Runtime(const backend::Options& options) : options_(options) {
     backends_.push_back(backend::make_cpu_backend(options_));
+#ifdef RUNTIME_HAVE_CUDA
+    backends_.push_back(backend::make_cuda_backend(options_));
+#endif
+    std::stable_partition(backends_.begin(), backends_.end(), [&](const auto& b) {
+        return b->name() == options_.backend && b->device_count() > 0;
+    });
     for (auto& b : backends_)
         for (int i = 0; i < b->device_count(); ++i)
             devices_.push_back(std::make_unique<CoreDevice>(static_cast<int>(devices_.size()), b->create_device(i)));
@@ -170,6 +185,39 @@ void Runtime::refuse_stream(rtStream_t handle) {
          static_cast<void*>(handle));
 }
 
+int Runtime::find_device(const std::string& name) const {
+    // "backend" or "backend:N", spaces allowed around the parts, case-insensitive backend.
+    std::string text = trim(name), backend_name;
+    size_t colon = text.find(':');
+    backend_name = trim(text.substr(0, colon));
+    for (char& c : backend_name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    int ordinal = 0;
+    bool ok = !backend_name.empty();
+    for (char c : backend_name) ok = ok && (std::isalpha(static_cast<unsigned char>(c)) || c == '_');
+    if (ok && colon != std::string::npos) ok = parse_int(trim(text.substr(colon + 1)), &ordinal);
+    std::string available;
+    for (const auto& d : devices_) available += (available.empty() ? "" : ", ") + d->label();
+    if (!ok)
+        fail(RT_ERROR_INVALID_DEVICE, "'%s' is not a device name (expected backend or backend:N, e.g. cpu:0 or cuda:0; "
+             "available: %s)", name.c_str(), available.c_str());
+    for (const auto& d : devices_)
+        if (d->info().backend == backend_name && d->info().backend_ordinal == ordinal) return d->index();
+    for (const auto& b : backends_) {
+        if (b->name() != backend_name) continue;
+        if (b->device_count() == 0)
+            fail(RT_ERROR_INVALID_DEVICE, "no device '%s': the %s backend has no devices (%s); available: %s",
+                 name.c_str(), backend_name.c_str(), b->unavailable_reason().c_str(), available.c_str());
+        fail(RT_ERROR_INVALID_DEVICE, "no device '%s': the %s backend has %d device(s) (%s:0..%d); available: %s",
+             name.c_str(), backend_name.c_str(), b->device_count(), backend_name.c_str(), b->device_count() - 1,
+             available.c_str());
+    }
+    if (backend_name == "cuda")
+        fail(RT_ERROR_INVALID_DEVICE, "no device '%s': this build of the runtime has no cuda backend (it was built with "
+             "RUNTIME_WITH_CUDA=OFF, or without the CUDA headers); available: %s", name.c_str(), available.c_str());
+    fail(RT_ERROR_INVALID_DEVICE, "no device '%s': unknown backend '%s' (backends: cpu, cuda); available: %s",
+         name.c_str(), backend_name.c_str(), available.c_str());
+}
+
 std::shared_ptr<Stream> Runtime::stream(rtStream_t handle) const {
     if (!handle) return current_device().default_stream();
     auto s = streams.find(reinterpret_cast<uint64_t>(handle));
@@ -209,7 +257,8 @@ void init(const char* options) {
     if (r) {
         const backend::Options& cur = r->options();
         if (options && *options &&
-            (cur.cpu_devices != o.cpu_devices || cur.cpu_memory != o.cpu_memory || cur.executors != o.executors))
+            (cur.cpu_devices != o.cpu_devices || cur.cpu_memory != o.cpu_memory || cur.executors != o.executors ||
+             cur.backend != o.backend))
             fail(RT_ERROR_INVALID_VALUE,
                  "rtInit: the runtime is already initialised with other options; call rtFinalize first");
         return;

@@ -25,6 +25,9 @@ public:
     int device_count() const { return static_cast<int>(devices_.size()); }
     /// The device with this index; throws RT_ERROR_INVALID_DEVICE naming the valid range.
     CoreDevice& device(int index) const;
+    /// The index of the device named "cpu:0", "cuda:1" or "cuda" (ordinal 0). Throws INVALID_DEVICE naming the
+    /// devices present, and saying why when the backend has none (e.g. the CUDA driver cannot be loaded).
+    int find_device(const std::string& name) const;
     /// The calling thread's current device.
     CoreDevice& current_device() const;
 

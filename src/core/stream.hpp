@@ -14,7 +14,9 @@ class CoreDevice;
 class Stream {
 public:
     Stream(CoreDevice& device, std::unique_ptr<backend::Queue> queue, bool is_default)
-        : device_(device), queue_(std::move(queue)), is_default_(is_default) {}
+        : device_(device), queue_(std::move(queue)), is_default_(is_default) {
+        queue_->bind_error_slot_impl(&errors_);
+    }
 
     CoreDevice& device() const { return device_; }
     backend::Queue& queue() const { return *queue_; }

@@ -72,17 +72,35 @@ inline ::testing::AssertionResult contains(const std::string& haystack, const st
     return ::testing::AssertionFailure() << "\"" << haystack << "\" does not contain \"" << needle << "\"";
 }
 
-/// Indices 0..count-1 of the devices present when tests are registered (after InitGoogleTest, so
-/// RUNTIME_CPU_DEVICES set by CTest is honoured). An empty list makes gtest report the suite as
-/// uninstantiated, which fails the run: a broken rtGetDeviceCount cannot pass silently.
+/// The devices a device-parametrized suite runs on, chosen when tests are registered (after InitGoogleTest, so
+/// the environment set by CTest is honoured):
+///   RUNTIME_TEST_DEVICE unset: every cpu device (RUNTIME_CPU_DEVICES of them);
+///   RUNTIME_TEST_DEVICE=cuda:0 (any device name): that device only — the *_cuda CTest reruns;
+///   RUNTIME_TEST_DEVICE=all: every device of every backend.
+/// An empty list makes gtest report the suite as uninstantiated, which fails the run: a broken
+/// rtGetDeviceCount, or a named device that is absent, cannot pass silently.
 inline std::vector<int> device_indices() {
     int n = 0;
     if (rtGetDeviceCount(&n) != RT_SUCCESS || n <= 0) {
         std::fprintf(stderr, "rt_test: rtGetDeviceCount failed or returned %d: %s\n", n, rtGetLastErrorMessage());
         return {};
     }
-    std::vector<int> v(static_cast<size_t>(n));
-    for (int i = 0; i < n; ++i) v[static_cast<size_t>(i)] = i;
+    const char* want = std::getenv("RUNTIME_TEST_DEVICE");
+    std::vector<int> v;
+    if (want && *want && std::strcmp(want, "all") != 0) {
+        int d = -1;
+        if (rtGetDeviceByName(&d, want) != RT_SUCCESS) {
+            std::fprintf(stderr, "rt_test: RUNTIME_TEST_DEVICE=%s: %s\n", want, rtGetLastErrorMessage());
+            return {};
+        }
+        v.push_back(d);
+        return v;
+    }
+    for (int i = 0; i < n; ++i) {
+        rtDeviceProp p{};
+        if (rtGetDeviceProperties(&p, i) != RT_SUCCESS) return {};
+        if ((want && *want) || std::strcmp(p.backend, "cpu") == 0) v.push_back(i);
+    }
     return v;
 }
 

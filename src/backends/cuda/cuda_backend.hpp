@@ -1,0 +1,193 @@
+// The cuda backend's classes: device (a primary context), queue (a CUstream), event (a CUevent), module and function.
+#pragma once
+
+#include <atomic>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "backends/backend.hpp"
+#include "backends/cuda/cuda_driver.hpp"
+#include "core/spin_lock.hpp"
+
+namespace rt::cuda {
+
+/// Makes `ctx` current on the calling thread if it is not (a TLS read in the driver when it already is).
+/// Not restored on exit, like the CUDA runtime's device selection.
+inline void make_current(const Driver& d, CUcontext ctx) {
+    CUcontext cur = nullptr;
+    if (d.cuCtxGetCurrent(&cur) != CUDA_SUCCESS || cur != ctx) CU_CHECK(d, cuCtxSetCurrent(ctx));
+}
+
+class CudaDevice;
+
+/// A loaded CUmodule, shared by the module object and every function taken from it, so a function (and a
+/// queue's last launched function) keeps the code loaded.
+struct ModuleImage {
+    const Driver& driver;
+    CUcontext ctx;
+    CUmodule module = nullptr;
+    ~ModuleImage();
+};
+
+class CudaFunction final : public backend::Function {
+public:
+    CudaFunction(std::shared_ptr<ModuleImage> image, CUfunction fn, std::string name);
+    const std::string& name() const override { return name_; }
+    /// From cuFuncGetParamInfo (driver 12.4+); -1 (launches not arity-checked) on older drivers.
+    int num_args() const override { return num_args_; }
+    const std::vector<size_t>& arg_sizes() const override { return sizes_; }
+    CUfunction handle() const { return fn_; }
+
+private:
+    std::shared_ptr<ModuleImage> image_;
+    CUfunction fn_;
+    std::string name_;
+    int num_args_ = -1;
+    std::vector<size_t> sizes_;
+};
+
+class CudaModule final : public backend::Module {
+public:
+    /// Loads `image` (cubin, PTX with its NUL, or fatbin) into `ctx`. `names`: the kernels when known (source
+    /// modules); otherwise they are enumerated from the module (driver 12.4+) or the PTX text.
+    CudaModule(const Driver& d, CUcontext ctx, const std::string& image, std::vector<std::string> names);
+    std::shared_ptr<backend::Function> get_function_impl(const std::string& name) override;
+    std::vector<std::string> kernel_names() const override { return names_; }
+
+private:
+    std::shared_ptr<ModuleImage> image_;
+    std::vector<std::string> names_;
+    std::mutex mutex_;
+    std::unordered_map<std::string, std::shared_ptr<CudaFunction>> functions_;
+};
+
+class CudaEvent final : public backend::Event {
+public:
+    CudaEvent(CudaDevice& device, bool timing, bool blocking_sync);
+    ~CudaEvent() override;
+    bool query_impl() override;
+    void synchronize_impl() override;
+    float elapsed_ms_impl(backend::Event& end) override;
+    CUevent handle() const { return event_; }
+    CudaDevice& device() const { return device_; }
+
+private:
+    CudaDevice& device_;
+    CUevent event_ = nullptr;
+};
+
+/// A core stream on cuda: one non-blocking CUstream (never the legacy NULL stream, which would serialise
+/// with every other stream of the context).
+class CudaQueue final : public backend::Queue {
+public:
+    explicit CudaQueue(CudaDevice& device);
+    ~CudaQueue() override;
+    void copy_impl(void* dst, const void* src, size_t bytes, backend::CopyKind kind) override;
+    void fill_impl(void* dst, uint8_t value, size_t bytes) override;
+    void host_call_impl(const backend::HostCall& call) override;
+    void record_impl(backend::Event& event) override;
+    void wait_impl(backend::Event& event) override;
+    void launch_impl(const std::shared_ptr<backend::Function>& function, const backend::LaunchShape& shape,
+                     void* const* args, const backend::LaunchReport& report) override;
+    void synchronize_impl() override;
+    bool query_impl() override;
+    /// Positions are marker events recorded on the stream (only when work was queued since the last one).
+    uint64_t position_impl() override;
+    bool reached_impl(uint64_t position) override;
+    void bind_error_slot_impl(AsyncErrorSlot* slot) override { slot_ = slot; }
+    CUstream handle() const { return stream_; }
+
+private:
+    /// A failed synchronize/query: stores the failure in the stream's slot naming the last kernel launched,
+    /// and marks the device lost when the error is sticky. Never throws (called from destructors too).
+    void report_async(CUresult r, const char* what) noexcept;
+    void enqueued() { dirty_.store(true, std::memory_order_relaxed); }
+
+    CudaDevice& device_;
+    const Driver& d_;
+    CUstream stream_ = nullptr;
+
+    SpinLock last_lock_;  // the last launch, for naming a kernel in an asynchronous fault
+    std::shared_ptr<backend::Function> last_fn_;
+    uint64_t last_op_ = 0;
+    AsyncErrorSlot* slot_ = nullptr;  // the core stream's, bound once after construction
+
+    std::mutex marks_mutex_;
+    std::deque<std::pair<uint64_t, CUevent>> marks_;  // recorded, not yet seen complete, in order
+    std::vector<CUevent> spare_marks_;
+    uint64_t next_position_ = 0;
+    std::atomic<uint64_t> reached_{0};
+    std::atomic<bool> dirty_{false};
+};
+
+class CudaDevice final : public backend::Device {
+public:
+    CudaDevice(const Driver& d, int ordinal);
+    ~CudaDevice() override;
+
+    const backend::DeviceInfo& info() const override { return info_; }
+    void* allocate_impl(size_t bytes) override;
+    void free_impl(void* ptr, size_t bytes) override;
+    void* allocate_host_impl(size_t bytes) override;
+    void free_host_impl(void* ptr, size_t bytes) override;
+    void mem_info_impl(size_t* free_bytes, size_t* total_bytes) override;
+    void* reserve_impl(size_t bytes) override;
+    bool commit_impl(void* ptr, size_t bytes) override;
+    void decommit_impl(void* ptr, size_t bytes) override;
+    void unreserve_impl(void* ptr, size_t bytes) override;
+    std::unique_ptr<backend::Queue> create_queue_impl(unsigned flags) override;
+    std::shared_ptr<backend::Module> load_source_impl(const std::string& source, const std::string& options) override;
+    std::shared_ptr<backend::Module> load_file_impl(const std::string& path) override;
+    std::unique_ptr<backend::Event> create_event_impl(bool timing, bool blocking_sync) override;
+
+    const Driver& driver() const { return d_; }
+    CUcontext context() const { return ctx_; }
+    /// "sm_90": the NVRTC target for this device's compute capability.
+    const std::string& arch() const { return arch_; }
+    /// Makes the device's context current; throws LAUNCH_FAILED if the device was lost to a sticky fault.
+    void enter() const {
+        if (lost_.load(std::memory_order_acquire)) throw_lost();
+        make_current(d_, ctx_);
+    }
+    /// Makes the context current without the lost check (teardown, frees).
+    void enter_for_release() const noexcept {
+        CUcontext cur = nullptr;
+        if (d_.cuCtxGetCurrent(&cur) != CUDA_SUCCESS || cur != ctx_) d_.cuCtxSetCurrent(ctx_);
+    }
+    /// Records that the context hit a sticky error: every later operation on the device fails with `why`.
+    void mark_lost(const std::string& why) noexcept;
+
+private:
+    [[noreturn]] void throw_lost() const;
+
+    const Driver& d_;
+    CUdevice dev_ = 0;
+    CUcontext ctx_ = nullptr;
+    backend::DeviceInfo info_;
+    std::string arch_;
+    std::atomic<bool> lost_{false};
+    mutable std::mutex lost_mutex_;
+    std::string lost_why_;
+
+    std::mutex modules_mutex_;  // source modules compiled for this device, by (source, options)
+    std::unordered_map<std::string, std::shared_ptr<backend::Module>> modules_;
+
+    /// Unmaps chunks whose committed bytes drop to zero; vmm_mutex_ held.
+    void release_range(uintptr_t begin, size_t bytes) noexcept;
+
+    size_t granularity_ = 0;  // 0: no virtual memory management (the pool's reserve hook declines)
+    struct Chunk {
+        CUmemGenericAllocationHandle handle;
+        size_t committed;  // bytes of committed pool blocks inside the chunk
+    };
+    std::mutex vmm_mutex_;
+    std::map<uintptr_t, Chunk> chunks_;  // mapped chunks of pool reservations, by address
+};
+
+}  // namespace rt::cuda

@@ -1,0 +1,312 @@
+// The cuda backend: enumeration over the driver, device properties, memory (cuMemAlloc, pinned, VMM pool hooks).
+#include <algorithm>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "backends/cuda/cuda_backend.hpp"
+#include "backends/cuda/nvrtc.hpp"
+#include "core/error.hpp"
+#include "core/kernel_cache.hpp"
+
+namespace rt::cuda {
+
+namespace {
+
+int attribute(const Driver& d, CUdevice dev, CUdevice_attribute a, int fallback) {
+    int v = 0;
+    return d.cuDeviceGetAttribute(&v, a, dev) == CUDA_SUCCESS ? v : fallback;
+}
+
+bool read_file(const std::string& path, std::string& out, std::string& why) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) {
+        why = std::strerror(errno);
+        return false;
+    }
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    out = ss.str();
+    return true;
+}
+
+enum class ImageKind { cubin, ptx, fatbin, unknown };
+
+/// Tells the three formats the driver loads apart by their first bytes.
+ImageKind image_kind(const std::string& data) {
+    if (data.size() >= 4 && std::memcmp(data.data(), "\x7f" "ELF", 4) == 0) return ImageKind::cubin;
+    if (data.size() >= 4 && static_cast<unsigned char>(data[0]) == 0x50 && static_cast<unsigned char>(data[1]) == 0xed &&
+        static_cast<unsigned char>(data[2]) == 0x55 && static_cast<unsigned char>(data[3]) == 0xba)
+        return ImageKind::fatbin;  // fatbinary magic 0xBA55ED50, little-endian
+    if (data.find(".version") != std::string::npos && data.find(".target") != std::string::npos) return ImageKind::ptx;
+    return ImageKind::unknown;
+}
+
+}  // namespace
+
+CudaDevice::CudaDevice(const Driver& d, int ordinal) : d_(d) {
+    CU_CHECK(d_, cuDeviceGet(&dev_, ordinal));
+    CU_CHECK(d_, cuDevicePrimaryCtxRetain(&ctx_, dev_));
+    char name[256] = {};
+    if (d_.cuDeviceGetName(name, sizeof name - 1, dev_) != CUDA_SUCCESS) std::strcpy(name, "unknown NVIDIA GPU");
+    size_t total = 0;
+    d_.cuDeviceTotalMem(&total, dev_);
+    info_.backend = "cuda";
+    info_.backend_ordinal = ordinal;
+    info_.name = "cuda:" + std::to_string(ordinal) + " (" + name + ")";
+    info_.total_memory = total;
+    info_.compute_units = attribute(d_, dev_, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, 1);
+    info_.max_threads_per_block = attribute(d_, dev_, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK, 1024);
+    info_.max_grid_size[0] = attribute(d_, dev_, CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X, 2147483647);
+    info_.max_grid_size[1] = attribute(d_, dev_, CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y, 65535);
+    info_.max_grid_size[2] = attribute(d_, dev_, CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z, 65535);
+    info_.max_block_size[0] = attribute(d_, dev_, CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X, 1024);
+    info_.max_block_size[1] = attribute(d_, dev_, CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y, 1024);
+    info_.max_block_size[2] = attribute(d_, dev_, CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z, 64);
+    info_.compute_capability_major = attribute(d_, dev_, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, 0);
+    info_.compute_capability_minor = attribute(d_, dev_, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, 0);
+    info_.max_shared_bytes =
+        static_cast<size_t>(attribute(d_, dev_, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK, 48 * 1024));
+    info_.host_addressable = false;
+    arch_ = "sm_" + std::to_string(info_.compute_capability_major) + std::to_string(info_.compute_capability_minor);
+
+    // Pool reservations through virtual memory management, when the driver and device support it.
+    if (d_.cuMemAddressReserve && d_.cuMemAddressFree && d_.cuMemCreate && d_.cuMemRelease && d_.cuMemMap &&
+        d_.cuMemUnmap && d_.cuMemSetAccess && d_.cuMemGetAllocationGranularity &&
+        attribute(d_, dev_, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, 0)) {
+        CUmemAllocationProp prop{};
+        prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+        prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+        prop.location.id = dev_;
+        size_t g = 0;
+        if (d_.cuMemGetAllocationGranularity(&g, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM) == CUDA_SUCCESS) granularity_ = g;
+    }
+}
+
+CudaDevice::~CudaDevice() {
+    modules_.clear();
+    d_.cuDevicePrimaryCtxRelease(dev_);  // the last release destroys the context: a lost device starts afresh
+}
+
+void CudaDevice::mark_lost(const std::string& why) noexcept {
+    try {
+        std::lock_guard lock(lost_mutex_);
+        if (lost_why_.empty()) lost_why_ = why;
+    } catch (...) {
+    }
+    lost_.store(true, std::memory_order_release);
+}
+
+void CudaDevice::throw_lost() const {
+    std::string why;
+    {
+        std::lock_guard lock(lost_mutex_);
+        why = lost_why_;
+    }
+    fail(RT_ERROR_LAUNCH_FAILED,
+         "%s is unusable: its CUDA context was lost to an earlier fault (%s); a CUDA context cannot recover from "
+         "it, so every later operation on this device fails (rtFinalize then rtInit starts a fresh context)",
+         info_.name.c_str(), why.c_str());
+}
+
+void* CudaDevice::allocate_impl(size_t bytes) {
+    enter();
+    CUdeviceptr p = 0;
+    CUresult r = d_.cuMemAlloc(&p, bytes);
+    if (r == CUDA_ERROR_OUT_OF_MEMORY) return nullptr;  // the core reports it with the figures
+    if (r != CUDA_SUCCESS) throw_driver_error(d_, r, "cuMemAlloc");
+    return reinterpret_cast<void*>(p);
+}
+
+void CudaDevice::free_impl(void* ptr, size_t) {
+    enter_for_release();
+    d_.cuMemFree(reinterpret_cast<CUdeviceptr>(ptr));  // fails only on a lost context, where memory is gone anyway
+}
+
+void* CudaDevice::allocate_host_impl(size_t bytes) {
+    enter();
+    void* p = nullptr;
+    CUresult r = d_.cuMemHostAlloc(&p, bytes, CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP);
+    if (r == CUDA_ERROR_OUT_OF_MEMORY) return nullptr;
+    if (r != CUDA_SUCCESS) throw_driver_error(d_, r, "cuMemHostAlloc");
+    return p;
+}
+
+void CudaDevice::free_host_impl(void* ptr, size_t) {
+    enter_for_release();
+    d_.cuMemFreeHost(ptr);
+}
+
+void CudaDevice::mem_info_impl(size_t* free_bytes, size_t* total_bytes) {
+    enter();
+    CU_CHECK(d_, cuMemGetInfo(free_bytes, total_bytes));
+}
+
+void* CudaDevice::reserve_impl(size_t bytes) {
+    if (!granularity_) return nullptr;  // no virtual memory management: the pool allocates up front
+    enter();
+    size_t size = (bytes + granularity_ - 1) / granularity_ * granularity_;
+    CUdeviceptr p = 0;
+    if (d_.cuMemAddressReserve(&p, size, granularity_, 0, 0) != CUDA_SUCCESS) return nullptr;
+    return reinterpret_cast<void*>(p);
+}
+
+// Physical memory is mapped in chunks of the allocation granularity (2 MiB on current GPUs), each counting
+// the committed bytes of pool blocks inside it: blocks smaller than a chunk share it, and a chunk is
+// unmapped when its last committed block is decommitted (cuMemUnmap cannot unmap part of a mapping).
+bool CudaDevice::commit_impl(void* ptr, size_t bytes) {
+    enter();
+    const uintptr_t begin = reinterpret_cast<uintptr_t>(ptr), end = begin + bytes, g = granularity_;
+    CUmemAllocationProp prop{};
+    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    prop.location.id = dev_;
+    CUmemAccessDesc access{};
+    access.location = prop.location;
+    access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    std::lock_guard lock(vmm_mutex_);
+    for (uintptr_t c = begin / g * g; c < end; c += g) {
+        size_t overlap = std::min<uintptr_t>(end, c + g) - std::max<uintptr_t>(begin, c);
+        auto it = chunks_.find(c);
+        if (it == chunks_.end()) {
+            CUmemGenericAllocationHandle h = 0;
+            bool ok = d_.cuMemCreate(&h, g, &prop, 0) == CUDA_SUCCESS;
+            if (ok && d_.cuMemMap(c, g, 0, h, 0) != CUDA_SUCCESS) {
+                d_.cuMemRelease(h);
+                ok = false;
+            } else if (ok && d_.cuMemSetAccess(c, g, &access, 1) != CUDA_SUCCESS) {
+                d_.cuMemUnmap(c, g);
+                d_.cuMemRelease(h);
+                ok = false;
+            }
+            if (!ok) {
+                if (c > begin) release_range(begin, c - begin);  // undo this call's earlier chunks
+                return false;
+            }
+            it = chunks_.emplace(c, Chunk{h, 0}).first;
+        }
+        it->second.committed += overlap;
+    }
+    return true;
+}
+
+void CudaDevice::release_range(uintptr_t begin, size_t bytes) noexcept {
+    const uintptr_t end = begin + bytes, g = granularity_;
+    for (uintptr_t c = begin / g * g; c < end; c += g) {
+        auto it = chunks_.find(c);
+        if (it == chunks_.end()) continue;
+        size_t overlap = std::min<uintptr_t>(end, c + g) - std::max<uintptr_t>(begin, c);
+        it->second.committed -= std::min(overlap, it->second.committed);
+        if (it->second.committed == 0) {
+            d_.cuMemUnmap(c, g);
+            d_.cuMemRelease(it->second.handle);
+            chunks_.erase(it);
+        }
+    }
+}
+
+void CudaDevice::decommit_impl(void* ptr, size_t bytes) {
+    enter_for_release();
+    std::lock_guard lock(vmm_mutex_);
+    release_range(reinterpret_cast<uintptr_t>(ptr), bytes);
+}
+
+void CudaDevice::unreserve_impl(void* ptr, size_t bytes) {
+    enter_for_release();
+    size_t size = (bytes + granularity_ - 1) / granularity_ * granularity_;
+    uintptr_t begin = reinterpret_cast<uintptr_t>(ptr);
+    {
+        std::lock_guard lock(vmm_mutex_);  // nothing should remain mapped; unmap whatever does
+        for (auto it = chunks_.lower_bound(begin); it != chunks_.end() && it->first < begin + size;) {
+            d_.cuMemUnmap(it->first, granularity_);
+            d_.cuMemRelease(it->second.handle);
+            it = chunks_.erase(it);
+        }
+    }
+    d_.cuMemAddressFree(reinterpret_cast<CUdeviceptr>(ptr), size);
+}
+
+std::unique_ptr<backend::Queue> CudaDevice::create_queue_impl(unsigned) {
+    enter();
+    return std::make_unique<CudaQueue>(*this);
+}
+
+std::unique_ptr<backend::Event> CudaDevice::create_event_impl(bool timing, bool blocking_sync) {
+    enter();
+    return std::make_unique<CudaEvent>(*this, timing, blocking_sync);
+}
+
+std::shared_ptr<backend::Module> CudaDevice::load_source_impl(const std::string& source, const std::string& options) {
+    std::string key = kcache::Hasher().add(source).add(options).hex();
+    {
+        std::lock_guard lock(modules_mutex_);
+        auto it = modules_.find(key);
+        if (it != modules_.end()) return it->second;
+    }
+    CudaCompileResult r = compile(source, options, arch_);  // disk cache; throws COMPILE_FAILED with NVRTC's log
+    enter();
+    std::shared_ptr<backend::Module> m;
+    try {
+        m = std::make_shared<CudaModule>(d_, ctx_, r.image, r.kernels);
+    } catch (const Error& e) {
+        if (!r.from_cache) throw;
+        // A damaged cache entry (or one the driver no longer accepts): compile afresh over it.
+        r = compile(source, options, arch_, "kernel_source", false, /*force=*/true);
+        m = std::make_shared<CudaModule>(d_, ctx_, r.image, r.kernels);
+    }
+    std::lock_guard lock(modules_mutex_);
+    return modules_.emplace(key, m).first->second;
+}
+
+std::shared_ptr<backend::Module> CudaDevice::load_file_impl(const std::string& path) {
+    if (path.empty()) fail(RT_ERROR_INVALID_VALUE, "cannot load cuda module: the path is empty");
+    std::string data, why;
+    if (!read_file(path, data, why)) fail(RT_ERROR_INVALID_VALUE, "cannot load cuda module '%s': %s", path.c_str(), why.c_str());
+    ImageKind kind = image_kind(data);
+    if (kind == ImageKind::unknown)
+        fail(RT_ERROR_INVALID_VALUE,
+             "cannot load cuda module '%s': not a cubin (ELF), PTX (text with .version/.target) or fatbin file "
+             "(runtime-compile --backend cuda makes a cubin)", path.c_str());
+    if (kind == ImageKind::ptx) data.push_back('\0');  // cuModuleLoadData reads PTX as a C string
+    enter();
+    try {
+        return std::make_shared<CudaModule>(d_, ctx_, data, std::vector<std::string>{});
+    } catch (const Error& e) {
+        throw Error(e.code(), "cannot load cuda module '" + path + "': " + e.what());
+    }
+}
+
+/// The cuda backend over the driver: no devices (and a reason) when the driver cannot be used.
+class CudaBackend final : public backend::Backend {
+public:
+    CudaBackend() : d_(driver()) {
+        if (!d_.available) {
+            why_ = d_.why;
+            return;
+        }
+        CUresult r = d_.cuDeviceGetCount(&count_);
+        if (r != CUDA_SUCCESS) {
+            why_ = "cuDeviceGetCount failed: " + describe(d_, r);
+            count_ = 0;
+        } else if (count_ == 0) {
+            why_ = "the CUDA driver (" + d_.library + ") reports no devices";
+        }
+    }
+    const char* name() const override { return "cuda"; }
+    int device_count() const override { return count_; }
+    std::unique_ptr<backend::Device> create_device(int ordinal) override {
+        return std::make_unique<CudaDevice>(d_, ordinal);
+    }
+    std::string unavailable_reason() const override { return why_; }
+
+private:
+    const Driver& d_;
+    int count_ = 0;
+    std::string why_;
+};
+
+}  // namespace rt::cuda
+
+namespace rt::backend {
+std::unique_ptr<Backend> make_cuda_backend(const Options&) { return std::make_unique<cuda::CudaBackend>(); }
+}  // namespace rt::backend

@@ -1,0 +1,200 @@
+// The dlopen shim over libcuda: resolves the driver functions the backend uses, and translates driver errors.
+#include "backends/cuda/cuda_driver.hpp"
+
+#include <dlfcn.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+
+#include "core/error.hpp"
+
+namespace rt::cuda {
+
+namespace {
+
+#define RT_CU_STR2_(x) #x
+/// The symbol name after cuda.h's versioning macros: RT_CU_STR_(cuMemAlloc) is "cuMemAlloc_v2".
+#define RT_CU_STR_(x) RT_CU_STR2_(x)
+
+bool disabled_by_env() {
+    const char* e = std::getenv("RUNTIME_CUDA");
+    if (!e) return false;
+    std::string v = e;
+    for (char& c : v) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return v == "0" || v == "off" || v == "no" || v == "false";
+}
+
+/// Opens and resolves; on failure `d.why` says what is missing. Never throws.
+void load(Driver& d, const std::string& library) {
+    d.library = library;
+    void* h = ::dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        const char* err = ::dlerror();
+        d.why = "the CUDA driver library '" + library + "' cannot be loaded (" + (err ? err : "dlopen failed") +
+                "): no NVIDIA driver is installed, or set RUNTIME_CUDA_DRIVER_LIB to its path";
+        return;
+    }
+    std::string missing;
+    auto resolve = [&](auto& fn, const char* symbol, const char* fallback, bool required) {
+        void* p = ::dlsym(h, symbol);
+        if (!p && fallback) p = ::dlsym(h, fallback);
+        fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(p);
+        if (!p && required) missing += (missing.empty() ? "" : ", ") + std::string(symbol);
+    };
+#define RT_REQ_(name) resolve(d.name, RT_CU_STR_(name), nullptr, true)
+#define RT_OPT_(name) resolve(d.name, RT_CU_STR_(name), nullptr, false)
+    RT_REQ_(cuInit);
+    RT_REQ_(cuDriverGetVersion);
+    RT_REQ_(cuGetErrorName);
+    RT_REQ_(cuGetErrorString);
+    RT_REQ_(cuDeviceGetCount);
+    RT_REQ_(cuDeviceGet);
+    RT_REQ_(cuDeviceGetName);
+    RT_REQ_(cuDeviceTotalMem);
+    RT_REQ_(cuDeviceGetAttribute);
+    RT_REQ_(cuDevicePrimaryCtxRetain);
+    RT_REQ_(cuDevicePrimaryCtxRelease);
+    RT_REQ_(cuCtxGetCurrent);
+    RT_REQ_(cuCtxSetCurrent);
+    RT_REQ_(cuCtxSynchronize);
+    RT_REQ_(cuMemGetInfo);
+    RT_REQ_(cuMemAlloc);
+    RT_REQ_(cuMemFree);
+    RT_REQ_(cuMemHostAlloc);
+    RT_REQ_(cuMemFreeHost);
+    RT_REQ_(cuMemcpyAsync);
+    RT_REQ_(cuMemcpyHtoDAsync);
+    RT_REQ_(cuMemcpyDtoHAsync);
+    RT_REQ_(cuMemcpyDtoDAsync);
+    RT_REQ_(cuMemsetD8Async);
+    RT_REQ_(cuStreamCreate);
+    RT_REQ_(cuStreamDestroy);
+    RT_REQ_(cuStreamSynchronize);
+    RT_REQ_(cuStreamQuery);
+    RT_REQ_(cuStreamWaitEvent);
+    RT_REQ_(cuLaunchHostFunc);
+    RT_REQ_(cuEventCreate);
+    RT_REQ_(cuEventDestroy);
+    RT_REQ_(cuEventRecord);
+    RT_REQ_(cuEventQuery);
+    RT_REQ_(cuEventSynchronize);
+    // cuda.h 12.8+ maps cuEventElapsedTime to _v2; older drivers only have the original (same signature).
+    resolve(d.cuEventElapsedTime, RT_CU_STR_(cuEventElapsedTime), "cuEventElapsedTime", true);
+    RT_REQ_(cuModuleLoadData);
+    RT_REQ_(cuModuleUnload);
+    RT_REQ_(cuModuleGetFunction);
+    RT_REQ_(cuLaunchKernel);
+    RT_OPT_(cuFuncGetParamInfo);
+    RT_OPT_(cuModuleGetFunctionCount);
+    RT_OPT_(cuModuleEnumerateFunctions);
+    RT_OPT_(cuFuncGetName);
+    RT_OPT_(cuMemAddressReserve);
+    RT_OPT_(cuMemAddressFree);
+    RT_OPT_(cuMemCreate);
+    RT_OPT_(cuMemRelease);
+    RT_OPT_(cuMemMap);
+    RT_OPT_(cuMemUnmap);
+    RT_OPT_(cuMemSetAccess);
+    RT_OPT_(cuMemGetAllocationGranularity);
+#undef RT_REQ_
+#undef RT_OPT_
+    if (!missing.empty()) {
+        d.why = "the CUDA driver library '" + library + "' lacks " + missing + " (driver too old for this runtime)";
+        return;  // the handle stays open: other Driver objects may share it, and closing a driver is unsafe
+    }
+    CUresult r = d.cuInit(0);
+    if (r != CUDA_SUCCESS) {
+        d.why = "cuInit failed: " + describe(d, r);
+        return;
+    }
+    d.cuDriverGetVersion(&d.version);
+    d.available = true;
+}
+
+}  // namespace
+
+const Driver& driver() {
+    // Never destroyed: kernels, streams and callbacks of the driver may outlive static destruction.
+    static std::mutex* mutex = new std::mutex;
+    static auto* loaded = new std::map<std::string, Driver*>;
+    const char* env = std::getenv("RUNTIME_CUDA_DRIVER_LIB");
+    std::string library = env && *env ? env : "libcuda.so.1";
+    std::lock_guard lock(*mutex);
+    if (disabled_by_env()) {
+        static Driver off;
+        off.available = false;
+        off.why = "the cuda backend is disabled (RUNTIME_CUDA=" + std::string(std::getenv("RUNTIME_CUDA")) + ")";
+        return off;
+    }
+    // One attempt per library name for the life of the process, successful or not: references handed out stay
+    // valid, and a driver does not appear while a process runs (another name, e.g. a test's, is a new attempt).
+    Driver*& d = (*loaded)[library];
+    if (!d) {
+        d = new Driver;
+        load(*d, library);
+    }
+    return *d;
+}
+
+std::string describe(const Driver& d, CUresult r) {
+    const char* name = nullptr;
+    const char* text = nullptr;
+    if (d.cuGetErrorName) d.cuGetErrorName(r, &name);
+    if (d.cuGetErrorString) d.cuGetErrorString(r, &text);
+    std::string out = name ? name : "CUDA error " + std::to_string(static_cast<int>(r));
+    if (text) out += std::string(": ") + text;
+    return out;
+}
+
+bool is_sticky(CUresult r) {
+    switch (r) {
+        case CUDA_ERROR_ILLEGAL_ADDRESS:
+        case CUDA_ERROR_LAUNCH_FAILED:
+        case CUDA_ERROR_ASSERT:
+        case CUDA_ERROR_HARDWARE_STACK_ERROR:
+        case CUDA_ERROR_ILLEGAL_INSTRUCTION:
+        case CUDA_ERROR_MISALIGNED_ADDRESS:
+        case CUDA_ERROR_INVALID_ADDRESS_SPACE:
+        case CUDA_ERROR_INVALID_PC:
+        case CUDA_ERROR_LAUNCH_TIMEOUT:
+        case CUDA_ERROR_ECC_UNCORRECTABLE:
+        case CUDA_ERROR_CONTEXT_IS_DESTROYED:
+            return true;
+        default:
+            return false;
+    }
+}
+
+rtError_t translate(CUresult r) {
+    switch (r) {
+        case CUDA_SUCCESS: return RT_SUCCESS;
+        case CUDA_ERROR_NOT_READY: return RT_ERROR_NOT_READY;
+        case CUDA_ERROR_OUT_OF_MEMORY: return RT_ERROR_OUT_OF_MEMORY;
+        case CUDA_ERROR_INVALID_VALUE: return RT_ERROR_INVALID_VALUE;
+        case CUDA_ERROR_INVALID_HANDLE:
+        case CUDA_ERROR_INVALID_CONTEXT: return RT_ERROR_INVALID_HANDLE;
+        case CUDA_ERROR_NO_DEVICE:
+        case CUDA_ERROR_INVALID_DEVICE: return RT_ERROR_INVALID_DEVICE;
+        case CUDA_ERROR_NOT_SUPPORTED:
+        case CUDA_ERROR_NOT_PERMITTED: return RT_ERROR_NOT_SUPPORTED;
+        case CUDA_ERROR_NOT_FOUND: return RT_ERROR_NOT_FOUND;
+        case CUDA_ERROR_INVALID_IMAGE:
+        case CUDA_ERROR_INVALID_PTX:
+        case CUDA_ERROR_NO_BINARY_FOR_GPU:
+        case CUDA_ERROR_UNSUPPORTED_PTX_VERSION:
+        case CUDA_ERROR_JIT_COMPILER_NOT_FOUND:
+        case CUDA_ERROR_SHARED_OBJECT_SYMBOL_NOT_FOUND: return RT_ERROR_COMPILE_FAILED;
+        case CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES: return RT_ERROR_LAUNCH_FAILED;
+        default: return is_sticky(r) ? RT_ERROR_LAUNCH_FAILED : RT_ERROR_UNKNOWN;
+    }
+}
+
+void throw_driver_error(const Driver& d, CUresult r, const char* what) {
+    rtError_t code = translate(r);
+    if (code == RT_SUCCESS || code == RT_ERROR_NOT_READY) code = RT_ERROR_UNKNOWN;  // callers handle NOT_READY
+    throw Error(code, std::string(what) + " failed: " + describe(d, r));
+}
+
+}  // namespace rt::cuda

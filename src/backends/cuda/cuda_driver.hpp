@@ -1,0 +1,107 @@
+// The CUDA driver API, opened with dlopen at run time: a struct of function pointers and why it is unavailable.
+#pragma once
+
+#include <cuda.h>
+
+#include <string>
+
+#include "runtime/runtime.h"
+
+namespace rt::cuda {
+
+/// Expands a driver function name through cuda.h's versioning macros (cuMemAlloc → cuMemAlloc_v2), so the
+/// member has the type and the symbol name the header would have linked against.
+#define RT_CU_FN_(name) decltype(&::name) name = nullptr
+
+/// Every driver function the backend calls. Required ones are resolved at load (a missing one makes the
+/// driver unavailable); optional ones (marked) stay nullptr when the driver is too old.
+struct Driver {
+    RT_CU_FN_(cuInit);
+    RT_CU_FN_(cuDriverGetVersion);
+    RT_CU_FN_(cuGetErrorName);
+    RT_CU_FN_(cuGetErrorString);
+    RT_CU_FN_(cuDeviceGetCount);
+    RT_CU_FN_(cuDeviceGet);
+    RT_CU_FN_(cuDeviceGetName);
+    RT_CU_FN_(cuDeviceTotalMem);
+    RT_CU_FN_(cuDeviceGetAttribute);
+    RT_CU_FN_(cuDevicePrimaryCtxRetain);
+    RT_CU_FN_(cuDevicePrimaryCtxRelease);
+    RT_CU_FN_(cuCtxGetCurrent);
+    RT_CU_FN_(cuCtxSetCurrent);
+    RT_CU_FN_(cuCtxSynchronize);
+    RT_CU_FN_(cuMemGetInfo);
+    RT_CU_FN_(cuMemAlloc);
+    RT_CU_FN_(cuMemFree);
+    RT_CU_FN_(cuMemHostAlloc);
+    RT_CU_FN_(cuMemFreeHost);
+    RT_CU_FN_(cuMemcpyAsync);
+    RT_CU_FN_(cuMemcpyHtoDAsync);
+    RT_CU_FN_(cuMemcpyDtoHAsync);
+    RT_CU_FN_(cuMemcpyDtoDAsync);
+    RT_CU_FN_(cuMemsetD8Async);
+    RT_CU_FN_(cuStreamCreate);
+    RT_CU_FN_(cuStreamDestroy);
+    RT_CU_FN_(cuStreamSynchronize);
+    RT_CU_FN_(cuStreamQuery);
+    RT_CU_FN_(cuStreamWaitEvent);
+    RT_CU_FN_(cuLaunchHostFunc);
+    RT_CU_FN_(cuEventCreate);
+    RT_CU_FN_(cuEventDestroy);
+    RT_CU_FN_(cuEventRecord);
+    RT_CU_FN_(cuEventQuery);
+    RT_CU_FN_(cuEventSynchronize);
+    RT_CU_FN_(cuEventElapsedTime);  // _v2 (12.8+), else the original symbol (same signature)
+    RT_CU_FN_(cuModuleLoadData);
+    RT_CU_FN_(cuModuleUnload);
+    RT_CU_FN_(cuModuleGetFunction);
+    RT_CU_FN_(cuLaunchKernel);
+    // ---- optional
+    RT_CU_FN_(cuFuncGetParamInfo);          // 12.4+: parameter sizes (arity checks)
+    RT_CU_FN_(cuModuleGetFunctionCount);    // 12.4+: kernel names of binary modules
+    RT_CU_FN_(cuModuleEnumerateFunctions);  // 12.4+
+    RT_CU_FN_(cuFuncGetName);               // 12.3+
+    RT_CU_FN_(cuMemAddressReserve);         // virtual memory management: pool reserve/commit
+    RT_CU_FN_(cuMemAddressFree);
+    RT_CU_FN_(cuMemCreate);
+    RT_CU_FN_(cuMemRelease);
+    RT_CU_FN_(cuMemMap);
+    RT_CU_FN_(cuMemUnmap);
+    RT_CU_FN_(cuMemSetAccess);
+    RT_CU_FN_(cuMemGetAllocationGranularity);
+
+    bool available = false;  ///< loaded, every required symbol resolved, cuInit succeeded
+    int version = 0;         ///< cuDriverGetVersion, e.g. 12040
+    std::string library;     ///< the file that was opened (or tried)
+    std::string why;         ///< when !available: why, in words ("libcuda.so.1 not found: ...")
+};
+#undef RT_CU_FN_
+
+/// The driver for this process, loaded on first use from $RUNTIME_CUDA_DRIVER_LIB (a path or soname),
+/// else libcuda.so.1. Each distinct library name is tried once and never closed (the driver does not
+/// support unloading); the environment may name another library before a later rtInit.
+/// `RUNTIME_CUDA=0` (or off/no/false) disables the backend: why says so. Thread-safe.
+const Driver& driver();
+
+/// "CUDA_ERROR_OUT_OF_MEMORY: out of memory" (the driver's own name and text; a number if unknown).
+std::string describe(const Driver& d, CUresult r);
+
+/// Throws rt::Error(code for `r`, "<what>: <describe(r)>"); `r` != CUDA_SUCCESS. The code follows
+/// the driver's error: out of memory → RT_ERROR_OUT_OF_MEMORY, invalid value/handle → INVALID_VALUE/HANDLE,
+/// faults in kernels → LAUNCH_FAILED, no device → INVALID_DEVICE, not supported → NOT_SUPPORTED.
+[[noreturn]] void throw_driver_error(const Driver& d, CUresult r, const char* what);
+/// The rtError_t a driver result maps to (see throw_driver_error).
+rtError_t translate(CUresult r);
+/// True for the errors after which the CUDA context is unusable (illegal address, trap, assert, ...).
+bool is_sticky(CUresult r);
+
+}  // namespace rt::cuda
+
+/// One checking macro for every driver call: on failure throws with the call's text (ggml's CUDA_CHECK,
+/// without the abort). `drv` is the Driver; `call` the member call, e.g. CU_CHECK(d, cuStreamQuery(s)).
+#define CU_CHECK(drv, call)                                                     \
+    do {                                                                        \
+        CUresult rt_cu_result_ = (drv).call;                                    \
+        if (rt_cu_result_ != CUDA_SUCCESS)                                      \
+            ::rt::cuda::throw_driver_error((drv), rt_cu_result_, #call);        \
+    } while (0)

@@ -1,0 +1,241 @@
+// cuda streams and events: CUstream operations, host functions via cuLaunchHostFunc, asynchronous fault reports.
+#include <cstring>
+
+#include "backends/cuda/cuda_backend.hpp"
+#include "core/error.hpp"
+
+namespace rt::cuda {
+
+namespace {
+
+/// Runs a queued host function on the driver's callback thread; owns the heap copy of the call.
+void CUDA_CB host_trampoline(void* p) {
+    auto* call = static_cast<backend::HostCall*>(p);
+    backend::run_host_call(*call);
+    delete call;
+}
+
+struct HostCopy {
+    void* dst;
+    const void* src;
+    size_t bytes;
+};
+
+/// Host-to-host copies run in stream order on the callback thread: correct for pinned and pageable memory.
+void CUDA_CB host_copy_trampoline(void* p) {
+    auto* c = static_cast<HostCopy*>(p);
+    std::memmove(c->dst, c->src, c->bytes);
+    delete c;
+}
+
+}  // namespace
+
+// ------------------------------------------------------------------------------------------------ events
+
+CudaEvent::CudaEvent(CudaDevice& device, bool timing, bool blocking_sync) : device_(device) {
+    unsigned flags = (timing ? CU_EVENT_DEFAULT : CU_EVENT_DISABLE_TIMING) | (blocking_sync ? CU_EVENT_BLOCKING_SYNC : 0);
+    const Driver& d = device_.driver();
+    CU_CHECK(d, cuEventCreate(&event_, flags));
+}
+
+CudaEvent::~CudaEvent() {
+    device_.enter_for_release();
+    device_.driver().cuEventDestroy(event_);
+}
+
+bool CudaEvent::query_impl() {
+    device_.enter();
+    CUresult r = device_.driver().cuEventQuery(event_);
+    if (r == CUDA_SUCCESS) return true;
+    if (r == CUDA_ERROR_NOT_READY) return false;
+    if (is_sticky(r)) device_.mark_lost(describe(device_.driver(), r));
+    throw_driver_error(device_.driver(), r, "cuEventQuery");
+}
+
+void CudaEvent::synchronize_impl() {
+    device_.enter();
+    CUresult r = device_.driver().cuEventSynchronize(event_);
+    if (r == CUDA_SUCCESS) return;
+    if (is_sticky(r)) device_.mark_lost(describe(device_.driver(), r));
+    throw_driver_error(device_.driver(), r, "cuEventSynchronize");
+}
+
+float CudaEvent::elapsed_ms_impl(backend::Event& end) {
+    device_.enter();
+    float ms = 0;
+    const Driver& d = device_.driver();
+    CU_CHECK(d, cuEventElapsedTime(&ms, event_, static_cast<CudaEvent&>(end).event_));
+    return ms;
+}
+
+// ------------------------------------------------------------------------------------------------ queues
+
+CudaQueue::CudaQueue(CudaDevice& device) : device_(device), d_(device.driver()) {
+    CU_CHECK(d_, cuStreamCreate(&stream_, CU_STREAM_NON_BLOCKING));
+}
+
+CudaQueue::~CudaQueue() {
+    device_.enter_for_release();
+    d_.cuStreamSynchronize(stream_);  // the core synchronized already; failures were reported there
+    for (auto& [pos, ev] : marks_) d_.cuEventDestroy(ev);
+    for (CUevent ev : spare_marks_) d_.cuEventDestroy(ev);
+    d_.cuStreamDestroy(stream_);
+}
+
+void CudaQueue::copy_impl(void* dst, const void* src, size_t bytes, backend::CopyKind kind) {
+    device_.enter();
+    auto D = [](const void* p) { return reinterpret_cast<CUdeviceptr>(p); };
+    switch (kind) {
+        case backend::CopyKind::host_to_device:
+        case backend::CopyKind::device_to_host:
+        case backend::CopyKind::device_to_device:
+            // Unified addressing: the driver tells pinned, pageable and device memory (of any GPU) apart. Pageable
+            // host memory is staged by the driver (H2D returns once the source was read, D2H once it arrived).
+            CU_CHECK(d_, cuMemcpyAsync(D(dst), D(src), bytes, stream_));
+            break;
+        case backend::CopyKind::host_to_host: {
+            auto* c = new HostCopy{dst, src, bytes};
+            CUresult r = d_.cuLaunchHostFunc(stream_, host_copy_trampoline, c);
+            if (r != CUDA_SUCCESS) {
+                delete c;
+                throw_driver_error(d_, r, "cuLaunchHostFunc (host-to-host copy)");
+            }
+            break;
+        }
+    }
+    enqueued();
+}
+
+void CudaQueue::fill_impl(void* dst, uint8_t value, size_t bytes) {
+    device_.enter();
+    CU_CHECK(d_, cuMemsetD8Async(reinterpret_cast<CUdeviceptr>(dst), value, bytes, stream_));
+    enqueued();
+}
+
+void CudaQueue::host_call_impl(const backend::HostCall& call) {
+    device_.enter();
+    auto* copy = new backend::HostCall(call);
+    CUresult r = d_.cuLaunchHostFunc(stream_, host_trampoline, copy);
+    if (r != CUDA_SUCCESS) {
+        delete copy;
+        throw_driver_error(d_, r, "cuLaunchHostFunc");
+    }
+    enqueued();
+}
+
+void CudaQueue::record_impl(backend::Event& event) {
+    auto& e = static_cast<CudaEvent&>(event);
+    if (&e.device() != &device_)
+        fail(RT_ERROR_INVALID_VALUE, "an event of %s cannot be recorded on a stream of %s (CUDA records an event only "
+             "on streams of its own device; create the event on the stream's device)",
+             e.device().info().name.c_str(), device_.info().name.c_str());
+    device_.enter();
+    CU_CHECK(d_, cuEventRecord(e.handle(), stream_));
+}
+
+void CudaQueue::wait_impl(backend::Event& event) {
+    device_.enter();
+    CU_CHECK(d_, cuStreamWaitEvent(stream_, static_cast<CudaEvent&>(event).handle(), 0));
+    enqueued();
+}
+
+void CudaQueue::launch_impl(const std::shared_ptr<backend::Function>& function, const backend::LaunchShape& shape,
+                            void* const* args, const backend::LaunchReport& report) {
+    device_.enter();
+    auto& f = static_cast<CudaFunction&>(*function);
+    CUresult r = d_.cuLaunchKernel(f.handle(), shape.grid[0], shape.grid[1], shape.grid[2], shape.block[0],
+                                   shape.block[1], shape.block[2], static_cast<unsigned>(shape.shared_bytes), stream_,
+                                   const_cast<void**>(args), nullptr);
+    if (r != CUDA_SUCCESS) {
+        if (is_sticky(r)) device_.mark_lost(describe(d_, r));
+        throw Error(translate(r) == RT_ERROR_UNKNOWN ? RT_ERROR_LAUNCH_FAILED : translate(r),
+                    "cuLaunchKernel of kernel '" + f.name() + "' failed: " + describe(d_, r));
+    }
+    {
+        // Remember the kernel for a fault reported later; the reference is swapped only when it changes.
+        std::lock_guard lock(last_lock_);
+        if (last_fn_.get() != function.get()) last_fn_ = function;
+        last_op_ = report.op_index;
+    }
+    enqueued();
+}
+
+void CudaQueue::report_async(CUresult r, const char* what) noexcept {
+    try {
+        std::string kernel;
+        uint64_t op = 0;
+        {
+            std::lock_guard lock(last_lock_);
+            if (last_fn_) kernel = last_fn_->name();
+            op = last_op_;
+        }
+        std::string msg = describe(d_, r);
+        std::string full =
+            kernel.empty()
+                ? format("queued work on %s failed (%s): %s", device_.info().name.c_str(), what, msg.c_str())
+                : format("kernel '%s' (operation #%llu on the stream, the last kernel launched on it before the "
+                         "fault was seen) failed on %s: %s",
+                         kernel.c_str(), static_cast<unsigned long long>(op), device_.info().name.c_str(), msg.c_str());
+        if (is_sticky(r)) {
+            device_.mark_lost(full);
+            full += " (the CUDA context is lost: later operations on this device fail; rtFinalize + rtInit recovers)";
+        }
+        rtError_t code = is_sticky(r) || translate(r) == RT_ERROR_UNKNOWN ? RT_ERROR_LAUNCH_FAILED : translate(r);
+        if (slot_) slot_->set(code, full);
+    } catch (...) {
+        device_.mark_lost("an asynchronous CUDA error (reporting it ran out of memory)");
+    }
+}
+
+void CudaQueue::synchronize_impl() {
+    device_.enter_for_release();
+    CUresult r = d_.cuStreamSynchronize(stream_);
+    if (r != CUDA_SUCCESS) report_async(r, "cuStreamSynchronize");
+}
+
+bool CudaQueue::query_impl() {
+    device_.enter();
+    CUresult r = d_.cuStreamQuery(stream_);
+    if (r == CUDA_SUCCESS) return true;
+    if (r == CUDA_ERROR_NOT_READY) return false;
+    report_async(r, "cuStreamQuery");
+    return true;
+}
+
+uint64_t CudaQueue::position_impl() {
+    std::lock_guard lock(marks_mutex_);
+    if (!dirty_.exchange(false, std::memory_order_relaxed)) return next_position_;  // nothing new since the last mark
+    device_.enter();
+    CUevent ev = nullptr;
+    if (!spare_marks_.empty()) {
+        ev = spare_marks_.back();
+        spare_marks_.pop_back();
+    } else {
+        CU_CHECK(d_, cuEventCreate(&ev, CU_EVENT_DISABLE_TIMING));
+    }
+    CUresult r = d_.cuEventRecord(ev, stream_);
+    if (r != CUDA_SUCCESS) {
+        spare_marks_.push_back(ev);
+        dirty_.store(true, std::memory_order_relaxed);
+        throw_driver_error(d_, r, "cuEventRecord (stream position)");
+    }
+    marks_.emplace_back(++next_position_, ev);
+    return next_position_;
+}
+
+bool CudaQueue::reached_impl(uint64_t position) {
+    if (position <= reached_.load(std::memory_order_acquire)) return true;
+    std::lock_guard lock(marks_mutex_);
+    device_.enter_for_release();
+    while (!marks_.empty()) {
+        CUresult r = d_.cuEventQuery(marks_.front().second);
+        if (r == CUDA_ERROR_NOT_READY) break;
+        // Complete, or failed (a lost context never completes anything: treat it as reached so memory can go).
+        reached_.store(marks_.front().first, std::memory_order_release);
+        spare_marks_.push_back(marks_.front().second);
+        marks_.pop_front();
+    }
+    return position <= reached_.load(std::memory_order_acquire);
+}
+
+}  // namespace rt::cuda

@@ -1,0 +1,257 @@
+// test_cuda_compiler.cpp — the cuda kernel compiler without a GPU: NVRTC through the shim, cubin/PTX, diagnostics, disk cache.
+// Every kernel source of the C++ test suite (raw string literals with RT_KERNEL in tests/cpp/*.cpp) must compile for
+// sm_90 — the dialect's CUDA branch is checked on every CI run, not only on GPU machines. Skipped (visibly) when the
+// build has no cuda backend or NVRTC cannot be loaded.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <dirent.h>
+#include <fstream>
+#include <sstream>
+
+#include "test_util.hpp"
+
+#ifdef RUNTIME_HAVE_CUDA
+#include "backends/cuda/nvrtc.hpp"
+#include "core/error.hpp"
+
+namespace {
+
+using rt_test::contains;
+
+std::string read_text(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
+/// Scratch kernel cache for the whole file: tests never touch ~/.cache/runtime.
+class CacheDir : public ::testing::Environment {
+public:
+    void SetUp() override {
+        char tmpl[] = "/tmp/rt-cuda-cache.XXXXXX";
+        ASSERT_NE(::mkdtemp(tmpl), nullptr);
+        path = tmpl;
+        ::setenv("RUNTIME_CACHE_DIR", path.c_str(), 1);
+    }
+    void TearDown() override { std::system(("rm -rf '" + path + "'").c_str()); }
+    static inline std::string path;
+};
+::testing::Environment* const g_cache = ::testing::AddGlobalTestEnvironment(new CacheDir);
+
+class CudaCompiler : public ::testing::Test {
+protected:
+    void SetUp() override {
+        const rt::cuda::Nvrtc& n = rt::cuda::nvrtc();
+        if (!n.available) GTEST_SKIP() << "NVRTC not loadable here: " << n.why;
+    }
+};
+
+constexpr const char* kScale = R"(#include "runtime/kernel.h"
+RT_DEVICE float twice(float x) { return x * 2.0f; }
+RT_KERNEL void scale(const float* in, float* out, int n) {
+    int i = get_global_id(0);
+    if (i < n) out[i] = twice(in[i]);
+}
+)";
+
+/// Raw string literals R"delim( … )delim" in `text` that contain RT_KERNEL, with their file line.
+std::vector<std::pair<int, std::string>> kernel_literals(const std::string& text) {
+    std::vector<std::pair<int, std::string>> out;
+    for (size_t p = text.find("R\""); p != std::string::npos; p = text.find("R\"", p + 2)) {
+        if (p > 0 && (std::isalnum(static_cast<unsigned char>(text[p - 1])) || text[p - 1] == '_')) continue;
+        size_t open = text.find('(', p + 2);
+        if (open == std::string::npos || open - (p + 2) > 16) continue;
+        std::string delim = text.substr(p + 2, open - (p + 2));
+        size_t close = text.find(")" + delim + "\"", open + 1);
+        if (close == std::string::npos) continue;
+        std::string body = text.substr(open + 1, close - open - 1);
+        if (body.find("RT_KERNEL") != std::string::npos)
+            out.emplace_back(1 + static_cast<int>(std::count(text.begin(), text.begin() + static_cast<long>(p), '\n')), body);
+        p = close;
+    }
+    return out;
+}
+
+TEST_F(CudaCompiler, EveryKernelSourceOfTheTestSuiteCompilesForSm90) {
+    std::string dir = RT_TEST_SOURCE_DIR;
+    DIR* d = ::opendir(dir.c_str());
+    ASSERT_NE(d, nullptr) << dir;
+    std::vector<std::string> files;
+    while (dirent* e = ::readdir(d)) {
+        std::string n = e->d_name;
+        if (n.rfind("test_", 0) == 0 && n.size() > 4 && n.compare(n.size() - 4, 4, ".cpp") == 0) files.push_back(n);
+    }
+    ::closedir(d);
+    std::sort(files.begin(), files.end());
+    int compiled = 0, expected_failures = 0;
+    for (const std::string& f : files) {
+        for (const auto& [line, source] : kernel_literals(read_text(dir + "/" + f))) {
+            SCOPED_TRACE(f + ":" + std::to_string(line));
+            // Sources a test means to be rejected say so (compile errors, duplicate kernels, missing kernels).
+            bool meant_bad = source.find("RT_TEST_EXPECT_COMPILE_ERROR") != std::string::npos;
+            try {
+                rt::cuda::CudaCompileResult r = rt::cuda::compile(source, "", "sm_90", f + ":" + std::to_string(line));
+                EXPECT_FALSE(meant_bad);
+                ASSERT_TRUE(r.cubin);
+                ASSERT_GE(r.image.size(), 4u);
+                EXPECT_EQ(r.image.compare(0, 4, "\x7f" "ELF"), 0) << "not a cubin";
+                EXPECT_FALSE(r.kernels.empty());
+                ++compiled;
+            } catch (const rt::Error& e) {
+                if (meant_bad) ++expected_failures;
+                else ADD_FAILURE() << "code " << rtGetErrorName(e.code()) << ": " << e.what();
+            }
+        }
+    }
+    // The suite has a dozen kernel sources (test_kernel_launch's big one, the C++ API's, the pool's, the compiler's).
+    EXPECT_GE(compiled, 5) << "the scan found too few kernel sources; did the tests move?";
+    std::printf("compiled %d kernel sources of the test suite for sm_90 (%d meant to fail)\n", compiled, expected_failures);
+}
+
+TEST_F(CudaCompiler, CubinAndPtxForSm90) {
+    rt::cuda::CudaCompileResult c = rt::cuda::compile(kScale, "", "sm_90");
+    ASSERT_TRUE(c.cubin);
+    EXPECT_EQ(c.image.compare(0, 4, "\x7f" "ELF"), 0);
+    EXPECT_EQ(c.kernels, std::vector<std::string>{"scale"});
+    EXPECT_TRUE(contains(c.path, "/cuda/")) << c.path;
+    EXPECT_EQ(c.path.substr(c.path.size() - 6), ".cubin");
+
+    rt::cuda::CudaCompileResult p = rt::cuda::compile(kScale, "", "sm_90", "kernel_source", /*ptx=*/true);
+    ASSERT_FALSE(p.cubin);
+    EXPECT_TRUE(contains(p.image, ".target sm_90"));
+    EXPECT_TRUE(contains(p.image, ".entry scale"));
+    EXPECT_EQ(p.image.back(), '\0') << "PTX for cuModuleLoadData must be NUL-terminated";
+    EXPECT_NE(c.key, p.key);
+}
+
+TEST_F(CudaCompiler, DialectBuiltinsMathAtomicsAndAssertCompile) {
+    const char* src = R"(
+RT_KERNEL void everything(float* f, double* d, int32_t* i, uint32_t* u, int64_t* l, uint64_t* ul, size_t n) {
+    size_t g = get_global_id(0) + get_local_id(1) + get_group_id(2) + get_global_size(0) + get_local_size(1) + get_num_groups(2);
+    if (g >= n) return;
+    f[0] = sqrt(f[1]) + rsqrt(f[2]) + cbrt(f[3]) + exp(f[4]) + exp2(f[5]) + expm1(f[6]) + log(f[7]) + log2(f[8])
+         + log10(f[9]) + log1p(f[10]) + sin(f[11]) + cos(f[12]) + tan(f[13]) + asin(f[14]) + acos(f[15]) + atan(f[16])
+         + atan2(f[1], f[2]) + sinh(f[3]) + cosh(f[4]) + tanh(f[5]) + asinh(f[6]) + acosh(f[7]) + atanh(f[8])
+         + pow(f[1], f[2]) + fabs(f[3]) + floor(f[4]) + ceil(f[5]) + round(f[6]) + trunc(f[7]) + fmod(f[1], f[2])
+         + fmin(f[1], f[2]) + fmax(f[1], f[2]) + fma(f[1], f[2], f[3]) + hypot(f[1], f[2]) + erf(f[3]) + erfc(f[4])
+         + copysign(f[1], f[2]) + (isnan(f[1]) ? 1.0f : 0.0f) + (isinf(f[2]) ? 1.0f : 0.0f) + (isfinite(f[3]) ? 1.0f : 0.0f)
+         + abs(f[4]) + min(f[1], f[2]) + max(f[1], f[2]);
+    d[0] = sqrt(d[1]) + pow(d[2], d[3]) + abs(d[4]) + fma(d[1], d[2], d[3]);
+    i[0] = abs(i[1]) + min(i[2], i[3]) + max(i[2], i[3]);
+    atomic_add(f, 1.0f); atomic_add(d, 1.0); atomic_add(i, 1); atomic_add(u, 1u); atomic_add(l, (int64_t)1); atomic_add(ul, (uint64_t)1);
+    atomic_min(f, 1.0f); atomic_min(d, 1.0); atomic_min(i, 1); atomic_min(u, 1u); atomic_min(l, (int64_t)1); atomic_min(ul, (uint64_t)1);
+    atomic_max(f, 1.0f); atomic_max(d, 1.0); atomic_max(i, 1); atomic_max(u, 1u); atomic_max(l, (int64_t)1); atomic_max(ul, (uint64_t)1);
+    atomic_cas(f, 1.0f, 2.0f); atomic_cas(d, 1.0, 2.0); atomic_cas(i, 1, 2); atomic_cas(u, 1u, 2u); atomic_cas(l, (int64_t)1, (int64_t)2); atomic_cas(ul, (uint64_t)1, (uint64_t)2);
+    atomic_exchange(f, 1.0f); atomic_exchange(d, 1.0); atomic_exchange(i, 1); atomic_exchange(u, 1u); atomic_exchange(l, (int64_t)1); atomic_exchange(ul, (uint64_t)1);
+    rt_assert(g < n);
+}
+)";
+    rt::cuda::CudaCompileResult r = rt::cuda::compile(src, "-O3 -g -DUNUSED=1", "sm_90");
+    EXPECT_TRUE(r.cubin);
+    EXPECT_EQ(r.kernels, std::vector<std::string>{"everything"});
+}
+
+TEST_F(CudaCompiler, CompileErrorCarriesNvrtcLogWithUserLines) {
+    const char* src = "RT_KERNEL void broken(float* o) {\n"
+                      "    o[0] = 1.0f;\n"
+                      "    undefined_helper(o);\n"
+                      "}\n";
+    try {
+        rt::cuda::compile(src, "", "sm_90", "broken.cu");
+        FAIL() << "compiled a source with an undefined identifier";
+    } catch (const rt::Error& e) {
+        EXPECT_EQ(e.code(), RT_ERROR_COMPILE_FAILED);
+        std::string m = e.what();
+        EXPECT_TRUE(contains(m, "broken.cu(3)")) << "diagnostics must carry the source's own line 3";
+        EXPECT_TRUE(contains(m, "undefined_helper"));
+        EXPECT_TRUE(contains(m, "kernels: broken"));
+        EXPECT_TRUE(contains(m, "sm_90"));
+        EXPECT_TRUE(contains(m, "NVRTC"));
+    }
+}
+
+TEST_F(CudaCompiler, BadInputIsRefusedWithTheReason) {
+    auto code_of = [](auto&& f) {
+        try {
+            f();
+        } catch (const rt::Error& e) {
+            return std::make_pair(e.code(), std::string(e.what()));
+        }
+        return std::make_pair(RT_SUCCESS, std::string());
+    };
+    auto r = code_of([] { rt::cuda::compile(kScale, "-fno-such-flag", "sm_90"); });
+    EXPECT_EQ(r.first, RT_ERROR_INVALID_VALUE);
+    EXPECT_TRUE(contains(r.second, "-fno-such-flag"));
+    r = code_of([] { rt::cuda::compile("int x;\n", "", "sm_90"); });
+    EXPECT_EQ(r.first, RT_ERROR_INVALID_VALUE);
+    EXPECT_TRUE(contains(r.second, "no kernel"));
+    r = code_of([] { rt::cuda::compile(kScale, "", "gfx90a"); });
+    EXPECT_EQ(r.first, RT_ERROR_INVALID_VALUE);
+    EXPECT_TRUE(contains(r.second, "sm_XY"));
+    r = code_of([] { rt::cuda::compile(kScale, "", "sm_1"); });
+    EXPECT_NE(r.first, RT_SUCCESS) << "an architecture NVRTC does not know must fail";
+}
+
+TEST_F(CudaCompiler, DiskCacheHitsOnTheSecondCompileAndKeysSeparateInputs) {
+    std::string src = std::string(kScale) + "// cache test " + std::to_string(::getpid()) + "\n";
+    rt::cuda::CudaCompileResult a = rt::cuda::compile(src, "", "sm_90");
+    EXPECT_FALSE(a.from_cache);
+    EXPECT_GT(a.compile_seconds, 0.0);
+    struct stat st {};
+    ASSERT_EQ(::stat(a.path.c_str(), &st), 0) << a.path;
+    EXPECT_EQ(static_cast<size_t>(st.st_size), a.image.size());
+    EXPECT_EQ(a.path.rfind(CacheDir::path, 0), 0u) << "the entry must live under RUNTIME_CACHE_DIR";
+
+    rt::cuda::CudaCompileResult b = rt::cuda::compile(src, "", "sm_90");
+    EXPECT_TRUE(b.from_cache);
+    EXPECT_EQ(b.key, a.key);
+    EXPECT_EQ(b.image, a.image);
+
+    EXPECT_NE(rt::cuda::compile(src, "", "sm_80").key, a.key) << "the architecture is part of the key";
+    EXPECT_NE(rt::cuda::compile(src, "-DX=1", "sm_90").key, a.key) << "options are part of the key";
+    rt::cuda::CudaCompileResult forced = rt::cuda::compile(src, "", "sm_90", "kernel_source", false, /*force=*/true);
+    EXPECT_FALSE(forced.from_cache);
+    EXPECT_EQ(forced.key, a.key);
+}
+
+TEST_F(CudaCompiler, RuntimeCompileToolTargetsCuda) {
+    std::string dir = CacheDir::path + "/tool";
+    ::mkdir(dir.c_str(), 0755);
+    { std::ofstream(dir + "/k.cu") << kScale; }
+    std::string tool = RT_TEST_RUNTIME_COMPILE;
+    ASSERT_EQ(std::system((tool + " " + dir + "/k.cu -o " + dir + "/k.cubin --backend cuda --arch sm_90 > /dev/null").c_str()), 0);
+    std::string cubin = read_text(dir + "/k.cubin");
+    ASSERT_GE(cubin.size(), 4u);
+    EXPECT_EQ(cubin.compare(0, 4, "\x7f" "ELF"), 0);
+    ASSERT_EQ(std::system((tool + " " + dir + "/k.cu -o " + dir + "/k.ptx --backend=cuda > /dev/null").c_str()), 0);
+    std::string ptx = read_text(dir + "/k.ptx");
+    EXPECT_TRUE(contains(ptx, ".entry scale"));
+    EXPECT_TRUE(contains(ptx, ".target sm_90")) << "--arch defaults to sm_90";
+    { std::ofstream(dir + "/bad.cu") << "RT_KERNEL void bad() { nope(); }\n"; }
+    EXPECT_NE(std::system((tool + " " + dir + "/bad.cu -o " + dir + "/bad.cubin --backend cuda 2> /dev/null").c_str()), 0);
+}
+
+TEST(CudaCompilerShim, MissingNvrtcIsNotSupportedWithTheReason) {
+    const char* old = std::getenv("RUNTIME_NVRTC_LIB");
+    std::string saved = old ? old : "";
+    ::setenv("RUNTIME_NVRTC_LIB", "/nonexistent/libnvrtc.so.13", 1);
+    try {
+        rt::cuda::compile(kScale, "", "sm_90");
+        ADD_FAILURE() << "compiled without NVRTC";
+    } catch (const rt::Error& e) {
+        EXPECT_EQ(e.code(), RT_ERROR_NOT_SUPPORTED);
+        EXPECT_TRUE(contains(e.what(), "/nonexistent/libnvrtc.so.13"));
+        EXPECT_TRUE(contains(e.what(), "cannot be loaded"));
+    }
+    if (old) ::setenv("RUNTIME_NVRTC_LIB", saved.c_str(), 1);
+    else ::unsetenv("RUNTIME_NVRTC_LIB");
+}
+
+}  // namespace
+
+#else
+TEST(CudaCompiler, SkippedWithoutTheCudaBackend) { GTEST_SKIP() << "this build has no cuda backend (RUNTIME_WITH_CUDA)"; }
+#endif
