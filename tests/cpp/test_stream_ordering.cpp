@@ -211,6 +211,18 @@ TEST_P(Ordering, WaitOnAStreamOfAnotherDevice) {
         Gate gate;
         ASSERT_RT_OK(gate.launch(remote));
         ASSERT_RT_OK(rtEventRecord(e, remote));
+        rtDeviceProp mine{}, theirs{};
+        ASSERT_RT_OK(rtGetDeviceProperties(&mine, device()));
+        ASSERT_RT_OK(rtGetDeviceProperties(&theirs, other));
+        if (std::strcmp(mine.backend, theirs.backend) != 0) {
+            // Events order streams of the same backend only (docs/cuda.md): refused, never silently ignored.
+            EXPECT_RT_ERROR(RT_ERROR_INVALID_VALUE, rtStreamWaitEvent(local, e));
+            gate.open();
+            ASSERT_RT_OK(rtStreamSynchronize(remote));
+            ASSERT_RT_OK(rtStreamDestroy(remote));
+            ASSERT_RT_OK(rtEventDestroy(e));
+            continue;
+        }
         ASSERT_RT_OK(rtStreamWaitEvent(local, e));
         std::atomic<bool> ran{false};
         ASSERT_RT_OK(rtLaunchHostFunc(local, rt_test::set_flag, &ran));

@@ -1,0 +1,609 @@
+// test_cuda_fake.cpp — the cuda backend's wiring against the fake CUDA driver (tests/fake_cuda, a test double
+// loaded through RUNTIME_CUDA_DRIVER_LIB): devices and properties, memory and its registry, copies, fills, streams,
+// events, host functions, statistics, out of memory, modules (NVRTC cubins, PTX files), launches as the driver
+// receives them, the sticky-fault path, and cross-backend misuse. No GPU: kernels run no code, so results of
+// kernels are not checked here (the *_cuda reruns on a GPU do that).
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+
+#include "../fake_cuda/fake_cuda.h"
+#include "test_util.hpp"
+
+namespace {
+
+using rt_test::contains;
+using rt_test::EventGuard;
+using rt_test::Gate;
+using rt_test::last_message;
+using rt_test::pattern;
+using rt_test::StreamGuard;
+
+constexpr int kIllegalAddress = 700;  // CUDA_ERROR_ILLEGAL_ADDRESS (the test does not include cuda.h)
+
+/// The fake's query API, from the library the runtime loaded (dlopen of the same path: the same instance).
+struct Fake {
+    fake_cuda_launch_count_fn launch_count = nullptr;
+    fake_cuda_last_launch_fn last_launch = nullptr;
+    fake_cuda_reset_launches_fn reset_launches = nullptr;
+    fake_cuda_inject_fault_fn inject_fault = nullptr;
+    fake_cuda_live_allocations_fn live_allocations = nullptr;
+    fake_cuda_live_host_allocations_fn live_host_allocations = nullptr;
+    bool loaded = false;
+};
+
+const Fake& fake() {
+    static Fake f = [] {
+        Fake r;
+        const char* lib = std::getenv("RUNTIME_CUDA_DRIVER_LIB");
+        void* h = lib ? ::dlopen(lib, RTLD_NOW | RTLD_LOCAL) : nullptr;
+        if (!h) return r;
+        r.launch_count = reinterpret_cast<fake_cuda_launch_count_fn>(::dlsym(h, "fake_cuda_launch_count"));
+        r.last_launch = reinterpret_cast<fake_cuda_last_launch_fn>(::dlsym(h, "fake_cuda_last_launch"));
+        r.reset_launches = reinterpret_cast<fake_cuda_reset_launches_fn>(::dlsym(h, "fake_cuda_reset_launches"));
+        r.inject_fault = reinterpret_cast<fake_cuda_inject_fault_fn>(::dlsym(h, "fake_cuda_inject_fault"));
+        r.live_allocations = reinterpret_cast<fake_cuda_live_allocations_fn>(::dlsym(h, "fake_cuda_live_allocations"));
+        r.live_host_allocations =
+            reinterpret_cast<fake_cuda_live_host_allocations_fn>(::dlsym(h, "fake_cuda_live_host_allocations"));
+        r.loaded = r.launch_count && r.last_launch && r.reset_launches && r.inject_fault && r.live_allocations &&
+                   r.live_host_allocations;
+        return r;
+    }();
+    return f;
+}
+
+int env_int(const char* name, int fallback) {
+    const char* e = std::getenv(name);
+    return e && *e ? std::atoi(e) : fallback;
+}
+
+/// Every test starts on a fresh runtime with cuda:0 current. The fake library comes from the CTest environment
+/// (tests/CMakeLists.txt); without it (a build without the cuda backend) the tests skip saying so.
+class FakeCuda : public ::testing::Test {
+protected:
+    void SetUp() override {
+#ifndef RUNTIME_HAVE_CUDA
+        GTEST_SKIP() << "this build has no cuda backend";
+#endif
+        if (!fake().loaded) GTEST_SKIP() << "RUNTIME_CUDA_DRIVER_LIB does not name the fake CUDA driver";
+        ASSERT_RT_OK(rtFinalize());
+        ASSERT_RT_OK(rtGetDeviceByName(&cuda_, "cuda:0")) << "the fake driver must provide cuda:0";
+        ASSERT_RT_OK(rtGetDeviceByName(&cpu_, "cpu:0"));
+        ASSERT_RT_OK(rtSetDevice(cuda_));
+        fake().reset_launches();
+    }
+    void TearDown() override { rtFinalize(); }
+
+    int cuda_ = -1, cpu_ = -1;
+    rt_test::Watchdog watchdog_{std::chrono::milliseconds(45000), "FakeCuda test"};
+};
+
+const char* kKernels = R"(
+RT_KERNEL void scale(float* x, float a, int32_t n) {
+    int32_t i = (int32_t)get_global_id(0);
+    if (i < n) x[i] *= a;
+}
+RT_KERNEL void noop() {}
+)";
+
+// A hand-written PTX module: two entries, one with (u64, u32) parameters. The fake reads `.param` lists, so
+// launches of PTX functions are arity-checked as on a driver with cuFuncGetParamInfo.
+const char* kPtx = R"(.version 8.0
+.target sm_90
+.address_size 64
+
+.visible .entry add_k(
+	.param .u64 add_k_param_0,
+	.param .u32 add_k_param_1
+)
+{
+	ret;
+}
+
+.visible .entry none_k()
+{
+	ret;
+}
+)";
+
+std::string temp_file(const char* suffix, const std::string& contents) {
+    std::string path = ::testing::TempDir() + "fake_cuda_" + std::to_string(::getpid()) + suffix;
+    std::ofstream(path, std::ios::binary) << contents;
+    return path;
+}
+
+// ------------------------------------------------------------------------------------------------ devices
+
+TEST_F(FakeCuda, DevicesComeFromTheDriverAfterTheCpuDevices) {
+    int n = 0;
+    ASSERT_RT_OK(rtGetDeviceCount(&n));
+    int cpus = env_int("RUNTIME_CPU_DEVICES", 1), gpus = env_int("FAKE_CUDA_DEVICES", 1);
+    EXPECT_EQ(n, cpus + gpus);
+    EXPECT_EQ(cuda_, cpus) << "cuda devices follow the cpu devices";
+    for (int i = 0; i < gpus; ++i) {
+        rtDeviceProp p{};
+        ASSERT_RT_OK(rtGetDeviceProperties(&p, cpus + i));
+        std::string name = p.name;
+        EXPECT_EQ(name, "cuda:" + std::to_string(i) + " (Fake CUDA Device (test double))");
+        EXPECT_STREQ(p.backend, "cuda");
+        EXPECT_EQ(p.backend_ordinal, i);
+        EXPECT_EQ(p.device_index, cpus + i);
+        EXPECT_EQ(p.total_memory, size_t(1) << 30);
+        EXPECT_EQ(p.compute_units, 132);
+        EXPECT_EQ(p.compute_capability_major, 9);
+        EXPECT_EQ(p.compute_capability_minor, 0);
+        EXPECT_EQ(p.max_threads_per_block, 1024);
+        EXPECT_EQ(p.max_block_size[2], 64);
+        EXPECT_EQ(p.max_grid_size[1], 65535);
+        EXPECT_EQ(p.unified_addressing, 0) << "GPU memory is not host-addressable";
+    }
+    int d = -1;
+    ASSERT_RT_OK(rtGetDeviceByName(&d, "cuda"));
+    EXPECT_EQ(d, cuda_) << "\"cuda\" means cuda:0";
+    EXPECT_RT_ERROR(RT_ERROR_INVALID_DEVICE, rtGetDeviceByName(&d, ("cuda:" + std::to_string(gpus)).c_str()));
+    EXPECT_TRUE(contains(last_message(), "cuda:0")) << "the message lists the devices present";
+}
+
+TEST_F(FakeCuda, BackendCudaPutsCudaDevicesFirst) {
+    ASSERT_RT_OK(rtFinalize());
+    ASSERT_RT_OK(rtInit("backend=cuda"));
+    int d = -1;
+    ASSERT_RT_OK(rtGetDeviceByName(&d, "cuda:0"));
+    EXPECT_EQ(d, 0);
+    rtDeviceProp p{};
+    ASSERT_RT_OK(rtGetDeviceProperties(&p, 0));
+    EXPECT_STREQ(p.backend, "cuda");
+    int cur = -1;
+    ASSERT_RT_OK(rtGetDevice(&cur));
+    EXPECT_EQ(cur, 0) << "device 0, every thread's initial device, is cuda:0";
+}
+
+// ------------------------------------------------------------------------------------------------ memory
+
+TEST_F(FakeCuda, MallocFreeGoThroughTheDriverAndTheRegistry) {
+    int live = fake().live_allocations();
+    size_t free0 = 0, total = 0;
+    ASSERT_RT_OK(rtMemGetInfo(&free0, &total));
+    EXPECT_EQ(total, size_t(1) << 30);
+    void* p = nullptr;
+    ASSERT_RT_OK(rtMalloc(&p, 3 << 20));
+    ASSERT_NE(p, nullptr);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % 256, 0u);
+    EXPECT_EQ(fake().live_allocations(), live + 1);
+    size_t free1 = 0;
+    ASSERT_RT_OK(rtMemGetInfo(&free1, &total));
+    EXPECT_EQ(free0 - free1, size_t(3) << 20) << "cuMemGetInfo reports the allocation";
+
+    // The registry knows the allocation's bounds: copies past its end are refused before reaching the driver.
+    std::vector<unsigned char> host((3 << 20) + 1);
+    EXPECT_RT_ERROR(RT_ERROR_INVALID_VALUE, rtMemcpy(p, host.data(), host.size(), RT_MEMCPY_HOST_TO_DEVICE));
+    EXPECT_TRUE(contains(last_message(), rt_test::ptr_text(p))) << last_message();
+    EXPECT_RT_ERROR(RT_ERROR_INVALID_VALUE,
+                    rtMemcpy(host.data(), static_cast<char*>(p) + 16, 3 << 20, RT_MEMCPY_DEVICE_TO_HOST));
+    EXPECT_RT_ERROR(RT_ERROR_INVALID_VALUE, rtMemset(static_cast<char*>(p) + 1, 0, 3 << 20));
+    EXPECT_RT_ERROR(RT_ERROR_INVALID_VALUE, rtFree(static_cast<char*>(p) + 8)) << "interior pointer";
+
+    ASSERT_RT_OK(rtFree(p));
+    EXPECT_EQ(fake().live_allocations(), live);
+    EXPECT_RT_ERROR(RT_ERROR_INVALID_VALUE, rtFree(p));
+    EXPECT_FALSE(last_message().empty());
+    int local = 0;
+    EXPECT_RT_ERROR(RT_ERROR_INVALID_VALUE, rtFree(&local)) << "a pointer the runtime never allocated";
+    EXPECT_EQ(fake().live_allocations(), live) << "nothing reached cuMemFree";
+}
+
+TEST_F(FakeCuda, PinnedHostMemoryComesFromTheDriver) {
+    int live = fake().live_host_allocations();
+    void* h = nullptr;
+    ASSERT_RT_OK(rtMallocHost(&h, 1 << 16));
+    EXPECT_EQ(fake().live_host_allocations(), live + 1);
+    rt_test::DevBuf d(1 << 16);
+    auto src = pattern(1 << 16, 7);
+    std::memcpy(h, src.data(), src.size());
+    ASSERT_RT_OK(rtMemcpy(d.get(), h, 1 << 16, RT_MEMCPY_DEFAULT));
+    std::vector<unsigned char> back(1 << 16);
+    ASSERT_RT_OK(rtMemcpy(back.data(), d.get(), back.size(), RT_MEMCPY_DEFAULT));
+    EXPECT_EQ(rt_test::first_mismatch(back.data(), src.data(), src.size()), -1);
+    ASSERT_RT_OK(rtFreeHost(h));
+    EXPECT_EQ(fake().live_host_allocations(), live);
+    EXPECT_RT_ERROR(RT_ERROR_INVALID_VALUE, rtFreeHost(h));
+}
+
+TEST_F(FakeCuda, CopiesAndFillsRoundTripSynchronously) {
+    const size_t n = 1 << 20;
+    rt_test::DevBuf a(n), b(n);
+    ASSERT_NE(a.get(), nullptr);
+    auto src = pattern(n, 1);
+    ASSERT_RT_OK(rtMemcpy(a.get(), src.data(), n, RT_MEMCPY_HOST_TO_DEVICE));
+    ASSERT_RT_OK(rtMemcpy(b.get(), a.get(), n, RT_MEMCPY_DEVICE_TO_DEVICE));
+    ASSERT_RT_OK(rtMemset(b.get() + 100, 0xAB, 1000));
+    std::vector<unsigned char> back(n), host2(n);
+    ASSERT_RT_OK(rtMemcpy(back.data(), b.get(), n, RT_MEMCPY_DEVICE_TO_HOST));
+    auto want = src;
+    std::memset(want.data() + 100, 0xAB, 1000);
+    EXPECT_EQ(rt_test::first_mismatch(back.data(), want.data(), n), -1);
+    // Host to host on a cuda stream: the backend's in-order host function.
+    ASSERT_RT_OK(rtMemcpy(host2.data(), back.data(), n, RT_MEMCPY_HOST_TO_HOST));
+    EXPECT_EQ(rt_test::first_mismatch(host2.data(), want.data(), n), -1);
+}
+
+TEST_F(FakeCuda, AsyncCopiesRunInStreamOrderAfterTheHost) {
+    const size_t n = 256 << 10;
+    rt_test::DevBuf a(n), b(n);
+    StreamGuard s;
+    ASSERT_RT_OK(s.status());
+    auto src = pattern(n, 2);
+    std::vector<unsigned char> back(n, 0);
+    Gate gate;
+    ASSERT_RT_OK(gate.launch(s));
+    ASSERT_RT_OK(rtMemcpyAsync(a.get(), src.data(), n, RT_MEMCPY_HOST_TO_DEVICE, s));
+    ASSERT_RT_OK(rtMemsetAsync(a.get(), 0x5A, 4096, s));
+    ASSERT_RT_OK(rtMemcpyAsync(b.get(), a.get(), n, RT_MEMCPY_DEVICE_TO_DEVICE, s));
+    ASSERT_RT_OK(rtMemcpyAsync(back.data(), b.get(), n, RT_MEMCPY_DEVICE_TO_HOST, s));
+    ASSERT_TRUE(rt_test::wait_until([&] { return gate.entered(); }));
+    EXPECT_RT_ERROR(RT_ERROR_NOT_READY, rtStreamQuery(s)) << "the gate holds the stream: work is queued, not done";
+    EXPECT_EQ(back[0], 0) << "nothing ran past the gate";
+    gate.open();
+    ASSERT_RT_OK(rtStreamSynchronize(s));
+    EXPECT_RT_OK(rtStreamQuery(s));
+    auto want = src;
+    std::memset(want.data(), 0x5A, 4096);
+    EXPECT_EQ(rt_test::first_mismatch(back.data(), want.data(), n), -1);
+}
+
+TEST_F(FakeCuda, MemoryStatisticsAreExact) {
+    rtMemStats s0{}, s1{}, s2{};
+    ASSERT_RT_OK(rtMemGetStats(&s0));
+    void* p = nullptr;
+    void* q = nullptr;
+    ASSERT_RT_OK(rtMalloc(&p, 1000));
+    ASSERT_RT_OK(rtMalloc(&q, 5000));
+    ASSERT_RT_OK(rtMemGetStats(&s1));
+    EXPECT_EQ(s1.allocated_bytes - s0.allocated_bytes, 6000u);
+    EXPECT_EQ(s1.num_allocs - s0.num_allocs, 2u);
+    EXPECT_EQ(s1.num_live_allocations - s0.num_live_allocations, 2u);
+    EXPECT_GE(s1.peak_allocated_bytes, s1.allocated_bytes);
+    ASSERT_RT_OK(rtFree(p));
+    ASSERT_RT_OK(rtFree(q));
+    ASSERT_RT_OK(rtMemGetStats(&s2));
+    EXPECT_EQ(s2.allocated_bytes, s0.allocated_bytes);
+    EXPECT_EQ(s2.num_frees - s0.num_frees, 2u);
+    EXPECT_EQ(s2.num_live_allocations, s0.num_live_allocations);
+}
+
+TEST_F(FakeCuda, OutOfMemoryIsReportedAndRecoverable) {
+    rtMemStats s0{}, s1{};
+    ASSERT_RT_OK(rtMemGetStats(&s0));
+    void* big = nullptr;
+    EXPECT_RT_ERROR(RT_ERROR_OUT_OF_MEMORY, rtMalloc(&big, size_t(2) << 30));
+    EXPECT_EQ(big, nullptr);
+    std::string m = last_message();
+    EXPECT_TRUE(contains(m, "cuda:0")) << m;
+    ASSERT_RT_OK(rtMemGetStats(&s1));
+    EXPECT_EQ(s1.num_ooms - s0.num_ooms, 1u);
+    void* p = nullptr;
+    ASSERT_RT_OK(rtMalloc(&p, 1 << 20)) << "the device still allocates after an out-of-memory";
+    ASSERT_RT_OK(rtFree(p));
+}
+
+TEST_F(FakeCuda, PoolAllocatorCommitsThroughVirtualMemory) {
+    int live = fake().live_allocations();
+    ASSERT_RT_OK(rtEnablePoolAllocator(64 << 20, 1 << 20, RT_POOL_DEFAULT));
+    EXPECT_EQ(fake().live_allocations(), live) << "the pool reserves address space, it does not cuMemAlloc";
+    const size_t n = 3 << 20;  // spans two 2 MiB chunks
+    void* p = nullptr;
+    void* q = nullptr;
+    ASSERT_RT_OK(rtMalloc(&p, n));
+    ASSERT_RT_OK(rtMalloc(&q, 4096));
+    rtMemStats st{};
+    ASSERT_RT_OK(rtMemGetStats(&st));
+    EXPECT_EQ(st.pool_size, size_t(64) << 20);
+    auto src = pattern(n, 9);
+    std::vector<unsigned char> back(n);
+    ASSERT_RT_OK(rtMemcpy(p, src.data(), n, RT_MEMCPY_HOST_TO_DEVICE));
+    ASSERT_RT_OK(rtMemset(q, 3, 4096));
+    ASSERT_RT_OK(rtMemcpy(back.data(), p, n, RT_MEMCPY_DEVICE_TO_HOST));
+    EXPECT_EQ(rt_test::first_mismatch(back.data(), src.data(), n), -1);
+    size_t free_used = 0, total = 0;
+    ASSERT_RT_OK(rtMemGetInfo(&free_used, &total));
+    EXPECT_LT(free_used, total) << "committed chunks count against the device";
+    ASSERT_RT_OK(rtFree(p));
+    ASSERT_RT_OK(rtFree(q));
+    ASSERT_RT_OK(rtMemEmptyCache());
+    ASSERT_RT_OK(rtEnablePoolAllocator(0, 0, RT_POOL_DEFAULT));
+    size_t free_after = 0;
+    ASSERT_RT_OK(rtMemGetInfo(&free_after, &total));
+    EXPECT_EQ(free_after, total) << "every chunk was unmapped and released";
+}
+
+// ------------------------------------------------------------------------------------------------ streams, events
+
+TEST_F(FakeCuda, EventsOrderTwoStreams) {
+    const size_t n = 64 << 10;
+    rt_test::DevBuf a(n), b(n);
+    StreamGuard s1, s2;
+    EventGuard e;
+    ASSERT_RT_OK(e.status());
+    auto src = pattern(n, 3);
+    std::vector<unsigned char> back(n, 0);
+    Gate gate;
+    ASSERT_RT_OK(gate.launch(s1));
+    ASSERT_RT_OK(rtMemcpyAsync(a.get(), src.data(), n, RT_MEMCPY_HOST_TO_DEVICE, s1));
+    ASSERT_RT_OK(rtEventRecord(e, s1));
+    ASSERT_RT_OK(rtStreamWaitEvent(s2, e));
+    ASSERT_RT_OK(rtMemcpyAsync(b.get(), a.get(), n, RT_MEMCPY_DEVICE_TO_DEVICE, s2));
+    ASSERT_RT_OK(rtMemcpyAsync(back.data(), b.get(), n, RT_MEMCPY_DEVICE_TO_HOST, s2));
+    ASSERT_TRUE(rt_test::wait_until([&] { return gate.entered(); }));
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    EXPECT_RT_ERROR(RT_ERROR_NOT_READY, rtEventQuery(e));
+    EXPECT_RT_ERROR(RT_ERROR_NOT_READY, rtStreamQuery(s2)) << "s2 waits for s1's event";
+    gate.open();
+    ASSERT_RT_OK(rtStreamSynchronize(s2));
+    EXPECT_RT_OK(rtEventQuery(e));
+    EXPECT_EQ(rt_test::first_mismatch(back.data(), src.data(), n), -1) << "s2 copied after s1's upload";
+}
+
+TEST_F(FakeCuda, ElapsedTimeMeasuresTheWorkBetweenEvents) {
+    StreamGuard s;
+    EventGuard start, end, untimed(RT_EVENT_DISABLE_TIMING);
+    ASSERT_RT_OK(rtEventRecord(start, s));
+    int ms = 30;
+    ASSERT_RT_OK(rtLaunchHostFunc(s, rt_test::sleep_ms, &ms));
+    ASSERT_RT_OK(rtEventRecord(end, s));
+    ASSERT_RT_OK(rtEventSynchronize(end));
+    float elapsed = 0;
+    ASSERT_RT_OK(rtEventElapsedTime(&elapsed, start, end));
+    EXPECT_GE(elapsed, 25.0f);
+    EXPECT_LT(elapsed, 5000.0f);
+    ASSERT_RT_OK(rtEventRecord(untimed, s));
+    ASSERT_RT_OK(rtEventSynchronize(untimed));
+    EXPECT_NE(rtEventElapsedTime(&elapsed, start, untimed), RT_SUCCESS) << "an event without timing";
+    EXPECT_FALSE(last_message().empty());
+}
+
+TEST_F(FakeCuda, HostFunctionsRunInOrderAndFailuresReachTheNextSynchronize) {
+    StreamGuard s;
+    struct Log {
+        std::mutex m;
+        std::vector<int> order;
+    } log;
+    struct Item {
+        Log* log;
+        int i;
+    };
+    std::vector<Item> items;
+    for (int i = 0; i < 50; ++i) items.push_back({&log, i});
+    for (auto& it : items)
+        ASSERT_RT_OK(rtLaunchHostFunc(s, [](void* p) {
+            auto* item = static_cast<Item*>(p);
+            std::lock_guard lock(item->log->m);
+            item->log->order.push_back(item->i);
+        }, &it));
+    ASSERT_RT_OK(rtStreamSynchronize(s));
+    ASSERT_EQ(log.order.size(), 50u);
+    for (int i = 0; i < 50; ++i) EXPECT_EQ(log.order[i], i);
+
+    ASSERT_RT_OK(rtLaunchHostFunc(s, [](void*) { rtHostFuncSetError(RT_ERROR_INVALID_VALUE, "fake-host-boom"); },
+                                  nullptr));
+    EXPECT_RT_ERROR(RT_ERROR_INVALID_VALUE, rtStreamSynchronize(s));
+    EXPECT_TRUE(contains(last_message(), "fake-host-boom")) << last_message();
+    std::atomic<bool> flag{false};
+    ASSERT_RT_OK(rtLaunchHostFunc(s, rt_test::set_flag, &flag)) << "a host function's failure is not sticky";
+    ASSERT_RT_OK(rtStreamSynchronize(s));
+    EXPECT_TRUE(flag.load());
+}
+
+// ------------------------------------------------------------------------------------------------ modules, launches
+
+TEST_F(FakeCuda, SourceModulesCompileWithNvrtcAndLaunchesReachTheDriver) {
+    rtModule_t m = nullptr;
+    ASSERT_RT_OK(rtModuleLoadSource(&m, kKernels, nullptr));
+    rtFunction_t f = nullptr, none = nullptr;
+    ASSERT_RT_OK(rtModuleGetFunction(&f, m, "scale"));
+    ASSERT_RT_OK(rtModuleGetFunction(&none, m, "noop"));
+    rtFunction_t missing = nullptr;
+    EXPECT_RT_ERROR(RT_ERROR_NOT_FOUND, rtModuleGetFunction(&missing, m, "nope"));
+    EXPECT_TRUE(contains(last_message(), "scale")) << "the message lists the module's kernels: " << last_message();
+
+    rt_test::DevBuf x(4096);
+    void* xp = x.get();
+    float a = 2.0f;
+    int32_t n = 1024;
+    void* args[] = {&xp, &a, &n};
+    StreamGuard s;
+    int before = fake().launch_count();
+    ASSERT_RT_OK(rtLaunchKernel(f, rtDim3{3, 2, 1}, rtDim3{64, 2, 1}, args, 128, s));
+    ASSERT_RT_OK(rtStreamSynchronize(s));
+    EXPECT_EQ(fake().launch_count(), before + 1);
+    FakeCudaLaunch l{};
+    ASSERT_TRUE(fake().last_launch(&l));
+    EXPECT_STREQ(l.kernel, "scale");
+    EXPECT_EQ(l.grid[0], 3u);
+    EXPECT_EQ(l.grid[1], 2u);
+    EXPECT_EQ(l.grid[2], 1u);
+    EXPECT_EQ(l.block[0], 64u);
+    EXPECT_EQ(l.block[1], 2u);
+    EXPECT_EQ(l.shared_bytes, 128u);
+
+    // Shapes beyond the device's limits are refused by the core before the driver sees them.
+    EXPECT_RT_ERROR(RT_ERROR_INVALID_VALUE, rtLaunchKernel(f, rtDim3{1, 1, 1}, rtDim3{2048, 1, 1}, args, 0, s));
+    EXPECT_RT_ERROR(RT_ERROR_INVALID_VALUE, rtLaunchKernel(f, rtDim3{0, 1, 1}, rtDim3{1, 1, 1}, args, 0, s));
+    EXPECT_EQ(fake().launch_count(), before + 1);
+    ASSERT_RT_OK(rtLaunchKernel(none, rtDim3{1, 1, 1}, rtDim3{1, 1, 1}, nullptr, 0, nullptr));
+    ASSERT_RT_OK(rtDeviceSynchronize());
+    ASSERT_TRUE(fake().last_launch(&l));
+    EXPECT_STREQ(l.kernel, "noop");
+    ASSERT_RT_OK(rtModuleUnload(m));
+
+    // A second load of the same source is served from the device's module cache.
+    rtModule_t m2 = nullptr;
+    ASSERT_RT_OK(rtModuleLoadSource(&m2, kKernels, nullptr));
+    ASSERT_RT_OK(rtModuleUnload(m2));
+}
+
+TEST_F(FakeCuda, PtxFilesLoadAndLaunchesAreArityChecked) {
+    std::string path = temp_file(".ptx", kPtx);
+    rtModule_t m = nullptr;
+    ASSERT_RT_OK(rtModuleLoadFile(&m, path.c_str()));
+    std::remove(path.c_str());
+    rtFunction_t f = nullptr;
+    ASSERT_RT_OK(rtModuleGetFunction(&f, m, "add_k"));
+    rtFunction_t missing = nullptr;
+    EXPECT_RT_ERROR(RT_ERROR_NOT_FOUND, rtModuleGetFunction(&missing, m, "add"));
+    EXPECT_TRUE(contains(last_message(), "none_k")) << last_message();
+    int count = 0;
+    size_t sizes[4] = {};
+    count = 4;
+    ASSERT_RT_OK(rtFunctionGetParamInfo(f, &count, sizes));
+    ASSERT_EQ(count, 2);
+    EXPECT_EQ(sizes[0], 8u);
+    EXPECT_EQ(sizes[1], 4u);
+
+    rt_test::DevBuf x(256);
+    void* xp = x.get();
+    uint32_t v = 42;
+    void* args[] = {&xp, &v};
+    EXPECT_RT_ERROR(RT_ERROR_INVALID_VALUE,
+                    rt_test::launch_ex(f, rtDim3{1, 1, 1}, rtDim3{32, 1, 1}, args, 1, nullptr, 0, nullptr));
+    size_t bad[] = {8, 8};
+    EXPECT_RT_ERROR(RT_ERROR_INVALID_VALUE,
+                    rt_test::launch_ex(f, rtDim3{1, 1, 1}, rtDim3{32, 1, 1}, args, 2, bad, 0, nullptr));
+    size_t good[] = {8, 4};
+    ASSERT_RT_OK(rt_test::launch_ex(f, rtDim3{4, 1, 1}, rtDim3{32, 1, 1}, args, 2, good, 0, nullptr));
+    v = 7;  // the driver copied the values at the call
+    ASSERT_RT_OK(rtDeviceSynchronize());
+    FakeCudaLaunch l{};
+    ASSERT_TRUE(fake().last_launch(&l));
+    EXPECT_STREQ(l.kernel, "add_k");
+    EXPECT_EQ(l.num_params, 2);
+    EXPECT_EQ(l.param_u64[0], reinterpret_cast<uintptr_t>(xp));
+    EXPECT_EQ(l.param_u64[1], 42u);
+    EXPECT_EQ(l.grid[0], 4u);
+    ASSERT_RT_OK(rtModuleUnload(m));
+}
+
+TEST_F(FakeCuda, ModuleFilesThatAreNotCudaImagesAreRefused) {
+    std::string path = temp_file(".bin", "definitely not a module");
+    rtModule_t m = nullptr;
+    EXPECT_RT_ERROR(RT_ERROR_INVALID_VALUE, rtModuleLoadFile(&m, path.c_str()));
+    EXPECT_TRUE(contains(last_message(), "not a cubin")) << last_message();
+    std::remove(path.c_str());
+    EXPECT_RT_ERROR(RT_ERROR_INVALID_VALUE, rtModuleLoadFile(&m, "/nonexistent/k.cubin"));
+}
+
+// ------------------------------------------------------------------------------------------------ faults
+
+TEST_F(FakeCuda, AsyncFaultIsReportedNamingTheKernelAndLosesTheDevice) {
+    rtModule_t m = nullptr;
+    ASSERT_RT_OK(rtModuleLoadSource(&m, kKernels, nullptr));
+    rtFunction_t f = nullptr;
+    ASSERT_RT_OK(rtModuleGetFunction(&f, m, "noop"));
+    StreamGuard s;
+    fake().inject_fault(kIllegalAddress);
+    ASSERT_RT_OK(rtLaunchKernel(f, rtDim3{1, 1, 1}, rtDim3{1, 1, 1}, nullptr, 0, s)) << "the launch is accepted";
+    // Work queued behind the fault never runs (CUDA drops host functions after a context error): the runtime
+    // must neither hang on it nor leak what it queued (LeakSanitizer checks the ASan run).
+    std::atomic<bool> ran{false};
+    ASSERT_RT_OK(rtLaunchHostFunc(s, rt_test::set_flag, &ran));
+    std::vector<unsigned char> h1(64), h2(64);
+    ASSERT_RT_OK(rtMemcpyAsync(h2.data(), h1.data(), 64, RT_MEMCPY_HOST_TO_HOST, s));
+    EXPECT_RT_ERROR(RT_ERROR_LAUNCH_FAILED, rtStreamSynchronize(s));
+    EXPECT_FALSE(ran.load()) << "a host function queued after the fault does not run";
+    std::string msg = last_message();
+    EXPECT_TRUE(contains(msg, "kernel 'noop'")) << msg;
+    EXPECT_TRUE(contains(msg, "CUDA_ERROR_ILLEGAL_ADDRESS")) << msg;
+    EXPECT_TRUE(contains(msg, "an illegal memory access was encountered")) << msg;
+
+    // The context is lost: every later operation on the device fails at once, quoting the fault.
+    void* p = nullptr;
+    EXPECT_RT_ERROR(RT_ERROR_LAUNCH_FAILED, rtMalloc(&p, 256));
+    EXPECT_TRUE(contains(last_message(), "unusable")) << last_message();
+    EXPECT_TRUE(contains(last_message(), "noop")) << last_message();
+    EXPECT_RT_ERROR(RT_ERROR_LAUNCH_FAILED, rtLaunchKernel(f, rtDim3{1, 1, 1}, rtDim3{1, 1, 1}, nullptr, 0, s));
+
+    // Other devices go on working.
+    ASSERT_RT_OK(rtSetDevice(cpu_));
+    ASSERT_RT_OK(rtMalloc(&p, 256));
+    ASSERT_RT_OK(rtMemset(p, 1, 256));
+    ASSERT_RT_OK(rtFree(p));
+
+    // rtFinalize + rtInit: a fresh context.
+    ASSERT_RT_OK(rtSetDevice(cuda_));
+    rtModuleUnload(m);
+    rtStreamDestroy(s.get());  // may fail on the lost device; the runtime forgets it either way
+    ASSERT_RT_OK(rtFinalize());
+    ASSERT_RT_OK(rtInit(nullptr));
+    ASSERT_RT_OK(rtSetDevice(cuda_));
+    ASSERT_RT_OK(rtMalloc(&p, 256));
+    ASSERT_RT_OK(rtMemset(p, 1, 256));
+    ASSERT_RT_OK(rtDeviceSynchronize());
+    ASSERT_RT_OK(rtFree(p));
+}
+
+// ------------------------------------------------------------------------------------------------ misuse
+
+TEST_F(FakeCuda, CrossBackendMisuseIsRefusedWithMessages) {
+    rt_test::DevBuf gpu(4096);
+    ASSERT_NE(gpu.get(), nullptr);
+    ASSERT_RT_OK(rtSetDevice(cpu_));
+    StreamGuard cpu_stream;
+    EventGuard cpu_event;
+    std::vector<unsigned char> host(4096);
+    EXPECT_RT_ERROR(RT_ERROR_INVALID_VALUE,
+                    rtMemcpyAsync(host.data(), gpu.get(), 4096, RT_MEMCPY_DEVICE_TO_HOST, cpu_stream));
+    EXPECT_TRUE(contains(last_message(), "cannot reach")) << last_message();
+    EXPECT_RT_ERROR(RT_ERROR_INVALID_VALUE, rtMemsetAsync(gpu.get(), 0, 4096, cpu_stream));
+    EXPECT_TRUE(contains(last_message(), "cannot fill")) << last_message();
+
+    ASSERT_RT_OK(rtSetDevice(cuda_));
+    StreamGuard cuda_stream;
+    EventGuard cuda_event;
+    EXPECT_RT_ERROR(RT_ERROR_INVALID_VALUE, rtEventRecord(cpu_event, cuda_stream));
+    EXPECT_FALSE(last_message().empty());
+    EXPECT_RT_ERROR(RT_ERROR_INVALID_VALUE, rtStreamWaitEvent(cuda_stream, cpu_event));
+    EXPECT_RT_ERROR(RT_ERROR_INVALID_VALUE, rtEventRecord(cuda_event, cpu_stream));
+    EXPECT_RT_ERROR(RT_ERROR_INVALID_VALUE, rtStreamWaitEvent(cpu_stream, cuda_event));
+
+    if (env_int("FAKE_CUDA_DEVICES", 1) >= 2) {
+        // A cuda event is recorded only on streams of its own device; copies between GPUs are fine.
+        int cuda1 = -1;
+        ASSERT_RT_OK(rtGetDeviceByName(&cuda1, "cuda:1"));
+        ASSERT_RT_OK(rtSetDevice(cuda1));
+        StreamGuard s1;
+        rt_test::DevBuf other(4096);
+        EXPECT_RT_ERROR(RT_ERROR_INVALID_VALUE, rtEventRecord(cuda_event, s1));
+        EXPECT_TRUE(contains(last_message(), "own device")) << last_message();
+        auto src = pattern(4096, 5);
+        ASSERT_RT_OK(rtMemcpy(gpu.get(), src.data(), 4096, RT_MEMCPY_HOST_TO_DEVICE));
+        ASSERT_RT_OK(rtMemcpyAsync(other.get(), gpu.get(), 4096, RT_MEMCPY_DEVICE_TO_DEVICE, s1));
+        ASSERT_RT_OK(rtMemcpyAsync(host.data(), other.get(), 4096, RT_MEMCPY_DEVICE_TO_HOST, s1));
+        ASSERT_RT_OK(rtStreamSynchronize(s1));
+        EXPECT_EQ(rt_test::first_mismatch(host.data(), src.data(), 4096), -1);
+        ASSERT_RT_OK(rtSetDevice(cuda_));
+    }
+}
+
+TEST_F(FakeCuda, CallsFromAnotherThreadMakeTheContextCurrent) {
+    // The driver's current context is per thread: a thread that never touched cuda must still work.
+    rt_test::DevBuf d(4096);
+    auto src = pattern(4096, 11);
+    std::vector<unsigned char> back(4096);
+    rtError_t e1 = RT_ERROR_UNKNOWN, e2 = RT_ERROR_UNKNOWN, e3 = RT_ERROR_UNKNOWN;
+    std::thread t([&] {
+        e1 = rtSetDevice(cuda_);
+        e2 = rtMemcpy(d.get(), src.data(), 4096, RT_MEMCPY_HOST_TO_DEVICE);
+        void* p = nullptr;
+        e3 = rtMalloc(&p, 512);
+        if (e3 == RT_SUCCESS) e3 = rtFree(p);
+    });
+    t.join();
+    EXPECT_RT_OK(e1);
+    EXPECT_RT_OK(e2);
+    EXPECT_RT_OK(e3);
+    ASSERT_RT_OK(rtMemcpy(back.data(), d.get(), 4096, RT_MEMCPY_DEVICE_TO_HOST));
+    EXPECT_EQ(rt_test::first_mismatch(back.data(), src.data(), 4096), -1);
+}
+
+}  // namespace

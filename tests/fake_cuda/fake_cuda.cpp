@@ -1,0 +1,1162 @@
+// fake_cuda.cpp — TEST DOUBLE of the CUDA driver (libcuda.so.1) for CI machines without a GPU. NOT A DRIVER.
+//
+// Built as libfake_cuda.so and loaded by the runtime through RUNTIME_CUDA_DRIVER_LIB, it exports, under the symbol
+// names cuda.h maps them to (cuMemAlloc → cuMemAlloc_v2, ...), every function of rt::cuda::Driver
+// (src/backends/cuda/cuda_driver.hpp), so the cuda backend's wiring runs for real: devices, contexts, memory,
+// streams, events, host functions, copies, fills, modules, launches, error names, sticky faults.
+//
+// What it models (and what it does not):
+//  - FAKE_CUDA_DEVICES devices (default 1), "Fake CUDA Device (test double)", compute capability 9.0,
+//    FAKE_CUDA_MEMORY bytes each (default 1 GiB; suffixes K, M, G). Attributes the backend queries; any other
+//    attribute is CUDA_ERROR_INVALID_VALUE (so the backend's fallbacks are exercised).
+//  - Primary contexts are tokens with a reference count; the current context is per thread (calls that need one
+//    fail with CUDA_ERROR_INVALID_CONTEXT without it). Releasing the last reference destroys the context: its
+//    memory is freed and a sticky fault is cleared, as the real driver does.
+//  - Device memory is host memory (256-byte aligned), so copies are memcpy; allocations are tracked: unknown
+//    pointers are CUDA_ERROR_INVALID_VALUE, copies and fills running past an allocation are refused at the call,
+//    and memory freed while a queued copy still targets it makes that copy fault (CUDA_ERROR_ILLEGAL_ADDRESS)
+//    with a line on stderr — a use-after-free a GPU might silently survive. Capacity is enforced
+//    (CUDA_ERROR_OUT_OF_MEMORY). Virtual memory management (reserve/create/map/set access) is mmap + mprotect
+//    with a 2 MiB granularity.
+//  - Streams are asynchronous FIFO queues, one worker thread each (never the legacy NULL stream: the backend
+//    promises not to use it, so the fake refuses it). Events capture (stream, position) and a timestamp taken
+//    when the worker reaches them; stream waits block the waiting stream's worker until the event completes.
+//  - Modules keep the image (cubin/ELF, PTX text, fatbin); functions are the ELF's entry symbols or the PTX
+//    `.entry` names. PTX `.param` lists give cuFuncGetParamInfo sizes; for cubins it reports NOT_SUPPORTED
+//    (the backend then launches without an arity check, as on drivers before 12.4). Launches run no code:
+//    they are recorded (fake_cuda.h) and complete in stream order.
+//  - fake_cuda_inject_fault(code): the next launch fails on its stream's worker and the context becomes sticky
+//    (every later call on it returns the code), as after a kernel's illegal address.
+#include <cuda.h>
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "fake_cuda.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr size_t kAlign = 256;
+constexpr size_t kGranularity = 2u << 20;
+constexpr int kMaxThreadsPerBlock = 1024;
+constexpr int kMaxSharedPerBlock = 48 * 1024;
+
+size_t env_size(const char* name, size_t fallback) {
+    const char* e = std::getenv(name);
+    if (!e || !*e) return fallback;
+    char* end = nullptr;
+    unsigned long long v = std::strtoull(e, &end, 10);
+    if (end && (*end == 'K' || *end == 'k')) v <<= 10;
+    if (end && (*end == 'M' || *end == 'm')) v <<= 20;
+    if (end && (*end == 'G' || *end == 'g')) v <<= 30;
+    return v ? static_cast<size_t>(v) : fallback;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------- handle types
+// cuda.h declares these as incomplete structs; the fake completes them.
+
+struct CUctx_st {
+    int ordinal = 0;
+    int refs = 0;  // primary-context retains; 0: destroyed (inactive)
+    std::atomic<int> sticky{CUDA_SUCCESS};
+    size_t used = 0;  // bytes of cuMemAlloc + cuMemCreate, against the capacity (g_mutex)
+};
+
+namespace {
+
+/// One queued stream operation. `ok` is false once the context is sticky: the operation must then do nothing
+/// visible (a host function is not called — cuLaunchHostFunc's contract) but still signal what waits on it.
+using Op = std::function<CUresult(bool ok)>;
+
+/// A recorded point of a stream: completed (with its time) when the stream's worker reaches it.
+struct Record {
+    std::mutex m;
+    std::condition_variable cv;
+    bool done = false;
+    Clock::time_point when;
+    void complete() {
+        std::lock_guard lock(m);
+        when = Clock::now();
+        done = true;
+        cv.notify_all();
+    }
+    void wait() {
+        std::unique_lock lock(m);
+        cv.wait(lock, [&] { return done; });
+    }
+    bool is_done() {
+        std::lock_guard lock(m);
+        return done;
+    }
+};
+
+}  // namespace
+
+struct CUstream_st {
+    CUctx_st* ctx = nullptr;
+    int serial = 0;
+    std::mutex m;
+    std::condition_variable cv;
+    std::deque<Op> queue;
+    uint64_t enqueued = 0, completed = 0;
+    bool stop = false;
+    std::thread worker;
+
+    void run() {
+        for (;;) {
+            Op op;
+            {
+                std::unique_lock lock(m);
+                cv.wait(lock, [&] { return stop || !queue.empty(); });
+                if (queue.empty()) return;  // stop requested and drained
+                op = std::move(queue.front());
+                queue.pop_front();
+            }
+            CUresult r = op(ctx->sticky.load() == CUDA_SUCCESS);
+            if (r != CUDA_SUCCESS) {
+                int expected = CUDA_SUCCESS;
+                ctx->sticky.compare_exchange_strong(expected, r);
+            }
+            std::lock_guard lock(m);
+            ++completed;
+            cv.notify_all();
+        }
+    }
+    void push(Op op) {
+        std::lock_guard lock(m);
+        queue.push_back(std::move(op));
+        ++enqueued;
+        cv.notify_all();
+    }
+    void drain() {
+        std::unique_lock lock(m);
+        uint64_t target = enqueued;
+        cv.wait(lock, [&] { return completed >= target; });
+    }
+    bool idle() {
+        std::lock_guard lock(m);
+        return completed == enqueued;
+    }
+    void shutdown() {
+        {
+            std::lock_guard lock(m);
+            stop = true;
+            cv.notify_all();
+        }
+        worker.join();
+    }
+};
+
+struct CUevent_st {
+    CUctx_st* ctx = nullptr;
+    unsigned flags = 0;
+    std::mutex m;
+    std::shared_ptr<Record> rec;  // the most recent record; null: never recorded
+    std::shared_ptr<Record> current() {
+        std::lock_guard lock(m);
+        return rec;
+    }
+};
+
+struct CUfunc_st;
+struct CUmod_st {
+    CUctx_st* ctx = nullptr;
+    std::string image;
+    bool ptx = false;
+    std::vector<std::string> names;  // kernels, in image order
+    std::map<std::string, std::unique_ptr<CUfunc_st>> functions;
+};
+
+struct CUfunc_st {
+    CUmod_st* module = nullptr;
+    std::string name;
+    bool params_known = false;
+    std::vector<size_t> sizes, offsets;
+};
+
+namespace {
+
+// ---------------------------------------------------------------------------------------------- global state
+
+struct Alloc {
+    size_t bytes;
+    CUctx_st* ctx;
+};
+struct VmHandle {
+    size_t bytes;
+    CUctx_st* ctx;
+};
+struct Mapping {
+    size_t bytes;
+    bool accessible;  // cuMemSetAccess done
+};
+
+struct State {
+    std::mutex m;  // everything below, and device memory contents while a queued copy/fill runs
+    bool initialized = false;
+    int device_count = 1;
+    size_t capacity = size_t(1) << 30;
+    std::vector<std::unique_ptr<CUctx_st>> contexts;  // one primary context per device, never freed
+    std::map<uintptr_t, Alloc> allocs;                 // cuMemAlloc, by address
+    std::set<void*> host_allocs;                       // cuMemHostAlloc
+    std::map<uintptr_t, size_t> reservations;          // cuMemAddressReserve
+    std::map<unsigned long long, VmHandle> vm_handles; // cuMemCreate
+    unsigned long long next_handle = 1;
+    std::map<uintptr_t, Mapping> mappings;             // cuMemMap, by address
+    std::set<CUstream_st*> streams;
+    std::set<CUevent_st*> events;
+    std::set<CUmod_st*> modules;
+    std::set<CUfunc_st*> functions;
+    int next_stream_serial = 1;
+    // launches (fake_cuda.h)
+    int launch_count = 0;
+    FakeCudaLaunch last_launch{};
+    int inject_fault = CUDA_SUCCESS;
+};
+
+State& S() {
+    static State* s = new State;  // never destroyed: workers may run during static destruction
+    return *s;
+}
+
+thread_local CUctx_st* tl_current = nullptr;
+
+/// The calling thread's context, usable: INVALID_CONTEXT without one, CONTEXT_IS_DESTROYED after its last
+/// release, the sticky fault when it has one (`allow_sticky`: teardown calls that still work).
+CUresult current(CUctx_st** out, bool allow_sticky = false) {
+    CUctx_st* c = tl_current;
+    if (!c) return CUDA_ERROR_INVALID_CONTEXT;
+    {
+        std::lock_guard lock(S().m);
+        if (c->refs == 0) return CUDA_ERROR_CONTEXT_IS_DESTROYED;
+    }
+    if (!allow_sticky && c->sticky.load() != CUDA_SUCCESS) return static_cast<CUresult>(c->sticky.load());
+    *out = c;
+    return CUDA_SUCCESS;
+}
+
+/// How [p, p+n) lies in device memory (S().m held): 1 inside one allocation or accessible mapped chunks,
+/// 0 not device memory at all, -1 starting in device memory but running past it.
+int device_range(uintptr_t p, size_t n) {
+    State& s = S();
+    auto it = s.allocs.upper_bound(p);
+    if (it != s.allocs.begin()) {
+        --it;
+        if (p < it->first + it->second.bytes) return p + n <= it->first + it->second.bytes ? 1 : -1;
+    }
+    auto m = s.mappings.upper_bound(p);
+    if (m == s.mappings.begin()) return 0;
+    --m;
+    if (p >= m->first + m->second.bytes) return 0;
+    // Adjacent chunks mapped into one reservation form one range (pool blocks span chunks).
+    uintptr_t end = p + n;
+    for (;;) {
+        if (!m->second.accessible) return -1;
+        uintptr_t chunk_end = m->first + m->second.bytes;
+        if (end <= chunk_end) return 1;
+        auto next = std::next(m);
+        if (next == s.mappings.end() || next->first != chunk_end) return -1;
+        m = next;
+    }
+}
+
+/// A stream handle the fake created and has not destroyed (the NULL stream is refused: see the header).
+CUresult check_stream(CUstream s) {
+    if (!s) return CUDA_ERROR_INVALID_HANDLE;
+    std::lock_guard lock(S().m);
+    return S().streams.count(s) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+
+CUresult check_event(CUevent e) {
+    if (!e) return CUDA_ERROR_INVALID_HANDLE;
+    std::lock_guard lock(S().m);
+    return S().events.count(e) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+
+CUresult sticky_of(CUctx_st* c) { return static_cast<CUresult>(c->sticky.load()); }
+
+/// Copy `bytes` from src to dst when the worker reaches it. `dst_device`/`src_device`: the operand must be
+/// device memory (1), must not be (the H side of HtoD/DtoH is not checked: pinned or pageable), or either (-1).
+CUresult enqueue_copy(CUstream s, uintptr_t dst, uintptr_t src, size_t bytes, int dst_device, int src_device) {
+    if (CUresult r = check_stream(s)) return r;
+    if (CUresult r = sticky_of(s->ctx)) return r;
+    if (bytes == 0) return CUDA_SUCCESS;
+    if (!dst || !src) return CUDA_ERROR_INVALID_VALUE;
+    {
+        std::lock_guard lock(S().m);
+        int d = device_range(dst, bytes), r = device_range(src, bytes);
+        if (d < 0 || r < 0) return CUDA_ERROR_INVALID_VALUE;  // runs past an allocation
+        if ((dst_device == 1 && d != 1) || (src_device == 1 && r != 1)) return CUDA_ERROR_INVALID_VALUE;
+    }
+    s->push([=](bool ok) -> CUresult {
+        if (!ok) return CUDA_SUCCESS;
+        std::lock_guard lock(S().m);  // a cuMemFree racing this copy waits; one that came first is caught here
+        int d = device_range(dst, bytes), r = device_range(src, bytes);
+        if (d < 0 || r < 0 || (dst_device == 1 && d != 1) || (src_device == 1 && r != 1)) {
+            std::fprintf(stderr, "fake_cuda: queued copy of %zu bytes %#llx -> %#llx touches freed device memory\n",
+                         bytes, static_cast<unsigned long long>(src), static_cast<unsigned long long>(dst));
+            return CUDA_ERROR_ILLEGAL_ADDRESS;
+        }
+        std::memmove(reinterpret_cast<void*>(dst), reinterpret_cast<const void*>(src), bytes);
+        return CUDA_SUCCESS;
+    });
+    return CUDA_SUCCESS;
+}
+
+// ---------------------------------------------------------------------------------------------- modules
+
+uint16_t rd16(const std::string& b, size_t o) { uint16_t v; std::memcpy(&v, b.data() + o, 2); return v; }
+uint32_t rd32(const std::string& b, size_t o) { uint32_t v; std::memcpy(&v, b.data() + o, 4); return v; }
+uint64_t rd64(const std::string& b, size_t o) { uint64_t v; std::memcpy(&v, b.data() + o, 8); return v; }
+
+/// The byte length of a 64-bit ELF image from its headers (the driver gets a pointer only); 0 if implausible.
+size_t elf_size(const unsigned char* p) {
+    if (p[4] != 2 /* ELFCLASS64 */) return 0;
+    std::string h(reinterpret_cast<const char*>(p), 64);
+    uint64_t shoff = rd64(h, 0x28), phoff = rd64(h, 0x20);
+    uint16_t shentsize = rd16(h, 0x3A), shnum = rd16(h, 0x3C), phentsize = rd16(h, 0x36), phnum = rd16(h, 0x38);
+    if (shentsize != 64 || shoff == 0 || shoff > (1u << 30)) return 0;
+    size_t end = std::max<size_t>(shoff + size_t(shnum) * shentsize, phoff + size_t(phnum) * phentsize);
+    std::string sh(reinterpret_cast<const char*>(p) + shoff, size_t(shnum) * shentsize);
+    for (size_t i = 0; i < shnum; ++i) {
+        uint32_t type = rd32(sh, i * 64 + 4);
+        uint64_t off = rd64(sh, i * 64 + 24), size = rd64(sh, i * 64 + 32);
+        if (type != 8 /* SHT_NOBITS */ && off + size > end) end = off + size;
+    }
+    return end < (1u << 30) ? end : 0;
+}
+
+/// Entry functions of a cubin: FUNC symbols marked STO_CUDA_ENTRY (0x10) in st_other.
+std::vector<std::string> elf_entries(const std::string& b) {
+    std::vector<std::string> names;
+    uint64_t shoff = rd64(b, 0x28);
+    uint16_t shnum = rd16(b, 0x3C);
+    for (size_t i = 0; i < shnum; ++i) {
+        size_t sh = shoff + i * 64;
+        if (rd32(b, sh + 4) != 2 /* SHT_SYMTAB */) continue;
+        uint64_t off = rd64(b, sh + 24), size = rd64(b, sh + 32);
+        uint32_t link = rd32(b, sh + 40);
+        if (link >= shnum || off + size > b.size()) continue;
+        uint64_t stroff = rd64(b, shoff + link * 64 + 24), strsize = rd64(b, shoff + link * 64 + 32);
+        if (stroff + strsize > b.size()) continue;
+        for (uint64_t s = off; s + 24 <= off + size; s += 24) {
+            uint32_t name = rd32(b, s);
+            unsigned char info = static_cast<unsigned char>(b[s + 4]), other = static_cast<unsigned char>(b[s + 5]);
+            if ((info & 0xf) != 2 /* STT_FUNC */ || !(other & 0x10) || name >= strsize) continue;
+            names.emplace_back(b.c_str() + stroff + name);
+        }
+    }
+    return names;
+}
+
+bool ident_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '$'; }
+
+/// PTX `.entry NAME` identifiers, in order.
+std::vector<std::string> ptx_entries(const std::string& t) {
+    std::vector<std::string> names;
+    for (size_t p = t.find(".entry"); p != std::string::npos; p = t.find(".entry", p + 6)) {
+        size_t i = p + 6;
+        while (i < t.size() && std::isspace(static_cast<unsigned char>(t[i]))) ++i;
+        size_t start = i;
+        while (i < t.size() && ident_char(t[i])) ++i;
+        if (i > start) names.push_back(t.substr(start, i - start));
+    }
+    return names;
+}
+
+/// Sizes of the `.param` list of PTX entry `name` (".param .u64 k_param_0", ".param .align 8 .b8 k_param_1[16]").
+bool ptx_params(const std::string& t, const std::string& name, std::vector<size_t>& sizes) {
+    for (size_t p = t.find(".entry"); p != std::string::npos; p = t.find(".entry", p + 6)) {
+        size_t i = p + 6;
+        while (i < t.size() && std::isspace(static_cast<unsigned char>(t[i]))) ++i;
+        if (t.compare(i, name.size(), name) != 0 || (i + name.size() < t.size() && ident_char(t[i + name.size()])))
+            continue;
+        i += name.size();
+        while (i < t.size() && std::isspace(static_cast<unsigned char>(t[i]))) ++i;
+        if (i >= t.size() || t[i] != '(') return true;  // no parameters
+        size_t close = t.find(')', i);
+        if (close == std::string::npos) return false;
+        std::string list = t.substr(i + 1, close - i - 1);
+        size_t start = 0;
+        while (start < list.size()) {
+            size_t comma = list.find(',', start);
+            std::string decl = list.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+            start = comma == std::string::npos ? list.size() : comma + 1;
+            if (decl.find(".param") == std::string::npos) continue;
+            size_t elem = 0;
+            static const std::pair<const char*, size_t> types[] = {
+                {".u64", 8}, {".s64", 8}, {".b64", 8}, {".f64", 8}, {".u32", 4}, {".s32", 4}, {".b32", 4},
+                {".f32", 4}, {".u16", 2}, {".s16", 2}, {".b16", 2}, {".f16", 2}, {".u8", 1},  {".s8", 1},  {".b8", 1}};
+            for (auto& [ty, sz] : types)
+                if (decl.find(ty) != std::string::npos) { elem = sz; break; }
+            if (!elem) return false;
+            size_t count = 1, br = decl.find('[');
+            if (br != std::string::npos) count = std::strtoull(decl.c_str() + br + 1, nullptr, 10);
+            sizes.push_back(elem * count);
+        }
+        return true;
+    }
+    return false;
+}
+
+struct ErrorText {
+    CUresult code;
+    const char* name;
+    const char* text;
+};
+#define E_(n, t) {n, #n, t}
+const ErrorText kErrors[] = {
+    E_(CUDA_SUCCESS, "no error"),
+    E_(CUDA_ERROR_INVALID_VALUE, "invalid argument"),
+    E_(CUDA_ERROR_OUT_OF_MEMORY, "out of memory"),
+    E_(CUDA_ERROR_NOT_INITIALIZED, "initialization error"),
+    E_(CUDA_ERROR_DEINITIALIZED, "driver shutting down"),
+    E_(CUDA_ERROR_NO_DEVICE, "no CUDA-capable device is detected"),
+    E_(CUDA_ERROR_INVALID_DEVICE, "invalid device ordinal"),
+    E_(CUDA_ERROR_INVALID_IMAGE, "device kernel image is invalid"),
+    E_(CUDA_ERROR_INVALID_CONTEXT, "invalid device context"),
+    E_(CUDA_ERROR_NO_BINARY_FOR_GPU, "no kernel image is available for execution on the device"),
+    E_(CUDA_ERROR_ECC_UNCORRECTABLE, "uncorrectable ECC error encountered"),
+    E_(CUDA_ERROR_INVALID_PTX, "a PTX JIT compilation failed"),
+    E_(CUDA_ERROR_UNSUPPORTED_PTX_VERSION, "the provided PTX was compiled with an unsupported toolchain."),
+    E_(CUDA_ERROR_JIT_COMPILER_NOT_FOUND, "PTX JIT compiler library not found"),
+    E_(CUDA_ERROR_SHARED_OBJECT_SYMBOL_NOT_FOUND, "shared object symbol not found"),
+    E_(CUDA_ERROR_INVALID_HANDLE, "invalid resource handle"),
+    E_(CUDA_ERROR_NOT_FOUND, "named symbol not found"),
+    E_(CUDA_ERROR_NOT_READY, "device not ready"),
+    E_(CUDA_ERROR_ILLEGAL_ADDRESS, "an illegal memory access was encountered"),
+    E_(CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES, "too many resources requested for launch"),
+    E_(CUDA_ERROR_LAUNCH_TIMEOUT, "the launch timed out and was terminated"),
+    E_(CUDA_ERROR_CONTEXT_IS_DESTROYED, "context is destroyed"),
+    E_(CUDA_ERROR_ASSERT, "device-side assert triggered"),
+    E_(CUDA_ERROR_HARDWARE_STACK_ERROR, "hardware stack error"),
+    E_(CUDA_ERROR_ILLEGAL_INSTRUCTION, "an illegal instruction was encountered"),
+    E_(CUDA_ERROR_MISALIGNED_ADDRESS, "misaligned address"),
+    E_(CUDA_ERROR_INVALID_ADDRESS_SPACE, "operation not supported on global/shared address space"),
+    E_(CUDA_ERROR_INVALID_PC, "invalid program counter"),
+    E_(CUDA_ERROR_LAUNCH_FAILED, "unspecified launch failure"),
+    E_(CUDA_ERROR_NOT_PERMITTED, "operation not permitted"),
+    E_(CUDA_ERROR_NOT_SUPPORTED, "operation not supported"),
+    E_(CUDA_ERROR_UNKNOWN, "unknown error"),
+};
+#undef E_
+
+const ErrorText* find_error(CUresult r) {
+    for (const auto& e : kErrors)
+        if (e.code == r) return &e;
+    return nullptr;
+}
+
+/// Destroys what belongs to a context whose last primary reference went (S().m not held): streams drain and
+/// stop, memory goes, a sticky fault is cleared — the next retain starts on a fresh context.
+void destroy_context(CUctx_st* c) {
+    std::vector<CUstream_st*> streams;
+    {
+        std::lock_guard lock(S().m);
+        for (auto* s : S().streams)
+            if (s->ctx == c) streams.push_back(s);
+        for (auto* s : streams) S().streams.erase(s);
+    }
+    for (auto* s : streams) {
+        s->shutdown();
+        delete s;
+    }
+    std::lock_guard lock(S().m);
+    State& st = S();
+    for (auto it = st.allocs.begin(); it != st.allocs.end();) {
+        if (it->second.ctx == c) {
+            std::free(reinterpret_cast<void*>(it->first));
+            it = st.allocs.erase(it);
+        } else {
+            ++it;
+        }
+    }
+    for (auto it = st.events.begin(); it != st.events.end();) {
+        if ((*it)->ctx == c) {
+            delete *it;
+            it = st.events.erase(it);
+        } else {
+            ++it;
+        }
+    }
+    for (auto it = st.modules.begin(); it != st.modules.end();) {
+        if ((*it)->ctx == c) {
+            for (auto& [n, f] : (*it)->functions) st.functions.erase(f.get());
+            delete *it;
+            it = st.modules.erase(it);
+        } else {
+            ++it;
+        }
+    }
+    for (auto it = st.vm_handles.begin(); it != st.vm_handles.end();) {
+        if (it->second.ctx == c) it = st.vm_handles.erase(it);
+        else ++it;
+    }
+    c->used = 0;
+    c->sticky.store(CUDA_SUCCESS);
+}
+
+}  // namespace
+
+// ================================================================================================ the driver API
+extern "C" {
+
+CUresult CUDAAPI cuInit(unsigned int flags) {
+    if (flags != 0) return CUDA_ERROR_INVALID_VALUE;
+    State& s = S();
+    std::lock_guard lock(s.m);
+    if (s.initialized) return CUDA_SUCCESS;
+    s.device_count = static_cast<int>(env_size("FAKE_CUDA_DEVICES", 1));
+    s.capacity = env_size("FAKE_CUDA_MEMORY", size_t(1) << 30);
+    for (int i = 0; i < s.device_count; ++i) {
+        s.contexts.push_back(std::make_unique<CUctx_st>());
+        s.contexts.back()->ordinal = i;
+    }
+    s.initialized = true;
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuDriverGetVersion(int* v) {
+    if (!v) return CUDA_ERROR_INVALID_VALUE;
+    *v = CUDA_VERSION;
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuGetErrorName(CUresult error, const char** p) {
+    if (!p) return CUDA_ERROR_INVALID_VALUE;
+    const ErrorText* e = find_error(error);
+    *p = e ? e->name : nullptr;
+    return e ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+CUresult CUDAAPI cuGetErrorString(CUresult error, const char** p) {
+    if (!p) return CUDA_ERROR_INVALID_VALUE;
+    const ErrorText* e = find_error(error);
+    *p = e ? e->text : nullptr;
+    return e ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+CUresult CUDAAPI cuDeviceGetCount(int* count) {
+    if (!count) return CUDA_ERROR_INVALID_VALUE;
+    std::lock_guard lock(S().m);
+    if (!S().initialized) return CUDA_ERROR_NOT_INITIALIZED;
+    *count = S().device_count;
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuDeviceGet(CUdevice* dev, int ordinal) {
+    if (!dev) return CUDA_ERROR_INVALID_VALUE;
+    std::lock_guard lock(S().m);
+    if (!S().initialized) return CUDA_ERROR_NOT_INITIALIZED;
+    if (ordinal < 0 || ordinal >= S().device_count) return CUDA_ERROR_INVALID_DEVICE;
+    *dev = ordinal;
+    return CUDA_SUCCESS;
+}
+
+static CUresult check_device(CUdevice dev) {
+    std::lock_guard lock(S().m);
+    if (!S().initialized) return CUDA_ERROR_NOT_INITIALIZED;
+    return dev >= 0 && dev < S().device_count ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
+}
+
+CUresult CUDAAPI cuDeviceGetName(char* name, int len, CUdevice dev) {
+    if (!name || len <= 0) return CUDA_ERROR_INVALID_VALUE;
+    if (CUresult r = check_device(dev)) return r;
+    std::snprintf(name, static_cast<size_t>(len), "Fake CUDA Device (test double)");
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuDeviceTotalMem(size_t* bytes, CUdevice dev) {
+    if (!bytes) return CUDA_ERROR_INVALID_VALUE;
+    if (CUresult r = check_device(dev)) return r;
+    *bytes = S().capacity;
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuDeviceGetAttribute(int* pi, CUdevice_attribute a, CUdevice dev) {
+    if (!pi) return CUDA_ERROR_INVALID_VALUE;
+    if (CUresult r = check_device(dev)) return r;
+    switch (a) {
+        case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: *pi = 132; break;
+        case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *pi = kMaxThreadsPerBlock; break;
+        case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X: *pi = 2147483647; break;
+        case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y:
+        case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z: *pi = 65535; break;
+        case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X:
+        case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y: *pi = 1024; break;
+        case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z: *pi = 64; break;
+        case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *pi = 9; break;
+        case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *pi = 0; break;
+        case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK: *pi = kMaxSharedPerBlock; break;
+        case CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED: *pi = 1; break;
+        case CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING: *pi = 1; break;
+        case CU_DEVICE_ATTRIBUTE_WARP_SIZE: *pi = 32; break;
+        default: return CUDA_ERROR_INVALID_VALUE;  // not modelled: callers must have a fallback
+    }
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuDevicePrimaryCtxRetain(CUcontext* pctx, CUdevice dev) {
+    if (!pctx) return CUDA_ERROR_INVALID_VALUE;
+    if (CUresult r = check_device(dev)) return r;
+    std::lock_guard lock(S().m);
+    CUctx_st* c = S().contexts[static_cast<size_t>(dev)].get();
+    ++c->refs;
+    *pctx = c;
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuDevicePrimaryCtxRelease(CUdevice dev) {
+    if (CUresult r = check_device(dev)) return r;
+    CUctx_st* c;
+    {
+        std::lock_guard lock(S().m);
+        c = S().contexts[static_cast<size_t>(dev)].get();
+        if (c->refs == 0) return CUDA_ERROR_INVALID_CONTEXT;
+        if (--c->refs > 0) return CUDA_SUCCESS;
+    }
+    destroy_context(c);
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuCtxGetCurrent(CUcontext* pctx) {
+    if (!pctx) return CUDA_ERROR_INVALID_VALUE;
+    *pctx = tl_current;
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuCtxSetCurrent(CUcontext ctx) {
+    if (ctx) {
+        std::lock_guard lock(S().m);
+        bool known = false;
+        for (auto& c : S().contexts) known |= c.get() == ctx;
+        if (!known) return CUDA_ERROR_INVALID_CONTEXT;
+    }
+    tl_current = ctx;
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuCtxSynchronize(void) {
+    CUctx_st* c = nullptr;
+    if (CUresult r = current(&c, /*allow_sticky=*/true)) return r;
+    std::vector<CUstream_st*> streams;
+    {
+        std::lock_guard lock(S().m);
+        for (auto* s : S().streams)
+            if (s->ctx == c) streams.push_back(s);
+    }
+    for (auto* s : streams) s->drain();  // streams are destroyed only by their owner, not during its sync
+    return sticky_of(c);
+}
+
+CUresult CUDAAPI cuMemGetInfo(size_t* free_bytes, size_t* total) {
+    if (!free_bytes || !total) return CUDA_ERROR_INVALID_VALUE;
+    CUctx_st* c = nullptr;
+    if (CUresult r = current(&c)) return r;
+    std::lock_guard lock(S().m);
+    *total = S().capacity;
+    *free_bytes = S().capacity - c->used;
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuMemAlloc(CUdeviceptr* dptr, size_t bytes) {
+    if (!dptr || bytes == 0) return CUDA_ERROR_INVALID_VALUE;
+    CUctx_st* c = nullptr;
+    if (CUresult r = current(&c)) return r;
+    std::lock_guard lock(S().m);
+    if (bytes > S().capacity - c->used) return CUDA_ERROR_OUT_OF_MEMORY;
+    void* p = std::aligned_alloc(kAlign, (bytes + kAlign - 1) / kAlign * kAlign);
+    if (!p) return CUDA_ERROR_OUT_OF_MEMORY;
+    S().allocs.emplace(reinterpret_cast<uintptr_t>(p), Alloc{bytes, c});
+    c->used += bytes;
+    *dptr = reinterpret_cast<CUdeviceptr>(p);
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuMemFree(CUdeviceptr dptr) {
+    CUctx_st* c = nullptr;
+    if (CUresult r = current(&c)) return r;  // sticky: memory stays until the context is destroyed (as in CUDA)
+    std::lock_guard lock(S().m);
+    auto it = S().allocs.find(static_cast<uintptr_t>(dptr));
+    if (it == S().allocs.end()) return CUDA_ERROR_INVALID_VALUE;
+    it->second.ctx->used -= it->second.bytes;
+    std::free(reinterpret_cast<void*>(it->first));
+    S().allocs.erase(it);
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuMemHostAlloc(void** pp, size_t bytes, unsigned int) {
+    if (!pp || bytes == 0) return CUDA_ERROR_INVALID_VALUE;
+    CUctx_st* c = nullptr;
+    if (CUresult r = current(&c)) return r;
+    void* p = std::aligned_alloc(kAlign, (bytes + kAlign - 1) / kAlign * kAlign);
+    if (!p) return CUDA_ERROR_OUT_OF_MEMORY;
+    std::lock_guard lock(S().m);
+    S().host_allocs.insert(p);
+    *pp = p;
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuMemFreeHost(void* p) {
+    std::lock_guard lock(S().m);
+    if (!S().host_allocs.erase(p)) return CUDA_ERROR_INVALID_VALUE;
+    std::free(p);
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s) {
+    return enqueue_copy(s, dst, src, n, -1, -1);
+}
+CUresult CUDAAPI cuMemcpyHtoDAsync(CUdeviceptr dst, const void* src, size_t n, CUstream s) {
+    return enqueue_copy(s, dst, reinterpret_cast<uintptr_t>(src), n, 1, -1);
+}
+CUresult CUDAAPI cuMemcpyDtoHAsync(void* dst, CUdeviceptr src, size_t n, CUstream s) {
+    return enqueue_copy(s, reinterpret_cast<uintptr_t>(dst), src, n, -1, 1);
+}
+CUresult CUDAAPI cuMemcpyDtoDAsync(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s) {
+    return enqueue_copy(s, dst, src, n, 1, 1);
+}
+
+CUresult CUDAAPI cuMemsetD8Async(CUdeviceptr dst, unsigned char value, size_t n, CUstream s) {
+    if (CUresult r = check_stream(s)) return r;
+    if (CUresult r = sticky_of(s->ctx)) return r;
+    if (n == 0) return CUDA_SUCCESS;
+    {
+        std::lock_guard lock(S().m);
+        if (device_range(dst, n) != 1) return CUDA_ERROR_INVALID_VALUE;  // device memory only
+    }
+    s->push([=](bool ok) -> CUresult {
+        if (!ok) return CUDA_SUCCESS;
+        std::lock_guard lock(S().m);
+        if (device_range(dst, n) != 1) {
+            std::fprintf(stderr, "fake_cuda: queued fill of %zu bytes at %#llx touches freed device memory\n", n,
+                         static_cast<unsigned long long>(dst));
+            return CUDA_ERROR_ILLEGAL_ADDRESS;
+        }
+        std::memset(reinterpret_cast<void*>(dst), value, n);
+        return CUDA_SUCCESS;
+    });
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuStreamCreate(CUstream* ps, unsigned int flags) {
+    if (!ps || (flags & ~unsigned(CU_STREAM_NON_BLOCKING))) return CUDA_ERROR_INVALID_VALUE;
+    CUctx_st* c = nullptr;
+    if (CUresult r = current(&c)) return r;
+    auto* s = new CUstream_st;
+    s->ctx = c;
+    {
+        std::lock_guard lock(S().m);
+        s->serial = S().next_stream_serial++;
+        S().streams.insert(s);
+    }
+    s->worker = std::thread([s] { s->run(); });
+    *ps = s;
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuStreamDestroy(CUstream s) {
+    if (CUresult r = check_stream(s)) return r;
+    {
+        std::lock_guard lock(S().m);
+        S().streams.erase(s);
+    }
+    s->shutdown();  // CUDA lets queued work finish after destroy returns; the fake finishes it first
+    delete s;
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuStreamSynchronize(CUstream s) {
+    if (CUresult r = check_stream(s)) return r;
+    s->drain();
+    return sticky_of(s->ctx);
+}
+
+CUresult CUDAAPI cuStreamQuery(CUstream s) {
+    if (CUresult r = check_stream(s)) return r;
+    if (CUresult r = sticky_of(s->ctx)) return r;
+    return s->idle() ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+}
+
+CUresult CUDAAPI cuStreamWaitEvent(CUstream s, CUevent e, unsigned int flags) {
+    if (flags != 0) return CUDA_ERROR_INVALID_VALUE;
+    if (CUresult r = check_stream(s)) return r;
+    if (CUresult r = check_event(e)) return r;
+    if (CUresult r = sticky_of(s->ctx)) return r;
+    std::shared_ptr<Record> rec = e->current();
+    if (!rec) return CUDA_SUCCESS;  // never recorded: nothing to wait for
+    s->push([rec](bool) -> CUresult {
+        rec->wait();
+        return CUDA_SUCCESS;
+    });
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuLaunchHostFunc(CUstream s, CUhostFn fn, void* user) {
+    if (!fn) return CUDA_ERROR_INVALID_VALUE;
+    if (CUresult r = check_stream(s)) return r;
+    if (CUresult r = sticky_of(s->ctx)) return r;
+    s->push([fn, user](bool ok) -> CUresult {
+        if (ok) fn(user);  // "the function will not be called in the event of an error in the CUDA context"
+        return CUDA_SUCCESS;
+    });
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuEventCreate(CUevent* pe, unsigned int flags) {
+    if (!pe || (flags & ~unsigned(CU_EVENT_DISABLE_TIMING | CU_EVENT_BLOCKING_SYNC | CU_EVENT_INTERPROCESS)))
+        return CUDA_ERROR_INVALID_VALUE;
+    CUctx_st* c = nullptr;
+    if (CUresult r = current(&c)) return r;
+    auto* e = new CUevent_st;
+    e->ctx = c;
+    e->flags = flags;
+    std::lock_guard lock(S().m);
+    S().events.insert(e);
+    *pe = e;
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuEventDestroy(CUevent e) {
+    std::lock_guard lock(S().m);
+    if (!e || !S().events.erase(e)) return CUDA_ERROR_INVALID_HANDLE;
+    delete e;  // a queued record or wait holds the Record, not the event
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuEventRecord(CUevent e, CUstream s) {
+    if (CUresult r = check_event(e)) return r;
+    if (CUresult r = check_stream(s)) return r;
+    if (e->ctx != s->ctx) return CUDA_ERROR_INVALID_HANDLE;  // CUDA: same context only
+    if (CUresult r = sticky_of(s->ctx)) return r;
+    auto rec = std::make_shared<Record>();
+    {
+        std::lock_guard lock(e->m);
+        e->rec = rec;
+    }
+    s->push([rec](bool) -> CUresult {
+        rec->complete();
+        return CUDA_SUCCESS;
+    });
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuEventQuery(CUevent e) {
+    if (CUresult r = check_event(e)) return r;
+    if (CUresult r = sticky_of(e->ctx)) return r;
+    std::shared_ptr<Record> rec = e->current();
+    return !rec || rec->is_done() ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+}
+
+CUresult CUDAAPI cuEventSynchronize(CUevent e) {
+    if (CUresult r = check_event(e)) return r;
+    if (std::shared_ptr<Record> rec = e->current()) rec->wait();
+    return sticky_of(e->ctx);
+}
+
+CUresult CUDAAPI cuEventElapsedTime(float* ms, CUevent start, CUevent end) {
+    if (!ms) return CUDA_ERROR_INVALID_VALUE;
+    if (CUresult r = check_event(start)) return r;
+    if (CUresult r = check_event(end)) return r;
+    if ((start->flags | end->flags) & CU_EVENT_DISABLE_TIMING) return CUDA_ERROR_INVALID_HANDLE;
+    std::shared_ptr<Record> a = start->current(), b = end->current();
+    if (!a || !b) return CUDA_ERROR_INVALID_HANDLE;  // never recorded
+    if (!a->is_done() || !b->is_done()) return CUDA_ERROR_NOT_READY;
+    Clock::time_point ta, tb;
+    {
+        std::lock_guard la(a->m);
+        ta = a->when;
+    }
+    {
+        std::lock_guard lb(b->m);
+        tb = b->when;
+    }
+    *ms = std::chrono::duration<float, std::milli>(tb - ta).count();
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuModuleLoadData(CUmodule* pm, const void* image) {
+    if (!pm || !image) return CUDA_ERROR_INVALID_VALUE;
+    CUctx_st* c = nullptr;
+    if (CUresult r = current(&c)) return r;
+    auto* p = static_cast<const unsigned char*>(image);
+    auto m = std::make_unique<CUmod_st>();
+    m->ctx = c;
+    if (std::memcmp(p, "\x7f" "ELF", 4) == 0) {
+        size_t n = elf_size(p);
+        if (!n) return CUDA_ERROR_INVALID_IMAGE;
+        m->image.assign(reinterpret_cast<const char*>(p), n);
+        m->names = elf_entries(m->image);
+    } else if (p[0] == 0x50 && p[1] == 0xed && p[2] == 0x55 && p[3] == 0xba) {
+        return CUDA_ERROR_NOT_SUPPORTED;  // fatbins: not modelled (the runtime makes cubins)
+    } else {
+        m->image = reinterpret_cast<const char*>(p);  // PTX: a C string
+        if (m->image.find(".version") == std::string::npos || m->image.find(".target") == std::string::npos)
+            return CUDA_ERROR_INVALID_IMAGE;
+        m->ptx = true;
+        m->names = ptx_entries(m->image);
+    }
+    std::lock_guard lock(S().m);
+    *pm = m.get();
+    S().modules.insert(m.release());
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuModuleUnload(CUmodule m) {
+    std::lock_guard lock(S().m);
+    if (!m || !S().modules.erase(m)) return CUDA_ERROR_INVALID_HANDLE;
+    for (auto& [n, f] : m->functions) S().functions.erase(f.get());
+    delete m;
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuModuleGetFunction(CUfunction* pf, CUmodule m, const char* name) {
+    if (!pf || !name) return CUDA_ERROR_INVALID_VALUE;
+    std::lock_guard lock(S().m);
+    if (!m || !S().modules.count(m)) return CUDA_ERROR_INVALID_HANDLE;
+    auto it = m->functions.find(name);
+    if (it == m->functions.end()) {
+        if (std::find(m->names.begin(), m->names.end(), name) == m->names.end()) return CUDA_ERROR_NOT_FOUND;
+        auto f = std::make_unique<CUfunc_st>();
+        f->module = m;
+        f->name = name;
+        if (m->ptx && ptx_params(m->image, name, f->sizes)) {
+            f->params_known = true;
+            size_t off = 0;
+            for (size_t sz : f->sizes) {
+                off = (off + sz - 1) / sz * sz;  // PTX params: naturally aligned (arrays by element: close enough)
+                f->offsets.push_back(off);
+                off += sz;
+            }
+        }
+        S().functions.insert(f.get());
+        it = m->functions.emplace(name, std::move(f)).first;
+    }
+    *pf = it->second.get();
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuFuncGetParamInfo(CUfunction f, size_t index, size_t* offset, size_t* size) {
+    std::lock_guard lock(S().m);
+    if (!f || !S().functions.count(f)) return CUDA_ERROR_INVALID_HANDLE;
+    if (!f->params_known) return CUDA_ERROR_NOT_SUPPORTED;
+    if (index >= f->sizes.size()) return CUDA_ERROR_INVALID_VALUE;  // past the last parameter
+    if (offset) *offset = f->offsets[index];
+    if (size) *size = f->sizes[index];
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuModuleGetFunctionCount(unsigned int* count, CUmodule m) {
+    if (!count) return CUDA_ERROR_INVALID_VALUE;
+    std::lock_guard lock(S().m);
+    if (!m || !S().modules.count(m)) return CUDA_ERROR_INVALID_HANDLE;
+    *count = static_cast<unsigned>(m->names.size());
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuModuleEnumerateFunctions(CUfunction* fns, unsigned int n, CUmodule m) {
+    if (!fns) return CUDA_ERROR_INVALID_VALUE;
+    {
+        std::lock_guard lock(S().m);
+        if (!m || !S().modules.count(m)) return CUDA_ERROR_INVALID_HANDLE;
+        if (n < m->names.size()) return CUDA_ERROR_INVALID_VALUE;
+    }
+    for (size_t i = 0; i < m->names.size(); ++i)
+        if (CUresult r = cuModuleGetFunction(&fns[i], m, m->names[i].c_str())) return r;
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuFuncGetName(const char** name, CUfunction f) {
+    if (!name) return CUDA_ERROR_INVALID_VALUE;
+    std::lock_guard lock(S().m);
+    if (!f || !S().functions.count(f)) return CUDA_ERROR_INVALID_HANDLE;
+    *name = f->name.c_str();
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                                unsigned bz, unsigned shared, CUstream s, void** params, void** extra) {
+    if (CUresult r = check_stream(s)) return r;
+    if (CUresult r = sticky_of(s->ctx)) return r;
+    if (!gx || !gy || !gz || !bx || !by || !bz || extra) return CUDA_ERROR_INVALID_VALUE;
+    if (bx > 1024 || by > 1024 || bz > 64 || gy > 65535 || gz > 65535 ||
+        uint64_t(bx) * by * bz > uint64_t(kMaxThreadsPerBlock) || shared > unsigned(kMaxSharedPerBlock))
+        return CUDA_ERROR_INVALID_VALUE;
+    FakeCudaLaunch rec{};
+    int fault = CUDA_SUCCESS;
+    {
+        std::lock_guard lock(S().m);
+        if (!f || !S().functions.count(f)) return CUDA_ERROR_INVALID_HANDLE;
+        if (f->module->ctx != s->ctx) return CUDA_ERROR_INVALID_HANDLE;
+        if (f->params_known && !f->sizes.empty() && !params) return CUDA_ERROR_INVALID_VALUE;
+        std::snprintf(rec.kernel, sizeof rec.kernel, "%s", f->name.c_str());
+        rec.grid[0] = gx, rec.grid[1] = gy, rec.grid[2] = gz;
+        rec.block[0] = bx, rec.block[1] = by, rec.block[2] = bz;
+        rec.shared_bytes = shared;
+        rec.num_params = f->params_known ? static_cast<int>(f->sizes.size()) : -1;
+        rec.stream_serial = s->serial;
+        // The values are read at the call, as the driver does ("copied at launch").
+        for (size_t i = 0; f->params_known && i < f->sizes.size() && i < 8; ++i)
+            std::memcpy(&rec.param_u64[i], params[i], std::min<size_t>(8, f->sizes[i]));
+        S().last_launch = rec;
+        ++S().launch_count;
+        fault = S().inject_fault;
+        S().inject_fault = CUDA_SUCCESS;
+    }
+    s->push([fault](bool) -> CUresult { return static_cast<CUresult>(fault); });  // runs no code
+    return CUDA_SUCCESS;
+}
+
+// ---- virtual memory management: reservations are PROT_NONE mappings, "physical" chunks become readable and
+// writable at cuMemSetAccess and are dropped (MADV_DONTNEED) at cuMemUnmap.
+
+CUresult CUDAAPI cuMemGetAllocationGranularity(size_t* g, const CUmemAllocationProp* prop,
+                                               CUmemAllocationGranularity_flags) {
+    if (!g || !prop) return CUDA_ERROR_INVALID_VALUE;
+    *g = kGranularity;
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuMemAddressReserve(CUdeviceptr* ptr, size_t size, size_t alignment, CUdeviceptr addr,
+                                     unsigned long long flags) {
+    if (!ptr || size == 0 || size % kGranularity || addr || flags || (alignment && alignment % kGranularity))
+        return CUDA_ERROR_INVALID_VALUE;
+    // Over-reserve to align the start to the granularity, then trim.
+    size_t span = size + kGranularity;
+    void* p = ::mmap(nullptr, span, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED) return CUDA_ERROR_OUT_OF_MEMORY;
+    uintptr_t base = reinterpret_cast<uintptr_t>(p), start = (base + kGranularity - 1) / kGranularity * kGranularity;
+    if (start > base) ::munmap(p, start - base);
+    if (base + span > start + size) ::munmap(reinterpret_cast<void*>(start + size), base + span - start - size);
+    std::lock_guard lock(S().m);
+    S().reservations.emplace(start, size);
+    *ptr = start;
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuMemAddressFree(CUdeviceptr ptr, size_t size) {
+    std::lock_guard lock(S().m);
+    auto it = S().reservations.find(ptr);
+    if (it == S().reservations.end() || it->second != size) return CUDA_ERROR_INVALID_VALUE;
+    auto m = S().mappings.lower_bound(ptr);
+    if (m != S().mappings.end() && m->first < ptr + size) return CUDA_ERROR_INVALID_VALUE;  // still mapped
+    ::munmap(reinterpret_cast<void*>(ptr), size);
+    S().reservations.erase(it);
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuMemCreate(CUmemGenericAllocationHandle* h, size_t size, const CUmemAllocationProp* prop,
+                             unsigned long long flags) {
+    if (!h || !prop || flags || size == 0 || size % kGranularity) return CUDA_ERROR_INVALID_VALUE;
+    if (prop->location.type != CU_MEM_LOCATION_TYPE_DEVICE) return CUDA_ERROR_INVALID_VALUE;
+    if (CUresult r = check_device(prop->location.id)) return r;
+    std::lock_guard lock(S().m);
+    CUctx_st* c = S().contexts[static_cast<size_t>(prop->location.id)].get();
+    if (c->refs == 0) return CUDA_ERROR_INVALID_CONTEXT;
+    if (size > S().capacity - c->used) return CUDA_ERROR_OUT_OF_MEMORY;
+    c->used += size;
+    *h = S().next_handle++;
+    S().vm_handles.emplace(*h, VmHandle{size, c});
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuMemRelease(CUmemGenericAllocationHandle h) {
+    std::lock_guard lock(S().m);
+    auto it = S().vm_handles.find(h);
+    if (it == S().vm_handles.end()) return CUDA_ERROR_INVALID_VALUE;
+    it->second.ctx->used -= it->second.bytes;  // a mapping still using it keeps its bytes (fake: accounted here)
+    S().vm_handles.erase(it);
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle h,
+                          unsigned long long flags) {
+    if (offset || flags || size == 0 || ptr % kGranularity) return CUDA_ERROR_INVALID_VALUE;
+    std::lock_guard lock(S().m);
+    auto hv = S().vm_handles.find(h);
+    if (hv == S().vm_handles.end() || hv->second.bytes != size) return CUDA_ERROR_INVALID_VALUE;
+    auto r = S().reservations.upper_bound(ptr);
+    if (r == S().reservations.begin()) return CUDA_ERROR_INVALID_VALUE;
+    --r;
+    if (ptr + size > r->first + r->second) return CUDA_ERROR_INVALID_VALUE;  // outside any reservation
+    auto m = S().mappings.lower_bound(ptr);
+    if (m != S().mappings.end() && m->first < ptr + size) return CUDA_ERROR_INVALID_VALUE;  // already mapped
+    if (m != S().mappings.begin() && std::prev(m)->first + std::prev(m)->second.bytes > ptr) return CUDA_ERROR_INVALID_VALUE;
+    S().mappings.emplace(ptr, Mapping{size, false});
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc* desc, size_t count) {
+    if (!desc || count == 0) return CUDA_ERROR_INVALID_VALUE;
+    std::lock_guard lock(S().m);
+    auto m = S().mappings.find(ptr);
+    if (m == S().mappings.end() || m->second.bytes != size) return CUDA_ERROR_INVALID_VALUE;
+    if (::mprotect(reinterpret_cast<void*>(ptr), size, PROT_READ | PROT_WRITE) != 0) return CUDA_ERROR_OUT_OF_MEMORY;
+    m->second.accessible = true;
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuMemUnmap(CUdeviceptr ptr, size_t size) {
+    std::lock_guard lock(S().m);
+    auto m = S().mappings.find(ptr);
+    if (m == S().mappings.end() || m->second.bytes != size) return CUDA_ERROR_INVALID_VALUE;
+    ::madvise(reinterpret_cast<void*>(ptr), size, MADV_DONTNEED);
+    ::mprotect(reinterpret_cast<void*>(ptr), size, PROT_NONE);
+    S().mappings.erase(m);
+    return CUDA_SUCCESS;
+}
+
+// ================================================================================================ test API
+
+int fake_cuda_launch_count(void) {
+    std::lock_guard lock(S().m);
+    return S().launch_count;
+}
+
+int fake_cuda_last_launch(FakeCudaLaunch* out) {
+    std::lock_guard lock(S().m);
+    if (!out || S().launch_count == 0) return 0;
+    *out = S().last_launch;
+    return 1;
+}
+
+void fake_cuda_reset_launches(void) {
+    std::lock_guard lock(S().m);
+    S().launch_count = 0;
+    S().last_launch = FakeCudaLaunch{};
+}
+
+void fake_cuda_inject_fault(int code) {
+    std::lock_guard lock(S().m);
+    S().inject_fault = code;
+}
+
+int fake_cuda_live_allocations(void) {
+    std::lock_guard lock(S().m);
+    return static_cast<int>(S().allocs.size());
+}
+
+int fake_cuda_live_host_allocations(void) {
+    std::lock_guard lock(S().m);
+    return static_cast<int>(S().host_allocs.size());
+}
+
+}  // extern "C"

@@ -1,0 +1,39 @@
+/* fake_cuda.h — the test-only query and control API of the fake CUDA driver (tests/fake_cuda/fake_cuda.cpp).
+ * TEST DOUBLE: nothing here exists in a real libcuda. Tests dlsym these names from the same library the
+ * runtime loaded through RUNTIME_CUDA_DRIVER_LIB (dlopen of the same path returns the same instance). */
+#ifndef RUNTIME_TESTS_FAKE_CUDA_H
+#define RUNTIME_TESTS_FAKE_CUDA_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** One cuLaunchKernel as the fake received it. */
+typedef struct FakeCudaLaunch {
+    char kernel[128];           /* the function's name (truncated) */
+    unsigned grid[3];
+    unsigned block[3];
+    unsigned shared_bytes;
+    int num_params;             /* parameters the fake knows the function has (PTX modules); -1 when unknown */
+    unsigned long long param_u64[8]; /* the first 8 bytes of each of the first 8 parameters (known sizes only) */
+    int stream_serial;          /* creation number of the stream (1 = the first stream created) */
+} FakeCudaLaunch;
+
+/** cuLaunchKernel calls accepted since the library was loaded or the last reset. */
+typedef int (*fake_cuda_launch_count_fn)(void);
+/** Copies the last accepted launch; returns 0 when there was none. */
+typedef int (*fake_cuda_last_launch_fn)(FakeCudaLaunch* out);
+/** Forgets the launches recorded so far. */
+typedef void (*fake_cuda_reset_launches_fn)(void);
+/** The next cuLaunchKernel is accepted, then fails on its stream's worker with `code` (a CUresult, e.g.
+ *  CUDA_ERROR_ILLEGAL_ADDRESS = 700): the context becomes unusable (sticky), as a faulting kernel leaves it. */
+typedef void (*fake_cuda_inject_fault_fn)(int code);
+/** Device allocations (cuMemAlloc) and pinned host allocations (cuMemHostAlloc) currently live, all devices. */
+typedef int (*fake_cuda_live_allocations_fn)(void);
+typedef int (*fake_cuda_live_host_allocations_fn)(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
