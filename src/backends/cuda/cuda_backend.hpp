@@ -8,6 +8,7 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -25,6 +26,21 @@ inline void make_current(const Driver& d, CUcontext ctx) {
 }
 
 class CudaDevice;
+
+/// One host function or host-to-host copy queued with cuLaunchHostFunc. The driver does not call host functions
+/// queued behind a context error ("the function will not be called in the event of an error in the CUDA
+/// context"), so the device owns what was queued: the trampoline that runs it has the device forget (free) it,
+/// and the device frees what the driver never ran when its context is released.
+struct HostWork {
+    CudaDevice* device = nullptr;
+    bool is_copy = false;
+    backend::HostCall call{};
+    struct {
+        void* dst;
+        const void* src;
+        size_t bytes;
+    } copy{};
+};
 
 /// A loaded CUmodule, shared by the module object and every function taken from it, so a function (and a
 /// queue's last launched function) keeps the code loaded.
@@ -104,6 +120,8 @@ public:
     CUstream handle() const { return stream_; }
 
 private:
+    /// Queues `work` with cuLaunchHostFunc, owned by the device until it ran; throws (freeing it) on failure.
+    void launch_host_work(std::unique_ptr<HostWork> work, const char* what);
     /// A failed synchronize/query: stores the failure in the stream's slot naming the last kernel launched,
     /// and marks the device lost when the error is sticky. Never throws (called from destructors too).
     void report_async(CUresult r, const char* what) noexcept;
@@ -162,6 +180,9 @@ public:
     }
     /// Records that the context hit a sticky error: every later operation on the device fails with `why`.
     void mark_lost(const std::string& why) noexcept;
+    /// Host work handed to the driver: kept until it ran (forget_host_work frees it) or the context is released.
+    HostWork* track_host_work(std::unique_ptr<HostWork> work);
+    void forget_host_work(HostWork* work) noexcept;
 
 private:
     [[noreturn]] void throw_lost() const;
@@ -174,6 +195,9 @@ private:
     std::atomic<bool> lost_{false};
     mutable std::mutex lost_mutex_;
     std::string lost_why_;
+
+    SpinLock host_work_lock_;
+    std::unordered_set<HostWork*> host_work_;  // queued with cuLaunchHostFunc, not yet run
 
     std::mutex modules_mutex_;  // source modules compiled for this device, by (source, options)
     std::unordered_map<std::string, std::shared_ptr<backend::Module>> modules_;

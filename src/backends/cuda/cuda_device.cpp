@@ -86,6 +86,22 @@ CudaDevice::CudaDevice(const Driver& d, int ordinal) : d_(d) {
 CudaDevice::~CudaDevice() {
     modules_.clear();
     d_.cuDevicePrimaryCtxRelease(dev_);  // the last release destroys the context: a lost device starts afresh
+    // Every stream was synchronized and destroyed: what remains was dropped by the driver after a context error.
+    for (HostWork* w : host_work_) delete w;
+}
+
+HostWork* CudaDevice::track_host_work(std::unique_ptr<HostWork> work) {
+    std::lock_guard lock(host_work_lock_);
+    host_work_.insert(work.get());
+    return work.release();
+}
+
+void CudaDevice::forget_host_work(HostWork* work) noexcept {
+    {
+        std::lock_guard lock(host_work_lock_);
+        host_work_.erase(work);
+    }
+    delete work;
 }
 
 void CudaDevice::mark_lost(const std::string& why) noexcept {

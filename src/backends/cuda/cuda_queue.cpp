@@ -8,24 +8,12 @@ namespace rt::cuda {
 
 namespace {
 
-/// Runs a queued host function on the driver's callback thread; owns the heap copy of the call.
-void CUDA_CB host_trampoline(void* p) {
-    auto* call = static_cast<backend::HostCall*>(p);
-    backend::run_host_call(*call);
-    delete call;
-}
-
-struct HostCopy {
-    void* dst;
-    const void* src;
-    size_t bytes;
-};
-
-/// Host-to-host copies run in stream order on the callback thread: correct for pinned and pageable memory.
-void CUDA_CB host_copy_trampoline(void* p) {
-    auto* c = static_cast<HostCopy*>(p);
-    std::memmove(c->dst, c->src, c->bytes);
-    delete c;
+/// Runs queued host work on the driver's callback thread, then lets the device forget and free it.
+void CUDA_CB host_work_trampoline(void* p) {
+    auto* work = static_cast<HostWork*>(p);
+    if (work->is_copy) std::memmove(work->copy.dst, work->copy.src, work->copy.bytes);  // H2H, in stream order
+    else backend::run_host_call(work->call);
+    work->device->forget_host_work(work);
 }
 
 }  // namespace
@@ -94,12 +82,11 @@ void CudaQueue::copy_impl(void* dst, const void* src, size_t bytes, backend::Cop
             CU_CHECK(d_, cuMemcpyAsync(D(dst), D(src), bytes, stream_));
             break;
         case backend::CopyKind::host_to_host: {
-            auto* c = new HostCopy{dst, src, bytes};
-            CUresult r = d_.cuLaunchHostFunc(stream_, host_copy_trampoline, c);
-            if (r != CUDA_SUCCESS) {
-                delete c;
-                throw_driver_error(d_, r, "cuLaunchHostFunc (host-to-host copy)");
-            }
+            // Host-to-host copies run in stream order on the callback thread: correct for pinned and pageable memory.
+            auto work = std::make_unique<HostWork>();
+            work->is_copy = true;
+            work->copy = {dst, src, bytes};
+            launch_host_work(std::move(work), "cuLaunchHostFunc (host-to-host copy)");
             break;
         }
     }
@@ -114,13 +101,20 @@ void CudaQueue::fill_impl(void* dst, uint8_t value, size_t bytes) {
 
 void CudaQueue::host_call_impl(const backend::HostCall& call) {
     device_.enter();
-    auto* copy = new backend::HostCall(call);
-    CUresult r = d_.cuLaunchHostFunc(stream_, host_trampoline, copy);
-    if (r != CUDA_SUCCESS) {
-        delete copy;
-        throw_driver_error(d_, r, "cuLaunchHostFunc");
-    }
+    auto work = std::make_unique<HostWork>();
+    work->call = call;
+    launch_host_work(std::move(work), "cuLaunchHostFunc");
     enqueued();
+}
+
+void CudaQueue::launch_host_work(std::unique_ptr<HostWork> work, const char* what) {
+    work->device = &device_;
+    HostWork* p = device_.track_host_work(std::move(work));
+    CUresult r = d_.cuLaunchHostFunc(stream_, host_work_trampoline, p);
+    if (r != CUDA_SUCCESS) {
+        device_.forget_host_work(p);
+        throw_driver_error(d_, r, what);
+    }
 }
 
 void CudaQueue::record_impl(backend::Event& event) {
