@@ -501,6 +501,10 @@ TEST_F(FakeCuda, AsyncFaultIsReportedNamingTheKernelAndLosesTheDevice) {
     rtFunction_t f = nullptr;
     ASSERT_RT_OK(rtModuleGetFunction(&f, m, "noop"));
     StreamGuard s;
+    // The gate holds the stream until everything below is queued: otherwise the fault may already be seen by
+    // the next enqueue (CUDA reports a sticky error at any call), and the test would depend on timing.
+    Gate gate;
+    ASSERT_RT_OK(gate.launch(s));
     fake().inject_fault(kIllegalAddress);
     ASSERT_RT_OK(rtLaunchKernel(f, rtDim3{1, 1, 1}, rtDim3{1, 1, 1}, nullptr, 0, s)) << "the launch is accepted";
     // Work queued behind the fault never runs (CUDA drops host functions after a context error): the runtime
@@ -509,6 +513,7 @@ TEST_F(FakeCuda, AsyncFaultIsReportedNamingTheKernelAndLosesTheDevice) {
     ASSERT_RT_OK(rtLaunchHostFunc(s, rt_test::set_flag, &ran));
     std::vector<unsigned char> h1(64), h2(64);
     ASSERT_RT_OK(rtMemcpyAsync(h2.data(), h1.data(), 64, RT_MEMCPY_HOST_TO_HOST, s));
+    gate.open();
     EXPECT_RT_ERROR(RT_ERROR_LAUNCH_FAILED, rtStreamSynchronize(s));
     EXPECT_FALSE(ran.load()) << "a host function queued after the fault does not run";
     std::string msg = last_message();
