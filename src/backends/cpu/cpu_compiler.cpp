@@ -190,12 +190,18 @@ template <class... P> struct rt_sig_<void (rt_module_::*)(P...)> {
         rt_cpu_fault* fault = L->fault ? L->fault : &spare;
         rt_module_ m;
         m.rt_fault = fault;
-        const unsigned long long gx = L->grid[0], gxy = gx * L->grid[1];
+        const unsigned long long gx = L->grid[0], gy = L->grid[1];
         for (int d = 0; d < 3; ++d) { m.rt_item.block[d] = L->block[d]; m.rt_item.grid[d] = L->grid[d]; }
+        /* Group coordinates: divided out once, then stepped (x fastest), not divided per group. */
+        size_t g0 = L->group_begin % gx, g1 = (L->group_begin / gx) % gy, g2 = L->group_begin / (gx * gy);
         for (unsigned long long g = L->group_begin; g < L->group_end; ++g) {
-            m.rt_item.group[0] = g % gx;
-            m.rt_item.group[1] = (g % gxy) / gx;
-            m.rt_item.group[2] = g / gxy;
+            m.rt_item.group[0] = g0;
+            m.rt_item.group[1] = g1;
+            m.rt_item.group[2] = g2;
+            if (++g0 == gx) {
+                g0 = 0;
+                if (++g1 == gy) { g1 = 0; ++g2; }
+            }
             size_t ext[3];
             for (int d = 0; d < 3; ++d) {
                 const unsigned long long left = L->global[d] - m.rt_item.group[d] * m.rt_item.block[d];
