@@ -130,6 +130,24 @@ std::string kernel_source(const std::string& tag) {
            "}\n";
 }
 
+/// Loads `tag`'s kernels, runs `twice` over 1 item (in → out) on `s` and synchronizes: the seconds that took
+/// (what the JIT rows time); the unload after it is not timed.
+double load_and_run_twice_once(const std::string& tag, void* in, void* out, rtStream_t s) {
+    const std::string src = kernel_source(tag);
+    unsigned one = 1;
+    void* args[] = {&in, &out, &one};
+    const auto t0 = Clock::now();
+    rtModule_t m = nullptr;
+    rtFunction_t f = nullptr;
+    RT_CHECK(rtModuleLoadSource(&m, src.c_str(), nullptr));
+    RT_CHECK(rtModuleGetFunction(&f, m, "twice"));
+    RT_CHECK(rtLaunchKernel(f, rtDim3{1, 1, 1}, rtDim3{1, 1, 1}, args, 0, s));
+    RT_CHECK(rtStreamSynchronize(s));
+    const double secs = seconds_between(t0, Clock::now());
+    RT_CHECK(rtModuleUnload(m));
+    return secs;
+}
+
 /// Number of regular files under `dir` (recursively): a disk-cache load must not add any.
 std::size_t count_files(const std::string& dir) {
     std::error_code ec;
@@ -552,19 +570,7 @@ void Bench::latency_rows() {
 // ---- 3. kernels: launch latency, batched launches, out = in * 2 over 16M floats, allocation, JIT
 
 double Bench::ours_load_and_run_once(const std::string& tag) {
-    const std::string src = kernel_source(tag);
-    unsigned one = 1;
-    void* args[] = {&d_a_, &d_b_, &one};
-    const auto t0 = Clock::now();
-    rtModule_t m = nullptr;
-    rtFunction_t f = nullptr;
-    RT_CHECK(rtModuleLoadSource(&m, src.c_str(), nullptr));
-    RT_CHECK(rtModuleGetFunction(&f, m, "twice"));
-    RT_CHECK(rtLaunchKernel(f, rtDim3{1, 1, 1}, rtDim3{1, 1, 1}, args, 0, stream_));
-    RT_CHECK(rtStreamSynchronize(stream_));
-    const double secs = seconds_between(t0, Clock::now());
-    RT_CHECK(rtModuleUnload(m));
-    return secs;
+    return load_and_run_twice_once(tag, d_a_, d_b_, stream_);
 }
 
 std::optional<double> Bench::run_jit_child(const char* side, const std::string& tag, std::string* why) const {
@@ -917,21 +923,10 @@ int jit_child(const std::string& side, const std::string& tag, int device) {
         const float x = 21.5f;
         RT_CHECK(rtMemcpy(d_in, &x, sizeof x, RT_MEMCPY_HOST_TO_DEVICE));
         RT_CHECK(rtMemset(d_out, 0, 256));
-        const std::string src = kernel_source(tag);
-        unsigned one = 1;
-        void* args[] = {&d_in, &d_out, &one};
-        const auto t0 = Clock::now();
-        rtModule_t m = nullptr;
-        rtFunction_t f = nullptr;
-        RT_CHECK(rtModuleLoadSource(&m, src.c_str(), nullptr));
-        RT_CHECK(rtModuleGetFunction(&f, m, "twice"));
-        RT_CHECK(rtLaunchKernel(f, rtDim3{1, 1, 1}, rtDim3{1, 1, 1}, args, 0, s));
-        RT_CHECK(rtStreamSynchronize(s));
-        const double secs = seconds_between(t0, Clock::now());
+        const double secs = load_and_run_twice_once(tag, d_in, d_out, s);
         float y = 0;
         RT_CHECK(rtMemcpy(&y, d_out, sizeof y, RT_MEMCPY_DEVICE_TO_HOST));
         if (y != 43.0f) verification_failed("jit_cached", "the cached kernel computed " + std::to_string(y));
-        RT_CHECK(rtModuleUnload(m));
         std::printf("%.9g\n", secs);
         return 0;
     }

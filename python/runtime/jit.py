@@ -1175,7 +1175,7 @@ class JitKernel:
                 _shape(self.name, args, None, None)  # raises: no buffer to take the global size from
             if n == 0:
                 return
-            glob, local = (n, 1, 1), (256, 1, 1)
+            glob, local = (n, 1, 1), _DEFAULT_LOCAL[1]
         elif 0 in glob:
             return
         try:

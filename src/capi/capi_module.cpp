@@ -26,18 +26,16 @@ rtModule_t insert_module(CoreDevice& device, std::shared_ptr<backend::Module> im
     return reinterpret_cast<rtModule_t>(runtime().modules.insert(std::make_shared<CoreModule>(device, std::move(impl))));
 }
 
-rtError_t launch(rtFunction_t function, backend::LaunchShape shape, void** args, int num_args, const size_t* arg_sizes,
-                 rtStream_t stream, const char* api) {
-    return capi_call(api, [&] {
-        // Borrowed, not counted: no reference-count traffic per launch. The queue keeps what it needs
-        // alive past this call (see CpuQueue::last_function_).
-        Runtime& r = runtime();
-        auto f = r.functions.borrow(reinterpret_cast<uint64_t>(function));
-        if (!f) refuse_function(function);
-        auto borrowed_stream = r.streams.borrow(reinterpret_cast<uint64_t>(stream));
-        Stream& s = r.stream(stream, borrowed_stream);
-        launch_kernel(s, *f, shape, args, num_args, arg_sizes);
-    });
+void launch(rtFunction_t function, const backend::LaunchShape& shape, void** args, int num_args,
+            const size_t* arg_sizes, rtStream_t stream) {
+    // Borrowed, not counted: no reference-count traffic per launch. The queue keeps what it needs
+    // alive past this call (see CpuQueue::last_function_).
+    Runtime& r = runtime();
+    auto f = r.functions.borrow(reinterpret_cast<uint64_t>(function));
+    if (!f) refuse_function(function);
+    auto borrowed_stream = r.streams.borrow(reinterpret_cast<uint64_t>(stream));
+    Stream& s = r.stream(stream, borrowed_stream);
+    launch_kernel(s, *f, shape, args, num_args, arg_sizes);
 }
 }  // namespace
 
@@ -94,25 +92,25 @@ RT_API rtError_t rtFunctionGetParamInfo(rtFunction_t function, int* count, size_
 
 
 RT_API rtError_t rtLaunchKernelEx(rtFunction_t function, const rtLaunchConfig* config, void** args) {
-    if (!config || config->num_args < -1)
-        return capi_call("rtLaunchKernelEx", [&] {
-            if (!config) fail(RT_ERROR_INVALID_VALUE, "config is NULL (expected an rtLaunchConfig)");
+    return capi_call("rtLaunchKernelEx", [&] {
+        if (!config) fail(RT_ERROR_INVALID_VALUE, "config is NULL (expected an rtLaunchConfig)");
+        const rtLaunchConfig& c = *config;
+        if (c.num_args < -1)
             fail(RT_ERROR_INVALID_VALUE, "config->num_args = %d (expected the number of arguments, or -1 for not stated)",
-                 config->num_args);
-        });
-    const rtLaunchConfig& c = *config;
-    backend::LaunchShape shape{{c.grid.x, c.grid.y, c.grid.z},
-                               {c.block.x, c.block.y, c.block.z},
-                               c.shared_bytes,
-                               {c.global[0], c.global[1], c.global[2]}};
-    return launch(function, shape, args, c.num_args, c.num_args >= 0 ? c.arg_sizes : nullptr, c.stream,
-                  "rtLaunchKernelEx");
+                 c.num_args);
+        launch(function,
+               {{c.grid.x, c.grid.y, c.grid.z}, {c.block.x, c.block.y, c.block.z}, c.shared_bytes,
+                {c.global[0], c.global[1], c.global[2]}},
+               args, c.num_args, c.num_args >= 0 ? c.arg_sizes : nullptr, c.stream);
+    });
 }
 
 RT_API rtError_t rtLaunchKernel(rtFunction_t function, rtDim3 grid, rtDim3 block, void** args, size_t shared_bytes,
                                 rtStream_t stream) {
-    backend::LaunchShape shape{{grid.x, grid.y, grid.z}, {block.x, block.y, block.z}, shared_bytes, {0, 0, 0}};
-    return launch(function, shape, args, -1, nullptr, stream, "rtLaunchKernel");
+    return capi_call("rtLaunchKernel", [&] {
+        launch(function, {{grid.x, grid.y, grid.z}, {block.x, block.y, block.z}, shared_bytes, {0, 0, 0}}, args, -1,
+               nullptr, stream);
+    });
 }
 
 }  // extern "C"
