@@ -74,7 +74,7 @@ sanitizer_build() { # DIR SANITIZER [TARGET...]: tests only (no bench/examples);
 # TSan: the library and the test files that exercise threads (the others add build time, not race
 # coverage: every thread of the cpu backend is behind streams, events, copies, launches and the pool).
 tsan_targets=(test_concurrency_stress test_stream test_event test_memcpy test_host_func test_stream_ordering
-              test_kernel_launch test_memory_pool test_executor_idle test_cpp_api test_cuda_shim test_cuda_fake
+              test_kernel_launch test_kernel_staging test_memory_pool test_executor_idle test_cpp_api test_cuda_shim test_cuda_fake
               fake_cuda)
 build_tsan() { sanitizer_build build-tsan thread "${tsan_targets[@]}"; }
 build_asan() { sanitizer_build build-asan address; }

@@ -50,8 +50,10 @@ RT_API const char* rtGetLastErrorMessage(void);
 /** Initialise the runtime. Optional: every call initialises with defaults on first use.
  *  `options` is NULL or "key=value;key=value", keys: cpu_devices (count), cpu_memory (bytes, with
  *  optional K/M/G suffix), executors (cpu executor threads), backend (cpu or cuda: whose devices come
- *  first). Environment variables RUNTIME_CPU_DEVICES / RUNTIME_CPU_MEMORY / RUNTIME_EXECUTORS /
- *  RUNTIME_BACKEND give the defaults.
+ *  first), cpu_stream_min_bytes (bytes: @runtime.jit kernels whose launch writes at least this much
+ *  through outputs written as whole rows stream them past the cache; default the last-level cache size).
+ *  Environment variables RUNTIME_CPU_DEVICES / RUNTIME_CPU_MEMORY / RUNTIME_EXECUTORS / RUNTIME_BACKEND /
+ *  RUNTIME_CPU_STREAM_MIN_BYTES give the defaults.
  *  Device order: the cpu devices (cpu:0, cpu:1, ...), then the cuda devices (cuda:0, ...) in the driver's
  *  order, so device 0 — every thread's initial device — is cpu:0. With backend=cuda (and at least one
  *  GPU) the cuda devices come first and device 0 is cuda:0; without a GPU the order stays as it is.

@@ -61,7 +61,8 @@ inline void check(rtError_t code) {
 // ------------------------------------------------------------------------------------- devices
 
 /// Initialise explicitly; optional (every call initialises with defaults). `options` is
-/// "key=value;..." (cpu_devices, cpu_memory, executors); empty means defaults/environment.
+/// "key=value;..." (cpu_devices, cpu_memory, executors, backend, cpu_stream_min_bytes; see rtInit); empty
+/// means defaults/environment.
 inline void init(std::string_view options = {}) {
     const std::string opts(options);
     check(rtInit(opts.empty() ? nullptr : opts.c_str()));

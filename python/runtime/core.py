@@ -31,13 +31,14 @@ def init(options: Optional[str] = None, **kwargs: Any) -> None:
 
     `options` is the C API's "key=value;..." string; keyword arguments are appended to it
     (cpu_devices=2, cpu_memory="1G", executors=2, backend="cuda": the cuda devices come first, so device 0 is
-    cuda:0 when a GPU is present).
+    cuda:0 when a GPU is present; cpu_stream_min_bytes="32M": launches of @runtime.jit kernels that write at least
+    this much through outputs written as whole rows stream them past the cache — default the last-level cache).
     """
     parts = [options] if options else []
+    known = ("cpu_devices", "cpu_memory", "executors", "backend", "cpu_stream_min_bytes")
     for key, value in kwargs.items():
-        if key not in ("cpu_devices", "cpu_memory", "executors", "backend"):
-            raise make_error(InvalidValueError,
-                             f"init: unknown option {key!r} (expected cpu_devices, cpu_memory, executors, backend)")
+        if key not in known:
+            raise make_error(InvalidValueError, f"init: unknown option {key!r} (expected {', '.join(known)})")
         parts.append(f"{key}={value}")
     _core.init(";".join(parts) if parts else None)
 

@@ -170,6 +170,10 @@ struct Options {
     int cpu_devices = 1;
     size_t cpu_memory = 0;  ///< 0 = half the physical memory
     int executors = 0;      ///< 0 = one per hardware thread
+    static constexpr size_t kAuto = ~size_t{0};
+    /// Launches of kernels with staged outputs that write at least this much stream them past the cache
+    /// (rt_cpu_launch.stream_min_bytes); kAuto = the last-level cache size.
+    size_t cpu_stream_min_bytes = kAuto;
     std::string backend = "cpu";  ///< the backend whose devices are enumerated first (device 0 is the default)
 };
 

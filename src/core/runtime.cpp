@@ -42,6 +42,11 @@ void apply_option(backend::Options& o, const std::string& key, const std::string
         if (!parse_size(value, &o.cpu_memory) || o.cpu_memory == 0)
             fail(RT_ERROR_INVALID_VALUE, "%s: cpu_memory='%s' is not a size (expected bytes, e.g. 1048576, 512M, 2G)",
                  source, value.c_str());
+    } else if (key == "cpu_stream_min_bytes") {
+        if (!parse_size(value, &o.cpu_stream_min_bytes) || o.cpu_stream_min_bytes == backend::Options::kAuto)
+            fail(RT_ERROR_INVALID_VALUE,
+                 "%s: cpu_stream_min_bytes='%s' is not a size (expected bytes, e.g. 0, 4096, 32M)", source,
+                 value.c_str());
     } else if (key == "executors") {
         if (!parse_int(value, &o.executors) || o.executors < 1)
             fail(RT_ERROR_INVALID_VALUE, "%s: executors='%s' is not a thread count (expected an integer 1..1024)",
@@ -51,7 +56,7 @@ void apply_option(backend::Options& o, const std::string& key, const std::string
             fail(RT_ERROR_INVALID_VALUE, "%s: backend='%s' is not a backend (expected cpu or cuda)", source, value.c_str());
         o.backend = value;
     } else {
-        fail(RT_ERROR_INVALID_VALUE, "%s: unknown option '%s' (known: cpu_devices, cpu_memory, executors, backend)",
+        fail(RT_ERROR_INVALID_VALUE, "%s: unknown option '%s' (known: cpu_devices, cpu_memory, cpu_stream_min_bytes, executors, backend)",
              source, key.c_str());
     }
 }
@@ -78,6 +83,8 @@ backend::Options parse_options(const char* text) {
     backend::Options o;
     if (const char* e = std::getenv("RUNTIME_CPU_DEVICES"); e && *e) apply_option(o, "cpu_devices", e, "RUNTIME_CPU_DEVICES");
     if (const char* e = std::getenv("RUNTIME_CPU_MEMORY"); e && *e) apply_option(o, "cpu_memory", e, "RUNTIME_CPU_MEMORY");
+    if (const char* e = std::getenv("RUNTIME_CPU_STREAM_MIN_BYTES"); e && *e)
+        apply_option(o, "cpu_stream_min_bytes", e, "RUNTIME_CPU_STREAM_MIN_BYTES");
     if (const char* e = std::getenv("RUNTIME_EXECUTORS"); e && *e) apply_option(o, "executors", e, "RUNTIME_EXECUTORS");
     if (const char* e = std::getenv("RUNTIME_BACKEND"); e && *e) apply_option(o, "backend", e, "RUNTIME_BACKEND");
     if (!text) return o;
@@ -258,7 +265,7 @@ void init(const char* options) {
         const backend::Options& cur = r->options();
         if (options && *options &&
             (cur.cpu_devices != o.cpu_devices || cur.cpu_memory != o.cpu_memory || cur.executors != o.executors ||
-             cur.backend != o.backend))
+             cur.cpu_stream_min_bytes != o.cpu_stream_min_bytes || cur.backend != o.backend))
             fail(RT_ERROR_INVALID_VALUE,
                  "rtInit: the runtime is already initialised with other options; call rtFinalize first");
         return;

@@ -57,6 +57,13 @@ TEST_F(Init, OptionsSetDevicesMemoryAndExecutors) {
     ASSERT_RT_OK(rtFree(p));
 }
 
+TEST_F(Init, StreamThresholdIsAnOptionOfTheRuntime) {
+    ASSERT_RT_OK(rtInit("cpu_stream_min_bytes=0"));
+    EXPECT_RT_OK(rtInit("cpu_stream_min_bytes=0"));
+    EXPECT_RT_ERROR(RT_ERROR_INVALID_VALUE, rtInit("cpu_stream_min_bytes=32M"));
+    EXPECT_TRUE(rt_test::contains(rt_test::last_message(), "already initialised"));
+}
+
 TEST_F(Init, MemorySuffixes) {
     struct Case {
         const char* options;
@@ -74,7 +81,8 @@ TEST_F(Init, MemorySuffixes) {
 
 TEST_F(Init, BadOptionsAreInvalidValue) {
     for (const char* bad : {"no_such_key=1", "cpu_devices", "cpu_devices=", "cpu_devices=abc", "cpu_devices=-1",
-                            "cpu_memory=12Q", "cpu_memory=lots", "executors=x", "cpu_devices=2;bogus=3", "=5"}) {
+                            "cpu_memory=12Q", "cpu_memory=lots", "executors=x", "cpu_devices=2;bogus=3", "=5",
+                            "cpu_stream_min_bytes=", "cpu_stream_min_bytes=-1", "cpu_stream_min_bytes=lots"}) {
         EXPECT_RT_ERROR(RT_ERROR_INVALID_VALUE, rtInit(bad)) << "options \"" << bad << "\"";
         EXPECT_FALSE(rt_test::last_message().empty()) << bad;
         ASSERT_RT_OK(rtFinalize());

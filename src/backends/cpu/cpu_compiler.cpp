@@ -175,24 +175,80 @@ template <class S, class... P> struct rt_pack_;
 template <unsigned long... I, class... P> struct rt_pack_<rt_seq_<I...>, P...> : rt_leaf_<I, P>... {
     explicit rt_pack_(void* const* args) : rt_leaf_<I, P>{*static_cast<const P*>(args[I])}... { (void)args; }
 };
+/* n bytes from src to dst with streaming (non-temporal) stores for the whole 64-byte lines of dst and
+ * plain ones for its partial first and last lines. Where the target has no streaming store: a memcpy. */
+static inline __attribute__((always_inline)) void rt_stream_copy_(void* dst, const void* src, size_t n) {
+    unsigned char* d = (unsigned char*)dst;
+    const unsigned char* s = (const unsigned char*)src;
+#if defined(__AVX__) || defined(__SSE2__)
+    size_t head = (size_t)(-(unsigned long)d) & 63;
+    if (head > n) head = n;
+    __builtin_memcpy(d, s, head);
+    d += head; s += head; n -= head;
+#if defined(__AVX__)
+    typedef long long v_ __attribute__((vector_size(32)));
+#else
+    typedef long long v_ __attribute__((vector_size(16)));
+#endif
+    for (; n >= 64; n -= 64, d += 64, s += 64) {
+        for (unsigned o = 0; o < 64; o += sizeof(v_)) {
+            v_ v;
+            __builtin_memcpy(&v, s + o, sizeof v);
+#if defined(__clang__)
+            __builtin_nontemporal_store(v, (v_*)(d + o));
+#elif defined(__AVX__)
+            __builtin_ia32_movntdq256((v_*)(d + o), v);
+#else
+            __builtin_ia32_movntdq((v_*)(d + o), v);
+#endif
+        }
+    }
+#endif
+    __builtin_memcpy(d, s, n);
+}
+static inline __attribute__((always_inline)) void rt_stream_fence_() {
+#if defined(__AVX__) || defined(__SSE2__)
+    __builtin_ia32_sfence();
+#endif
+}
 template <class F> struct rt_sig_;
 template <class... P> struct rt_sig_<void (rt_module_::*)(P...)> {
     static constexpr int count = sizeof...(P);
     static constexpr size_t sizes[sizeof...(P) + 1] = {sizeof(typename rt_plain_<P>::type)..., 0};
-    /* Unpacks the arguments once, then runs groups [group_begin, group_end), items x-innermost, on a
-     * local kernel object whose address never escapes: ids stay in registers, the x loop vectorises.
-     * Items past the global size are never run (RT_ITEMS_BOUNDED): a partial last group is a shorter loop,
-     * so kernels need no bounds test of their own, and a loop without one vectorises. */
-    template <void (rt_module_::*F)(P...), unsigned long... I>
-    static inline __attribute__((always_inline)) void run(const rt_cpu_launch* L, void* const* args, rt_seq_<I...>) {
+    /* The destinations of a row's staged outputs. Out of line: inlined, its index arithmetic is merged
+     * with the twin's, and GCC then no longer sees the twin's loads as contiguous (it gathers). */
+    template <void (rt_module_::*Row)(void**, P...)>
+    static __attribute__((noinline)) void row_addresses(rt_item_ item, rt_cpu_fault* fault, void** dst,
+                                                        typename rt_plain_<P>::type... p) {
+        rt_module_ m;
+        m.rt_item = item;
+        m.rt_fault = fault;
+        (m.*Row)(dst, p...);
+    }
+    /* Unpacks the arguments once, then runs groups [group_begin, group_end) row by row (fixed local y and
+     * z), items x-innermost, on a local kernel object whose address never escapes: ids stay in registers,
+     * the x loop vectorises. (Keep the loops in this one function: handing m or the arguments by reference
+     * to a helper, or a lambda capturing them, costs the vectorisation of some kernels.) Group coordinates
+     * are divided out once, then stepped (x fastest). Items past the global size are never run
+     * (RT_ITEMS_BOUNDED): a partial last group has shorter rows, so kernels need no bounds test of their
+     * own, and a loop without one vectorises.
+     * With a staged twin (Staged, Row, Staging; kernel.h, RT_ROW_STAGING) each row runs the twin, which
+     * stores the staged outputs into stages in L1, and the stages are then written to the row's
+     * destinations with streaming stores. */
+    template <void (rt_module_::*F)(P...), void (rt_module_::*Staged)(unsigned char*, P...),
+              void (rt_module_::*Row)(void**, P...), class Staging, unsigned long... I>
+    static inline __attribute__((always_inline)) void run_items(const rt_cpu_launch* L, void* const* args,
+                                                                rt_seq_<I...>) {
+        constexpr bool staged = Staged != nullptr;
         rt_pack_<rt_seq_<I...>, typename rt_plain_<P>::type...> a(args);
         rt_cpu_fault spare = {0, 0, 0, 0};
         rt_cpu_fault* fault = L->fault ? L->fault : &spare;
         rt_module_ m;
         m.rt_fault = fault;
+        /* Handed to the twin as an argument, not held in m: a base the compiler sees as invariant. */
+        alignas(64) unsigned char stage[staged ? Staging::count * RT_STAGE_BYTES : 1];
         const unsigned long long gx = L->grid[0], gy = L->grid[1];
         for (int d = 0; d < 3; ++d) { m.rt_item.block[d] = L->block[d]; m.rt_item.grid[d] = L->grid[d]; }
-        /* Group coordinates: divided out once, then stepped (x fastest), not divided per group. */
         size_t g0 = L->group_begin % gx, g1 = (L->group_begin / gx) % gy, g2 = L->group_begin / (gx * gy);
         for (unsigned long long g = L->group_begin; g < L->group_end; ++g) {
             m.rt_item.group[0] = g0;
@@ -211,14 +267,48 @@ template <class... P> struct rt_sig_<void (rt_module_::*)(P...)> {
                 m.rt_item.local[2] = z;
                 for (size_t y = 0; y < ext[1]; ++y) {
                     m.rt_item.local[1] = y;
-                    for (size_t x = 0; x < ext[0]; ++x) {
-                        m.rt_item.local[0] = x;
-                        (m.*F)(static_cast<rt_leaf_<I, typename rt_plain_<P>::type>&>(a).value...);
+                    if constexpr (staged) {
+                        for (size_t x = 0; x < ext[0]; ++x) {
+                            m.rt_item.local[0] = x;
+                            (m.*Staged)(stage, static_cast<rt_leaf_<I, typename rt_plain_<P>::type>&>(a).value...);
+                        }
+                        void* dst[staged ? Staging::count : 1];
+                        rt_item_ first = m.rt_item;
+                        first.local[0] = 0;
+                        row_addresses<Row>(first, fault, dst,
+                                           static_cast<rt_leaf_<I, typename rt_plain_<P>::type>&>(a).value...);
+                        for (unsigned j = 0; j < Staging::count; ++j)
+                            rt_stream_copy_(dst[j], stage + j * RT_STAGE_BYTES, ext[0] * Staging::bytes[j]);
+                    } else {
+                        for (size_t x = 0; x < ext[0]; ++x) {
+                            m.rt_item.local[0] = x;
+                            (m.*F)(static_cast<rt_leaf_<I, typename rt_plain_<P>::type>&>(a).value...);
+                        }
                     }
                 }
             }
             if (__atomic_load_n(&fault->failed, __ATOMIC_RELAXED)) break;
         }
+        if constexpr (staged) rt_stream_fence_();  /* streaming stores are weakly ordered: complete them first */
+    }
+    struct no_staging_ { enum { count = 0 }; static constexpr unsigned bytes[1] = {0}; };
+    template <void (rt_module_::*F)(P...)>
+    static inline __attribute__((always_inline)) void run(const rt_cpu_launch* L, void* const* args) {
+        run_items<F, nullptr, nullptr, no_staging_>(L, args, typename rt_make_seq_<sizeof...(P)>::type());
+    }
+    /* A kernel with a staged twin: staged when the launch writes at least L->stream_min_bytes through the
+     * staged outputs. Streaming stores skip the read of each destination line that a plain store costs (a
+     * third of the memory traffic of a copy-like kernel); smaller launches run the kernel itself and leave
+     * their output in cache for whatever reads it next. */
+    template <void (rt_module_::*F)(P...), void (rt_module_::*Staged)(unsigned char*, P...),
+              void (rt_module_::*Row)(void**, P...), class Staging>
+    static inline __attribute__((always_inline)) void run_staged(const rt_cpu_launch* L, void* const* args) {
+        static_assert(Staging::count >= 1 && Staging::count <= RT_MAX_STAGED, "1 to RT_MAX_STAGED staged outputs");
+        unsigned long long bytes = 0;
+        for (unsigned j = 0; j < Staging::count; ++j) bytes += Staging::bytes[j];
+        bytes *= L->global[0] * L->global[1] * L->global[2];
+        if (bytes < L->stream_min_bytes || L->block[0] > RT_STAGE_ITEMS) run<F>(L, args);
+        else run_items<F, Staged, Row, Staging>(L, args, typename rt_make_seq_<sizeof...(P)>::type());
     }
 };
 )rt_gen";
@@ -304,6 +394,11 @@ std::vector<std::string> parse_options(const std::string& options) {
         reject(opt, "unknown option");
     }
     return out;
+}
+
+static bool has_staged_twin(const std::string& source, const std::string& kernel) {
+    // The names rt_* are the runtime's in a kernel source (kernel.h); the twin's own declaration decides.
+    return source.find("void rt_staged_" + kernel + "(") != std::string::npos;
 }
 
 std::vector<std::string> find_kernel_names(const std::string& source) {
@@ -397,8 +492,12 @@ std::string generate_translation_unit(const std::string& source, const std::stri
     for (const std::string& k : kernels) {
         tu += "extern \"C\" __attribute__((flatten)) void rt_entry_" + k +
               "(const rt_cpu_launch* L, void* const* args) {\n"
-              "    typedef rt_sig_<decltype(&rt_module_::" + k + ")> S;\n"
-              "    S::run<&rt_module_::" + k + ">(L, args, rt_make_seq_<S::count>::type());\n}\n";
+              "    typedef rt_sig_<decltype(&rt_module_::" + k + ")> S;\n";
+        if (has_staged_twin(source, k))
+            tu += "    S::run_staged<&rt_module_::" + k + ", &rt_module_::rt_staged_" + k + ", &rt_module_::rt_row_" + k +
+                  ", rt_module_::rt_staging_" + k + ">(L, args);\n}\n";
+        else
+            tu += "    S::run<&rt_module_::" + k + ">(L, args);\n}\n";
     }
     tu += "static const rt_cpu_kernel_info rt_kernels_[] = {\n";
     for (const std::string& k : kernels)

@@ -55,6 +55,34 @@ std::string cpu_model() {
     return "unknown CPU";
 }
 
+/// The last-level cache of one core's cluster (sysfs, e.g. "32768K"; else sysconf; else 32 MiB).
+size_t last_level_cache_bytes() {
+    for (int index = 4; index >= 2; --index) {
+        std::ifstream in("/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(index) + "/size");
+        size_t bytes = 0;
+        char unit = 0;
+        if (in >> bytes) {
+            if (in >> unit && (unit == 'K' || unit == 'k')) bytes <<= 10;
+            else if (unit == 'M' || unit == 'm') bytes <<= 20;
+            if (bytes) return bytes;
+        }
+    }
+    long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
+    return l3 > 0 ? static_cast<size_t>(l3) : size_t{32} << 20;
+}
+
+/// Kernels with staged outputs stream them past the cache when a launch writes at least this much
+/// (option cpu_stream_min_bytes; default: the last-level cache, which such output would only flush).
+/// Targets without streaming stores never stream.
+unsigned long long stream_min_bytes(const backend::Options& o) {
+#if defined(__x86_64__) || defined(__i386__)
+    return o.cpu_stream_min_bytes != backend::Options::kAuto ? o.cpu_stream_min_bytes : last_level_cache_bytes();
+#else
+    (void)o;
+    return ~0ull;
+#endif
+}
+
 size_t physical_memory() {
     long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
     return pages > 0 && page > 0 ? static_cast<size_t>(pages) * static_cast<size_t>(page) : size_t{1} << 32;
@@ -62,7 +90,8 @@ size_t physical_memory() {
 
 class CpuDevice final : public backend::Device {
 public:
-    CpuDevice(Executor& executor, int ordinal, size_t capacity) : executor_(executor) {
+    CpuDevice(Executor& executor, int ordinal, size_t capacity, unsigned long long stream_min_bytes)
+        : executor_(executor), stream_min_bytes_(stream_min_bytes) {
         info_.backend = "cpu";
         info_.backend_ordinal = ordinal;
         info_.name = "cpu:" + std::to_string(ordinal) + " (" + cpu_model() + ")";
@@ -120,7 +149,7 @@ public:
         *free_bytes = info_.total_memory - used_.load();
     }
     std::unique_ptr<backend::Queue> create_queue_impl(unsigned) override {
-        return std::unique_ptr<backend::Queue>(new CpuQueueHandle(std::make_shared<CpuQueue>(executor_)));
+        return std::unique_ptr<backend::Queue>(new CpuQueueHandle(std::make_shared<CpuQueue>(executor_, stream_min_bytes_)));
     }
     std::shared_ptr<backend::Module> load_source_impl(const std::string& source, const std::string& options) override {
         return std::make_shared<CpuKernelModule>(CpuModule::from_source(source, options));
@@ -158,6 +187,7 @@ private:
     };
 
     Executor& executor_;
+    const unsigned long long stream_min_bytes_;
     backend::DeviceInfo info_;
     std::atomic<size_t> used_{0};
 };
@@ -167,17 +197,19 @@ public:
     explicit CpuBackend(const backend::Options& o)
         : devices_(o.cpu_devices),
           capacity_(o.cpu_memory ? o.cpu_memory : physical_memory() / 2),
+          stream_min_bytes_(stream_min_bytes(o)),
           executor_(o.executors ? o.executors : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()))) {}
 
     const char* name() const override { return "cpu"; }
     int device_count() const override { return devices_; }
     std::unique_ptr<backend::Device> create_device(int ordinal) override {
-        return std::make_unique<CpuDevice>(executor_, ordinal, capacity_);
+        return std::make_unique<CpuDevice>(executor_, ordinal, capacity_, stream_min_bytes_);
     }
 
 private:
     int devices_;
     size_t capacity_;
+    unsigned long long stream_min_bytes_;
     Executor executor_;
 };
 

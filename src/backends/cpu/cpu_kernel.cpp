@@ -132,7 +132,7 @@ bool run_guarded(rt_cpu_entry entry, rt_cpu_launch* launch, void* const* args) {
 // ---------------------------------------------------------------- execution
 
 void run_kernel(Executor& executor, const CpuFunction& function, const backend::LaunchShape& shape,
-                void* const* args, const backend::LaunchReport& report) noexcept {
+                void* const* args, const backend::LaunchReport& report, unsigned long long stream_min_bytes) noexcept {
     install_trap_handlers();
     rt_cpu_fault fault{};
     std::atomic<int> trap_signal{0};
@@ -168,6 +168,7 @@ void run_kernel(Executor& executor, const CpuFunction& function, const backend::
         launch.group_end = end;
         launch.fault = &fault;
         launch.shared_bytes = shape.shared_bytes;
+        launch.stream_min_bytes = stream_min_bytes;
         if (!run_guarded(entry, &launch, args)) {
             int expected = 0;
             if (trap_signal.compare_exchange_strong(expected, t_trap_signal)) trap_address = t_trap_address;

@@ -58,7 +58,8 @@ private:
 
 /// Runs every work-group of a launch on the calling thread plus idle executors. A failed rt_assert or a
 /// trap (SIGSEGV, SIGBUS, SIGFPE, SIGILL inside the kernel) is reported to report.slot; never throws.
+/// stream_min_bytes: see rt_cpu_launch.stream_min_bytes.
 void run_kernel(Executor& executor, const CpuFunction& function, const backend::LaunchShape& shape,
-                void* const* args, const backend::LaunchReport& report) noexcept;
+                void* const* args, const backend::LaunchReport& report, unsigned long long stream_min_bytes) noexcept;
 
 }  // namespace rt::cpu

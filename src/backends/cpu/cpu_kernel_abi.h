@@ -9,7 +9,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever a struct below changes; a module built for another ABI is refused at load. */
-#define RT_CPU_ABI_VERSION 2
+#define RT_CPU_ABI_VERSION 3
 
 /* The first failure of a launch (rt_assert or trap). `failed` is claimed with an atomic exchange
  * (__atomic_exchange_n) by the first failing work-item; the others only return. */
@@ -32,6 +32,9 @@ typedef struct rt_cpu_launch {
     rt_cpu_fault* fault;
     void* shared_memory;   /* shared_bytes of scratch for the group being run (dynamic shared memory) */
     size_t shared_bytes;
+    /* A kernel with a staged twin (kernel.h, RT_ROW_STAGING) streams its staged outputs to memory when
+     * the launch writes at least this many bytes through them: output larger than the cache. */
+    unsigned long long stream_min_bytes;
 } rt_cpu_launch;
 
 /* args: CUDA's convention, an array of pointers to the argument values. */

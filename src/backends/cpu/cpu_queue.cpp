@@ -56,7 +56,8 @@ float CpuEvent::elapsed_ms_impl(backend::Event& end) {
 
 // ---------------------------------------------------------------- queue: submission
 
-CpuQueue::CpuQueue(Executor& executor) : executor_(executor), ring_(64) {}
+CpuQueue::CpuQueue(Executor& executor, unsigned long long stream_min_bytes)
+    : executor_(executor), stream_min_bytes_(stream_min_bytes), ring_(64) {}
 
 CpuQueue::~CpuQueue() = default;
 
@@ -276,7 +277,7 @@ void CpuQueue::execute(Task& t) {
             void** pointers = inline_pointers;
             if (sizes.size() > 32) pointers = (heap_pointers = std::make_unique<void*[]>(sizes.size())).get();
             t.args.pointers(sizes, pointers);
-            run_kernel(executor_, function, t.launch.shape, pointers, t.launch.report);
+            run_kernel(executor_, function, t.launch.shape, pointers, t.launch.report, stream_min_bytes_);
             break;
         }
     }

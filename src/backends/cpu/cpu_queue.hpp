@@ -77,7 +77,8 @@ struct Task {
 
 class CpuQueue final : public backend::Queue, public std::enable_shared_from_this<CpuQueue> {
 public:
-    explicit CpuQueue(Executor& executor);
+    /// stream_min_bytes: see rt_cpu_launch.stream_min_bytes (cpu_kernel_abi.h).
+    CpuQueue(Executor& executor, unsigned long long stream_min_bytes);
     ~CpuQueue() override;
 
     void copy_impl(void* dst, const void* src, size_t bytes, backend::CopyKind kind) override;
@@ -119,6 +120,7 @@ private:
     void unblock();
 
     Executor& executor_;
+    const unsigned long long stream_min_bytes_;
     // Guards the ring and state_; submitted_ is written under it, read without it. A spin lock: held for
     // a push or a batch take, and a pthread mutex would put the producer to sleep in the kernel whenever
     // it meets the executor there.
