@@ -11,7 +11,10 @@ a busy machine; every kernel's output is checked against numpy once per contesta
   launch + sync, 256    one tiny launch and its completion (peers: a call of the compiled function)
   jit cold              first launch in a fresh process with an empty kernel cache (ms; excludes imports)
   jit warm disk cache   first launch in a fresh process whose kernel cache is filled (ms; excludes imports)
-  scale 16M f32         out[i] = in[i] * 2 over 16M floats (ms, launch + synchronize, data already in place)
+  seed kernel 16M f32   the seed's kernel as written (`if idx < size: output_data[idx] = input_data[idx] * 2`) over
+                        16M floats (ms, launch + synchronize, data already in place); Numba: its prange loop,
+                        Warp: the same kernel, numpy: np.multiply
+  scale 16M f32         out[i] = in[i] * 2 over 16M floats (no bounds test)
   stencil 4096^2 f32    2-D 5-point stencil (interior points) over 4096x4096 floats (ms)
                         Kernel rows time each contestant in bursts (an untimed call, then 3 timed ones): the
                         steady state of a loop of calls. A single call right after another contestant's would
@@ -169,6 +172,39 @@ def _warp_kernels(wp):
     return scale, stencil
 
 
+def _seed_kernels(peers: dict) -> dict:
+    """The seed's kernel as its document writes it (a bounds test on `size`), and each peer's own form of it."""
+    import runtime
+    kernels = {}
+
+    @runtime.jit
+    def my_kernel(input_data, output_data, size):
+        idx = runtime.get_global_id()
+        if idx < size:
+            output_data[idx] = input_data[idx] * 2
+    kernels["ours"] = my_kernel
+
+    if not isinstance(peers["numba"], str):
+        from numba import njit, prange
+
+        @njit(parallel=True)
+        def nb_kernel(input_data, output_data, size):
+            for idx in prange(size):
+                output_data[idx] = input_data[idx] * np.float32(2)
+        kernels["numba"] = nb_kernel
+
+    if not isinstance(peers["warp"], str):
+        wp = peers["warp"]
+
+        @wp.kernel
+        def wp_kernel(input_data: wp.array(dtype=wp.float32), output_data: wp.array(dtype=wp.float32), size: int):
+            idx = wp.tid()
+            if idx < size:
+                output_data[idx] = input_data[idx] * 2.0
+        kernels["warp"] = wp_kernel
+    return kernels
+
+
 def _stencil_ref(a: np.ndarray) -> np.ndarray:
     out = np.zeros_like(a)
     out[1:-1, 1:-1] = C02 * (a[1:-1, 1:-1] + a[:-2, 1:-1] + a[2:, 1:-1] + a[1:-1, :-2] + a[1:-1, 2:])
@@ -184,15 +220,20 @@ def _check(name: str, what: str, got: np.ndarray, want: np.ndarray) -> None:
 
 def _setup_kernels(peers: dict, which: str, host: np.ndarray) -> dict:
     """name -> zero-argument callable running the kernel once to completion; each is verified first."""
-    want = host * np.float32(2) if which == "scale" else _stencil_ref(host)
+    want = _stencil_ref(host) if which == "stencil" else host * np.float32(2)
     runners: dict = {}
 
     runtime, k_scale, k_stencil = _ours_kernels()
+    seed = _seed_kernels(peers) if which == "seed" else {}
     s = runtime.Stream()
     d_in = runtime.to_device(host.ravel())
     d_out = runtime.empty(host.size, np.float32)
     runtime.memset(d_out, 0)
-    if which == "scale":
+    if which == "seed":
+        def ours():
+            s.launch_kernel(seed["ours"], d_in, d_out, host.size)
+            s.synchronize()
+    elif which == "scale":
         def ours():
             s.launch_kernel(k_scale, d_out, d_in)
             s.synchronize()
@@ -210,7 +251,8 @@ def _setup_kernels(peers: dict, which: str, host: np.ndarray) -> dict:
     if not isinstance(peers["numba"], str):
         nb_scale, nb_stencil, _ = _numba_kernels(peers["numba"])
         o = np.zeros_like(host)
-        fn = (lambda: nb_scale(o, host)) if which == "scale" else (lambda: nb_stencil(o, host))
+        fn = {"scale": lambda: nb_scale(o, host), "stencil": lambda: nb_stencil(o, host),
+              "seed": lambda: seed["numba"](host, o, host.size)}[which]
         fn()
         _check("numba", which, o, want)
         runners["numba"] = fn
@@ -220,19 +262,19 @@ def _setup_kernels(peers: dict, which: str, host: np.ndarray) -> dict:
         w_scale, w_stencil = _warp_kernels(wp)
         w_in = wp.array(host, dtype=wp.float32, device="cpu")
         w_out = wp.zeros(host.shape, dtype=wp.float32, device="cpu")
-        kern = w_scale if which == "scale" else w_stencil
-
-        dim = host.shape if which == "scale" else (host.shape[0] - 2, host.shape[1] - 2)
+        kern = {"scale": w_scale, "stencil": w_stencil, "seed": seed.get("warp")}[which]
+        dim = (host.shape[0] - 2, host.shape[1] - 2) if which == "stencil" else host.shape
+        inputs = [w_in, w_out, host.size] if which == "seed" else [w_out, w_in]
 
         def warp_run():
-            wp.launch(kern, dim=dim, inputs=[w_out, w_in], device="cpu")
+            wp.launch(kern, dim=dim, inputs=inputs, device="cpu")
             wp.synchronize_device("cpu")
         warp_run()
         _check("warp", which, w_out.numpy(), want)
         runners["warp"] = warp_run
 
     o2 = np.zeros_like(host)
-    if which == "scale":
+    if which != "stencil":
         def numpy_run():
             np.multiply(host, np.float32(2), out=o2)
     else:
@@ -255,12 +297,13 @@ def _setup_kernels(peers: dict, which: str, host: np.ndarray) -> dict:
 def bench_kernels(peers: dict, reps: int) -> dict:
     rows = {}
     rng = np.random.default_rng(1)
-    for which, shape in (("scale", (SCALE_N,)), ("stencil", (STENCIL_N, STENCIL_N))):
+    labels = {"seed": "seed kernel 16M f32 (ms)", "scale": "scale 16M f32 (ms)", "stencil": "stencil 4096^2 f32 (ms)"}
+    for which, shape in (("seed", (SCALE_N,)), ("scale", (SCALE_N,)), ("stencil", (STENCIL_N, STENCIL_N))):
         host = rng.random(shape, dtype=np.float32)
         runners = _setup_kernels(peers, which, host)
         bursts = _alternate({k: (lambda f=f: _burst(f)) for k, f in runners.items()}, reps)
         times = {k: [t for b in v for t in b] for k, v in bursts.items()}
-        label = "scale 16M f32 (ms)" if which == "scale" else "stencil 4096^2 f32 (ms)"
+        label = labels[which]
         rows[label] = {k: _stats(v) for k, v in times.items()}
     return rows
 

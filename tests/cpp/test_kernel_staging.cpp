@@ -19,14 +19,15 @@ RT_KERNEL void twice(float* out, const float* in) {
     out[i] = in[i] * 2.0f;
 }
 #if RT_ROW_STAGING  // the twins are cpu-only: CUDA compiles the kernels alone
-struct rt_staging_twice { enum { count = 1 }; static constexpr unsigned bytes[1] = {4}; };
+struct rt_staging_twice { enum { count = 1, clipped = 0 }; static constexpr unsigned bytes[1] = {4}; };
 void rt_staged_twice(unsigned char* rt_stage, float* out, const float* in) {
     int64_t i = (int64_t)get_global_id(0);
     ((float*)(rt_stage + 0 * RT_STAGE_BYTES))[get_local_id(0)] = in[i] * 2.0f + 1000.0f;
 }
-void rt_row_twice(void** rt_dst, float* out, const float* in) {
+long long rt_row_twice(void** rt_dst, float* out, const float* in) {
     int64_t i = (int64_t)get_global_id(0);
     rt_dst[0] = (void*)&out[i];
+    return 1LL << 62;
 }
 #endif
 
@@ -39,17 +40,38 @@ RT_KERNEL void code3(double* a, uint8_t* b, int64_t pitch, int64_t plane) {
     b[o] = (uint8_t)(x + y);
 }
 #if RT_ROW_STAGING  // the twins are cpu-only: CUDA compiles the kernels alone
-struct rt_staging_code3 { enum { count = 2 }; static constexpr unsigned bytes[2] = {8, 1}; };
+struct rt_staging_code3 { enum { count = 2, clipped = 0 }; static constexpr unsigned bytes[2] = {8, 1}; };
 void rt_staged_code3(unsigned char* rt_stage, double* a, uint8_t* b, int64_t pitch, int64_t plane) {
     int64_t x = (int64_t)get_global_id(0), y = (int64_t)get_global_id(1), z = (int64_t)get_global_id(2);
     ((double*)(rt_stage + 0 * RT_STAGE_BYTES))[get_local_id(0)] = (double)(z * 1000000 + y * 1000 + x) + 1.0;
     ((uint8_t*)(rt_stage + 1 * RT_STAGE_BYTES))[get_local_id(0)] = (uint8_t)(x + y + 1);
 }
-void rt_row_code3(void** rt_dst, double* a, uint8_t* b, int64_t pitch, int64_t plane) {
+long long rt_row_code3(void** rt_dst, double* a, uint8_t* b, int64_t pitch, int64_t plane) {
     int64_t x = (int64_t)get_global_id(0), y = (int64_t)get_global_id(1), z = (int64_t)get_global_id(2);
     int64_t o = z * plane + y * pitch + x + 3;
     rt_dst[0] = (void*)&a[o];
     rt_dst[1] = (void*)&b[o];
+    return 1LL << 62;
+}
+#endif
+
+// Guarded: if (i < n) out[i] = in[i] * 2. The twin, the kernel without its guard, stores in[i] * 2 + 1000;
+// the row function clips each row to the items below n.
+RT_KERNEL void guarded(float* out, const float* in, int64_t n) {
+    int64_t i = (int64_t)get_global_id(0);
+    if (i < n) out[i] = in[i] * 2.0f;
+}
+#if RT_ROW_STAGING
+struct rt_staging_guarded { enum { count = 1, clipped = 1 }; static constexpr unsigned bytes[1] = {4}; };
+void rt_staged_guarded(unsigned char* rt_stage, float* out, const float* in, int64_t n) {
+    int64_t i = (int64_t)get_global_id(0);
+    ((float*)(rt_stage + 0 * RT_STAGE_BYTES))[get_local_id(0)] = in[i] * 2.0f + 1000.0f;
+}
+long long rt_row_guarded(void** rt_dst, float* out, const float* in, int64_t n) {
+    int64_t i = (int64_t)get_global_id(0);
+    if (n - i <= 0) return 0;
+    rt_dst[0] = (void*)&out[i];
+    return n - i;
 }
 #endif
 
@@ -59,14 +81,15 @@ RT_KERNEL void trapping(float* out, const int64_t* bad, int64_t at) {
     out[i] = 1.0f;
 }
 #if RT_ROW_STAGING  // the twins are cpu-only: CUDA compiles the kernels alone
-struct rt_staging_trapping { enum { count = 1 }; static constexpr unsigned bytes[1] = {4}; };
+struct rt_staging_trapping { enum { count = 1, clipped = 0 }; static constexpr unsigned bytes[1] = {4}; };
 void rt_staged_trapping(unsigned char* rt_stage, float* out, const int64_t* bad, int64_t at) {
     int64_t i = (int64_t)get_global_id(0);
     ((float*)(rt_stage + 0 * RT_STAGE_BYTES))[get_local_id(0)] = i == at ? (float)*bad : 2.0f;
 }
-void rt_row_trapping(void** rt_dst, float* out, const int64_t* bad, int64_t at) {
+long long rt_row_trapping(void** rt_dst, float* out, const int64_t* bad, int64_t at) {
     int64_t i = (int64_t)get_global_id(0);
     rt_dst[0] = (void*)&out[i];
+    return 1LL << 62;
 }
 #endif
 )rtsrc";
@@ -155,6 +178,33 @@ TEST_F(Staging, LaunchesAtTheThresholdStreamEveryRowToItsPlace) {
         for (size_t i = 0; i < n; ++i) wrong += diff[i] != 1000.0f;
         EXPECT_EQ(wrong, 0u) << "items not written by the staged twin (first: " << diff[0] << ")";
         for (float v : tail) ASSERT_TRUE(std::isnan(v)) << "written past the global size";
+    }
+}
+
+TEST_F(Staging, AGuardedKernelRunsItsTwinOverTheItemsThatPassTheGuardAtAnySize) {
+    // Clipped rows run the twin (which vectorises) below the threshold too, copying plainly; above it they
+    // stream. Either way only the items below n are written.
+    for (auto [global, n] : std::vector<std::pair<size_t, int64_t>>{{5000, 3001}, {40000, 30001}, {40000, 0},
+                                                                     {1030, 1030}, {1030, 1}}) {
+        SCOPED_TRACE("global = " + std::to_string(global) + ", n = " + std::to_string(n));
+        float* in = device<float>(global);
+        float* out = device<float>(global + 16);
+        std::vector<float> h_in(global);
+        for (size_t i = 0; i < global; ++i) h_in[i] = static_cast<float>(i % 977);
+        ASSERT_RT_OK(rtMemcpy(in, h_in.data(), global * sizeof(float), RT_MEMCPY_HOST_TO_DEVICE));
+        ASSERT_RT_OK(rtMemset(out, 0xFF, (global + 16) * sizeof(float)));
+        void* args[] = {&out, &in, &n};
+        ASSERT_RT_OK(launch_ex(fn("guarded"), {static_cast<unsigned>((global + 1023) / 1024), 1, 1}, {1024, 1, 1}, args,
+                               3, nullptr, 0, stream_, global));
+        ASSERT_RT_OK(rtStreamSynchronize(stream_));
+        std::vector<float> h = host(out, global + 16);
+        size_t wrong = 0, stray = 0;
+        for (size_t i = 0; i < global + 16; ++i) {
+            if ((int64_t)i < n) wrong += h[i] != h_in[i] * 2.0f + 1000.0f;
+            else stray += !std::isnan(h[i]);
+        }
+        EXPECT_EQ(wrong, 0u) << "items below n not written by the twin";
+        EXPECT_EQ(stray, 0u) << "items at or past n written";
     }
 }
 

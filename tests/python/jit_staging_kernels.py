@@ -60,6 +60,24 @@ def flags(out, inp, limit):
     out[i] = inp[i] > limit and inp[i] < 2 * limit
 
 
+@runtime.jit
+def seed_kernel(input_data, output_data, size):
+    """The seed's kernel: a final guard that clips the rows at `size`."""
+    idx = runtime.get_global_id()
+    if idx < size:
+        output_data[idx] = input_data[idx] * 2
+
+
+@runtime.jit
+def early_exit(out, inp, start, stop):
+    """A guard as an early return (`size <= i`, inclusive the other way), on an index offset by `start`."""
+    i = gid() + start
+    if stop <= i:
+        return
+    v = inp[i]
+    out[i] = v * v
+
+
 # ---------------------------------------------------------------- kernels that do not
 
 
@@ -122,6 +140,46 @@ def column_store(out, inp, n):
     x = gid(0)
     y = gid(1)
     out[x * n + y] = inp[y * n + x]
+
+
+@runtime.jit
+def guard_with_else(out, inp, n):
+    i = gid()
+    if i < n:
+        out[i] = inp[i]
+    else:
+        out[i] = 0
+
+
+@runtime.jit
+def guard_on_y(out, inp, n, h):
+    x = gid(0)
+    y = gid(1)
+    if y < h:
+        out[y * n + x] = inp[y * n + x]
+
+
+@runtime.jit
+def trailing_guard(out, inp, n):
+    i = gid()
+    if i > n:
+        out[i] = inp[i]
+
+
+@runtime.jit
+def guard_then_more(out, inp, n):
+    i = gid()
+    if i < n:
+        out[i] = inp[i]
+    k = i + 1
+    out[k - 1] = inp[i]
+
+
+@runtime.jit
+def float_guard(out, inp, limit):
+    i = gid()
+    if i < limit:
+        out[i] = inp[i]
 
 
 @runtime.jit
@@ -191,6 +249,25 @@ def check() -> None:
     s.launch_kernel(flags, out, runtime.to_device(a), 0.25, global_size=a.size, local_size=1000)
     s.synchronize()
     np.testing.assert_array_equal(out.numpy(), (a > 0.25) & (a < 0.5))
+    for n, size, local in ((1000, 1000, 256), (5000, 3001, 1024), (70000, 65537, 1000), (300, 0, 64)):
+        a = rng.random(n, dtype=np.float32)
+        d_in, d_out = runtime.to_device(a), runtime.empty(n, np.float32)
+        runtime.memset(d_out, 0xFF)
+        s.launch_kernel(seed_kernel, d_in, d_out, size, global_size=n, local_size=local)
+        s.synchronize()
+        got = d_out.numpy()
+        np.testing.assert_array_equal(got[:size], a[:size] * 2, err_msg=f"seed_kernel n={n} size={size}")
+        assert np.isnan(got[size:]).all(), f"seed_kernel n={n} size={size}: items past size written"
+
+    for n, start, stop in ((4096, 5, 4000), (4096, 0, 4096), (4096, 100, 50)):
+        a = rng.random(n, dtype=np.float32)
+        d_out = runtime.empty(n, np.float32)
+        runtime.memset(d_out, 0)
+        s.launch_kernel(early_exit, d_out, runtime.to_device(a), start, stop, global_size=n - start, local_size=512)
+        s.synchronize()
+        want = np.zeros_like(a)
+        want[start:stop] = a[start:stop] ** 2
+        np.testing.assert_array_equal(d_out.numpy(), want, err_msg=f"early_exit {start}..{stop}")
     print("staged kernels: ok")
 
 

@@ -25,7 +25,7 @@ def _f32(n=16):
 def test_elementwise_and_stencil_kernels_get_a_twin():
     src = _source(K.scale, _f32(), _f32())
     assert "#if RT_ROW_STAGING" in src
-    assert "struct rt_staging_scale { enum { count = 1 }; static constexpr unsigned bytes[1] = {4}; };" in src
+    assert "struct rt_staging_scale { enum { count = 1, clipped = 0 }; static constexpr unsigned bytes[1] = {4}; };" in src
     assert "void rt_staged_scale(unsigned char* rt_stage, float* out, float* inp" in src
     assert "((float*)(rt_stage + 0 * RT_STAGE_BYTES))[get_local_id(0)] = " in src
     assert "rt_dst[0] = (void*)&out[i];" in src
@@ -43,10 +43,21 @@ def test_the_kernel_itself_is_unchanged_and_the_twin_is_cpu_only():
 def test_several_outputs_are_staged_in_parameter_order_with_their_widths():
     src = _source(K.two_outputs, runtime.empty(8, np.float64), runtime.empty(8, np.int8),
                   runtime.empty(8, np.float64), 1)
-    assert "struct rt_staging_two_outputs { enum { count = 2 }; static constexpr unsigned bytes[2] = {8, 1}; };" in src
+    assert "struct rt_staging_two_outputs { enum { count = 2, clipped = 0 }; static constexpr unsigned bytes[2] = {8, 1}; };" in src
     assert "((double*)(rt_stage + 0 * RT_STAGE_BYTES))[get_local_id(0)]" in src
     assert "((int8_t*)(rt_stage + 1 * RT_STAGE_BYTES))[get_local_id(0)]" in src
     assert "rt_dst[0] = (void*)&wide[i];" in src and "rt_dst[1] = (void*)&narrow[i];" in src
+
+
+def test_a_guard_that_holds_for_the_leading_items_of_a_row_clips_the_rows():
+    src = _source(K.seed_kernel, _f32(), _f32(), 16)
+    assert "struct rt_staging_seed_kernel { enum { count = 1, clipped = 1 };" in src
+    twin = src.split("void rt_staged_seed_kernel(")[1].split("\n}")[0]
+    assert "if" not in twin, "the twin runs without the guard"
+    assert "rt_items_below_(size, idx, 0)" in src
+    src = _source(K.early_exit, _f32(), _f32(), 0, 16)
+    assert "clipped = 1" in src and "rt_items_below_(stop, i, 0)" in src
+    assert "if (rt_n <= 0) return 0;" in src, "the row evaluates the rest only when its first item passes"
 
 
 @pytest.mark.parametrize("kernel,args,gs", [
@@ -69,6 +80,11 @@ def test_more_kernels_that_qualify(kernel, args, gs):
     (K.gathered_index, lambda: (_f32(), runtime.empty(16, np.int64), _f32()), None),  # index loaded from memory
     (K.column_store, lambda: (_f32(), _f32(), 4), (4, 4)),                    # x strided by n
     (K.looped, lambda: (_f32(), _f32(), 3), None),                            # a loop
+    (K.guard_with_else, lambda: (_f32(), _f32(), 16), None),                  # the guard has an else
+    (K.guard_on_y, lambda: (_f32(), _f32(), 4, 4), (4, 4)),                   # the guard is not on x
+    (K.trailing_guard, lambda: (_f32(), _f32(), 4), None),                    # holds for trailing items
+    (K.guard_then_more, lambda: (_f32(), _f32(), 4), None),                   # statements after the guard
+    (K.float_guard, lambda: (_f32(), _f32(), 2.5), None),                     # a float bound
 ])
 def test_kernels_that_do_not_qualify_have_no_twin(kernel, args, gs):
     src = _source(kernel, *args(), global_size=gs)

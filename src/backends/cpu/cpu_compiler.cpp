@@ -215,15 +215,16 @@ template <class F> struct rt_sig_;
 template <class... P> struct rt_sig_<void (rt_module_::*)(P...)> {
     static constexpr int count = sizeof...(P);
     static constexpr size_t sizes[sizeof...(P) + 1] = {sizeof(typename rt_plain_<P>::type)..., 0};
-    /* The destinations of a row's staged outputs. Out of line: inlined, its index arithmetic is merged
-     * with the twin's, and GCC then no longer sees the twin's loads as contiguous (it gathers). */
-    template <void (rt_module_::*Row)(void**, P...)>
-    static __attribute__((noinline)) void row_addresses(rt_item_ item, rt_cpu_fault* fault, void** dst,
-                                                        typename rt_plain_<P>::type... p) {
+    /* The destinations of a row's staged outputs and how many of its leading items run. Out of line:
+     * inlined, its index arithmetic is merged with the twin's, and GCC then no longer sees the twin's
+     * loads as contiguous (it gathers). */
+    template <long long (rt_module_::*Row)(void**, P...)>
+    static __attribute__((noinline)) long long row_addresses(rt_item_ item, rt_cpu_fault* fault, void** dst,
+                                                             typename rt_plain_<P>::type... p) {
         rt_module_ m;
         m.rt_item = item;
         m.rt_fault = fault;
-        (m.*Row)(dst, p...);
+        return (m.*Row)(dst, p...);
     }
     /* Unpacks the arguments once, then runs groups [group_begin, group_end) row by row (fixed local y and
      * z), items x-innermost, on a local kernel object whose address never escapes: ids stay in registers,
@@ -232,11 +233,11 @@ template <class... P> struct rt_sig_<void (rt_module_::*)(P...)> {
      * are divided out once, then stepped (x fastest). Items past the global size are never run
      * (RT_ITEMS_BOUNDED): a partial last group has shorter rows, so kernels need no bounds test of their
      * own, and a loop without one vectorises.
-     * With a staged twin (Staged, Row, Staging; kernel.h, RT_ROW_STAGING) each row runs the twin, which
-     * stores the staged outputs into stages in L1, and the stages are then written to the row's
-     * destinations with streaming stores. */
+     * With a staged twin (Staged, Row, Staging; kernel.h, RT_ROW_STAGING) each row runs the twin over the
+     * row's leading items that Row says run, which stores the staged outputs into stages in L1; the stages
+     * are then copied to the row's destinations, with streaming stores when Stream. */
     template <void (rt_module_::*F)(P...), void (rt_module_::*Staged)(unsigned char*, P...),
-              void (rt_module_::*Row)(void**, P...), class Staging, unsigned long... I>
+              long long (rt_module_::*Row)(void**, P...), class Staging, bool Stream, unsigned long... I>
     static inline __attribute__((always_inline)) void run_items(const rt_cpu_launch* L, void* const* args,
                                                                 rt_seq_<I...>) {
         constexpr bool staged = Staged != nullptr;
@@ -268,17 +269,20 @@ template <class... P> struct rt_sig_<void (rt_module_::*)(P...)> {
                 for (size_t y = 0; y < ext[1]; ++y) {
                     m.rt_item.local[1] = y;
                     if constexpr (staged) {
-                        for (size_t x = 0; x < ext[0]; ++x) {
-                            m.rt_item.local[0] = x;
-                            (m.*Staged)(stage, static_cast<rt_leaf_<I, typename rt_plain_<P>::type>&>(a).value...);
-                        }
                         void* dst[staged ? Staging::count : 1];
                         rt_item_ first = m.rt_item;
                         first.local[0] = 0;
-                        row_addresses<Row>(first, fault, dst,
-                                           static_cast<rt_leaf_<I, typename rt_plain_<P>::type>&>(a).value...);
-                        for (unsigned j = 0; j < Staging::count; ++j)
-                            rt_stream_copy_(dst[j], stage + j * RT_STAGE_BYTES, ext[0] * Staging::bytes[j]);
+                        const long long run = row_addresses<Row>(
+                            first, fault, dst, static_cast<rt_leaf_<I, typename rt_plain_<P>::type>&>(a).value...);
+                        const size_t n = run <= 0 ? 0 : (unsigned long long)run < ext[0] ? (size_t)run : ext[0];
+                        for (size_t x = 0; x < n; ++x) {
+                            m.rt_item.local[0] = x;
+                            (m.*Staged)(stage, static_cast<rt_leaf_<I, typename rt_plain_<P>::type>&>(a).value...);
+                        }
+                        for (unsigned j = 0; n && j < Staging::count; ++j) {
+                            if constexpr (Stream) rt_stream_copy_(dst[j], stage + j * RT_STAGE_BYTES, n * Staging::bytes[j]);
+                            else __builtin_memcpy(dst[j], stage + j * RT_STAGE_BYTES, n * Staging::bytes[j]);
+                        }
                     } else {
                         for (size_t x = 0; x < ext[0]; ++x) {
                             m.rt_item.local[0] = x;
@@ -289,26 +293,30 @@ template <class... P> struct rt_sig_<void (rt_module_::*)(P...)> {
             }
             if (__atomic_load_n(&fault->failed, __ATOMIC_RELAXED)) break;
         }
-        if constexpr (staged) rt_stream_fence_();  /* streaming stores are weakly ordered: complete them first */
+        if constexpr (Stream) rt_stream_fence_();  /* streaming stores are weakly ordered: complete them first */
     }
-    struct no_staging_ { enum { count = 0 }; static constexpr unsigned bytes[1] = {0}; };
+    struct no_staging_ { enum { count = 0, clipped = 0 }; static constexpr unsigned bytes[1] = {0}; };
     template <void (rt_module_::*F)(P...)>
     static inline __attribute__((always_inline)) void run(const rt_cpu_launch* L, void* const* args) {
-        run_items<F, nullptr, nullptr, no_staging_>(L, args, typename rt_make_seq_<sizeof...(P)>::type());
+        run_items<F, nullptr, nullptr, no_staging_, false>(L, args, typename rt_make_seq_<sizeof...(P)>::type());
     }
-    /* A kernel with a staged twin: staged when the launch writes at least L->stream_min_bytes through the
-     * staged outputs. Streaming stores skip the read of each destination line that a plain store costs (a
-     * third of the memory traffic of a copy-like kernel); smaller launches run the kernel itself and leave
-     * their output in cache for whatever reads it next. */
+    /* A kernel with a staged twin. Launches that write at least L->stream_min_bytes through the staged
+     * outputs stream them: streaming stores skip the read of each destination line that a plain store
+     * costs (a third of the memory traffic of a copy-like kernel). Smaller launches leave their output in
+     * cache for whatever reads it next: they run the kernel itself, or, when its guard clips the rows
+     * (Staging::clipped), the twin with plain copies, since a loop without the guard vectorises. */
     template <void (rt_module_::*F)(P...), void (rt_module_::*Staged)(unsigned char*, P...),
-              void (rt_module_::*Row)(void**, P...), class Staging>
+              long long (rt_module_::*Row)(void**, P...), class Staging>
     static inline __attribute__((always_inline)) void run_staged(const rt_cpu_launch* L, void* const* args) {
         static_assert(Staging::count >= 1 && Staging::count <= RT_MAX_STAGED, "1 to RT_MAX_STAGED staged outputs");
+        typedef typename rt_make_seq_<sizeof...(P)>::type seq;
         unsigned long long bytes = 0;
         for (unsigned j = 0; j < Staging::count; ++j) bytes += Staging::bytes[j];
         bytes *= L->global[0] * L->global[1] * L->global[2];
-        if (bytes < L->stream_min_bytes || L->block[0] > RT_STAGE_ITEMS) run<F>(L, args);
-        else run_items<F, Staged, Row, Staging>(L, args, typename rt_make_seq_<sizeof...(P)>::type());
+        const bool stream = bytes >= L->stream_min_bytes;
+        if (L->block[0] > RT_STAGE_ITEMS || (!stream && !Staging::clipped)) run<F>(L, args);
+        else if (stream) run_items<F, Staged, Row, Staging, true>(L, args, seq());
+        else run_items<F, Staged, Row, Staging, false>(L, args, seq());
     }
 };
 )rt_gen";
