@@ -179,7 +179,7 @@ template <class T> RT_BUILTIN_ T atomic_max(T* p, typename rt_same_<T>::type v) 
 #define RT_ITEMS_BOUNDED 1
 #define RT_ROW_STAGING 1
 #define RT_MAX_STAGED 4      /* staged outputs of one kernel */
-#define RT_STAGE_ITEMS 1024  /* items of a row that fit a stage: the cpu device's largest block[0] */
+#define RT_STAGE_ITEMS RT_CPU_MAX_BLOCK_X  /* items of a row that fit a stage: the cpu device's largest block[0] */
 #define RT_STAGE_BYTES (RT_STAGE_ITEMS * 8)
 #define RT_BUILTIN_ static inline __attribute__((always_inline))
 

@@ -304,7 +304,8 @@ template <class... P> struct rt_sig_<void (rt_module_::*)(P...)> {
      * outputs stream them: streaming stores skip the read of each destination line that a plain store
      * costs (a third of the memory traffic of a copy-like kernel). Smaller launches leave their output in
      * cache for whatever reads it next: they run the kernel itself, or, when its guard clips the rows
-     * (Staging::clipped), the twin with plain copies, since a loop without the guard vectorises. */
+     * (Staging::clipped), the twin with plain copies, since a loop without the guard vectorises. Only the
+     * variants a kernel can take are instantiated (each costs compile time). */
     template <void (rt_module_::*F)(P...), void (rt_module_::*Staged)(unsigned char*, P...),
               long long (rt_module_::*Row)(void**, P...), class Staging>
     static inline __attribute__((always_inline)) void run_staged(const rt_cpu_launch* L, void* const* args) {
@@ -313,10 +314,10 @@ template <class... P> struct rt_sig_<void (rt_module_::*)(P...)> {
         unsigned long long bytes = 0;
         for (unsigned j = 0; j < Staging::count; ++j) bytes += Staging::bytes[j];
         bytes *= L->global[0] * L->global[1] * L->global[2];
-        const bool stream = bytes >= L->stream_min_bytes;
-        if (L->block[0] > RT_STAGE_ITEMS || (!stream && !Staging::clipped)) run<F>(L, args);
-        else if (stream) run_items<F, Staged, Row, Staging, true>(L, args, seq());
-        else run_items<F, Staged, Row, Staging, false>(L, args, seq());
+        /* block[0] <= RT_CPU_MAX_BLOCK_X = RT_STAGE_ITEMS: launches with larger blocks are refused. */
+        if (bytes >= L->stream_min_bytes) run_items<F, Staged, Row, Staging, true>(L, args, seq());
+        else if constexpr (Staging::clipped) run_items<F, Staged, Row, Staging, false>(L, args, seq());
+        else run<F>(L, args);
     }
 };
 )rt_gen";

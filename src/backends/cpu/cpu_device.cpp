@@ -98,6 +98,7 @@ public:
         info_.total_memory = capacity;
         info_.compute_units = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
         info_.host_addressable = true;
+        info_.max_block_size[0] = RT_CPU_MAX_BLOCK_X;  // a row of a staged twin fits its stage
     }
 
     const backend::DeviceInfo& info() const override { return info_; }

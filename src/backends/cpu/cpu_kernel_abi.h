@@ -11,6 +11,10 @@ extern "C" {
 /* Bumped whenever a struct below changes; a module built for another ABI is refused at load. */
 #define RT_CPU_ABI_VERSION 3
 
+/* The largest block[0] of a cpu launch (the device's max_block_size[0]): rows of a staged twin fit its
+ * stage (kernel.h, RT_STAGE_ITEMS). */
+#define RT_CPU_MAX_BLOCK_X 1024
+
 /* The first failure of a launch (rt_assert or trap). `failed` is claimed with an atomic exchange
  * (__atomic_exchange_n) by the first failing work-item; the others only return. */
 typedef struct rt_cpu_fault {
