@@ -1,0 +1,19 @@
+"""bench/bench_python.py runs and checks its kernels (each contestant's output against numpy) with whichever peers are
+installed; every kernel row has a positive figure for ours. No timing thresholds: speed is the benchmark's job."""
+import json
+import os
+import subprocess
+import sys
+
+
+def test_kernel_rows_run_and_are_checked(repo, tmp_path):
+    env = dict(os.environ, RUNTIME_CACHE_DIR=str(tmp_path))
+    r = subprocess.run([sys.executable, str(repo / "bench" / "bench_python.py"), "--quick", "--only", "kernels", "--json"],
+                       env=env, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, f"stdout:\n{r.stdout}\nstderr:\n{r.stderr}"
+    rows = json.loads(r.stdout.strip().splitlines()[-1])
+    assert set(rows) == {"seed kernel 16M f32 (ms)", "scale 16M f32 (ms)", "stencil 4096^2 f32 (ms)"}
+    for label, row in rows.items():
+        median, lo, hi = row["ours"]
+        assert 0 < lo <= median <= hi, label
+        assert "numpy" in row, f"{label}: numpy is always a contestant"
