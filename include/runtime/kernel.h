@@ -49,8 +49,10 @@
  *         the item's staged stores go: dst[j]
  * (N <= RT_MAX_STAGED, elements of at most 8 bytes). The entry runs the twin row by row over the items
  * that run and copies the stages to their destinations: with streaming stores when a launch writes more
- * than rt_cpu_launch.stream_min_bytes, plainly otherwise (or, unclipped, it runs k itself). Names starting
- * with rt_ are the runtime's in kernel sources.
+ * than rt_cpu_launch.stream_min_bytes, plainly otherwise (or, unclipped, it runs k itself). A staged store
+ * becomes visible when its row is copied, which the model allows: no item may read what another item of the
+ * same launch writes (that is a race on every backend). Names starting with rt_ are the runtime's in kernel
+ * sources.
  */
 #ifndef RUNTIME_KERNEL_H
 #define RUNTIME_KERNEL_H
