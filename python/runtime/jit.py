@@ -431,58 +431,49 @@ class _Translator(ast.NodeVisitor):
                 return None
             break
         self._x_locals = {}
-        if not self.straight(prefix):
+        reads: set = set()  # buffers loaded anywhere (the guard included)
+        stores: dict = {}  # buffer -> the x coefficient of each store's index
+        if not self.straight(prefix, reads, stores):
             return None
         if test is not None:
+            reads.update(self.loaded(test))
             guard = self.row_guard(test, skip_when)
             if guard is None:
                 return None
-        if not self.straight(rest):
+        if not self.straight(rest, reads, stores):
             return None
-        stores: dict = {}
-        read: set = set()
-        for st in prefix + rest:
-            for node in ast.walk(st):
-                if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load):
-                    read.add(node.value.id)
-            target = st.targets[0] if isinstance(st, ast.Assign) else st.target
-            if isinstance(target, ast.Subscript):
-                if isinstance(st, ast.AugAssign):
-                    read.add(target.value.id)
-                stores.setdefault(target.value.id, []).append(st)
-        # the x coefficient of each store's index, with the locals as assigned before it
-        coef_at: dict = {}
-        self._x_locals = {}
-        for st in prefix + rest:
-            target = st.targets[0] if isinstance(st, ast.Assign) else st.target
-            if isinstance(target, ast.Subscript):
-                coef_at[id(st)] = self.x_coef(target.slice)
-            else:
-                self.track(st)
         staged = [n for n, t in self.params.items()
-                  if isinstance(t, _Buf) and n not in read and len(stores.get(n, [])) == 1
-                  and coef_at[id(stores[n][0])] == 1][:_MAX_STAGED]
+                  if isinstance(t, _Buf) and n not in reads and stores.get(n) == [1]][:_MAX_STAGED]
         if not staged:
             return None
         self.staged = {name: j for j, name in enumerate(staged)}
-        self._x_locals = {}
         return prefix, guard, rest
 
-    def straight(self, stmts: list) -> bool:
-        """Assignments only (to locals or buffer elements), no atomics; tracks the locals' x coefficients."""
+    @staticmethod
+    def loaded(node: ast.AST) -> set:
+        return {n.value.id for n in ast.walk(node) if isinstance(n, ast.Subscript) and isinstance(n.ctx, ast.Load)}
+
+    def straight(self, stmts: list, reads: set, stores: dict) -> bool:
+        """Assignments only (to locals or buffer elements), no atomics. In order: tracks the locals' x coefficients,
+        adds the buffers read to `reads` and each store's index coefficient to `stores`."""
         for st in stmts:
             if not isinstance(st, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
                 return False
-            for node in ast.walk(st):
-                if isinstance(node, ast.Call) and self.resolve(node.func) in _ATOMICS:
-                    return False
-            self.track(st)
+            if any(isinstance(n, ast.Call) and self.resolve(n.func) in _ATOMICS for n in ast.walk(st)):
+                return False
+            reads.update(self.loaded(st))
+            target = st.targets[0] if isinstance(st, ast.Assign) else st.target
+            if isinstance(target, ast.Subscript):
+                if isinstance(st, ast.AugAssign):
+                    reads.add(target.value.id)
+                stores.setdefault(target.value.id, []).append(self.x_coef(target.slice))
+            else:
+                self.track(st)
         return True
 
     def track(self, st: ast.stmt) -> None:
+        """The x coefficient of the local assigned by `st` (a name target)."""
         target = st.targets[0] if isinstance(st, ast.Assign) else st.target
-        if not isinstance(target, ast.Name):
-            return
         if isinstance(st, ast.AugAssign):
             c, v = self._x_locals.get(target.id), self.x_coef(st.value)
             c = None if c is None or v is None else c + v if isinstance(st.op, ast.Add) else \

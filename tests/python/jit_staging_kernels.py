@@ -176,6 +176,13 @@ def guard_then_more(out, inp, n):
 
 
 @runtime.jit
+def guard_reads_output(out, inp):
+    i = gid()
+    if i < out[0]:
+        out[i] = inp[i]
+
+
+@runtime.jit
 def float_guard(out, inp, limit):
     i = gid()
     if i < limit:

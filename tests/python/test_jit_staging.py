@@ -85,6 +85,7 @@ def test_more_kernels_that_qualify(kernel, args, gs):
     (K.trailing_guard, lambda: (_f32(), _f32(), 4), None),                    # holds for trailing items
     (K.guard_then_more, lambda: (_f32(), _f32(), 4), None),                   # statements after the guard
     (K.float_guard, lambda: (_f32(), _f32(), 2.5), None),                     # a float bound
+    (K.guard_reads_output, lambda: (runtime.empty(16, np.int64), _f32()), None),  # the guard reads the output
 ])
 def test_kernels_that_do_not_qualify_have_no_twin(kernel, args, gs):
     src = _source(kernel, *args(), global_size=gs)
