@@ -18,16 +18,21 @@ namespace backend {
 /// Direction of a copy, after the core resolved RT_MEMCPY_DEFAULT and checked it against the registry.
 enum class CopyKind : uint8_t { host_to_host, host_to_device, device_to_host, device_to_device };
 
-/// A host function as queued by the core: the backend calls run_host_call(call) when it is due, on any
-/// thread, exactly once. The core's trampoline catches failures and stores them in `slot`.
+/// A host function as queued by the core: the backend calls run_host_call(call) when it is due, exactly
+/// once, on a runtime thread — never on a host thread inside a synchronize (the function may take locks
+/// that thread holds). The core's trampoline skips it while `slot` holds a failure, runs it in queue
+/// context, catches failures and stores them in `slot`.
 struct HostCall {
     rtHostFn_t fn;
     void* user_data;
-    AsyncErrorSlot* slot;  ///< owned by the core stream; outlives every queued operation of it
+    AsyncErrorSlot* slot;  ///< owned by the core stream; outlives every queued operation of it. Null: internal
+                           ///< (runtime bookkeeping such as notify_at_impl's default): never skipped
     uint64_t op_index;     ///< the stream's operation number, for the error message
 };
 /// Defined by the core: runs the user's function, captures a failure. Never throws.
 void run_host_call(const HostCall& call) noexcept;
+/// Defined by the core: a queue reached a position armed by notify_at_impl. Any thread; never blocks.
+void notify_timeline() noexcept;
 
 /// A kernel of a loaded module. The core validates launches against it; a Function keeps its module loaded.
 class Function {
@@ -91,6 +96,9 @@ public:
     virtual void synchronize_impl() = 0;
     /// Milliseconds from this event's completion to `end`'s; both completed and timed (checked by the core).
     virtual float elapsed_ms_impl(Event& end) = 0;
+    /// (optional) The failure the latest record carries — its stream had a failure pending when the record ran —
+    /// once it completed: the code, and the stream and operation in `message`. Defaults to RT_SUCCESS.
+    virtual rtError_t failure_impl(std::string* message) { (void)message; return RT_SUCCESS; }
 };
 
 /// A native in-order queue. Every *_impl that enqueues returns before the work is done, may be called
@@ -118,8 +126,16 @@ public:
     virtual uint64_t position_impl() = 0;
     /// True once all work up to `position` has completed. Thread-safe, never blocks.
     virtual bool reached_impl(uint64_t position) = 0;
+    /// (optional) Calls notify_timeline() once, from any thread, when all work up to `position` (a value of
+    /// position_impl) has completed — at once if it has. Defaults to an internal host call queued now, which
+    /// notifies once everything queued so far has completed (later, never earlier).
+    virtual void notify_at_impl(uint64_t position) {
+        (void)position;
+        host_call_impl(HostCall{[](void*) { notify_timeline(); }, nullptr, nullptr, 0});
+    }
     /// (optional) Where failures found by synchronize_impl/query_impl go (the core stream's slot; valid until the
-    /// queue's destructor runs). Called once, before any other call. Defaults to ignoring it (cpu reports through LaunchReport).
+    /// queue's destructor runs). Called once, before any other call. A backend that runs operations itself skips
+    /// them while the slot has a failure (AsyncErrorSlot::failed, count_skipped). Defaults to ignoring it.
     virtual void bind_error_slot_impl(AsyncErrorSlot* slot) { (void)slot; }
 };
 

@@ -78,9 +78,25 @@ RT_API rtError_t rtGetDeviceProperties(rtDeviceProp* prop, int device) {
 
 RT_API rtError_t rtDeviceSynchronize(void) {
     return capi_call("rtDeviceSynchronize", [&] {
-        auto streams = runtime().current_device().streams();
+        refuse_wait_in_queue_context("rtDeviceSynchronize");
+        Runtime& r = runtime();
+        auto streams = r.current_device().streams();
         for (auto& s : streams) s->wait_idle();
-        for (auto& s : streams) s->errors().take_and_throw();  // the first failure found is reported
+        r.timeline().run_due();
+        // Every failed stream is reported (and cleared): the code of the first, the messages of all.
+        rtError_t first = RT_SUCCESS;
+        std::string all;
+        size_t failed = 0;
+        for (auto& s : streams) {
+            std::string message;
+            rtError_t code = s->errors().take(&message);
+            if (code == RT_SUCCESS) continue;
+            if (first == RT_SUCCESS) first = code;
+            std::string origin;
+            all += format("%s[%s] %s", failed ? "; " : "", s->errors().origin().c_str(), message.c_str());
+            ++failed;
+        }
+        if (failed) throw Error(first, format("%zu stream(s) failed: %s", failed, all.c_str()));
     });
 }
 

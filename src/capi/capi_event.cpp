@@ -3,6 +3,15 @@
 
 using namespace rt;
 
+namespace {
+/// An event recorded behind a failure carries it, every time it is asked, until it is recorded again.
+void throw_if_failed(const Event& e) {
+    std::string message;
+    if (rtError_t code = e.impl().failure_impl(&message); code != RT_SUCCESS)
+        throw Error(code, "the event was recorded behind a failure that had not been reported: " + message);
+}
+}  // namespace
+
 extern "C" {
 
 RT_API rtError_t rtEventCreateWithFlags(rtEvent_t* event, unsigned int flags) {
@@ -42,15 +51,21 @@ RT_API rtError_t rtEventRecord(rtEvent_t event, rtStream_t stream) {
 
 RT_API rtError_t rtEventSynchronize(rtEvent_t event) {
     return capi_call("rtEventSynchronize", [&] {
+        refuse_wait_in_queue_context("rtEventSynchronize");
         auto e = runtime().event(event);
-        if (e->recorded()) e->impl().synchronize_impl();
+        if (!e->recorded()) return;
+        e->impl().synchronize_impl();
+        throw_if_failed(*e);
     });
 }
 
 RT_API rtError_t rtEventQuery(rtEvent_t event) {
     return capi_call("rtEventQuery", [&] {
         auto e = runtime().event(event);
-        return !e->recorded() || e->impl().query_impl() ? RT_SUCCESS : RT_ERROR_NOT_READY;
+        if (!e->recorded()) return RT_SUCCESS;
+        if (!e->impl().query_impl()) return RT_ERROR_NOT_READY;
+        throw_if_failed(*e);
+        return RT_SUCCESS;
     });
 }
 

@@ -77,6 +77,7 @@ RT_API rtError_t rtHostGetDevicePointer(void** device_ptr, void* host_ptr, unsig
 
 RT_API rtError_t rtMemcpy(void* dst, const void* src, size_t count, rtMemcpyKind kind) {
     return capi_call("rtMemcpy", [&] {
+        refuse_wait_in_queue_context("rtMemcpy");
         Stream& s = *runtime().current_device().default_stream();
         enqueue_copy(s, dst, src, count, kind_value(kind), "rtMemcpy");
         s.synchronize();
@@ -91,6 +92,7 @@ RT_API rtError_t rtMemcpyAsync(void* dst, const void* src, size_t count, rtMemcp
 
 RT_API rtError_t rtMemset(void* ptr, int value, size_t count) {
     return capi_call("rtMemset", [&] {
+        refuse_wait_in_queue_context("rtMemset");
         Stream& s = *runtime().current_device().default_stream();
         enqueue_fill(s, ptr, value, count, "rtMemset");
         s.synchronize();

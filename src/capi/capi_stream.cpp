@@ -15,7 +15,9 @@ RT_API rtError_t rtStreamCreateWithFlags(rtStream_t* stream, unsigned int flags)
         CoreDevice& d = r.current_device();
         auto s = std::make_shared<Stream>(d, d.impl().create_queue_impl(flags), false);
         d.add_stream(s);
+        Stream& created = *s;
         *stream = reinterpret_cast<rtStream_t>(r.streams.insert(std::move(s)));
+        created.errors().set_origin(format("stream %p on %s", static_cast<void*>(*stream), d.label().c_str()));
     });
 }
 
@@ -24,10 +26,13 @@ RT_API rtError_t rtStreamCreate(rtStream_t* stream) { return rtStreamCreateWithF
 RT_API rtError_t rtStreamDestroy(rtStream_t stream) {
     return capi_call("rtStreamDestroy", [&] {
         if (!stream) fail(RT_ERROR_INVALID_VALUE, "the default stream (NULL) cannot be destroyed");
-        auto s = runtime().streams.erase(reinterpret_cast<uint64_t>(stream));
+        Runtime& r = runtime();
+        auto s = r.streams.erase(reinterpret_cast<uint64_t>(stream));
         if (!s) fail(RT_ERROR_INVALID_HANDLE, "stream %p is not a live stream", static_cast<void*>(stream));
-        s->device().remove_stream(s.get());
-        s->wait_idle();  // its queue is released when the last reference (events, pending frees) goes
+        // Like cudaStreamDestroy, returns at once. The stream stays on its device's list until its queued work
+        // has completed, so frees meanwhile still see that work; then the timeline unlists it.
+        std::vector<StreamPoint> after = unfinished_point(*s);
+        r.timeline().defer(std::move(after), [s = std::move(s)] { s->device().remove_stream(s.get()); });
     });
 }
 
@@ -73,6 +78,8 @@ RT_API rtError_t rtHostFuncSetError(rtError_t error, const char* message) {
 extern "C" RT_API rtError_t rtStreamDeferRelease(rtStream_t stream, rtHostFn_t release, void* user_data) {
     return capi_call("rtStreamDeferRelease", [&] {
         if (!release) fail(RT_ERROR_INVALID_VALUE, "release is NULL (expected a function to call)");
-        runtime().timeline().defer_release(*runtime().stream(stream), release, user_data);
+        Runtime& r = runtime();
+        std::vector<StreamPoint> after = unfinished_point(*r.stream(stream));
+        r.timeline().defer(std::move(after), [release, user_data] { release(user_data); });
     });
 }

@@ -12,7 +12,8 @@ namespace {
 constexpr size_t kDefaultBlock = size_t{2} << 20;
 }
 
-DeviceMemory::~DeviceMemory() { wait_deferred(); }
+// Deferred frees are timeline actions; the runtime drained the timeline before any device goes.
+DeviceMemory::~DeviceMemory() = default;
 
 void DeviceMemory::update_peaks() {
     stats_.reserved_bytes = direct_bytes_ + (pool_ ? pool_->committed_bytes() : 0);
@@ -25,44 +26,56 @@ void DeviceMemory::ensure_pool() {
     pool_->set_reuse(reuse_);
 }
 
-std::vector<StreamPosition> DeviceMemory::unfinished_positions(Stream* except) {
-    // Memory may be used by work queued on any stream of any device (peer copies): wait for all of it.
-    std::vector<StreamPosition> out;
-    Runtime& r = runtime();
-    for (int i = 0; i < r.device_count(); ++i)
-        r.device(i).for_each_stream([&](const std::shared_ptr<Stream>& s) {
-            if (s.get() == except) return;
-            uint64_t pos = s->queue().position_impl();
-            if (!s->queue().reached_impl(pos)) out.push_back({s, pos});
-        });
-    return out;
-}
-
-void* DeviceMemory::allocate(size_t bytes, Stream* stream, bool* pooled, const char* api) {
-    std::unique_lock lock(mutex_);
+void* DeviceMemory::try_allocate(size_t bytes, Stream* stream, bool* pooled, bool* committed_new) {
     void* p = nullptr;
-    bool committed_new = false;
     *pooled = false;
-    if (!deferred_.empty()) reap_deferred();
     if (pool_) {
-        p = pool_->allocate(bytes, stream, &committed_new);
-        // Out of room: wait for frees still in flight, then give cached blocks back (the device's
-        // capacity may be what is short), and try again each time.
-        if (!p && pool_->drain_pending()) p = pool_->allocate(bytes, stream, &committed_new);
-        if (!p && pool_->trim()) p = pool_->allocate(bytes, stream, &committed_new);
+        p = pool_->allocate(bytes, stream, committed_new);
+        // Out of room: give cached blocks back (the device's capacity may be what is short), and try again.
+        if (!p && pool_->trim()) p = pool_->allocate(bytes, stream, committed_new);
         *pooled = p != nullptr;
     }
     if (!p && (!pool_ || grow_)) {
         p = device_.impl().allocate_impl(bytes);
-        if (!p && !deferred_.empty()) {  // memory freed with rtFreeAsync may still be waiting for its stream
-            wait_deferred();
-            p = device_.impl().allocate_impl(bytes);
-        }
         if (!p && pool_ && pool_->trim()) p = device_.impl().allocate_impl(bytes);
         if (p) {
-            committed_new = true;
+            *committed_new = true;
             direct_bytes_ += bytes;
         }
+    }
+    return p;
+}
+
+bool DeviceMemory::wait_for_frees() {
+    if (in_queue_context()) return false;  // the work those frees wait for may be the caller itself
+    std::vector<StreamPoint> points;
+    bool direct;
+    {
+        std::lock_guard lock(mutex_);
+        if (pool_) pool_->pending_points(&points);
+        direct = deferred_bytes_ != 0;
+    }
+    // Direct frees wait on the timeline for every stream's point: wait for every stream then.
+    if (direct) points = unfinished_points();
+    for (const StreamPoint& sp : points)
+        if (std::shared_ptr<Stream> s = sp.stream.lock(); s && !s->queue().reached_impl(sp.position)) s->wait_idle();
+    runtime().timeline().run_due();
+    return true;
+}
+
+void* DeviceMemory::allocate(size_t bytes, Stream* stream, bool* pooled, const char* api) {
+    bool committed_new = false;
+    std::unique_lock lock(mutex_);
+    void* p = try_allocate(bytes, stream, pooled, &committed_new);
+    // Out of memory while frees are in flight: wait for them without holding the lock, then try again (other
+    // threads may take what came back meanwhile: again while frees are in flight, a bounded number of times).
+    for (int attempt = 0; !p && attempt < 16 && frees_in_flight(); ++attempt) {
+        lock.unlock();
+        bool waited = wait_for_frees();
+        lock.lock();
+        if (!waited) break;
+        if (pool_) pool_->promote_pending();
+        p = try_allocate(bytes, stream, pooled, &committed_new);
     }
     if (!p) {
         ++stats_.num_ooms;
@@ -73,10 +86,12 @@ void* DeviceMemory::allocate(size_t bytes, Stream* stream, bool* pooled, const c
                                                pool_->largest_free_range(), pool_->size(),
                                                grow_ ? "" : " (the pool does not grow: RT_POOL_GROW)")
                                       : std::string();
+        bool busy = frees_in_flight() && in_queue_context();
         lock.unlock();
         fail(RT_ERROR_OUT_OF_MEMORY, "%s: out of memory on %s: requested %zu bytes; %zu bytes free of %zu; "
-             "%zu bytes reserved by the runtime%s", api, device_.label().c_str(), bytes, free_bytes, total, reserved,
-             pool_text.c_str());
+             "%zu bytes reserved by the runtime%s%s", api, device_.label().c_str(), bytes, free_bytes, total, reserved,
+             pool_text.c_str(), busy ? " (frees still waiting for queued work were not waited for: called from a "
+             "host function)" : "");
     }
     ++stats_.num_allocs;
     ++stats_.num_live_allocations;
@@ -87,59 +102,35 @@ void* DeviceMemory::allocate(size_t bytes, Stream* stream, bool* pooled, const c
     return p;
 }
 
-std::vector<StreamPosition> DeviceMemory::position_of(Stream* stream) {
-    std::vector<StreamPosition> out;
-    uint64_t pos = stream->queue().position_impl();
-    if (!stream->queue().reached_impl(pos))
-        stream->device().for_each_stream([&](const std::shared_ptr<Stream>& s) {
-            if (s.get() == stream) out.push_back({s, pos});
-        });
-    return out;
-}
-
-void DeviceMemory::reap_deferred() {
-    for (size_t i = 0; i < deferred_.size();) {
-        bool done = true;
-        for (const StreamPosition& w : deferred_[i].wait_for) done = done && w.stream->queue().reached_impl(w.position);
-        if (!done) {
-            ++i;
-            continue;
-        }
-        device_.impl().free_impl(deferred_[i].ptr, deferred_[i].bytes);
-        direct_bytes_ -= deferred_[i].bytes;
-        deferred_[i] = std::move(deferred_.back());
-        deferred_.pop_back();
-    }
-}
-
-void DeviceMemory::wait_deferred() {
-    for (DeferredFree& d : deferred_)
-        for (StreamPosition& w : d.wait_for) w.stream->wait_idle();
-    reap_deferred();
-}
-
 void DeviceMemory::release(void* p, size_t bytes, bool pooled, Stream* stream) {
-    std::vector<StreamPosition> wait_for;
-    if (!pooled && !stream) {
-        // rtFree of direct memory returns it to the system before returning (CUDA's cudaFree semantics):
-        // only once no queued work can touch it.
-        runtime().wait_all_idle();
-    } else {
-        // rtFreeAsync: later work on `stream` is ordered after the free, other streams wait for it to pass
-        // this point. rtFree of pooled memory: every stream must pass what it has queued so far.
-        wait_for = stream ? position_of(stream) : unfinished_positions(nullptr);
+    // rtFreeAsync: later work on `stream` is ordered after the free, other streams wait for it to pass this
+    // point. rtFree: every stream must pass what it has queued so far (peer copies may use any memory).
+    std::vector<StreamPoint> after = stream ? unfinished_point(*stream) : unfinished_points();
+    bool deferred = false;
+    {
+        std::lock_guard lock(mutex_);
+        if (pooled) {
+            pool_->release(p, bytes, stream, std::move(after));
+        } else if (after.empty()) {
+            device_.impl().free_impl(p, bytes);
+            direct_bytes_ -= bytes;
+        } else {
+            deferred_bytes_ += bytes;
+            deferred = true;
+        }
+        ++stats_.num_frees;
+        --stats_.num_live_allocations;
+        stats_.allocated_bytes -= bytes;
+        update_peaks();
     }
-    std::lock_guard lock(mutex_);
-    if (pooled) {
-        pool_->release(p, bytes, stream, std::move(wait_for));
-    } else {
-        deferred_.push_back({p, bytes, std::move(wait_for)});
-        reap_deferred();  // frees at once when nothing is pending
-    }
-    ++stats_.num_frees;
-    --stats_.num_live_allocations;
-    stats_.allocated_bytes -= bytes;
-    update_peaks();
+    if (deferred)
+        runtime().timeline().defer(std::move(after), [this, p, bytes] {
+            std::lock_guard lock(mutex_);
+            device_.impl().free_impl(p, bytes);
+            direct_bytes_ -= bytes;
+            deferred_bytes_ -= bytes;
+            update_peaks();
+        });
 }
 
 void DeviceMemory::enable_pool(size_t pool_size, size_t block_size, unsigned flags) {
@@ -149,9 +140,13 @@ void DeviceMemory::enable_pool(size_t pool_size, size_t block_size, unsigned fla
         fail(RT_ERROR_INVALID_VALUE, "block_size %zu is not a power of two of at least 4096 bytes", block_size);
     if (pool_size && block_size > pool_size)
         fail(RT_ERROR_INVALID_VALUE, "block_size %zu is larger than pool_size %zu", block_size, pool_size);
+    wait_for_frees();  // a pool about to be replaced may have frees in flight
     std::lock_guard lock(mutex_);
     if (pool_) {
-        pool_->drain_pending();
+        pool_->promote_pending();
+        if (pool_->has_pending())
+            fail(RT_ERROR_INVALID_VALUE, "the current pool still has frees waiting for queued work (called from a "
+                 "host function, or work was queued meanwhile): synchronize first");
         if (pool_->live_ranges())
             fail(RT_ERROR_INVALID_VALUE, "the current pool still holds %zu live allocation(s): free them first",
                  pool_->live_ranges());
@@ -177,10 +172,10 @@ void DeviceMemory::set_reuse(bool on) {
 }
 
 void DeviceMemory::empty_cache() {
+    wait_for_frees();  // in queue context it does not wait: what is still in flight stays
     std::lock_guard lock(mutex_);
-    wait_deferred();
     if (pool_) {
-        pool_->drain_pending();
+        pool_->promote_pending();
         pool_->trim();
     }
     update_peaks();
@@ -193,8 +188,8 @@ void DeviceMemory::count_elided_copy(size_t bytes) {
 }
 
 rtMemStats DeviceMemory::stats() {
+    runtime().timeline().run_due();  // frees whose work completed count as done, whichever thread gets there first
     std::lock_guard lock(mutex_);
-    reap_deferred();
     update_peaks();
     rtMemStats s = stats_;
     s.largest_free_block = pool_ ? pool_->largest_free_range() : 0;

@@ -7,6 +7,8 @@
 #include <mutex>
 #include <vector>
 
+#include "core/timeline.hpp"
+
 #include "core/memory_pool.hpp"
 #include "core/spin_lock.hpp"
 #include "runtime/runtime.h"
@@ -25,8 +27,9 @@ public:
     /// Device memory for `bytes` (> 0). `stream`: stream-ordered (rtMallocAsync) or null. `*pooled` tells
     /// which allocator served it (pass it back to release). Throws OUT_OF_MEMORY with the figures.
     void* allocate(size_t bytes, Stream* stream, bool* pooled, const char* api);
-    /// Frees memory from allocate(). `stream` (rtFreeAsync): reusable by it at once, by others once it has
-    /// passed this point. Null (rtFree): reusable once every stream has run what was queued before.
+    /// Frees memory from allocate(); never waits. `stream` (rtFreeAsync): reusable by it at once, by others once
+    /// it has passed this point. Null (rtFree): reusable — or, direct memory, returned to the system by the
+    /// timeline — once every stream has run what was queued before.
     void release(void* p, size_t bytes, bool pooled, Stream* stream);
 
     void enable_pool(size_t pool_size, size_t block_size, unsigned flags);
@@ -41,21 +44,13 @@ public:
 private:
     void update_peaks();  // mutex_ held
     void ensure_pool();   // mutex_ held
-    std::vector<StreamPosition> unfinished_positions(Stream* except);
-    /// `stream`'s current position, if it has unfinished work.
-    static std::vector<StreamPosition> position_of(Stream* stream);
-    /// Returns deferred direct frees whose streams have passed them to the system (mutex_ held).
-    void reap_deferred();
-    /// Waits for every deferred direct free, then reaps (mutex_ held).
-    void wait_deferred();
-
-    /// Direct memory freed with rtFreeAsync while its stream still had work queued.
-    struct DeferredFree {
-        void* ptr;
-        size_t bytes;
-        std::vector<StreamPosition> wait_for;
-    };
-    std::vector<DeferredFree> deferred_;
+    /// One attempt: the pool (reusing what is due, then trimming), then the device (mutex_ held).
+    void* try_allocate(size_t bytes, Stream* stream, bool* pooled, bool* committed_new);
+    /// Whether frees are still waiting for queued work (the pool's pending frees, direct frees on the timeline).
+    bool frees_in_flight() const { return deferred_bytes_ != 0 || (pool_ && pool_->has_pending()); }
+    /// Waits — outside mutex_, never in queue context — until the frees in flight now are done. False if it
+    /// may not wait.
+    bool wait_for_frees();
 
     CoreDevice& device_;
     ParkingLock mutex_;  // every malloc/free takes it: two atomic operations when uncontended
@@ -63,7 +58,8 @@ private:
     bool grow_ = false;
     bool reuse_ = false;
     std::atomic<bool> zero_copy_{false};
-    size_t direct_bytes_ = 0;  // held by direct (non-pool) allocations
+    size_t direct_bytes_ = 0;    // held by direct (non-pool) allocations, deferred frees included
+    size_t deferred_bytes_ = 0;  // freed direct memory the timeline has not returned yet
     rtMemStats stats_{};
 };
 

@@ -45,27 +45,52 @@ void AsyncErrorSlot::set(rtError_t code, std::string message) {
     if (code_ == RT_SUCCESS) {
         code_ = code;
         message_ = std::move(message);
+        failed_.store(true, std::memory_order_release);
     } else {
         ++more_;
     }
 }
 
-void AsyncErrorSlot::take_and_throw() {
-    std::unique_lock lock(mutex_);
-    if (code_ == RT_SUCCESS) return;
-    rtError_t code = code_;
-    std::string message = std::move(message_);
-    if (more_) message += format(" (and %zu later failure(s) on the same stream)", more_);
-    code_ = RT_SUCCESS;
-    message_.clear();
-    more_ = 0;
-    lock.unlock();
-    throw Error(code, std::move(message));
+void AsyncErrorSlot::count_skipped() {
+    std::lock_guard lock(mutex_);
+    ++skipped_;
 }
 
-bool AsyncErrorSlot::pending() const {
+void AsyncErrorSlot::set_origin(std::string origin) {
     std::lock_guard lock(mutex_);
-    return code_ != RT_SUCCESS;
+    origin_ = std::move(origin);
+}
+
+std::string AsyncErrorSlot::origin() const {
+    std::lock_guard lock(mutex_);
+    return origin_;
+}
+
+rtError_t AsyncErrorSlot::peek(std::string* message) const {
+    std::lock_guard lock(mutex_);
+    if (code_ != RT_SUCCESS) *message = (origin_.empty() ? std::string("a stream") : origin_) + ": " + message_;
+    return code_;
+}
+
+rtError_t AsyncErrorSlot::take(std::string* message) {
+    std::lock_guard lock(mutex_);
+    if (code_ == RT_SUCCESS) return RT_SUCCESS;
+    rtError_t code = code_;
+    *message = std::move(message_);
+    if (more_) *message += format(" (and %zu later failure(s) on the same stream)", more_);
+    if (skipped_) *message += format("; %zu operation(s) queued after it were skipped", skipped_);
+    code_ = RT_SUCCESS;
+    message_.clear();
+    more_ = skipped_ = 0;
+    failed_.store(false, std::memory_order_release);
+    return code;
+}
+
+void AsyncErrorSlot::take_and_throw() {
+    if (!failed()) return;
+    std::string message;
+    rtError_t code = take(&message);
+    if (code != RT_SUCCESS) throw Error(code, std::move(message));
 }
 
 }  // namespace rt

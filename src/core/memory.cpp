@@ -96,8 +96,10 @@ void free_pinned_host(void* ptr) {
     Runtime& r = runtime();
     std::optional<Allocation> a = r.registry.erase(reinterpret_cast<uintptr_t>(ptr), MemoryKind::pinned_host);
     if (!a) refuse_release("rtFreeHost", ptr, "a pointer returned by rtMallocHost");
-    r.wait_all_idle();  // queued copies may still read or write it
-    a->device->impl().free_host_impl(ptr, a->size);
+    // Queued copies may still read or write it: the timeline returns it once they have run.
+    CoreDevice* device = a->device;
+    size_t size = a->size;
+    r.timeline().defer(unfinished_points(), [device, ptr, size] { device->impl().free_host_impl(ptr, size); });
 }
 
 void register_host(CoreDevice& device, void* ptr, size_t bytes) {
@@ -114,9 +116,12 @@ void register_host(CoreDevice& device, void* ptr, size_t bytes) {
 void unregister_host(void* ptr) {
     Runtime& r = runtime();
     if (!ptr) fail(RT_ERROR_INVALID_VALUE, "ptr is NULL (expected a pointer given to rtHostRegister)");
+    // The memory is the caller's again when this returns (it may free it): queued copies must be done. That
+    // is a wait, which a host function may not do — refused before anything changes.
+    refuse_wait_in_queue_context("rtHostUnregister");
     if (!r.registry.erase(reinterpret_cast<uintptr_t>(ptr), MemoryKind::registered_host))
         refuse_release("rtHostUnregister", ptr, "a pointer given to rtHostRegister");
-    r.wait_all_idle();  // queued copies may still use it
+    r.wait_all_idle();
 }
 
 void* mapped_device_pointer(void* host_ptr) {

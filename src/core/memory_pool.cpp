@@ -147,11 +147,7 @@ void MemoryPool::unuse_range(size_t offset, size_t length) {
     }
 }
 
-bool MemoryPool::reached(const Pending& p) {
-    for (const StreamPosition& w : p.wait_for)
-        if (!w.stream->queue().reached_impl(w.position)) return false;
-    return true;
-}
+bool MemoryPool::reached(const Pending& p) { return all_reached(p.wait_for); }
 
 void MemoryPool::promote_ready() {
     for (size_t i = 0; i < pending_.size();) {
@@ -214,7 +210,7 @@ void* MemoryPool::allocate(size_t bytes, const Stream* stream, bool* committed_n
     return base_ + offset;
 }
 
-void MemoryPool::release(void* p, size_t bytes, const Stream* owner, std::vector<StreamPosition> wait_for) {
+void MemoryPool::release(void* p, size_t bytes, const Stream* owner, std::vector<StreamPoint> wait_for) {
     size_t n = (bytes + kAlignment - 1) / kAlignment * kAlignment;
     size_t offset = static_cast<size_t>(static_cast<char*>(p) - base_);
     --live_;
@@ -235,12 +231,15 @@ void MemoryPool::release(void* p, size_t bytes, const Stream* owner, std::vector
     }
 }
 
-bool MemoryPool::drain_pending() {
-    if (pending_.empty()) return false;
-    for (Pending& p : pending_)
-        for (StreamPosition& w : p.wait_for) w.stream->wait_idle();
-    promote_ready();
-    return true;
+bool MemoryPool::promote_pending() {
+    size_t before = pending_.size();
+    if (before) promote_ready();
+    return pending_.size() < before;
+}
+
+void MemoryPool::pending_points(std::vector<StreamPoint>* out) const {
+    for (const Pending& p : pending_)
+        for (const StreamPoint& w : p.wait_for) out->push_back(w);
 }
 
 size_t MemoryPool::trim() {

@@ -10,16 +10,10 @@
 #include <vector>
 
 #include "backends/backend.hpp"
+#include "core/timeline.hpp"
 
 namespace rt {
 
-class Stream;
-
-/// "Stream s has run everything queued up to `position`": a freed range waits for these before reuse.
-struct StreamPosition {
-    std::shared_ptr<Stream> stream;
-    uint64_t position;
-};
 
 /// A zero-initialised array whose pages become resident only when written (anonymous mmap), so the
 /// pool's per-block bookkeeping does not make a huge, mostly unused reservation resident.
@@ -60,9 +54,12 @@ public:
     void* allocate(size_t bytes, const Stream* stream, bool* committed_new);
     /// Returns a range. It becomes reusable by `owner` at once (may be null) and by everyone once every
     /// position in `wait_for` is reached.
-    void release(void* p, size_t bytes, const Stream* owner, std::vector<StreamPosition> wait_for);
-    /// Blocks until every pending free is reusable. Returns true if there were any.
-    bool drain_pending();
+    void release(void* p, size_t bytes, const Stream* owner, std::vector<StreamPoint> wait_for);
+    /// Makes the pending frees whose points are reached reusable; true if any were. Never waits.
+    bool promote_pending();
+    /// Appends the points the pending frees wait for (the caller waits for them outside its lock).
+    void pending_points(std::vector<StreamPoint>* out) const;
+    bool has_pending() const { return !pending_.empty(); }
     /// Decommits every committed block that holds no allocation; returns the bytes decommitted.
     size_t trim();
     /// With reuse off, a block is decommitted as soon as it holds no allocation.
@@ -79,7 +76,7 @@ private:
     struct Pending {
         size_t offset, length;
         const Stream* owner;
-        std::vector<StreamPosition> wait_for;
+        std::vector<StreamPoint> wait_for;
     };
     static bool reached(const Pending& p);
     void promote_ready();

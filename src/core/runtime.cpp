@@ -108,6 +108,7 @@ CoreDevice::CoreDevice(int index, std::unique_ptr<backend::Device> impl)
     : index_(index), impl_(std::move(impl)) {
     label_ = impl_->info().backend + ":" + std::to_string(impl_->info().backend_ordinal);
     default_stream_ = std::make_shared<Stream>(*this, impl_->create_queue_impl(RT_STREAM_DEFAULT), true);
+    default_stream_->errors().set_origin("the default stream of " + label_);
     streams_.push_back(default_stream_);
     memory_ = std::make_unique<DeviceMemory>(*this);
 }
@@ -136,7 +137,7 @@ void CoreDevice::remove_stream(const Stream* stream) {
 
 // Device order: the cpu devices, then the cuda devices — unless options.backend names a backend that has
 // devices, which then come first (so device 0, every thread's initial device, is that backend's first).
-Runtime::Runtime(const backend::Options& options) : options_(options) {
+Runtime::Runtime(const backend::Options& options) : options_(options), timeline_(std::make_unique<Timeline>()) {
     backends_.push_back(backend::make_cpu_backend(options_));
 #ifdef RUNTIME_HAVE_CUDA
     backends_.push_back(backend::make_cuda_backend(options_));
@@ -154,8 +155,18 @@ void Runtime::wait_all_idle() const {
         for (auto& s : d->streams()) s->wait_idle();
 }
 
-Runtime::~Runtime() {
+void Runtime::shutdown() {
+    refuse_wait_in_queue_context("rtFinalize");
+    // Actions may queue work or defer more (a release dropping the last reference to memory): until quiet.
+    do {
+        wait_all_idle();
+        timeline_->drain();
+    } while (!timeline_->idle());
     wait_all_idle();
+}
+
+Runtime::~Runtime() {
+    timeline_.reset();  // joins its thread; nothing is pending after shutdown()
     // Streams, events and memory belong to backend devices: release them before the devices go.
     events.clear();
     streams.clear();
@@ -275,7 +286,10 @@ void init(const char* options) {
 
 void finalize() {
     std::lock_guard lock(g_init_mutex);
-    Runtime* r = g_runtime.exchange(nullptr, std::memory_order_acq_rel);
+    Runtime* r = g_runtime.load(std::memory_order_acquire);
+    if (!r) return;
+    r->shutdown();
+    g_runtime.store(nullptr, std::memory_order_release);
     delete r;
     t_current_device = 0;
 }

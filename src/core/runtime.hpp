@@ -13,13 +13,20 @@
 #include "core/memory_registry.hpp"
 #include "core/module.hpp"
 #include "core/stream.hpp"
+#include "core/timeline.hpp"
 
 namespace rt {
 
 class Runtime {
 public:
     explicit Runtime(const backend::Options& options);
-    ~Runtime();  ///< waits for all work, then releases everything
+    ~Runtime();  ///< releases everything; shutdown() ran first
+
+    /// Waits for all work and runs every deferred action; the runtime is still published (actions may call the
+    /// API). Refused in queue context.
+    void shutdown();
+    /// "When these streams get here": deferred frees, stream teardown, releases (rtStreamDeferRelease).
+    Timeline& timeline() { return *timeline_; }
 
     const backend::Options& options() const { return options_; }
     int device_count() const { return static_cast<int>(devices_.size()); }
@@ -55,6 +62,7 @@ private:
     backend::Options options_;
     std::vector<std::unique_ptr<backend::Backend>> backends_;
     std::vector<std::unique_ptr<CoreDevice>> devices_;
+    std::unique_ptr<Timeline> timeline_;  // released before the devices its actions refer to
 };
 
 namespace detail {

@@ -1,16 +1,26 @@
 // Core stream semantics: synchronize/query report asynchronous failures; host functions run through a trampoline.
 #include "core/stream.hpp"
 
+#include "core/runtime.hpp"
+#include "core/timeline.hpp"
+
 namespace rt {
 
 void Stream::synchronize() {
+    refuse_wait_in_queue_context("rtStreamSynchronize");
     queue_->synchronize_impl();
+    runtime().timeline().run_due();  // what waited for this work is done when synchronize returns
     errors_.take_and_throw();
 }
 
 bool Stream::query() {
     errors_.take_and_throw();
     return queue_->query_impl();
+}
+
+void Stream::wait_idle() {
+    refuse_wait_in_queue_context("a call that waits for queued work");
+    queue_->synchronize_impl();
 }
 
 namespace {
@@ -32,7 +42,20 @@ bool set_host_call_error(rtError_t code, const char* message) {
 }
 
 namespace backend {
+void notify_timeline() noexcept {
+    if (Runtime* r = detail::g_runtime.load(std::memory_order_acquire)) r->timeline().wake();
+}
+
 void run_host_call(const HostCall& call) noexcept {
+    if (!call.slot) {  // internal bookkeeping: never skipped, cannot fail
+        call.fn(call.user_data);
+        return;
+    }
+    if (call.slot->failed()) {  // work queued behind a pending failure does not run
+        call.slot->count_skipped();
+        return;
+    }
+    QueueContext context;
     HostCallFailure failure;
     HostCallFailure* outer = t_host_call;  // host functions do not nest, but stay correct if a backend does
     t_host_call = &failure;

@@ -29,8 +29,9 @@ public:
     void synchronize();
     /// True if idle; reports a pending asynchronous failure first.
     bool query();
-    /// Waits for the queued work without reporting failures (for frees and teardown).
-    void wait_idle() { queue_->synchronize_impl(); }
+    /// Waits for the queued work without reporting failures (teardown, memory pressure). Refused
+    /// (NOT_PERMITTED) in queue context.
+    void wait_idle();
 
 private:
     CoreDevice& device_;

@@ -181,21 +181,32 @@ TEST_P(Memory, MemGetInfoNullArgumentsAreInvalidValue) {
     EXPECT_RT_ERROR(RT_ERROR_INVALID_VALUE, rtMemGetInfo(&x, nullptr));
 }
 
-TEST_P(Memory, FreeWaitsForQueuedWorkUsingTheMemory) {
-    // rtFree waits for the device's queued work: an async copy into the buffer must finish first.
+TEST_P(Memory, FreeOfMemoryInUseIsDeferredUntilTheWorkCompletes) {
+    // rtFree returns at once; queued work using the buffer still sees valid memory, and the memory goes back to
+    // the system (reserved bytes drop) once that work has run.
     const size_t n = 1 << 20;
     void* d = nullptr;
     ASSERT_RT_OK(rtMalloc(&d, n));
     auto src = rt_test::pattern(n, 3);
+    std::vector<unsigned char> out(n, 0);
     rt_test::StreamGuard s;
     ASSERT_RT_OK(s.status());
-    int delay = 20;
-    std::atomic<bool> done{false};
-    ASSERT_RT_OK(rtLaunchHostFunc(s, rt_test::sleep_ms, &delay));
+    rt_test::Gate gate;
+    ASSERT_RT_OK(gate.launch(s));
     ASSERT_RT_OK(rtMemcpyAsync(d, src.data(), n, RT_MEMCPY_HOST_TO_DEVICE, s));
-    ASSERT_RT_OK(rtLaunchHostFunc(s, rt_test::set_flag, &done));
-    ASSERT_RT_OK(rtFree(d));
-    EXPECT_TRUE(done.load()) << "rtFree returned while queued work on the device was still pending";
+    ASSERT_RT_OK(rtMemcpyAsync(out.data(), d, n, RT_MEMCPY_DEVICE_TO_HOST, s));
+    rtMemStats before{}, during{}, after{};
+    ASSERT_RT_OK(rtMemGetStats(&before));
+    ASSERT_RT_OK(rtFree(d));  // the stream is blocked: this must not wait for it
+    ASSERT_RT_OK(rtMemGetStats(&during));
+    EXPECT_EQ(during.allocated_bytes + n, before.allocated_bytes);
+    EXPECT_EQ(during.reserved_bytes, before.reserved_bytes) << "returned while queued work still uses it";
+    EXPECT_RT_ERROR(RT_ERROR_INVALID_VALUE, rtFree(d));  // already freed, as far as the caller is concerned
+    gate.open();
+    ASSERT_RT_OK(rtStreamSynchronize(s));
+    EXPECT_EQ(rt_test::first_mismatch(out.data(), src.data(), n), -1);
+    ASSERT_RT_OK(rtMemGetStats(&after));
+    EXPECT_EQ(after.reserved_bytes + n, before.reserved_bytes);
 }
 
 TEST_P(Memory, AllocationFromAnotherDeviceCanBeFreedHere) {

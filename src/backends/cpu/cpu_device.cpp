@@ -182,6 +182,8 @@ private:
         bool query_impl() override { return q_->query_impl(); }
         uint64_t position_impl() override { return q_->position_impl(); }
         bool reached_impl(uint64_t position) override { return q_->reached_impl(position); }
+        void notify_at_impl(uint64_t position) override { q_->notify_at_impl(position); }
+        void bind_error_slot_impl(AsyncErrorSlot* slot) override { q_->bind_error_slot_impl(slot); }
 
     private:
         std::shared_ptr<CpuQueue> q_;

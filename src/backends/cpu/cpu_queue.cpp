@@ -25,19 +25,26 @@ CpuEvent::CpuEvent(bool timing, bool blocking_sync) : state_(std::make_shared<Ev
     state_->blocking_sync = blocking_sync;
 }
 
-std::pair<std::shared_ptr<CpuQueue>, uint64_t> EventState::target() {
+std::shared_ptr<RecordState> EventState::latest() {
     std::lock_guard lock(mutex);
-    return {queue, seq};
+    return record;
 }
 
 bool CpuEvent::query_impl() {
-    auto [q, seq] = state_->target();
-    return !q || q->completed() >= seq;
+    std::shared_ptr<RecordState> r = state_->latest();
+    return !r || !r->queue || r->queue->completed() >= r->seq;
 }
 
 void CpuEvent::synchronize_impl() {
-    auto [q, seq] = state_->target();
-    if (q) q->wait_until(seq, state_->blocking_sync);
+    std::shared_ptr<RecordState> r = state_->latest();
+    if (r && r->queue) r->queue->wait_until(r->seq, state_->blocking_sync);
+}
+
+rtError_t CpuEvent::failure_impl(std::string* message) {
+    std::shared_ptr<RecordState> r = state_->latest();
+    if (!r || r->code == RT_SUCCESS) return RT_SUCCESS;  // read after completion: the record task wrote it before
+    *message = r->message;
+    return r->code;
 }
 
 float CpuEvent::elapsed_ms_impl(backend::Event& end) {
@@ -135,29 +142,53 @@ void CpuQueue::record_impl(backend::Event& event) {
     {
         std::lock_guard lock(mutex_);
         if (completed_.load(std::memory_order_acquire) == submitted_.load(std::memory_order_relaxed)) {
-            // Nothing pending: the event is complete at once (LLVM offload's olCreateEvent does the same).
-            ev->queue.reset();
-            ev->seq = 0;
+            // Nothing pending: the event is complete at once (LLVM offload's olCreateEvent does the same), and
+            // carries the failure the stream has not reported yet, if any.
+            ev->record.reset();
             ev->time_ns = now_ns();
+            if (slot_ && slot_->failed()) {
+                auto r = std::make_shared<RecordState>();
+                r->code = slot_->peek(&r->message);
+                ev->record = std::move(r);
+            }
             return;
         }
     }
+    auto r = std::make_shared<RecordState>();
+    r->queue = shared_from_this();
     Task t;
     t.type = Task::Type::record;
+    t.record = {generation, r.get()};
     t.ref = ev;
-    t.event_generation = generation;
-    ev->queue = shared_from_this();
-    ev->seq = push(std::move(t));
+    ev->record = r;
+    r->seq = push(std::move(t));  // the task reads r->seq only for nothing; waits read it under ev->mutex
 }
 
 void CpuQueue::wait_impl(backend::Event& event) {
-    auto [q, seq] = static_cast<CpuEvent&>(event).state()->target();
-    if (!q || q->completed() >= seq || q.get() == this) return;  // already complete, or implied by stream order
+    std::shared_ptr<RecordState> r = static_cast<CpuEvent&>(event).state()->latest();
+    if (!r) return;  // complete on a healthy queue
+    if (!r->queue || r->queue->completed() >= r->seq) {
+        // Complete already: a failure it carries fails this stream now, in stream order.
+        if (r->code == RT_SUCCESS || !slot_) return;
+    } else if (r->queue.get() == this) {
+        return;  // implied by stream order (and this stream's own failure skips what follows)
+    }
     Task t;
     t.type = Task::Type::wait;
-    t.ref = std::move(q);
-    t.dep_seq = seq;
+    t.dep_seq = r->queue ? r->seq : 0;
+    t.ref = std::move(r);
     push(std::move(t));
+}
+
+void CpuQueue::notify_at_impl(uint64_t position) {
+    uint64_t armed = notify_at_.load();
+    while (position < armed && !notify_at_.compare_exchange_weak(armed, position)) {
+    }
+    if (completed_.load() >= position) fire_notify();  // seq_cst with complete(): one of us fires
+}
+
+void CpuQueue::fire_notify() {
+    if (notify_at_.exchange(UINT64_MAX) != UINT64_MAX) backend::notify_timeline();
 }
 
 bool CpuQueue::query_impl() { return completed_.load(std::memory_order_acquire) >= submitted_.load(std::memory_order_acquire); }
@@ -175,24 +206,29 @@ void CpuQueue::run_scheduled() {
         std::lock_guard lock(mutex_);
         if (state_ != State::scheduled) return;  // a host thread took it meanwhile (stale ready entry)
         state_ = State::running;
+        executor_only_ = false;
     }
-    run(UINT64_MAX, kExecutorBudget);
+    run(UINT64_MAX, kExecutorBudget, false);
 }
 
-void CpuQueue::run(uint64_t limit, size_t budget) {
+void CpuQueue::run(uint64_t limit, size_t budget, bool host) {
     // Tasks are taken in batches: one lock round trip per batch instead of per task, so a producer
     // enqueueing thousands of small launches does not fight the consumer for the lock on every one.
-    // On the stack, not thread_local: a host function that (wrongly) synchronizes re-enters run().
     constexpr size_t kBatch = 16;
     Task batch[kBatch];
     size_t count = 0, taken = 0;
     for (;;) {
         {
             std::unique_lock lock(mutex_);
+            bool hand_off = false;
             while (count < kBatch && head_ != tail_) {
                 Task& front = ring_[head_ & (ring_.size() - 1)];
                 if (front.seq > limit || taken >= budget) break;
-                if (front.type == Task::Type::wait && front.dep()->completed() < front.dep_seq) {
+                if (host && front.type == Task::Type::host_call) {
+                    hand_off = count == 0;  // run what precedes it first
+                    break;
+                }
+                if (front.type == Task::Type::wait && front.dep() && front.dep()->completed() < front.dep_seq) {
                     if (count) break;  // run what precedes it first; the dependency may finish meanwhile
                     if (front.dep()->add_waiter(shared_from_this(), front.dep_seq)) {
                         state_ = State::blocked;  // the dependency's completion reschedules us
@@ -208,7 +244,10 @@ void CpuQueue::run(uint64_t limit, size_t budget) {
                     state_ = State::idle;
                     return;
                 }
-                state_ = State::scheduled;  // more to do past this thread's limit/budget: an executor continues
+                // More to do past this thread's limit/budget, or a host function a host thread may not run:
+                // an executor continues.
+                state_ = State::scheduled;
+                executor_only_ = hand_off;
                 lock.unlock();
                 executor_.schedule(shared_from_this());
                 return;
@@ -223,6 +262,13 @@ void CpuQueue::run(uint64_t limit, size_t budget) {
 }
 
 void CpuQueue::execute(Task& t) {
+    // Work queued behind a failure that has not been reported yet is skipped (records and waits still run:
+    // they carry the failure on). One acquire load per task.
+    if (slot_ && slot_->failed() && t.type != Task::Type::record && t.type != Task::Type::wait) {
+        slot_->count_skipped();
+        t.ref.reset();
+        return;
+    }
     switch (t.type) {
         case Task::Type::copy: {
             auto* d = static_cast<char*>(t.memory.dst);
@@ -264,11 +310,18 @@ void CpuQueue::execute(Task& t) {
         case Task::Type::record: {
             EventState* ev = t.event();
             std::lock_guard lock(ev->mutex);
-            if (ev->generation == t.event_generation) ev->time_ns = now_ns();
+            if (slot_ && slot_->failed()) t.record.state->code = slot_->peek(&t.record.state->message);
+            if (ev->generation == t.record.generation) ev->time_ns = now_ns();
             break;
         }
-        case Task::Type::wait:
-            break;  // its dependency completed before it was taken
+        case Task::Type::wait: {
+            // Its dependency completed before it was taken. A failed producer fails its consumer.
+            const RecordState& r = *t.dep_record();
+            if (r.code != RT_SUCCESS && slot_ && !slot_->failed())
+                slot_->set(r.code, "dependency failed: this stream waited for an event recorded behind a failure "
+                           "on " + r.message);
+            break;
+        }
         case Task::Type::launch: {
             const CpuFunction& function = *t.launch.function;
             const std::vector<size_t>& sizes = function.arg_sizes();
@@ -286,6 +339,7 @@ void CpuQueue::execute(Task& t) {
 
 void CpuQueue::complete(uint64_t seq) {
     completed_.store(seq);
+    if (seq >= notify_at_.load()) fire_notify();
     if (waiter_count_.load() > 0) {
         std::vector<std::shared_ptr<CpuQueue>> ready;
         {
@@ -336,17 +390,17 @@ void CpuQueue::wait_until(uint64_t target, bool park_at_once) {
         uint64_t dep_seq = 0;
         {
             std::lock_guard lock(mutex_);
-            if ((state_ == State::idle || state_ == State::scheduled) && head_ != tail_) {
+            if ((state_ == State::idle || (state_ == State::scheduled && !executor_only_)) && head_ != tail_) {
                 state_ = State::running;  // the caller runs the work: no hand-off for small operations
                 own = true;
             } else if (state_ == State::blocked) {
                 const Task& front = ring_[head_ & (ring_.size() - 1)];
-                dep = std::static_pointer_cast<CpuQueue>(front.ref);
+                dep = front.dep_record()->queue;  // null: a wait on a complete record, about to run
                 dep_seq = front.dep_seq;
             }
         }
         if (own) {
-            run(target, SIZE_MAX);
+            run(target, SIZE_MAX, true);
             continue;
         }
         if (dep) {
@@ -369,7 +423,8 @@ void CpuQueue::wait_until(uint64_t target, bool park_at_once) {
             bool state_changed;
             {
                 std::lock_guard lock(mutex_);
-                state_changed = state_ != State::running;
+                // Running, or left to an executor for a host function: its completions will signal.
+                state_changed = state_ != State::running && !(state_ == State::scheduled && executor_only_);
             }
             if (!state_changed) signal_.wait(seen);
         }

@@ -5,28 +5,38 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "backends/backend.hpp"
 #include "backends/cpu/cpu_executor.hpp"
 #include "backends/cpu/cpu_kernel.hpp"
+#include "core/error.hpp"
 #include "core/spin_lock.hpp"
 
 namespace rt::cpu {
 
 class CpuQueue;
 
-/// The shared state of a cpu event: which queue position its latest record waits for, and when it completed.
+/// One record of an event: the queue position it waits for, and the failure it carries (written by the record
+/// task before it completes, so readers that saw the position complete see it). Shared by the event and by
+/// the waits queued on other streams, which keep their record even if the event is recorded again.
+struct RecordState {
+    std::shared_ptr<CpuQueue> queue;  ///< null: complete when recorded
+    uint64_t seq = 0;
+    rtError_t code = RT_SUCCESS;
+    std::string message;  ///< the failed stream and operation
+};
+
+/// The shared state of a cpu event: its latest record, and when it completed.
 struct EventState {
     std::mutex mutex;
-    std::shared_ptr<CpuQueue> queue;  ///< null: never recorded, or recorded on an idle queue (complete)
-    uint64_t seq = 0;
-    uint64_t generation = 0;          ///< bumped by each record; a stale record task does not stamp
-    int64_t time_ns = 0;              ///< completion time of the latest record
+    std::shared_ptr<RecordState> record;  ///< null: never recorded, or recorded complete on a healthy queue
+    uint64_t generation = 0;              ///< bumped by each record; a stale record task does not stamp
+    int64_t time_ns = 0;                  ///< completion time of the latest record
     bool timing = true;
     bool blocking_sync = false;
-    /// The (queue, sequence) the latest record waits for; queue null when complete.
-    std::pair<std::shared_ptr<CpuQueue>, uint64_t> target();
+    std::shared_ptr<RecordState> latest();
 };
 
 class CpuEvent final : public backend::Event {
@@ -35,6 +45,7 @@ public:
     bool query_impl() override;
     void synchronize_impl() override;
     float elapsed_ms_impl(backend::Event& end) override;
+    rtError_t failure_impl(std::string* message) override;
     const std::shared_ptr<EventState>& state() const { return state_; }
 
 private:
@@ -59,12 +70,15 @@ struct Task {
     Type type = Type::copy;
     uint8_t value = 0;  // fill
     uint64_t seq = 0;
-    std::shared_ptr<void> ref;  // record: EventState; wait: the CpuQueue waited for; launch: the function
+    std::shared_ptr<void> ref;  // record: EventState; wait: the RecordState waited for; launch: the function
                                 // launched before it on this queue, when it changed (see last_function_)
     union {
         Memory memory;              // copy, fill
         backend::HostCall call;     // host_call
-        uint64_t event_generation;  // record: a re-recorded event ignores stale records
+        struct {
+            uint64_t generation;    // a re-recorded event ignores stale records
+            RecordState* state;     // this record (kept alive by the event's EventState::record or a wait)
+        } record;
         uint64_t dep_seq;           // wait: run nothing until the other queue has completed this task
         Launch launch;              // launch
     };
@@ -72,7 +86,8 @@ struct Task {
 
     Task() : memory{} {}
     EventState* event() const { return static_cast<EventState*>(ref.get()); }
-    CpuQueue* dep() const { return static_cast<CpuQueue*>(ref.get()); }
+    RecordState* dep_record() const { return static_cast<RecordState*>(ref.get()); }
+    CpuQueue* dep() const { return dep_record()->queue.get(); }
 };
 
 class CpuQueue final : public backend::Queue, public std::enable_shared_from_this<CpuQueue> {
@@ -92,6 +107,8 @@ public:
     bool query_impl() override;
     uint64_t position_impl() override;
     bool reached_impl(uint64_t position) override { return completed() >= position; }
+    void notify_at_impl(uint64_t position) override;
+    void bind_error_slot_impl(AsyncErrorSlot* slot) override { slot_ = slot; }
 
     /// Sequence number of the last completed task (tasks complete in order).
     uint64_t completed() const { return completed_.load(std::memory_order_acquire); }
@@ -111,7 +128,9 @@ private:
     uint64_t emplace(Fill&& fill, const std::shared_ptr<backend::Function>* launched = nullptr);
     uint64_t push(Task&& task);
     /// Runs tasks in order while owning the queue (state_ == running) up to `limit`, at most `budget` tasks.
-    void run(uint64_t limit, size_t budget);
+    /// `host`: the caller is a host thread helping inside a synchronize: it stops before a host function and
+    /// hands the queue to an executor (host functions run on runtime threads only).
+    void run(uint64_t limit, size_t budget, bool host);
     void execute(Task& task);
     void complete(uint64_t seq);
     /// Registers `waiter` to be rescheduled when task `seq` of this queue completes; false if it already has.
@@ -134,6 +153,11 @@ private:
     // previous one rides in the new task's `ref` and dies after it: every earlier launch of it is done.
     std::shared_ptr<backend::Function> last_function_;
     State state_ = State::idle;
+    bool executor_only_ = false;  // a host function is next: host threads leave the queue to the executors
+    AsyncErrorSlot* slot_ = nullptr;  // the core stream's: while it holds a failure, work is skipped
+    // notify_at_impl's earliest armed position (UINT64_MAX: none); complete() fires notify_timeline once.
+    std::atomic<uint64_t> notify_at_{UINT64_MAX};
+    void fire_notify();
 
     alignas(64) std::atomic<uint64_t> completed_{0};
     std::atomic<uint32_t> signal_{0};        // bumped on completion when host threads are parked on it

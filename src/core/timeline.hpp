@@ -1,0 +1,89 @@
+// The core timeline: everything that must happen "once these streams have reached here" (deferred frees,
+// stream teardown, keep-alive releases, host-function cleanup), run by one runtime thread, never waited for
+// under a lock. Also the queue-context rules: what a host function or a release may not wait for.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace rt {
+
+class Stream;
+
+/// "Stream s has completed everything queued before `position`". Holds the stream weakly: a stream is
+/// released only once it is idle (rtStreamDestroy goes through the timeline), so an expired one is reached.
+struct StreamPoint {
+    std::weak_ptr<Stream> stream;
+    uint64_t position;
+    bool reached() const;
+};
+
+/// The points of every stream of every device that still has unfinished work (memory may be used by any
+/// queued work, peer copies included). Never blocks.
+std::vector<StreamPoint> unfinished_points();
+/// `stream`'s current point, if it has unfinished work.
+std::vector<StreamPoint> unfinished_point(Stream& stream);
+bool all_reached(const std::vector<StreamPoint>& points);
+
+/// Thread-safe. Actions run on the timeline's thread (queue context: they must not wait), in no particular
+/// order relative to each other, exactly once.
+class Timeline {
+public:
+    using Action = std::function<void()>;
+
+    Timeline();
+    ~Timeline();  ///< runs every action still pending (the runtime waited for all work first)
+
+    /// Runs `action` once every point in `after` is reached: at once, in the caller, if they all are.
+    void defer(std::vector<StreamPoint> after, Action action);
+    /// Runs the actions that are due now, in the caller. Never waits.
+    void run_due();
+    /// Blocks until every action deferred before the call has run. Never from queue context.
+    void drain();
+    /// Wakes the thread to look at the pending actions (called by queues reaching an armed position).
+    void wake();
+    /// Whether any action is pending.
+    bool idle();
+
+private:
+    struct Pending {
+        std::vector<StreamPoint> after;
+        Action action;
+    };
+    void thread_main();
+    /// Moves the due actions out of pending_ (mutex_ held); `ahead` (optional) gets the earliest unreached
+    /// point of each stream that still blocks an action.
+    std::vector<Action> take_due(std::vector<StreamPoint>* ahead);
+    /// Asks each stream still blocking an action to wake the thread when it gets there.
+    void arm(const std::vector<StreamPoint>& points);
+    static void run_all(std::vector<Action>& actions);
+
+    std::mutex mutex_;  // guards pending_ and thread_; never held while an action runs or a stream is waited for
+    std::vector<Pending> pending_;
+    std::atomic<size_t> pending_count_{0};  // pending_.size(), read without the lock by run_due()
+    // Bumped by wake() (from executors, without a lock: a futex word) and by the destructor.
+    std::atomic<uint32_t> wake_seq_{0};
+    std::atomic<bool> stop_{false};
+    std::thread thread_;  // started with the first pending action
+};
+
+/// Queue context: the calling thread is running a host function or a timeline action. Such code must not
+/// wait for queued work (it may be the very work being waited for).
+bool in_queue_context();
+/// RAII marker for queue context (nests).
+class QueueContext {
+public:
+    QueueContext();
+    ~QueueContext();
+    QueueContext(const QueueContext&) = delete;
+    QueueContext& operator=(const QueueContext&) = delete;
+};
+/// Throws RT_ERROR_NOT_PERMITTED naming `api` when called from queue context.
+void refuse_wait_in_queue_context(const char* api);
+
+}  // namespace rt
