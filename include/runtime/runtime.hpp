@@ -58,6 +58,17 @@ inline void check(rtError_t code) {
     if (code != RT_SUCCESS) throw Error(code, rtGetLastErrorMessage());
 }
 
+namespace detail {
+/// count * sizeof(T) in bytes, or Error(RT_ERROR_INVALID_VALUE) naming `what` and the count when it overflows.
+template <class T> std::size_t element_bytes(std::size_t count, const char* what) {
+    std::size_t bytes;
+    if (__builtin_mul_overflow(count, sizeof(T), &bytes))
+        throw Error(RT_ERROR_INVALID_VALUE, std::string(what) + ": " + std::to_string(count) + " elements of " +
+                                                std::to_string(sizeof(T)) + " bytes overflow size_t");
+    return bytes;
+}
+} // namespace detail
+
 // ------------------------------------------------------------------------------------- devices
 
 /// Initialise explicitly; optional (every call initialises with defaults). `options` is
@@ -372,7 +383,7 @@ public:
     /// Allocates `count` uninitialised elements (count 0 allocates nothing).
     explicit DeviceBuffer(std::size_t count) : size_(count) {
         void* p = nullptr;
-        check(rtMalloc(&p, count * sizeof(T)));
+        check(rtMalloc(&p, detail::element_bytes<T>(count, "DeviceBuffer")));
         data_ = static_cast<T*>(p);
     }
     DeviceBuffer(DeviceBuffer&& o) noexcept
@@ -435,7 +446,7 @@ public:
     /// Allocates `count` uninitialised elements.
     explicit PinnedBuffer(std::size_t count) : size_(count) {
         void* p = nullptr;
-        if (count != 0) check(rtMallocHost(&p, count * sizeof(T)));
+        if (count != 0) check(rtMallocHost(&p, detail::element_bytes<T>(count, "PinnedBuffer")));
         data_ = static_cast<T*>(p);
     }
     PinnedBuffer(PinnedBuffer&& o) noexcept

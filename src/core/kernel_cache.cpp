@@ -10,8 +10,11 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
+#include <mutex>
 
 #include "core/error.hpp"
 
@@ -38,13 +41,93 @@ void make_dirs(const std::string& path) {
         pos = path.find('/', pos + 1);
         partial = path.substr(0, pos);
         if (partial.empty()) continue;
-        if (::mkdir(partial.c_str(), 0755) != 0 && errno != EEXIST)
+        // 0700: a cache holds code this process will load; nobody else may add to it (or read what it compiles).
+        if (::mkdir(partial.c_str(), 0700) != 0 && errno != EEXIST)
             fail(RT_ERROR_INVALID_VALUE, "kernel cache: cannot create directory '%s': %s", partial.c_str(),
                  errno_text().c_str());
     }
     struct stat st {};
     if (::stat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
         fail(RT_ERROR_INVALID_VALUE, "kernel cache: '%s' is not a directory", path.c_str());
+}
+
+/// Why a cache directory or entry with status `st` must not be used, or nullptr if it may: a file there is
+/// loaded as code, so only the current user may be able to create, replace or change it.
+const char* distrust(const struct stat& st) {
+    if (st.st_uid != ::geteuid()) return "is owned by another user";
+    if (st.st_mode & (S_IWGRP | S_IWOTH)) return "is writable by group or others";
+    return nullptr;
+}
+
+/// The directory each configured <root>/<backend> resolves to in this process: itself when it is safe, else a
+/// private directory made with mkdtemp (removed at exit). Decided once per root and backend.
+class Roots {
+public:
+    std::string resolve(const std::string& root, const std::string& backend) {
+        std::lock_guard lock(mutex_);
+        std::string& dir = resolved_[root + '\n' + backend];
+        if (!dir.empty()) return dir;
+        std::string wanted = root + "/" + backend;
+        make_dirs(wanted);
+        const char* why = nullptr;
+        std::string where;
+        for (const std::string& d : {root, wanted}) {
+            struct stat st {};
+            if (::stat(d.c_str(), &st) != 0) {
+                why = "cannot be examined";
+            } else if (!S_ISDIR(st.st_mode)) {
+                why = "is not a directory";
+            } else {
+                why = distrust(st);
+            }
+            if (why) {
+                where = d;
+                break;
+            }
+        }
+        if (!why) return dir = root;
+        const char* tmp = std::getenv("TMPDIR");
+        std::string tmpl = std::string(tmp && *tmp ? tmp : "/tmp") + "/runtime-cache-private.XXXXXX";
+        if (!::mkdtemp(tmpl.data()))
+            fail(RT_ERROR_INVALID_VALUE, "kernel cache: '%s' %s and no private directory could be made ('%s': %s)",
+                 where.c_str(), why, tmpl.c_str(), errno_text().c_str());
+        make_dirs(tmpl + "/" + backend);
+        private_.push_back(tmpl);
+        std::fprintf(stderr, "runtime: kernel cache directory '%s' %s: not used; this process compiles into the "
+                     "private directory '%s' instead (make it yours and `chmod go-w` it to cache across runs)\n", where.c_str(),
+                     why, tmpl.c_str());
+        return dir = tmpl;
+    }
+    ~Roots() {  // best effort: the private directories are of this process only
+        for (const std::string& d : private_) {
+            if (DIR* top = ::opendir(d.c_str())) {
+                while (dirent* b = ::readdir(top)) {
+                    std::string name = b->d_name;
+                    if (name == "." || name == "..") continue;
+                    std::string sub = d + "/" + name;
+                    if (DIR* in = ::opendir(sub.c_str())) {
+                        while (dirent* e = ::readdir(in))
+                            if (std::strcmp(e->d_name, ".") && std::strcmp(e->d_name, ".."))
+                                ::unlink((sub + "/" + e->d_name).c_str());
+                        ::closedir(in);
+                    }
+                    ::rmdir(sub.c_str());
+                }
+                ::closedir(top);
+            }
+            ::rmdir(d.c_str());
+        }
+    }
+
+private:
+    std::mutex mutex_;
+    std::map<std::string, std::string> resolved_;
+    std::vector<std::string> private_;
+};
+
+Roots& roots() {
+    static Roots r;
+    return r;
 }
 
 bool is_dir(const std::string& path) {
@@ -112,13 +195,16 @@ std::string cache_root() {
 }
 
 std::string backend_dir(const std::string& backend) {
-    std::string dir = cache_root() + "/" + backend;
-    make_dirs(dir);
-    return dir;
+    return roots().resolve(cache_root(), backend) + "/" + backend;
 }
 
 std::string entry_path(const std::string& backend, const std::string& key, const std::string& ext) {
-    return cache_root() + "/" + backend + "/" + key + ext;
+    return backend_dir(backend) + "/" + key + ext;
+}
+
+bool trusted_entry(const std::string& path) {
+    struct stat st {};
+    return ::lstat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 && !distrust(st);
 }
 
 std::string unique_temp_path(const std::string& dir, const std::string& stem, const std::string& ext) {

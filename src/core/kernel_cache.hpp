@@ -24,15 +24,23 @@ private:
     uint64_t b_ = 0x84222325cbf29ce4ull ^ 0x9e3779b97f4a7c15ull;
 };
 
-/// The cache root: $RUNTIME_CACHE_DIR, else $XDG_CACHE_HOME/runtime, else ~/.cache/runtime (read at each
-/// call, so a process may redirect it before compiling).
+/// The configured cache root: $RUNTIME_CACHE_DIR, else $XDG_CACHE_HOME/runtime, else ~/.cache/runtime, else
+/// /tmp/runtime-cache-<uid> (read at each call, so a process may redirect it before compiling). Compilers use
+/// backend_dir()/entry_path(), which refuse a root that is not safe.
 std::string cache_root();
 
-/// <root>/<backend>, created (with parents) if missing. Throws rt::Error(INVALID_VALUE) if impossible.
+/// <root>/<backend>, created (with parents, mode 0700) if missing. Throws rt::Error(INVALID_VALUE) if impossible.
+/// A root or backend directory that is not the current user's, or that group or others may write, is never used
+/// (a file planted there would be loaded as code): this process then compiles into a private mkdtemp directory
+/// instead, removed at exit, and says so once on stderr. Decided once per root and backend per process.
 std::string backend_dir(const std::string& backend);
 
-/// <root>/<backend>/<key><ext>. Does not create anything.
+/// <backend_dir(backend)>/<key><ext>; creates the backend directory as backend_dir() does.
 std::string entry_path(const std::string& backend, const std::string& key, const std::string& ext);
+
+/// True if `path` may be loaded from the cache: a non-empty regular file (not a symbolic link) owned by the
+/// current user and not writable by group or others.
+bool trusted_entry(const std::string& path);
 
 /// A name in `dir` no other thread or process uses: <dir>/<stem>.tmp.<pid>.<counter>.<random><ext>.
 /// Temporary names contain ".tmp." so listing and clearing can tell them from finished entries.

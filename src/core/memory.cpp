@@ -1,6 +1,7 @@
 // Core memory operations: every pointer is resolved through the registry before a backend sees it.
 #include "core/memory.hpp"
 
+#include "core/checked_size.hpp"
 #include "core/runtime.hpp"
 
 namespace rt {
@@ -57,7 +58,10 @@ Side check_operand(const char* api, const char* role, const void* ptr, size_t by
     if (!ptr) fail(RT_ERROR_INVALID_VALUE, "%s: %s is NULL", api, role);
     PointerInfo info = runtime().registry.lookup(ptr);
     *info_out = info;
-    if (!info.allocation) return Side::host;
+    if (!info.allocation) {
+        require_range(ptr, bytes, api, role);  // memory the registry cannot bound
+        return Side::host;
+    }
     if (bytes > info.available)
         fail(RT_ERROR_INVALID_VALUE,
              "%s: %s %p: %zu bytes asked but only %zu bytes available from that pointer in %s", api, role, ptr,
@@ -105,6 +109,7 @@ void free_pinned_host(void* ptr) {
 void register_host(CoreDevice& device, void* ptr, size_t bytes) {
     if (!ptr) fail(RT_ERROR_INVALID_VALUE, "ptr is NULL (expected host memory to register)");
     if (bytes == 0) fail(RT_ERROR_INVALID_VALUE, "size is 0 (expected the number of bytes to register)");
+    require_range(ptr, bytes, "rtHostRegister");  // the registry's [ptr, ptr + size) must not wrap
     Runtime& r = runtime();
     if (std::optional<Allocation> a = r.registry.find_overlap(ptr, bytes)) {
         void* base = reinterpret_cast<void*>(a->base);

@@ -1,6 +1,7 @@
 // test_kernel_compiler.cpp — the cpu kernel compiler, module loading and kernel cache, with entries run directly (no streams).
 #include <gtest/gtest.h>
 
+#include <dirent.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -492,4 +493,114 @@ RT_KERNEL void everything(int* a, unsigned* b, int64_t* c, uint64_t* d, float* e
         ::unlink((g_cache_dir.path + f).c_str());
     ::rmdir((inc + "/runtime").c_str());
     ::rmdir(inc.c_str());
+}
+
+namespace {
+/// A cache root the current user does not control alone: mode 0777, or (as root) owned by `nobody`. It holds
+/// <key>.so for `victim` that is really `planted`'s module (same kernel name, another value), as an attacker
+/// sharing /tmp would leave it.
+struct PlantedCache {
+    std::string root;
+    std::string saved_env;
+    PlantedCache(const char* victim, const char* planted, bool chown_to_nobody) {
+        saved_env = std::getenv("RUNTIME_CACHE_DIR");
+        rt::cpu::CompileResult bad = rt::cpu::compile(planted, "-O1");   // in the test's own cache
+        rt::cpu::CompileResult good = rt::cpu::compile(victim, "-O1");
+        char tmpl[] = "/tmp/rt-planted-cache-XXXXXX";
+        root = ::mkdtemp(tmpl);
+        std::string dir = root + "/cpu";
+        ::mkdir(dir.c_str(), 0777);
+        std::ifstream in(bad.path, std::ios::binary);
+        std::ofstream(dir + "/" + good.key + ".so", std::ios::binary) << in.rdbuf();
+        ::chmod((dir + "/" + good.key + ".so").c_str(), 0755);
+        if (chown_to_nobody) {
+            for (const std::string& p : {root, dir, dir + "/" + good.key + ".so"})
+                EXPECT_EQ(::chown(p.c_str(), 65534, 65534), 0) << p;
+        } else {
+            ::chmod(dir.c_str(), 0777);
+            ::chmod(root.c_str(), 0777);
+        }
+        ::setenv("RUNTIME_CACHE_DIR", root.c_str(), 1);
+        CpuModule::clear_memory_cache();
+    }
+    ~PlantedCache() {
+        ::setenv("RUNTIME_CACHE_DIR", saved_env.c_str(), 1);
+        CpuModule::clear_memory_cache();
+        std::string dir = root + "/cpu";
+        if (DIR* d = ::opendir(dir.c_str())) {
+            while (dirent* e = ::readdir(d)) ::unlink((dir + "/" + e->d_name).c_str());
+            ::closedir(d);
+        }
+        ::rmdir(dir.c_str());
+        ::rmdir(root.c_str());
+    }
+};
+
+const char* kVictim = "RT_KERNEL void which(int* o) { o[get_global_id(0)] = 1; }\n";
+const char* kPlanted = "RT_KERNEL void which(int* o) { o[get_global_id(0)] = 666; }\n";
+
+/// Loads kVictim through the cache at RUNTIME_CACHE_DIR and returns what its kernel writes.
+int run_victim() {
+    auto m = CpuModule::from_source(kVictim, "-O1");
+    int o[1] = {0};
+    int* po = o;
+    run(m->find("which"), {1}, {1}, {&po});
+    return o[0];
+}
+}  // namespace
+
+TEST(KernelCompiler, WorldWritableCacheDirectoryIsNeverLoadedFrom) {
+    PlantedCache cache(kVictim, kPlanted, /*chown_to_nobody=*/false);
+    rt::cpu::CompileResult r = rt::cpu::compile(kVictim, "-O1");
+    EXPECT_FALSE(r.from_cache) << "an entry in a directory others may write was taken from the cache";
+    EXPECT_NE(r.path.rfind(cache.root, 0), 0u) << "compiled into the untrusted directory: " << r.path;
+    EXPECT_EQ(run_victim(), 1) << "the planted module was loaded";
+}
+
+TEST(KernelCompiler, CacheDirectoryOfAnotherUserIsNeverLoadedFrom) {
+    if (::geteuid() != 0) GTEST_SKIP() << "needs root to give a directory to another user";
+    PlantedCache cache(kVictim, kPlanted, /*chown_to_nobody=*/true);
+    EXPECT_EQ(run_victim(), 1) << "the planted module was loaded";
+    EXPECT_NE(rt::cpu::compile(kVictim, "-O1").path.rfind(cache.root, 0), 0u);
+}
+
+TEST(KernelCompiler, EntryWritableByOthersIsCompiledOver) {
+    // The directory is the user's own (0700), but the entry in it is not safe to load: mode 0666.
+    rt::cpu::CompileResult bad = rt::cpu::compile(kPlanted, "-O1");
+    rt::cpu::CompileResult good = rt::cpu::compile(kVictim, "-O1");
+    {
+        std::ifstream in(bad.path, std::ios::binary);
+        std::ofstream(good.path + ".planted", std::ios::binary) << in.rdbuf();
+    }
+    ASSERT_EQ(::rename((good.path + ".planted").c_str(), good.path.c_str()), 0);
+    ASSERT_EQ(::chmod(good.path.c_str(), 0666), 0);
+    CpuModule::clear_memory_cache();
+    EXPECT_FALSE(rt::cpu::compile(kVictim, "-O1").from_cache);
+    CpuModule::clear_memory_cache();
+    EXPECT_EQ(run_victim(), 1) << "the planted module was loaded";
+    struct stat st {};
+    ASSERT_EQ(::stat(good.path.c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 0022, 0u) << "the recompiled entry must not be writable by others";
+}
+
+TEST(KernelCompiler, FallbackCacheDirectoryIsPrivate) {
+    // HOME and XDG_CACHE_HOME unset, RUNTIME_CACHE_DIR unset: the root is /tmp/runtime-cache-<uid>, made 0700.
+    std::string saved = std::getenv("RUNTIME_CACHE_DIR");
+    const char* home = std::getenv("HOME");
+    std::string saved_home = home ? home : "";
+    ::unsetenv("RUNTIME_CACHE_DIR");
+    ::unsetenv("XDG_CACHE_HOME");
+    ::unsetenv("HOME");
+    std::string root = rt::kcache::cache_root();
+    std::string dir = rt::kcache::backend_dir("cpu");
+    ::setenv("RUNTIME_CACHE_DIR", saved.c_str(), 1);
+    if (home) ::setenv("HOME", saved_home.c_str(), 1);
+    EXPECT_EQ(root, "/tmp/runtime-cache-" + std::to_string(::getuid()));
+    struct stat st {};
+    ASSERT_EQ(::stat(root.c_str(), &st), 0);
+    EXPECT_EQ(st.st_uid, ::geteuid());
+    if (dir.rfind(root, 0) == 0) {  // used: then nobody else may write it (made 0700 when this test created it)
+        EXPECT_EQ(st.st_mode & 0022, 0u) << "the fallback cache directory is writable by others: " << std::oct
+                                         << (st.st_mode & 0777);
+    }
 }

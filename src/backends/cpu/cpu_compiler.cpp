@@ -543,8 +543,7 @@ CompileResult compile(const std::string& source, const std::string& options, con
     result.key = h.hex();
     result.path = kcache::entry_path("cpu", result.key, ".so");
 
-    struct stat st {};
-    if (!force && ::stat(result.path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
+    if (!force && kcache::trusted_entry(result.path)) {  // an entry another user could have written is compiled over
         result.from_cache = true;
         return result;
     }
@@ -578,6 +577,7 @@ CompileResult compile(const std::string& source, const std::string& options, con
     }
     if (keep_source) kcache::publish(src_path, kcache::entry_path("cpu", result.key, ".cpp"));
     else ::unlink(src_path.c_str());
+    ::chmod(so_path.c_str(), 0755);  // under umask 002 it would be group-writable, which the cache never loads
     kcache::publish(so_path, result.path);
     return result;
 }

@@ -161,6 +161,7 @@ void CudaDevice::mem_info_impl(size_t* free_bytes, size_t* total_bytes) {
 void* CudaDevice::reserve_impl(size_t bytes) {
     if (!granularity_) return nullptr;  // no virtual memory management: the pool allocates up front
     enter();
+    if (bytes > SIZE_MAX - granularity_ + 1) return nullptr;  // rounded up to the granularity it would wrap
     size_t size = (bytes + granularity_ - 1) / granularity_ * granularity_;
     CUdeviceptr p = 0;
     if (d_.cuMemAddressReserve(&p, size, granularity_, 0, 0) != CUDA_SUCCESS) return nullptr;

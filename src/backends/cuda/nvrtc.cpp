@@ -161,8 +161,7 @@ CudaCompileResult compile(const std::string& source, const std::string& options,
     result.cubin = want_cubin;
     result.path = kcache::entry_path("cuda", result.key, want_cubin ? ".cubin" : ".ptx");
 
-    struct stat st {};
-    if (!force && ::stat(result.path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
+    if (!force && kcache::trusted_entry(result.path)) {  // an entry another user could have written is compiled over
         std::ifstream in(result.path, std::ios::binary);
         std::ostringstream ss;
         ss << in.rdbuf();
