@@ -6,7 +6,15 @@ Typing follows NumPy 2 (NEP 50) so compiled kernels agree with the reference mod
 scalars are "strong" typed; Python ints/floats (arguments, literals, ids, range variables) are "weak" — int64 /
 float64 that adopt the type of a strong operand of the same kind. Locals take the join of every value assigned
 to them. math functions keep float32 when given a float32 operand (the reference computes in double: results
-may differ by rounding). Integer // and % follow Python's floor semantics (and NumPy's 0 for division by zero).
+may differ by rounding). Integer arithmetic is NumPy's on every backend: +, -, *, negation, abs and ** wrap
+(two's complement, spelled out in the generated code, and cpu modules are built with -fwrapv); // and % follow
+Python's floor semantics, x // 0 and x % 0 give 0 as in NumPy (without NumPy's warning), MIN // -1 wraps to MIN;
+a shift count below 0 or at least the width gives 0 (>> of a negative value: -1). float16 has no kernel type
+(NotSupportedError). A local read where it is not assigned on every path (Python's UnboundLocalError) is refused at
+compile time. Globals and closure variables holding numbers are compiled in as constants and their current values
+are part of the cache key: changing one recompiles (each value once) at the next launch; names of modules and
+functions are resolved when a signature is first compiled. Generated C++ carries #line directives, so compiler
+diagnostics and failed asserts name the Python file and line.
 """
 
 from __future__ import annotations
