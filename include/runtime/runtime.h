@@ -245,7 +245,8 @@ typedef struct rtDim3 {
 } rtDim3;
 
 /** Compile kernel-dialect source (include/runtime/kernel.h is prepended) for the current device.
- *  `options`: NULL or space-separated -O0..-O3, -g, -DNAME[=V], -UNAME, -I<dir>. Compiled modules are cached
+ *  `options`: NULL or space-separated -O0..-O3, -g, -fwrapv (signed overflow wraps; ignored on cuda),
+ *  -DNAME[=V], -UNAME, -I<dir>. Compiled modules are cached
  *  in memory and on disk (RUNTIME_CACHE_DIR, default ~/.cache/runtime). A compile error returns
  *  RT_ERROR_COMPILE_FAILED with the compiler's diagnostics (lines of `source`) in rtGetLastErrorMessage(). */
 RT_API rtError_t rtModuleLoadSource(rtModule_t* module, const char* source, const char* options);

@@ -6,7 +6,15 @@ Typing follows NumPy 2 (NEP 50) so compiled kernels agree with the reference mod
 scalars are "strong" typed; Python ints/floats (arguments, literals, ids, range variables) are "weak" — int64 /
 float64 that adopt the type of a strong operand of the same kind. Locals take the join of every value assigned
 to them. math functions keep float32 when given a float32 operand (the reference computes in double: results
-may differ by rounding). Integer // and % follow Python's floor semantics (and NumPy's 0 for division by zero).
+may differ by rounding). Integer arithmetic is NumPy's on every backend: +, -, *, negation, abs and ** wrap
+(two's complement, spelled out in the generated code, and cpu modules are built with -fwrapv); // and % follow
+Python's floor semantics, x // 0 and x % 0 give 0 as in NumPy (without NumPy's warning), MIN // -1 wraps to MIN;
+a shift count below 0 or at least the width gives 0 (>> of a negative value: -1). float16 has no kernel type
+(NotSupportedError). A local read where it is not assigned on every path (Python's UnboundLocalError) is refused at
+compile time. Globals and closure variables holding numbers are compiled in as constants and their current values
+are part of the cache key: changing one recompiles (each value once) at the next launch; names of modules and
+functions are resolved when a signature is first compiled. Generated C++ carries #line directives, so compiler
+diagnostics and failed asserts name the Python file and line.
 """
 
 from __future__ import annotations
@@ -26,7 +34,7 @@ import numpy as np
 
 from . import _core
 from .core import DeviceMemory, Device, Stream, current_stream, make_error
-from .errors import CompileError, InvalidValueError, LaunchError
+from .errors import CompileError, InvalidValueError, LaunchError, NotSupportedError
 
 # ------------------------------------------------------------------------------------ built-ins (Python side)
 
@@ -137,6 +145,8 @@ _CTYPES = {
     np.dtype(np.uint16): "uint16_t", np.dtype(np.uint32): "uint32_t", np.dtype(np.uint64): "uint64_t",
     np.dtype(np.float32): "float", np.dtype(np.float64): "double",
 }
+# float16 and complex types have no kernel-dialect type on every backend (runtime/kernel.h has no half type).
+_SUPPORTED_DTYPES = ", ".join(str(d) for d in _CTYPES)
 _I64, _F64, _F32, _BOOL = np.dtype(np.int64), np.dtype(np.float64), np.dtype(np.float32), np.dtype(np.bool_)
 
 
@@ -255,18 +265,22 @@ _BINOPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv
            ast.Pow: "**", ast.BitAnd: "&", ast.BitOr: "|", ast.BitXor: "^", ast.LShift: "<<", ast.RShift: ">>"}
 _CMPOPS = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!="}
 
+# Integer helpers: NumPy's results where C++ leaves the operation undefined (signed overflow, division by zero,
+# MIN // -1, shift counts outside [0, width)). U is the unsigned type the arithmetic wraps in (uint32_t for types
+# narrower than 32 bits, which C would otherwise promote to int): +, -, * and negation on U and back to T is
+# two's-complement wrapping on g++ and NVRTC alike, so kernels need no compiler flag to match NumPy.
 _HELPERS = {
-    "floordiv_i": """template <class T> RT_DEVICE T rtpy_floordiv_i(T a, T b) {
-    if (b == 0) return 0;                       // NumPy: integer division by zero gives 0 (no trap)
-    if ((T)-1 < (T)0 && b == (T)-1) return (T)(0 - a);  // no overflow trap for MIN / -1
+    "floordiv_i": """template <class T, class U> RT_DEVICE T rtpy_floordiv_i(T a, T b) {
+    if (b == 0) return 0;                                         // NumPy: x // 0 is 0 (it also warns)
+    if ((T)-1 < (T)0 && b == (T)-1) return (T)((U)0 - (U)a);      // MIN // -1 wraps to MIN, no trap
     T q = a / b;
-    if ((T)-1 < (T)0 && (a % b != 0) && ((a < 0) != (b < 0))) q = q - 1;
+    if ((T)-1 < (T)0 && (a % b != 0) && ((a < 0) != (b < 0))) q = q - 1;  // round toward -inf
     return q;
 }""",
-    "mod_i": """template <class T> RT_DEVICE T rtpy_mod_i(T a, T b) {
-    if (b == 0 || ((T)-1 < (T)0 && b == (T)-1)) return 0;
+    "mod_i": """template <class T, class U> RT_DEVICE T rtpy_mod_i(T a, T b) {
+    if (b == 0 || ((T)-1 < (T)0 && b == (T)-1)) return 0;         // NumPy: x % 0 and x % -1 are 0
     T r = a % b;
-    if ((T)-1 < (T)0 && r != 0 && ((r < 0) != (b < 0))) r = r + b;
+    if ((T)-1 < (T)0 && r != 0 && ((r < 0) != (b < 0))) r = r + b;  // the sign of the divisor
     return r;
 }""",
     "mod_f": """template <class T> RT_DEVICE T rtpy_mod_f(T a, T b) {
@@ -274,13 +288,41 @@ _HELPERS = {
     if (r != 0 && ((r < 0) != (b < 0))) r = r + b;
     return r;
 }""",
-    "pow_i": """template <class T> RT_DEVICE T rtpy_pow_i(T base, T e) {
+    "pow_i": """template <class T, class U> RT_DEVICE T rtpy_pow_i(T base, T e) {
     T r = 1;
     if (e < 0) return (base == 1) ? 1 : (base == (T)-1 ? ((e & 1) ? (T)-1 : 1) : 0);
-    while (e) { if (e & 1) r = r * base; base = base * base; e = e >> 1; }
+    while (e) {
+        if (e & 1) r = (T)((U)r * (U)base);
+        base = (T)((U)base * (U)base);
+        e = e >> 1;
+    }
     return r;
 }""",
+    "shl_i": """template <class T, class U> RT_DEVICE T rtpy_shl_i(T a, T b) {
+    return (U)b >= 8 * sizeof(T) ? (T)0 : (T)((U)a << (U)b);     // NumPy: a count < 0 or >= the width gives 0
+}""",
+    "shr_i": """template <class T, class U> RT_DEVICE T rtpy_shr_i(T a, T b) {
+    if ((U)b >= 8 * sizeof(T)) return a < (T)0 ? (T)-1 : (T)0;     // NumPy: the sign, for a count < 0 or >= width
+    return (T)(a >> b);
+}""",
+    "abs_i": """template <class T, class U> RT_DEVICE T rtpy_abs_i(T a) {
+    return a < (T)0 ? (T)((U)0 - (U)a) : a;                        // NumPy: abs(MIN) is MIN
+}""",
 }
+
+
+def _wrap_c(t: "Ty") -> str:
+    """The unsigned C type integer arithmetic on t wraps in."""
+    return "uint64_t" if t.dt.itemsize == 8 else "uint32_t"
+
+
+def _plain_wraps(t: "Ty") -> bool:
+    """Whether C's own +, -, * on t already wrap like NumPy (unsigned types C does not promote to int)."""
+    return t.kind == "u" and t.dt.itemsize >= 4
+
+
+_OWN_SCOPES = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp, ast.Lambda, ast.FunctionDef,
+               ast.AsyncFunctionDef, ast.ClassDef)
 
 
 class _Sig:
@@ -309,6 +351,7 @@ class _Translator(ast.NodeVisitor):
         self.mode = "kernel"  # or "staged" / "row": the cpu twin functions of a kernel with staged outputs
         self.staged: dict = {}  # buffer parameter -> its stage (0..RT_MAX_STAGED-1)
         self._x_locals: dict = {}
+        self.py_line = self.line_marked = kernel.def_line  # the Python line the emitted C++ lines come from
 
     # ---- errors
     def error(self, node: Any, what: str) -> CompileError:
@@ -321,6 +364,7 @@ class _Translator(ast.NodeVisitor):
     # ---- driver
     def translate(self) -> str:
         body = self.k.tree.body
+        self.definitely_assigned(body, set())
         for _ in range(20):  # type inference: join of assigned types, to a fixed point
             self.changed = False
             self.block(body)
@@ -338,6 +382,66 @@ class _Translator(ast.NodeVisitor):
         if shape is not None:
             out += self.staged_twin(*shape)
         return "\n".join(out) + "\n"
+
+    # ---- definite assignment: Python raises UnboundLocalError where C++ would read the zero-initialised local
+    def definitely_assigned(self, stmts: list, done: Optional[set]) -> Optional[set]:
+        """The locals assigned on every path through `stmts` from a point where those of `done` are (None: the end is
+        not reached, after return, break or continue). Raises CompileError where a local is read that is not
+        assigned on every path to the read: in one branch of an if only, in a loop body only (for after the loop:
+        the body may not run), or later in a loop body than the read (the first iteration)."""
+        for s in stmts:
+            if done is None:
+                return None  # unreachable: Python never runs it
+            done = self.assigned_after(s, done)
+        return done
+
+    def assigned_after(self, s: ast.stmt, done: set) -> Optional[set]:
+        reads = self.reads_assigned
+        if isinstance(s, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = s.targets if isinstance(s, ast.Assign) else [s.target]
+            if s.value is not None:
+                reads(s.value, done)
+            for t in targets:
+                if isinstance(t, ast.Name):
+                    if isinstance(s, ast.AugAssign):
+                        reads(t, done, load=True)
+                    done = done | {t.id}
+                else:
+                    reads(t, done)
+            return done
+        if isinstance(s, ast.If):
+            reads(s.test, done)
+            a, b = self.definitely_assigned(s.body, set(done)), self.definitely_assigned(s.orelse, set(done))
+            return b if a is None else a if b is None else a & b
+        if isinstance(s, (ast.For, ast.While)):
+            if isinstance(s, ast.For):
+                reads(s.iter, done)
+                start = done | {s.target.id} if isinstance(s.target, ast.Name) else done
+            else:
+                reads(s.test, done)
+                start = done
+            self.definitely_assigned(s.body, set(start))
+            # After the loop only what held before it: the body may run zero times (a `while True` exits through
+            # break, with what held there, at least as much as before).
+            return done
+        if isinstance(s, ast.Return):
+            if s.value is not None:
+                reads(s.value, done)
+            return None
+        if isinstance(s, (ast.Break, ast.Continue)):
+            return None
+        reads(s, done)  # assert, expression statements, and constructs translation refuses anyway
+        return done
+
+    def reads_assigned(self, node: ast.AST, done: set, load: bool = False) -> None:
+        if isinstance(node, _OWN_SCOPES):
+            return  # names there are the construct's own; translation refuses the construct itself
+        if isinstance(node, ast.Name) and (load or isinstance(node.ctx, ast.Load)) and node.id in self.k.assigned \
+                and node.id not in self.params and node.id not in done:
+            raise self.error(node, f"local variable '{node.id}' is read here but not assigned on every path to this "
+                                   f"line (Python raises UnboundLocalError; assign it before the if or loop)")
+        for c in ast.iter_child_nodes(node):
+            self.reads_assigned(c, done)
 
     def staged_twin(self, prefix: list, guard: Optional[tuple], rest: list) -> list:
         """The cpu-only twin of a kernel with staged outputs (RT_ROW_STAGING in runtime/kernel.h)."""
@@ -383,6 +487,7 @@ class _Translator(ast.NodeVisitor):
     def function(self, head: str, first_param: str, bounded: bool, body: Callable) -> list:
         """`head(first_param, parameters) { locals; body() }`, body emitting statements in the current mode."""
         self.lines = []
+        self.py_line = self.line_marked = self.k.def_line
         body()
         plist = [first_param] if first_param else []
         for name, t in self.params.items():
@@ -392,7 +497,7 @@ class _Translator(ast.NodeVisitor):
                 plist.append(f"{t.c} {_cname(name)}")
         nd = self.sig.ndim
         plist += [f"uint64_t rt_gsize{d}" for d in range(nd)]
-        out = [f"{head}({', '.join(plist)}) {{"]
+        out = [self.line_directive(self.k.def_line), f"{head}({', '.join(plist)}) {{"]
         if bounded:
             # Launches pass the exact global size: the cpu backend never runs items past it (RT_ITEMS_BOUNDED), so
             # the test is compiled only where whole groups run; leaving it out on cpu lets the item loop vectorise.
@@ -565,7 +670,14 @@ class _Translator(ast.NodeVisitor):
 
     def emit(self, line: str) -> None:
         if self.emitting:
+            if self.py_line != self.line_marked:
+                # The compiler's diagnostics and rt_assert's __FILE__:__LINE__ name the Python statement.
+                self.lines.append(self.line_directive(self.py_line))
+                self.line_marked = self.py_line
             self.lines.append("    " * self.indent + line)
+
+    def line_directive(self, line: int) -> str:
+        return f'#line {line} "{self.k.c_file}"'
 
     def block(self, stmts: list) -> None:
         for s in stmts:
@@ -576,7 +688,11 @@ class _Translator(ast.NodeVisitor):
         m = getattr(self, "s_" + type(s).__name__, None)
         if m is None:
             raise self.unsupported(s)
-        m(s)
+        saved, self.py_line = self.py_line, self.k.first_line + s.lineno - 1
+        try:
+            m(s)
+        finally:
+            self.py_line = saved  # a compound statement's closing brace belongs to its own line
 
     def assign_name(self, node: ast.AST, name: str, vt: Ty, code: str) -> None:
         if name in self.params:
@@ -856,7 +972,12 @@ class _Translator(ast.NodeVisitor):
                 return f"({self.cast(ac, at, t)} {op} {self.cast(bc, bt, t)})", t
             if t.kind == "b":
                 t = WEAK_INT
-            return f"(({t.c})({self.cast(ac, at, t)} {op} {self.cast(bc, bt, t)}))", t
+            x, y = self.cast(ac, at, t), self.cast(bc, bt, t)
+            if op in ("<<", ">>"):
+                h = "shl_i" if op == "<<" else "shr_i"
+                self.helpers.add(h)
+                return f"rtpy_{h}<{t.c}, {_wrap_c(t)}>({x}, {y})", t
+            return f"(({t.c})({x} {op} {y}))", t
         if t.kind == "b":
             t = WEAK_INT if (at.weak and bt.weak) else Ty(_I64)  # bool arithmetic counts in integers
         x, y = self.cast(ac, at, t), self.cast(bc, bt, t)
@@ -864,19 +985,23 @@ class _Translator(ast.NodeVisitor):
             if t.kind == "f":
                 return f"floor({x} / {y})", t
             self.helpers.add("floordiv_i")
-            return f"rtpy_floordiv_i<{t.c}>({x}, {y})", t
+            return f"rtpy_floordiv_i<{t.c}, {_wrap_c(t)}>({x}, {y})", t
         if op == "%":
-            h = "mod_f" if t.kind == "f" else "mod_i"
-            self.helpers.add(h)
-            return f"rtpy_{h}<{t.c}>({x}, {y})", t
+            if t.kind == "f":
+                self.helpers.add("mod_f")
+                return f"rtpy_mod_f<{t.c}>({x}, {y})", t
+            self.helpers.add("mod_i")
+            return f"rtpy_mod_i<{t.c}, {_wrap_c(t)}>({x}, {y})", t
         if op == "**":
             if t.kind == "f":
                 return f"pow({x}, {y})", t
             self.helpers.add("pow_i")
-            return f"rtpy_pow_i<{t.c}>({x}, {y})", t
-        if t.dt.itemsize < 4:  # C promotes small integers to int: wrap back like NumPy
-            return f"(({t.c})({x} {op} {y}))", t
-        return f"({x} {op} {y})", t
+            return f"rtpy_pow_i<{t.c}, {_wrap_c(t)}>({x}, {y})", t
+        if t.kind == "f" or _plain_wraps(t):
+            return f"({x} {op} {y})", t
+        # +, -, * wrap like NumPy: signed overflow is undefined in C++, and C promotes narrow types to int.
+        u = _wrap_c(t)
+        return f"(({t.c})(({u})({x}) {op} ({u})({y})))", t
 
     def e_BinOp(self, e: ast.BinOp) -> tuple:
         op = _BINOPS.get(type(e.op))
@@ -899,9 +1024,9 @@ class _Translator(ast.NodeVisitor):
             if t.kind == "b":
                 t = WEAK_INT if t.weak else Ty(_I64)
                 code = f"(({t.c})({code}))"
-            if t.dt.itemsize < 4:
-                return f"(({t.c})(-{code}))", t
-            return f"(-{code})", t
+            if t.kind == "f" or _plain_wraps(t):
+                return f"(-{code})", t
+            return f"(({t.c})(({_wrap_c(t)})0 - ({_wrap_c(t)})({code})))", t  # -MIN wraps to MIN, like NumPy
         if isinstance(e.op, ast.Invert):
             if not t.is_int():
                 raise self.error(e, f"operator ~ on {t.dt} (expected an integer)")
@@ -974,8 +1099,9 @@ class _Translator(ast.NodeVisitor):
                 return code, t
             if t.kind == "b":
                 return f"(({t.c})({code}))", WEAK_INT
-            if t.dt.itemsize < 4:
-                return f"(({t.c})abs((int)({code})))", t
+            if t.kind == "i":
+                self.helpers.add("abs_i")
+                return f"rtpy_abs_i<{t.c}, {_wrap_c(t)}>({code})", t
             return f"abs({code})", t
         if fn is int:
             self.arity(e, args, 1, "int")
@@ -1175,6 +1301,48 @@ def _source_lines(fn: Callable) -> tuple:
     return inspect.getsourcelines(fn)
 
 
+_MISSING = object()
+
+
+def _getattrs(obj: Any, attrs: tuple) -> Any:
+    for a in attrs:
+        obj = getattr(obj, a, _MISSING)
+    return obj
+
+
+def _value_token(v: Any) -> tuple:
+    """A cache-key token for a constant's value: its type and exact bits."""
+    if isinstance(v, np.generic):
+        return (v.dtype.str, v.tobytes())
+    if isinstance(v, float):
+        return (float, v.hex())
+    return (type(v), v if isinstance(v, int) else id(v))
+
+
+def _global_reads(tree: ast.AST, local_names: set) -> list:
+    """The names and attribute chains (("N",), ("cfg", "SCALE")) the body reads that are not its own variables."""
+    chains: list = []
+
+    def visit(n: ast.AST) -> None:
+        attrs = []
+        m = n
+        while isinstance(m, ast.Attribute):
+            attrs.append(m.attr)
+            m = m.value
+        if isinstance(m, ast.Name) and isinstance(n.ctx, ast.Load):
+            if m.id not in local_names:
+                chain = (m.id, *reversed(attrs))
+                if chain not in chains:
+                    chains.append(chain)
+            return
+        for c in ast.iter_child_nodes(n):
+            visit(c)
+
+    for st in tree.body:
+        visit(st)
+    return chains
+
+
 class JitKernel:
     """A Python function compiled to a device kernel per argument signature. Launch it with
     `stream.launch_kernel(kernel, *args, global_size=..., local_size=...)`; see `source(*args)`."""
@@ -1204,12 +1372,21 @@ class JitKernel:
             raise make_error(CompileError, f"{self.file}:{self.first_line}: @runtime.jit kernel '{self.name}': "
                                            f"parameters must be plain positional names (no defaults, *args, **kw)")
         self.param_names = [p.arg for p in a.args]
+        self.def_line = self.first_line + tree.lineno - 1  # the 'def' line (first_line may be a decorator's)
+        # The file as a C string literal for #line directives.
+        self.c_file = "".join("\\" + c if c in '"\\' else c if c.isprintable() else "?" for c in self.file)
         self.assigned = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
         self._annotations = dict(getattr(fn, "__annotations__", {}))
         self._cache: dict = {}  # (signature key, device) -> _Compiled
         self._fast: dict = {}  # (argument Python types, ndim, device) -> _Compiled: the launch path's lookup
         self._plans: dict = {}  # same key -> _core.LaunchPlan (C++ check + pack + launch)
-        self._last_plan: Any = None  # the plan of the last default-shaped launch: tried first
+        self._last_plan: Any = None  # the plan of the last default-shaped launch: tried first (also by core.py)
+        # Globals and closure variables the body reads: those holding numbers are compiled in as constants, so their
+        # values are part of every cache key (_values); found when first needed (a global may be defined after the
+        # decorator runs). A kernel with such values never sets _last_plan: its launches check the values first.
+        self._global_chains = _global_reads(tree, set(self.param_names) | self.assigned)
+        self._value_getters: Optional[list] = None
+        self._last_valued: Any = None  # (plan, values) of the last default-shaped launch of such a kernel
         self._lock = threading.Lock()
         self.__doc__ = fn.__doc__
         self.__name__ = fn.__name__
@@ -1251,7 +1428,7 @@ class JitKernel:
         if dt is None or dt not in _CTYPES:
             where = f"{self.file}:{self.first_line}"
             raise make_error(CompileError, f"{where}: annotation {obj!r} of '{param}' in @runtime.jit kernel "
-                                           f"'{self.name}' is not a supported dtype")
+                                           f"'{self.name}' is not a supported dtype (supported: {_SUPPORTED_DTYPES})")
         return dt
 
     # ---- signatures
@@ -1259,7 +1436,11 @@ class JitKernel:
         name = self.param_names[i]
         ann = self._annotations.get(name)
         if isinstance(a, DeviceMemory):
-            return _Buf(self.annotation_dtype(ann, param=name) if ann is not None else a.dtype)
+            if ann is not None:
+                return _Buf(self.annotation_dtype(ann, param=name))
+            if a.dtype not in _CTYPES:
+                raise self._unsupported_dtype(i, "device memory of dtype", a.dtype)
+            return _Buf(a.dtype)
         if ann is not None and isinstance(a, (int, float, np.number, np.bool_)) and not isinstance(a, DeviceMemory):
             return Ty(self.annotation_dtype(ann, param=name))
         if isinstance(a, (bool, np.bool_)):
@@ -1268,7 +1449,9 @@ class JitKernel:
             return WEAK_INT
         if isinstance(a, float):
             return WEAK_FLOAT
-        if isinstance(a, np.generic) and np.dtype(type(a)) in _CTYPES:
+        if isinstance(a, np.generic):
+            if np.dtype(type(a)) not in _CTYPES:
+                raise self._unsupported_dtype(i, "a NumPy scalar of dtype", np.dtype(type(a)))
             return Ty(np.dtype(type(a)))
         if isinstance(a, np.ndarray):
             raise make_error(InvalidValueError,
@@ -1278,14 +1461,49 @@ class JitKernel:
                          f"kernel '{self.name}' argument {i} ('{name}') has type {type(a).__name__}: expected "
                          f"runtime device memory, a Python int/float/bool or a NumPy scalar")
 
+    def _unsupported_dtype(self, i: int, what: str, dt: np.dtype) -> NotSupportedError:
+        return make_error(NotSupportedError, f"kernel '{self.name}' argument {i} ('{self.param_names[i]}') is {what} "
+                                             f"{dt}, which @runtime.jit kernels do not support (supported: "
+                                             f"{_SUPPORTED_DTYPES})")
+
     def _signature(self, args: tuple, ndim: int) -> tuple:
         if len(args) != len(self.param_names):
             raise make_error(InvalidValueError,
                              f"kernel '{self.name}' takes {len(self.param_names)} argument(s) "
                              f"({', '.join(self.param_names)}), got {len(args)}")
         params = [self._param_type(i, a) for i, a in enumerate(args)]
-        key = (tuple(("buf", p.dt) if isinstance(p, _Buf) else (p.dt, p.weak) for p in params), ndim)
+        key = (tuple(("buf", p.dt) if isinstance(p, _Buf) else (p.dt, p.weak) for p in params), ndim, self._values())
         return key, params
+
+    def _values(self) -> tuple:
+        """The current values of the globals and closure variables that the body reads as constants (tokens that
+        tell 1, 1.0, True and np.int32(1) apart, and compare NaN equal to itself)."""
+        getters = self._value_getters
+        if getters is None:
+            getters = self._value_getters = self._find_value_getters()
+        return tuple([_value_token(g()) for g in getters]) if getters else ()
+
+    def _find_value_getters(self) -> list:
+        fn = self.fn
+        getters = []
+        for chain in self._global_chains:
+            name = chain[0]
+            if fn.__closure__ and name in fn.__code__.co_freevars:
+                cell = fn.__closure__[fn.__code__.co_freevars.index(name)]
+                base = lambda cell=cell: cell.cell_contents
+            elif name in fn.__globals__:
+                base = lambda g=fn.__globals__, name=name: g.get(name, _MISSING)
+            else:
+                continue  # a builtin (range, min, ...) or undefined: translation resolves or reports it
+            get = base if len(chain) == 1 else \
+                lambda base=base, attrs=chain[1:]: _getattrs(base(), attrs)
+            try:
+                v = get()
+            except Exception:
+                continue
+            if isinstance(v, (bool, int, float, np.generic)):
+                getters.append(get)
+        return getters
 
     def source(self, *args: Any, global_size: Any = None) -> str:
         """The kernel-dialect source generated for these arguments (and a launch of global_size's dims)."""
@@ -1297,7 +1515,8 @@ class JitKernel:
 
     def _compile(self, key: tuple, params: list, ndim: int) -> _Compiled:
         src = _Translator(self, _Sig(params, ndim)).translate()
-        mod = _core.module_load_source(src, self.options)
+        # -fwrapv backs the wrapping arithmetic the translation spells out (loop counters, ids): NumPy semantics.
+        mod = _core.module_load_source(src, "-fwrapv" + (" " + self.options if self.options else ""))
         try:
             func = _core.module_get_function(mod, self.cname)
         except Exception:
@@ -1345,6 +1564,10 @@ class JitKernel:
         # C++ call, or returns None without launching (other argument types, freed memory, ...): then the full path.
         if global_size is None and local_size is None:
             plan = self._last_plan
+            if plan is None and self._last_valued is not None:
+                plan, vals = self._last_valued
+                if vals != self._values():
+                    plan = None
             if plan is not None and plan.device == stream.device.index and self._compiled_mode():
                 keep = plan.launch(args, stream.handle)
                 if keep is not None:
@@ -1364,7 +1587,8 @@ class JitKernel:
         # which validates the arguments and compiles.
         dev = stream.device.index
         types = tuple([a._dtype if type(a) is DeviceMemory else type(a) for a in args])
-        fkey = (types, ndim, dev)
+        vals = self._values()
+        fkey = (types, ndim, dev, vals)
         c = self._fast.get(fkey)
         if c is None:
             key, params = self._signature(args, ndim)
@@ -1375,7 +1599,10 @@ class JitKernel:
         if glob is None:
             keep = plan.launch(args, stream.handle)
             if keep is not None:
-                self._last_plan = plan
+                if vals:
+                    self._last_valued = (plan, vals)
+                else:
+                    self._last_plan = plan
         else:
             keep = plan.launch_shaped(args, stream.handle, glob[0], glob[1], glob[2], local[0], local[1], local[2])
         if keep is not None:

@@ -368,7 +368,7 @@ std::vector<std::string> parse_options(const std::string& options) {
     }
     auto reject = [](const std::string& opt, const char* why) {
         fail(RT_ERROR_INVALID_VALUE,
-             "kernel compile option '%s' is not accepted: %s (accepted: -O0 -O1 -O2 -O3 -Os -g -DNAME[=VALUE] "
+             "kernel compile option '%s' is not accepted: %s (accepted: -O0 -O1 -O2 -O3 -Os -g -fwrapv -DNAME[=VALUE] "
              "-UNAME -IDIR)",
              opt.c_str(), why);
     };
@@ -377,7 +377,9 @@ std::vector<std::string> parse_options(const std::string& options) {
         std::string opt = tokens[t];
         for (char c : opt)
             if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) reject(opt, "it contains a control character");
-        if (opt == "-O0" || opt == "-O1" || opt == "-O2" || opt == "-O3" || opt == "-Os" || opt == "-g") {
+        // -fwrapv: signed overflow wraps (the @runtime.jit front end asks for it: NumPy's integer semantics).
+        if (opt == "-O0" || opt == "-O1" || opt == "-O2" || opt == "-O3" || opt == "-Os" || opt == "-g" ||
+            opt == "-fwrapv") {
             out.push_back(opt);
             continue;
         }

@@ -112,6 +112,7 @@ std::vector<std::string> nvrtc_options(const std::string& options) {
     for (const std::string& o : cpu::parse_options(options)) {  // validates; throws INVALID_VALUE
         if (o == "-g") out.push_back("-lineinfo");
         else if (o.rfind("-O", 0) == 0) continue;
+        else if (o == "-fwrapv") continue;  // NVRTC has no such flag; code that needs wrapping spells it out
         else out.push_back(o);
     }
     return out;
