@@ -748,12 +748,37 @@ def _as_dtype(dtype: Any, what: str) -> np.dtype:
     return dt
 
 
+_SIZE_MAX = (1 << 64) - 1  # size_t: the C API's sizes
+
+
 def _check_size(value: Any, what: str) -> int:
+    """`value` as a byte or element count: an int (not a bool) in 0..2**64-1, else InvalidValueError naming it."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
-        raise make_error(InvalidValueError, f"{what} must be an int, got {type(value).__name__}")
-    if value < 0:
-        raise make_error(InvalidValueError, f"{what} = {value} is negative")
-    return int(value)
+        raise make_error(InvalidValueError, f"{what} must be an int, got {value!r} ({type(value).__name__})")
+    v = int(value)
+    if v < 0:
+        raise make_error(InvalidValueError, f"{what} = {v} is negative (expected 0..2**64-1)")
+    if v > _SIZE_MAX:
+        raise make_error(InvalidValueError, f"{what} = {v} exceeds the largest size, 2**64-1")
+    return v
+
+
+def _shape_bytes(shape: Any, itemsize: int, what: str) -> int:
+    """Bytes of `shape` (an int or a tuple/list of ints) elements of `itemsize` bytes, computed exactly: each
+    dimension is checked (int, not negative) and the product must fit a size_t."""
+    dims = shape if isinstance(shape, (tuple, list)) else (shape,)
+    total = itemsize
+    for i, d in enumerate(dims):
+        if isinstance(d, (bool, np.bool_)) or not isinstance(d, (int, np.integer)):
+            raise make_error(InvalidValueError, f"{what}: dimension {i} of shape {shape!r} must be an int, got "
+                                                f"{d!r} ({type(d).__name__})")
+        if d < 0:
+            raise make_error(InvalidValueError, f"{what}: dimension {i} of shape {shape!r} is negative ({int(d)})")
+        total *= int(d)  # Python ints: exact, checked once at the end
+    if total > _SIZE_MAX:
+        raise make_error(InvalidValueError, f"{what}: shape {shape!r} of {itemsize}-byte elements needs {total} "
+                                            f"bytes, more than the largest size (2**64-1)")
+    return total
 
 
 def alloc(nbytes: int, dtype: Any = None, device: Any = None, stream: Optional["Stream"] = None) -> DeviceMemory:
@@ -799,10 +824,9 @@ def alloc(nbytes: int, dtype: Any = None, device: Any = None, stream: Optional["
 
 
 def empty(shape: Any, dtype: Any = np.float32, device: Any = None) -> DeviceMemory:
-    """Typed device memory for `shape` elements (an int or a tuple; the memory itself is 1-D)."""
+    """Typed device memory for `shape` elements (an int, or a tuple or list of ints; the memory itself is 1-D)."""
     dt = _as_dtype(dtype, "empty")
-    count = int(np.prod(shape)) if isinstance(shape, tuple) else _check_size(shape, "empty: shape")
-    return alloc(count * dt.itemsize, dt, device)
+    return alloc(_shape_bytes(shape, dt.itemsize, "empty"), dt, device)
 
 
 def to_device(host: Any, stream: Optional[Stream] = None, device: Any = None) -> DeviceMemory:
