@@ -34,6 +34,7 @@ typedef enum rtError {
     RT_ERROR_LAUNCH_FAILED = 7,    /* queued work failed; reported by the next synchronize/query */
     RT_ERROR_NOT_SUPPORTED = 8,    /* the device or build cannot do this */
     RT_ERROR_NOT_FOUND = 9,        /* a named symbol (kernel) does not exist */
+    RT_ERROR_NOT_PERMITTED = 10,   /* the call would wait from inside queue context (a host function, a release) */
     RT_ERROR_UNKNOWN = 999
 } rtError_t;
 
@@ -125,6 +126,12 @@ RT_API rtError_t rtLaunchHostFunc(rtStream_t stream, rtHostFn_t fn, void* user_d
 /** Called from inside a host function: marks it failed. The stream continues; its next
  *  synchronize/query returns `error` with `message`. Outside a host function: RT_ERROR_INVALID_VALUE. */
 RT_API rtError_t rtHostFuncSetError(rtError_t error, const char* message);
+/** Calls release(user_data) once every operation queued on `stream` so far has completed (failed or
+ *  skipped operations count as completed), exactly once, on a runtime thread — or before returning, in
+ *  the caller, when nothing is pending. For keeping objects used by queued work alive: the caller gives
+ *  up its reference through `release`. `release` runs in queue context: it must not wait (calls that would
+ *  return RT_ERROR_NOT_PERMITTED). Releases still pending at rtFinalize run after all work has completed. */
+RT_API rtError_t rtStreamDeferRelease(rtStream_t stream, rtHostFn_t release, void* user_data);
 
 /* ---------------------------------------------------------------- events */
 

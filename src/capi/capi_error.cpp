@@ -15,6 +15,7 @@ RT_API const char* rtGetErrorName(rtError_t error) {
         case RT_ERROR_LAUNCH_FAILED: return "RT_ERROR_LAUNCH_FAILED";
         case RT_ERROR_NOT_SUPPORTED: return "RT_ERROR_NOT_SUPPORTED";
         case RT_ERROR_NOT_FOUND: return "RT_ERROR_NOT_FOUND";
+        case RT_ERROR_NOT_PERMITTED: return "RT_ERROR_NOT_PERMITTED";
         case RT_ERROR_UNKNOWN: return "RT_ERROR_UNKNOWN";
     }
     return "RT_ERROR_UNRECOGNIZED";
@@ -32,6 +33,7 @@ RT_API const char* rtGetErrorString(rtError_t error) {
         case RT_ERROR_LAUNCH_FAILED: return "queued work failed";
         case RT_ERROR_NOT_SUPPORTED: return "not supported by this device or build";
         case RT_ERROR_NOT_FOUND: return "the named symbol was not found";
+        case RT_ERROR_NOT_PERMITTED: return "the call would wait from inside a host function or release (queue context)";
         case RT_ERROR_UNKNOWN: return "internal error";
     }
     return "unrecognized error code";

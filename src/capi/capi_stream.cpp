@@ -69,3 +69,10 @@ RT_API rtError_t rtHostFuncSetError(rtError_t error, const char* message) {
 }
 
 }  // extern "C"
+
+extern "C" RT_API rtError_t rtStreamDeferRelease(rtStream_t stream, rtHostFn_t release, void* user_data) {
+    return capi_call("rtStreamDeferRelease", [&] {
+        if (!release) fail(RT_ERROR_INVALID_VALUE, "release is NULL (expected a function to call)");
+        runtime().timeline().defer_release(*runtime().stream(stream), release, user_data);
+    });
+}
