@@ -196,7 +196,9 @@ void host_func_trampoline(void* user_data) {
     } else {
         Py_DECREF(result);
     }
-    Py_DECREF(fn);
+    // Parked, not dropped here: the callable may hold the last reference to objects whose __del__ frees memory or
+    // destroys a stream, which must not run in queue context.
+    release_parked(fn);
 }
 
 nb::dict device_properties(int device) {
