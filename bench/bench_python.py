@@ -4,6 +4,11 @@
 Rows (every figure: median of the runs, [min..max]; contestants alternate run by run so they share the load of
 a busy machine; every kernel's output is checked against numpy once per contestant):
 
+  alloc+free, Python/C  µs per pooled runtime.free(runtime.alloc(1 MiB)) (pool + reuse on), and the same rtMalloc +
+                        rtFree pair looped in C inside the binding, measured in the same run (issue 11 target: <= 1 µs)
+  launch_copy + sync    µs per 4-byte stream.launch_copy + synchronize from Python, and rtMemcpyAsync +
+                        rtStreamSynchronize looped in C (issue 11 target: <= 3 µs)
+
   launch enqueue        µs per stream.launch_kernel of a compiled @runtime.jit kernel (batches of 1000, the
                         synchronize after each batch is not timed); the "C++ launch" row is the raw binding
                         _core.launch_kernel with pre-packed arguments (the C API's cost plus one nanobind call)
@@ -308,6 +313,57 @@ def bench_kernels(peers: dict, reps: int) -> dict:
     return rows
 
 
+# ------------------------------------------------------------------------------------------- call overhead
+
+def bench_overhead(peers: dict, reps: int) -> dict:
+    """Python call overhead (issue 11) with the C figure of the same operation measured in the same run: a pooled
+    runtime.free(runtime.alloc(1 MiB)) pair (the seed's pool + reuse, as runtime-bench-core's alloc_free row) and a
+    4-byte launch_copy + synchronize. The C loops run in the binding (_core.bench_*), so no Python is timed there."""
+    import runtime
+    from runtime import _core
+    runtime.enable_pool_allocator(4 << 30, 2 << 20)
+    runtime.enable_memory_reuse(True)
+    n = 20000
+    alloc, free = runtime.alloc, runtime.free
+
+    def py_pair():
+        t = time.perf_counter()
+        for _ in range(n):
+            free(alloc(1 << 20))
+        return (time.perf_counter() - t) / n * 1e6
+
+    s = runtime.Stream()
+    d = runtime.alloc(4, dtype=np.float32)
+    h = np.ones(1, np.float32)
+    s.launch_copy(d, h)
+    s.synchronize()
+    assert d.numpy()[0] == 1.0
+    copy, sync = s.launch_copy, s.synchronize
+    m = n // 4
+
+    def py_copy():
+        t = time.perf_counter()
+        for _ in range(m):
+            copy(d, h)
+            sync()
+        return (time.perf_counter() - t) / m * 1e6
+
+    h_ptr = h.ctypes.data
+    times = _alternate({"py_pair": py_pair, "c_pair": lambda: _core.bench_malloc_free(1 << 20, n),
+                        "py_copy": py_copy,
+                        "c_copy": lambda: _core.bench_copy_sync(d.ptr, h_ptr, 4, _core.MEMCPY_HOST_TO_DEVICE,
+                                                                s.handle, m)}, reps)
+    s.synchronize()
+    s.close()
+    runtime.free(d)
+    runtime.enable_memory_reuse(False)
+    runtime.enable_pool_allocator(0, 0)
+    return {"alloc+free 1 MiB pooled, Python (us)": {"ours": _stats(times["py_pair"])},
+            "alloc+free 1 MiB pooled, C (us)": {"ours": _stats(times["c_pair"])},
+            "launch_copy 4 B + synchronize, Python (us)": {"ours": _stats(times["py_copy"])},
+            "rtMemcpyAsync 4 B + rtStreamSynchronize, C (us)": {"ours": _stats(times["c_copy"])}}
+
+
 # ------------------------------------------------------------------------------------------- launch cost
 
 def bench_launch(peers: dict, reps: int) -> dict:
@@ -582,7 +638,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="fewer runs (3 per kernel row, 1 per compile row)")
     ap.add_argument("--json", action="store_true", help="also print the rows as JSON")
-    ap.add_argument("--only", default="launch,jit,kernels,cuda",
+    ap.add_argument("--only", default="overhead,launch,jit,kernels,cuda",
                     help="comma-separated parts (default: all; cuda = @runtime.jit vs CuPy on cuda:0 when present)")
     args = ap.parse_args()
     os.environ.pop("RUNTIME_JIT_INTERPRET", None)
@@ -596,7 +652,7 @@ def main() -> int:
     print(f"device: {props.name} ({props.backend}); cpus: {os.cpu_count()}; peers: {ver}")
     reps = 3 if args.quick else 11
     rows: dict = {}
-    parts = {"launch": bench_launch, "jit": bench_jit, "kernels": bench_kernels, "cuda": bench_cuda}
+    parts = {"overhead": bench_overhead, "launch": bench_launch, "jit": bench_jit, "kernels": bench_kernels, "cuda": bench_cuda}
     for part in [parts[p] for p in args.only.split(",")]:
         try:
             rows.update(part(peers, reps if part is not bench_jit else (1 if args.quick else 3)))

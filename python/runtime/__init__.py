@@ -13,7 +13,8 @@ import numpy as _np
 
 from . import _core
 from .errors import (CompileError, Error, InvalidDeviceError, InvalidHandleError, InvalidValueError, LaunchError,
-                     NotFoundError, NotReadyError, NotSupportedError, OutOfMemoryError, UnknownError)
+                     NotFoundError, NotPermittedError, NotReadyError, NotSupportedError, OutOfMemoryError,
+                     UnknownError)
 from .errors import ERROR_CLASSES as _ERROR_CLASSES
 
 _core.set_error_classes(dict(_ERROR_CLASSES))
@@ -38,7 +39,7 @@ __version__ = "%d.%d.%d" % tuple(_core.VERSION)
 
 __all__ = [
     "Error", "InvalidValueError", "InvalidDeviceError", "InvalidHandleError", "OutOfMemoryError", "NotReadyError",
-    "CompileError", "LaunchError", "NotSupportedError", "NotFoundError", "UnknownError",
+    "CompileError", "LaunchError", "NotSupportedError", "NotFoundError", "NotPermittedError", "UnknownError",
     "init", "finalize", "get_device_count", "set_device", "get_device", "get_device_properties", "device", "Device",
     "DeviceProperties", "current_device", "synchronize", "mem_get_info",
     "Stream", "Event", "current_stream", "default_stream",

@@ -1,16 +1,14 @@
 """Devices, streams, events and memory of the runtime package: the seed's API over the _core binding.
 
 Lifetimes: every asynchronous enqueue hands the Python objects it uses (host arrays, device memory, kernel
-argument buffers) to its stream's keep-alive list. The list is cut into batches; each batch is closed by an
-event recorded after its work, and released once that event completes (checked on later calls on the
-stream, on synchronize, on alloc/free). Device memory counts the batches that hold it, so `free` of memory
-still used by queued work only marks it freed and the real rtFree happens when the last batch is released.
+arguments) to the core timeline in the same binding call (rtStreamDeferRelease): they are dropped once the stream
+has passed that work. `free` and the finalizers never wait: rtFree, rtFreeHost, rtHostUnregister and
+rtStreamDestroy leave memory that queued work still uses to the core, which releases it when that work completes.
 """
 
 from __future__ import annotations
 
 import atexit
-import collections
 import threading
 import weakref
 from typing import Any, Iterable, Optional, Union
@@ -46,13 +44,10 @@ def init(options: Optional[str] = None, **kwargs: Any) -> None:
 def finalize() -> None:
     """Wait for all work and release every resource of the runtime; all handles become invalid."""
     global _devices_cache
-    _release_all_streams()
-    _Event._pools.clear()
-    _core.finalize()
+    _core.finalize()  # runs every pending release, then drops what they hand back
     _devices_cache = None
     _default_streams.clear()
-    _pooled_devices.clear()  # the strategies and registrations end with the runtime
-    _registered.clear()
+    _registered.clear()  # the registrations end with the runtime
 
 
 def get_device_count() -> int:
@@ -109,14 +104,14 @@ def _device_index(spec: Any) -> int:
 
 
 class Device:
-    """A device, named like "cpu:0" or "cuda:0". As a context manager it makes itself the thread's current
-    device and restores the previous one on exit."""
+    """A device, named like "cpu:0" or "cuda:0". As a context manager it makes itself the calling thread's current
+    device and restores that thread's previous one on exit (the saved devices are per thread: one Device object
+    may be entered by several threads at once)."""
 
-    __slots__ = ("index", "_saved")
+    __slots__ = ("index",)
 
     def __init__(self, spec: Any = None) -> None:
         self.index = _core.get_device() if spec is None else _device_index(spec)
-        self._saved: list = []
 
     @property
     def properties(self) -> DeviceProperties:
@@ -135,17 +130,18 @@ class Device:
     def synchronize(self) -> None:
         """Wait for all work on every stream of this device."""
         with self:
-            _prune_all()
             _core.device_synchronize()
-            _release_all_streams(self.index)
 
     def __enter__(self) -> "Device":
-        self._saved.append(_core.get_device())
+        saved = getattr(_tls, "devices", None)
+        if saved is None:
+            saved = _tls.devices = []
+        saved.append(_core.get_device())
         _core.set_device(self.index)
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        _core.set_device(self._saved.pop())
+        _core.set_device(_tls.devices.pop())
 
     def __eq__(self, other: Any) -> bool:
         return isinstance(other, Device) and other.index == self.index
@@ -158,6 +154,17 @@ class Device:
 
     def __repr__(self) -> str:
         return f"runtime.Device({self.name!r})"
+
+
+_device_objs: list = []  # Device per index, shared by the memory objects (no Device made per allocation)
+
+
+def _device_obj(index: int) -> Device:
+    while len(_device_objs) <= index:
+        d = Device.__new__(Device)
+        d.index = len(_device_objs)
+        _device_objs.append(d)
+    return _device_objs[index]
 
 
 def device(spec: Any = None) -> Device:
@@ -197,21 +204,6 @@ def mem_get_info() -> tuple:
 
 
 # ----------------------------------------------------------------------------------------------- events
-
-
-class _Event:
-    """Pool of untimed events used to close keep-alive batches (creating one per batch would cost more)."""
-
-    _pools: dict = {}
-
-    @classmethod
-    def take(cls, device_index: int) -> int:
-        pool = cls._pools.setdefault(device_index, [])
-        return pool.pop() if pool else _core.event_create(_core.EVENT_DISABLE_TIMING)
-
-    @classmethod
-    def give(cls, device_index: int, handle: int) -> None:
-        cls._pools.setdefault(device_index, []).append(handle)
 
 
 class Event:
@@ -288,116 +280,52 @@ class Event:
 
 _live_streams: "weakref.WeakSet[Stream]" = weakref.WeakSet()
 _default_streams: dict = {}
-_BATCH = 32  # enqueues per keep-alive batch: one event record per batch, not per enqueue
 
 
 class Stream:
     """An in-order asynchronous queue on a device (the current one by default).
 
     Every launch_* returns before the work is done; synchronize() waits and raises the first asynchronous
-    failure. As a context manager the stream becomes the thread's current stream until exit.
+    failure. As a context manager the stream becomes the thread's current stream until exit. The Python objects
+    an enqueue uses (host arrays, device memory) are kept alive on the core timeline (rtStreamDeferRelease) until
+    the stream has passed that work.
     """
 
     def __init__(self, device: Any = None, non_blocking: bool = False, *, _default_of: Optional[int] = None) -> None:
         self._handle = 0
-        self._lock = threading.Lock()
-        self._pending: collections.deque = collections.deque()  # (event handle, [objects])
-        self._batch: list = []
-        self._saved: list = []
         if _default_of is not None:
-            self.device = Device(_default_of)
+            self.device = _device_obj(_default_of)
             self._is_default = True
         else:
             self.device = Device(device)
             self._is_default = False
             with self.device:
                 self._handle = _core.stream_create(_core.STREAM_NON_BLOCKING if non_blocking else 0)
+        self._index = self.device.index
         _live_streams.add(self)
 
     @property
     def handle(self) -> int:
-        """The rtStream_t as an int (0 = the device's default stream)."""
-        if not self._handle and not self._is_default:
+        """The rtStream_t as an int (0 = the current device's default stream: a default stream's handle is only
+        given out while its device is the thread's current one, so work never lands on another device's queue)."""
+        if self._is_default:
+            if _core.get_device() != self._index:
+                raise make_error(InvalidDeviceError,
+                                 f"the default stream of {self.device.name} is used while the thread's current device "
+                                 f"is {current_device().name} (enter `with runtime.device({self._index}):` first)")
+            return 0
+        if not self._handle:
             raise make_error(InvalidValueError, "the stream was destroyed")
         return self._handle
 
     # ---- lifetimes
-    # The open batch is a list of per-enqueue object lists, appended as they come (no per-object work on the
-    # launch path). Closing it (every _BATCH enqueues, or on demand) records its event, reduces it to its unique
-    # objects and counts one use per device memory; releasing a closed batch undoes those counts. Memory in the
-    # open batch is therefore not yet counted: free() closes open batches that hold it before looking at _uses.
     def _keep(self, objs: Iterable) -> None:
         """Keep `objs` alive until the work enqueued so far on this stream has completed."""
-        flat: list = []
-        for o in objs:
-            if isinstance(o, tuple):
-                flat.extend(o)
-            else:
-                flat.append(o)
-        self._keep_mems(flat)
+        _core.defer_release(self.handle, tuple(objs))
 
     def _keep_mems(self, objs: list) -> None:
-        """Keep the objects of the list `objs` (which the stream takes over) alive until the work enqueued so far
-        has completed."""
-        with self._lock:
-            b = self._batch
-            b.append(objs)
-            if len(b) >= _BATCH:  # prune only here: an event query per enqueue would cost more
-                self._close_batch()
-                self._prune_locked()
-
-    def _close_batch(self) -> None:
-        if not self._batch:
-            return
-        ev = _Event.take(self.device.index)
-        _core.event_record(ev, self._handle)
-        unique: dict = {}
-        for objs in self._batch:
-            for o in objs:
-                unique[id(o)] = o
-        held = list(unique.values())
-        for o in held:
-            if isinstance(o, DeviceMemory):
-                o._uses += 1
-        self._pending.append((ev, held))
-        self._batch = []
-
-    def _prune_locked(self) -> None:
-        while self._pending:
-            ev, objs = self._pending[0]
-            if not _core.event_query(ev):
-                break
-            self._pending.popleft()
-            _Event.give(self.device.index, ev)
-            _release(objs)
-
-    def _prune(self, flush: bool = False) -> None:
-        """Release batches whose work completed; `flush` first closes the open batch with an event."""
-        with self._lock:
-            if flush:
-                self._close_batch()
-            self._prune_locked()
-
-    def _release_everything(self) -> None:
-        """All work of the stream is known complete: release every batch (the open one was never counted)."""
-        with self._lock:
-            batches = [objs for _, objs in self._pending]
-            for ev, _ in self._pending:
-                _Event.give(self.device.index, ev)
-            self._pending.clear()
-            self._batch = []
-        for objs in batches:
-            _release(objs)
-
-    def _holds_open(self, mem: "DeviceMemory") -> bool:
-        """Whether the open (not yet counted) batch holds `mem`."""
-        with self._lock:
-            return any(mem is o for objs in self._batch for o in objs)
-
-    def _busy_with(self, mem: "DeviceMemory") -> bool:
-        with self._lock:
-            return any(mem is o for objs in self._batch for o in objs) or any(
-                mem is o for _, objs in self._pending for o in objs)
+        """Keep the objects of the list `objs` alive until the work enqueued so far has completed."""
+        _core.defer_release(self.handle, objs)
 
     # ---- operations
     def launch_kernel(self, kernel: Any, *args: Any, global_size: Any = None, local_size: Any = None) -> None:
@@ -405,9 +333,9 @@ class Stream:
         argument) in groups of `local_size` (default 256 in 1-D). Tuples give 2-D/3-D shapes."""
         if global_size is None and local_size is None:
             # Fast path (@runtime.jit, same argument types as the previous default-shaped launch): one C++ call
-            # checks, packs and launches; None means "not launched, take the full path" (see jit.JitKernel).
+            # checks, packs, launches and keeps the arguments alive; None means "not launched, take the full path".
             plan = getattr(kernel, "_last_plan", None)
-            if plan is not None and plan.device == self.device.index and kernel._compiled_mode():
+            if plan is not None and plan.device == self._index and kernel._compiled_mode():
                 keep = plan.launch(args, self.handle)
                 if keep is not None:
                     if keep:
@@ -422,22 +350,36 @@ class Stream:
 
     def launch_copy(self, dst: Any, src: Any, direction: Optional[str] = None, nbytes: Optional[int] = None) -> None:
         """Queue a copy of `src` into `dst` (destination first); direction "H2D"/"D2H"/"D2D"/"H2H" or inferred.
-        Host operands are kept alive until the copy has completed."""
+        Both operands are kept alive until the copy has completed."""
+        if direction is None and nbytes is None:
+            # Fast path: device memory and a numpy array, checked and queued by one binding call (False: take the
+            # full path, which explains the refusal).
+            td, ts = type(dst), type(src)
+            if td is DeviceMemory and ts is np.ndarray and not dst._freed:
+                if _core.memcpy_array_async(dst._ptr, dst.nbytes, src, True, self._handle or self.handle,
+                                            (dst, src)):
+                    if dst._dtype is None:
+                        _adopt_dtype(dst, src.dtype)
+                    return
+            elif ts is DeviceMemory and td is np.ndarray and not src._freed:
+                if _core.memcpy_array_async(src._ptr, src.nbytes, dst, False, self._handle or self.handle,
+                                            (dst, src)):
+                    return
         d, s, kind, n = _prepare_copy("launch_copy", dst, src, direction, nbytes)
         if n:
-            _core.memcpy_async(d.ptr, s.ptr, n, kind, self.handle)
-            self._keep((d.keep, s.keep))
+            _core.memcpy_async(d.ptr, s.ptr, n, kind, self.handle, (d.keep, s.keep))
         _after_copy(d, s)
 
     def memset(self, mem: "DeviceMemory", value: int, nbytes: Optional[int] = None) -> None:
         """Queue setting `nbytes` (default all) bytes of `mem` to `value` (0..255)."""
         n = _check_memset(mem, value, nbytes)
-        _core.memset_async(mem.ptr, int(value), n, self.handle)
-        self._keep((mem,))
+        _core.memset_async(mem.ptr, int(value), n, self.handle, mem)
 
     def launch_host_func(self, fn: Any) -> None:
-        """Queue a Python callable (no arguments) after the work queued so far. It must not synchronize the
-        runtime; an exception it raises is reported by the next synchronize()/query() as a LaunchError."""
+        """Queue a Python callable (no arguments) after the work queued so far. It runs on a runtime thread, in
+        queue context: a call that would wait for its own stream (stream.synchronize(), a device synchronize)
+        raises NotPermittedError inside it. An exception it raises is reported by the next synchronize()/query()
+        as a LaunchError."""
         if not callable(fn):
             raise make_error(InvalidValueError, f"launch_host_func: fn must be callable, got {type(fn).__name__}")
         _core.launch_host_func(self.handle, fn)
@@ -462,17 +404,18 @@ class Stream:
 
     def synchronize(self) -> None:
         """Block until all queued work has completed; raises the stream's first asynchronous failure."""
-        try:
-            _core.stream_synchronize(self.handle)
-        finally:
-            self._release_everything()
+        if self._is_default and _core.get_device() != self._index:
+            with self.device:
+                _core.stream_synchronize(0)
+            return
+        _core.stream_synchronize(self.handle)
 
     def query(self) -> bool:
         """True if all queued work has completed; raises a pending asynchronous failure."""
-        done = _core.stream_query(self.handle)
-        if done:
-            self._release_everything()
-        return done
+        if self._is_default and _core.get_device() != self._index:
+            with self.device:
+                return _core.stream_query(0)
+        return _core.stream_query(self.handle)
 
     # ---- context manager, destruction
     def __enter__(self) -> "Stream":
@@ -486,13 +429,11 @@ class Stream:
             stack.pop()
 
     def close(self) -> None:
-        """Wait for the queued work, then destroy the stream (also done when it is garbage-collected)."""
+        """Destroy the stream (also done when it is garbage-collected). Never waits: the work already queued
+        still runs, and the objects it uses stay alive until it has."""
         h, self._handle = self._handle, 0
         if h:
-            try:
-                _core.stream_destroy(h)
-            finally:
-                self._release_everything()
+            _core.stream_destroy(h)
 
     def __del__(self) -> None:
         try:
@@ -527,67 +468,72 @@ def current_stream() -> Stream:
     return stack[-1] if stack else default_stream()
 
 
-def _release(objs: Iterable) -> None:
-    """Undo a closed batch's counts: `objs` are its unique objects."""
-    for o in objs:
-        if isinstance(o, DeviceMemory):
-            o._uses -= 1
-            if o._uses == 0 and o._deferred_free:
-                o._free_now()
-
-
-def _prune_all(flush: bool = False) -> None:
+def _settle(mem: "DeviceMemory") -> None:
+    """Wait for the queued work of every stream of `mem`'s device (work that may touch `mem` must be done before
+    a consumer reads it outside the runtime, e.g. through DLPack)."""
     for s in list(_live_streams):
-        s._prune(flush)
-
-
-def _release_all_streams(device_index: Optional[int] = None) -> None:
-    for s in list(_live_streams):
-        if device_index is None or s.device.index == device_index:
-            s._release_everything()
+        if s._index == mem.device.index and (s._handle or s._is_default) and not s.query():
+            s.synchronize()
 
 
 @atexit.register
 def _at_exit() -> None:
-    # Queued host functions and deferred frees must finish while the interpreter is still whole.
+    # Queued host functions and releases must finish while the interpreter is still whole; after this the
+    # binding leaves Python objects alone (a late release leaks its reference rather than touch a dying
+    # interpreter).
     for s in list(_live_streams):
         try:
             s.synchronize()
         except Exception:
             pass
+    _core.python_exiting()
 
 
 # ----------------------------------------------------------------------------------------------- memory
 
 _DLPACK_CODES = {"i": 0, "u": 1, "f": 2, "b": 6, "c": 5}
-_real_frees = 0  # DeviceMemory releases so far (alloc retries after an out-of-memory only if some happened)
 _DEFAULT_DTYPE = np.dtype(np.float32)  # SPEC §3: untyped memory is indexed as float32
+_H2D, _D2H = _core.MEMCPY_HOST_TO_DEVICE, _core.MEMCPY_DEVICE_TO_HOST
+
+
+class _MemExtra:
+    """The rarely used parts of a DeviceMemory, kept out of the common object: the stream of alloc(stream=...),
+    and for map_host the host objects aliased and the registration it made."""
+
+    __slots__ = ("stream", "host", "host_registered", "mapped")
+
+    def __init__(self) -> None:
+        self.stream: Optional[weakref.ref] = None
+        self.host: Any = None
+        self.host_registered = 0
+        self.mapped = False
 
 
 class DeviceMemory:
     """Device memory from runtime.alloc: `ptr`, `nbytes`, `device`, `dtype` (float32 unless typed at alloc or by
     a typed host copy into it), `size` (elements of dtype), DLPack export (`numpy.from_dlpack(mem)` is a
-    zero-copy view on the cpu device)."""
+    zero-copy view on the cpu device).
 
-    def __init__(self, ptr: int, nbytes: int, device: Device, dtype: Optional[np.dtype]) -> None:
+    Freed by runtime.free or when garbage-collected; either never waits (rtFree defers the release of memory that
+    queued work still uses until that work has completed)."""
+
+    # Slots: alloc/free are on hot paths, and a small fixed object is cheaper to make and to drop.
+    __slots__ = ("_ptr", "nbytes", "device", "_dtype", "_freed", "_ext", "__weakref__")
+
+    def __init__(self, ptr: int, nbytes: int, device: Device, dtype: Optional[np.dtype],
+                 ext: Optional[_MemExtra] = None) -> None:
         self._ptr = ptr
         self.nbytes = nbytes
         self.device = device
         self._dtype = dtype
-        self._uses = 0  # closed keep-alive batches holding this memory (see Stream._close_batch)
-        self._deferred_free = False
         self._freed = False
-        self._stream: Optional[weakref.ref] = None  # alloc(stream=...): the stream it was allocated on
-        self._pooled = False  # allocated while the device's pool was on (a stream-ordered free never blocks)
-        self._host: Any = None  # map_host: the host objects aliased (kept alive until freed)
-        self._host_registered = 0  # map_host registered this host pointer itself: unregistered at free
-        self._mapped = False
+        self._ext = ext
 
     # ---- attributes
     @property
     def ptr(self) -> int:
         """The device address as an int; raises if the memory was freed."""
-        if self._freed or self._deferred_free:
+        if self._freed:
             raise make_error(InvalidValueError, f"device memory {self._ptr:#x} ({self.nbytes} bytes) was freed")
         return self._ptr
 
@@ -611,7 +557,7 @@ class DeviceMemory:
 
     @property
     def freed(self) -> bool:
-        return self._freed or self._deferred_free
+        return self._freed
 
     def __len__(self) -> int:
         return self.size
@@ -619,11 +565,11 @@ class DeviceMemory:
     @property
     def mapped(self) -> bool:
         """Whether this is host memory mapped for the device (runtime.map_host) rather than an allocation."""
-        return self._mapped
+        return self._ext is not None and self._ext.mapped
 
     def __repr__(self) -> str:
         state = " freed" if self.freed else ""
-        what = " mapped host" if self._mapped else ""
+        what = " mapped host" if self.mapped else ""
         return (f"runtime.DeviceMemory(ptr={self._ptr:#x}, nbytes={self.nbytes}, dtype={self.dtype}, "
                 f"device={self.device.name!r}{what}{state})")
 
@@ -661,10 +607,7 @@ class DeviceMemory:
         dt = self.dtype
         if dt.kind not in _DLPACK_CODES:
             raise BufferError(f"runtime.DeviceMemory.__dlpack__: dtype {dt} has no DLPack code")
-        # The consumer reads right away: queued work that touches this memory must have completed.
-        for s in list(_live_streams):
-            if s._busy_with(self):
-                s.synchronize()
+        _settle(self)  # the consumer reads right away
         versioned = max_version is not None and tuple(max_version)[0] >= 1
         return _core.make_dlpack(self.ptr, [self.size], _DLPACK_CODES[dt.kind], dt.itemsize * 8, mine[0], mine[1],
                                  self, versioned)
@@ -672,68 +615,54 @@ class DeviceMemory:
     @property
     def __cuda_array_interface__(self) -> dict:
         """CUDA Array Interface v3 (CuPy, Numba, PyTorch) for memory of a cuda device: a zero-copy 1-D view of
-        `dtype`. Queued work that touches this memory is completed first, so no "stream" entry is given (the
-        consumer may use the data on any stream). Absent (AttributeError) on other devices."""
-        if self.device.properties.backend != "cuda" or self._mapped:
+        `dtype`. Queued work of the device is completed first, so no "stream" entry is given (the consumer may use
+        the data on any stream). Absent (AttributeError) on other devices."""
+        if self.device.properties.backend != "cuda" or self.mapped:
             raise AttributeError("__cuda_array_interface__ exists only for memory of a cuda device "
                                  f"(this is {self.device.name} memory)")
-        for s in list(_live_streams):
-            if s._busy_with(self):
-                s.synchronize()
+        _settle(self)
         return {"shape": (self.size,), "typestr": self.dtype.str, "data": (self.ptr, False), "strides": None,
                 "descr": [("", self.dtype.str)], "version": 3}
 
     # ---- release
-    def _free_now(self, stream: Optional["Stream"] = None) -> None:
-        """Release now: rtFreeAsync on `stream` (stream-ordered) when given and still alive, else rtFree; mapped
-        host memory only drops its host objects (and the registration map_host made)."""
-        global _real_frees
-        if self._freed:
-            return
+    def _release(self) -> None:
+        """Give the memory back (never waits). rtFreeAsync on the stream of alloc(stream=...) while it lives, else
+        rtFree; a map_host mapping undoes the registration it made (its host objects stay referenced by this object,
+        which queued work keeps alive as long as it needs them)."""
         self._freed = True
-        _real_frees += 1
-        if self._host is not None:
-            registered, self._host, self._host_registered = self._host_registered, None, 0
+        ext = self._ext
+        if ext is None:
+            if self._ptr:
+                _core.free(self._ptr)
+            return
+        if ext.mapped:
+            registered, ext.host_registered = ext.host_registered, 0
             if registered:
                 _core.host_unregister(registered)
             return
         if not self._ptr:
             return
+        stream = ext.stream() if ext.stream is not None else None
         if stream is not None and (stream._handle or stream._is_default):
             with stream.device:
-                _core.free_async(self._ptr, stream.handle)
+                _core.free_async(self._ptr, 0 if stream._is_default else stream._handle)
         else:
             _core.free(self._ptr)
 
-    def _alloc_stream(self) -> Optional["Stream"]:
-        return self._stream() if self._stream is not None else None
-
     def free(self) -> None:
-        """Free now, or as soon as the queued work that uses it completes. Freeing twice is an error.
-
-        Pool memory that only one stream's queued work still uses is freed at once, stream-ordered (rtFreeAsync
-        on that stream: later work on it may reuse the block, other streams only once the stream has passed the
-        free); memory from alloc(stream=s) that no queued work uses is freed on s."""
-        if self._freed or self._deferred_free:
+        """Free now; memory that queued work still uses is released by the runtime once that work has completed
+        (alloc(stream=s) memory: ordered on s). Freeing twice is an error."""
+        if self._freed:
             raise make_error(InvalidValueError, f"free: device memory {self._ptr:#x} ({self.nbytes} bytes) "
                                                 f"was already freed")
-        if self._uses or any(st._holds_open(self) for st in list(_live_streams)):
-            _prune_all(flush=True)  # counts the open batches' uses, releases what completed
-        if self._uses:
-            users = [st for st in list(_live_streams) if st._busy_with(self)] if self._pooled else []
-            if len(users) == 1 and users[0].device == self.device:
-                self._free_now(users[0])  # the last (only) user orders the free
-            else:
-                self._deferred_free = True  # _release frees it when the last batch holding it completes
-        else:
-            self._free_now(self._alloc_stream())
+        self._release()
 
     def __del__(self) -> None:
-        try:
-            if not self._freed and self._uses == 0:
-                self._free_now()
-        except Exception:
-            pass
+        if not self._freed:
+            try:
+                self._release()
+            except Exception:
+                pass
 
 
 def _as_dtype(dtype: Any, what: str) -> np.dtype:
@@ -748,12 +677,37 @@ def _as_dtype(dtype: Any, what: str) -> np.dtype:
     return dt
 
 
+_SIZE_MAX = (1 << 64) - 1  # size_t: the C API's sizes
+
+
 def _check_size(value: Any, what: str) -> int:
+    """`value` as a byte or element count: an int (not a bool) in 0..2**64-1, else InvalidValueError naming it."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
-        raise make_error(InvalidValueError, f"{what} must be an int, got {type(value).__name__}")
-    if value < 0:
-        raise make_error(InvalidValueError, f"{what} = {value} is negative")
-    return int(value)
+        raise make_error(InvalidValueError, f"{what} must be an int, got {value!r} ({type(value).__name__})")
+    v = int(value)
+    if v < 0:
+        raise make_error(InvalidValueError, f"{what} = {v} is negative (expected 0..2**64-1)")
+    if v > _SIZE_MAX:
+        raise make_error(InvalidValueError, f"{what} = {v} exceeds the largest size, 2**64-1")
+    return v
+
+
+def _shape_bytes(shape: Any, itemsize: int, what: str) -> int:
+    """Bytes of `shape` (an int or a tuple/list of ints) elements of `itemsize` bytes, computed exactly: each
+    dimension is checked (int, not negative) and the product must fit a size_t."""
+    dims = shape if isinstance(shape, (tuple, list)) else (shape,)
+    total = itemsize
+    for i, d in enumerate(dims):
+        if isinstance(d, (bool, np.bool_)) or not isinstance(d, (int, np.integer)):
+            raise make_error(InvalidValueError, f"{what}: dimension {i} of shape {shape!r} must be an int, got "
+                                                f"{d!r} ({type(d).__name__})")
+        if d < 0:
+            raise make_error(InvalidValueError, f"{what}: dimension {i} of shape {shape!r} is negative ({int(d)})")
+        total *= int(d)  # Python ints: exact, checked once at the end
+    if total > _SIZE_MAX:
+        raise make_error(InvalidValueError, f"{what}: shape {shape!r} of {itemsize}-byte elements needs {total} "
+                                            f"bytes, more than the largest size (2**64-1)")
+    return total
 
 
 def alloc(nbytes: int, dtype: Any = None, device: Any = None, stream: Optional["Stream"] = None) -> DeviceMemory:
@@ -763,6 +717,10 @@ def alloc(nbytes: int, dtype: Any = None, device: Any = None, stream: Optional["
     With `stream`, the allocation is stream-ordered (rtMallocAsync): on the stream's device, usable by work
     queued on `stream` from now on (by other streams once ordered after it, e.g. with an event), served from the
     pool when one is enabled; its free is ordered on that stream too."""
+    if type(nbytes) is int and dtype is None and device is None and stream is None and 0 <= nbytes <= _SIZE_MAX:
+        # Fast path: untyped memory on the current device, one binding call.
+        ptr, dev = _core.malloc_current(nbytes)
+        return DeviceMemory(ptr, nbytes, _device_objs[dev] if dev < len(_device_objs) else _device_obj(dev), None)
     n = _check_size(nbytes, "alloc: nbytes")
     dt = None if dtype is None else _as_dtype(dtype, "alloc")
     if dt is not None and n % dt.itemsize:
@@ -774,35 +732,24 @@ def alloc(nbytes: int, dtype: Any = None, device: Any = None, stream: Optional["
         if device is not None and _device_index(device) != stream.device.index:
             raise make_error(InvalidValueError, f"alloc: device {device!r} is not the stream's device "
                                                 f"({stream.device.name})")
-        dev = stream.device
-    else:
-        dev = Device(device)
-    _prune_all()
+        with stream.device:
+            ptr = _core.malloc_async(n, 0 if stream._is_default else stream.handle)
+        ext = _MemExtra()
+        ext.stream = weakref.ref(stream)
+        return DeviceMemory(ptr, n, stream.device, dt, ext)
+    if device is None:
+        ptr, idx = _core.malloc_current(n)
+        return DeviceMemory(ptr, n, _device_obj(idx), dt)
+    dev = Device(device)
     with dev:
-        handle = None if stream is None else stream.handle
-        try:
-            ptr = _core.malloc(n) if handle is None else _core.malloc_async(n, handle)
-        except OutOfMemoryError:
-            # Memory whose free waits on completed work can be released now; if some was, try once more (a
-            # second refusal would count a second out-of-memory in the statistics).
-            frees = _real_frees
-            _prune_all(flush=True)
-            if _real_frees == frees:
-                raise
-            ptr = _core.malloc(n) if handle is None else _core.malloc_async(n, handle)
-    mem = DeviceMemory(ptr, n, dev, dt)
-    if dev.index in _pooled_devices:
-        mem._pooled = True
-    if stream is not None:
-        mem._stream = weakref.ref(stream)
-    return mem
+        ptr = _core.malloc(n)
+    return DeviceMemory(ptr, n, dev, dt)
 
 
 def empty(shape: Any, dtype: Any = np.float32, device: Any = None) -> DeviceMemory:
-    """Typed device memory for `shape` elements (an int or a tuple; the memory itself is 1-D)."""
+    """Typed device memory for `shape` elements (an int, or a tuple or list of ints; the memory itself is 1-D)."""
     dt = _as_dtype(dtype, "empty")
-    count = int(np.prod(shape)) if isinstance(shape, tuple) else _check_size(shape, "empty: shape")
-    return alloc(count * dt.itemsize, dt, device)
+    return alloc(_shape_bytes(shape, dt.itemsize, "empty"), dt, device)
 
 
 def to_device(host: Any, stream: Optional[Stream] = None, device: Any = None) -> DeviceMemory:
@@ -817,8 +764,12 @@ def to_device(host: Any, stream: Optional[Stream] = None, device: Any = None) ->
 
 
 def free(mem: DeviceMemory) -> None:
-    """Free device memory from alloc (or a map_host mapping). Memory still used by queued work is freed when that
-    work completes (pool memory used by one stream only: at once, ordered on that stream, see DeviceMemory.free)."""
+    """Free device memory from alloc (or a map_host mapping). Never waits: memory still used by queued work is
+    released by the runtime once that work has completed."""
+    if type(mem) is DeviceMemory and mem._ext is None and not mem._freed:
+        mem._freed = True  # the common case, inlined: a plain allocation
+        _core.free(mem._ptr)
+        return
     if not isinstance(mem, DeviceMemory):
         raise make_error(InvalidValueError, f"free: expected runtime.DeviceMemory (from runtime.alloc), "
                                             f"got {type(mem).__name__}")
@@ -913,12 +864,17 @@ def _prepare_copy(api: str, dst: Any, src: Any, direction: Optional[str], nbytes
     return d, s, kind, n
 
 
+def _adopt_dtype(mem: DeviceMemory, dt: np.dtype) -> None:
+    """SPEC §3: a typed host copy into untyped device memory gives it the source's dtype."""
+    if dt.kind in "biuf" and dt.itemsize <= 8 and mem.nbytes % dt.itemsize == 0:
+        mem._dtype = dt
+
+
 def _after_copy(d: _Operand, s: _Operand) -> None:
     # SPEC §3: a typed copy into untyped device memory gives it the source's dtype.
     if d.mem is not None and d.mem._dtype is None:
-        if s.array is not None and s.array.dtype.kind in "biuf" and s.array.dtype.itemsize <= 8 \
-                and d.mem.nbytes % s.array.dtype.itemsize == 0 and not isinstance(s.keep[0], (bytes, bytearray)):
-            d.mem._dtype = s.array.dtype
+        if s.array is not None and not isinstance(s.keep[0], (bytes, bytearray)):
+            _adopt_dtype(d.mem, s.array.dtype)
         elif s.mem is not None and s.mem._dtype is not None and d.mem.nbytes % s.mem._dtype.itemsize == 0:
             d.mem._dtype = s.mem._dtype
 
@@ -954,7 +910,6 @@ def memset(mem: DeviceMemory, value: int, nbytes: Optional[int] = None) -> None:
 # the exact per-device statistics of rtMemGetStats. All apply to the current device, or to `device` when given (the
 # current device is switched for the call and restored).
 
-_pooled_devices: set = set()  # devices whose allocations come from a pool (enable_pool_allocator / reuse on)
 _registered: dict = {}  # host pointer -> (object, numpy view, nbytes, device index): kept alive while registered
 
 _STAT_FIELDS = ("allocated_bytes", "reserved_bytes", "peak_allocated_bytes", "peak_reserved_bytes", "num_allocs",
@@ -982,14 +937,8 @@ def enable_pool_allocator(pool_size: int = 4 * 1024**3, block_size: int = 1024 *
     ps = _check_size(pool_size, "enable_pool_allocator: pool_size")
     bs = _check_size(block_size, "enable_pool_allocator: block_size")
     flags = _core.POOL_GROW if _flag(grow, "enable_pool_allocator: grow") else _core.POOL_DEFAULT
-    dev = _target(device)
-    _prune_all()  # deferred frees whose work completed release their pool blocks first
-    with dev:
+    with _target(device):
         _core.enable_pool_allocator(ps, bs, flags)
-    if ps:
-        _pooled_devices.add(dev.index)
-    else:
-        _pooled_devices.discard(dev.index)
 
 
 def enable_memory_reuse(enable: bool = True, device: Any = None) -> None:
@@ -997,11 +946,8 @@ def enable_memory_reuse(enable: bool = True, device: Any = None) -> None:
     default pool of the device's capacity in 2 MiB blocks is created if none is enabled); off, freed memory goes
     back to the system at once (and the cache is emptied)."""
     on = _flag(enable, "enable_memory_reuse: enable")
-    dev = _target(device)
-    with dev:
+    with _target(device):
         _core.enable_memory_reuse(on)
-    if on:
-        _pooled_devices.add(dev.index)
 
 
 def enable_zero_copy(enable: bool = True, device: Any = None) -> None:
@@ -1016,7 +962,6 @@ def enable_zero_copy(enable: bool = True, device: Any = None) -> None:
 
 def empty_cache(device: Any = None) -> None:
     """Return the device's unused cached memory (free pool blocks) to the system; live allocations are kept."""
-    _prune_all()
     with _target(device):
         _core.mem_empty_cache()
 
@@ -1157,11 +1102,9 @@ def map_host(obj: Any, device: Any = None) -> DeviceMemory:
                 _core.host_unregister(ptr)
                 raise
     dt = arr.dtype if arr.dtype.kind in "biuf" and arr.dtype.itemsize <= 8 else None
-    mem = DeviceMemory(dptr, n, dev, dt)
-    mem._host = (obj, arr)
-    mem._host_registered = registered_here
-    mem._mapped = True
-    return mem
+    ext = _MemExtra()
+    ext.host, ext.host_registered, ext.mapped = (obj, arr), registered_here, True
+    return DeviceMemory(dptr, n, dev, dt, ext)
 
 
 class _PinnedHost:

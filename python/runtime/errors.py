@@ -69,6 +69,13 @@ class NotFoundError(Error, LookupError):
     code, name = 9, "RT_ERROR_NOT_FOUND"
 
 
+class NotPermittedError(Error):
+    """The call would wait from inside queue context: a host function (or a deferred release) that synchronizes
+    the stream it runs on, or waits on work that cannot finish before it returns."""
+
+    code, name = 10, "RT_ERROR_NOT_PERMITTED"
+
+
 class UnknownError(Error):
     """An internal failure of the runtime."""
 
@@ -78,7 +85,7 @@ class UnknownError(Error):
 ERROR_CLASSES = {
     cls.code: cls
     for cls in (InvalidValueError, InvalidDeviceError, InvalidHandleError, OutOfMemoryError, NotReadyError,
-                CompileError, LaunchError, NotSupportedError, NotFoundError, UnknownError)
+                CompileError, LaunchError, NotSupportedError, NotFoundError, NotPermittedError, UnknownError)
 }
 
 

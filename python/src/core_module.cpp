@@ -3,9 +3,11 @@
 // Contracts kept here, so the pure-Python package stays simple:
 //  - every failing rt* call raises the exception class registered for its rtError_t (set_error_classes;
 //    RuntimeError before registration) with "RT_ERROR_NAME: <rtGetLastErrorMessage()>" and `.code` set;
-//  - calls that may block (synchronize, blocking copies, free, compile, every enqueue: a full queue may
-//    wait) release the GIL, so Python host functions running on executor threads can take it;
-//  - RT_ERROR_NOT_READY from the *query* functions is a value (False), not an exception.
+//  - every call into the library releases the GIL (only the error-string look-ups keep it): any of them may wait
+//    (a full queue, a pool drain, a compile) or take a lock that a runtime thread holds while it waits for the
+//    GIL to run a Python host function;
+//  - RT_ERROR_NOT_READY from the *query* functions is a value (False), not an exception;
+//  - objects used by queued work are kept alive on the core timeline (rtStreamDeferRelease, see "keep-alive").
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
@@ -14,9 +16,12 @@
 
 #include <runtime/runtime.h>
 
+#include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -68,6 +73,92 @@ template <class T> inline T* as_handle(uintptr_t h) { return reinterpret_cast<T*
 inline void* as_ptr(uintptr_t p) { return reinterpret_cast<void*>(p); }
 inline uintptr_t as_int(const void* p) { return reinterpret_cast<uintptr_t>(p); }
 
+// Runs the library call `f` with the GIL released and raises its failure (the one helper every binding uses).
+template <class F> inline void nogil(const char* api, F&& f) {
+    rtError_t e;
+    {
+        nb::gil_scoped_release r;
+        e = f();
+    }
+    check(e, api);
+}
+
+// ---- keep-alive on the core timeline
+//
+// Every enqueue hands the Python objects its work uses (host arrays, device memory) to rtStreamDeferRelease, which
+// calls release_parked once the stream has passed that work, on a runtime thread in queue context. There the
+// release must not wait, and taking the GIL is a wait (a convoy with the thread that launches), so it only parks the
+// reference; a thread holding the GIL drops parked references: a pending call scheduled by the first one parked,
+// every synchronize binding, and drain_releases(). After the interpreter's exit hook (python_exiting) parked
+// references are leaked: decref'ing them during or after finalization could run __del__ on a dead interpreter.
+// Leaked on purpose: a release may arrive during static destruction.
+std::mutex* g_parked_mu = new std::mutex;
+std::vector<PyObject*>* g_parked = new std::vector<PyObject*>;
+std::atomic<bool> g_parked_any{false};
+std::atomic<bool> g_python_gone{false};
+
+// GIL held. Drops every parked reference (which may run __del__: no runtime lock is held here).
+void drain_parked() {
+    if (!g_parked_any.load(std::memory_order_acquire) || g_python_gone.load(std::memory_order_acquire)) return;
+    std::vector<PyObject*> batch;
+    {
+        std::lock_guard<std::mutex> lock(*g_parked_mu);
+        batch.swap(*g_parked);
+        g_parked_any.store(false, std::memory_order_release);
+    }
+    for (PyObject* o : batch) Py_DECREF(o);
+}
+
+int drain_pending_call(void*) {
+    drain_parked();
+    return 0;
+}
+
+// The rtStreamDeferRelease callback: `user_data` is a strong reference to the kept object. Never waits.
+void release_parked(void* user_data) {
+    bool first;
+    {
+        std::lock_guard<std::mutex> lock(*g_parked_mu);
+        first = g_parked->empty();
+        g_parked->push_back(static_cast<PyObject*>(user_data));
+        g_parked_any.store(true, std::memory_order_release);
+    }
+    // Py_AddPendingCall needs neither the GIL nor a thread state; a full pending queue (-1) only delays the drop
+    // to the next drain point.
+    if (first && !g_python_gone.load(std::memory_order_acquire) && Py_IsInitialized())
+        Py_AddPendingCall(&drain_pending_call, nullptr);
+}
+
+// Called with the GIL released, right after an enqueue on `stream` succeeded: keeps `keep` (a reference the caller
+// took for this) alive until the stream has passed that work. If the core refuses, the reference is leaked: the
+// queued work may still use the object, so dropping it would be unsafe.
+inline rtError_t defer_keep(rtStream_t stream, PyObject* keep) {
+    return keep ? rtStreamDeferRelease(stream, &release_parked, keep) : RT_SUCCESS;
+}
+
+// A new reference to `keep`, or nullptr for None (nothing to keep).
+inline PyObject* take_keep(nb::handle keep) {
+    if (!keep.is_valid() || keep.is_none()) return nullptr;
+    Py_INCREF(keep.ptr());
+    return keep.ptr();
+}
+
+// An enqueue `f` followed, on success, by the deferred release of `keep` (GIL released across both); raises.
+template <class F> inline void enqueue_keep(const char* api, rtStream_t stream, nb::handle keep_h, F&& f) {
+    PyObject* keep = take_keep(keep_h);
+    rtError_t e, k = RT_SUCCESS;
+    {
+        nb::gil_scoped_release r;
+        e = f();
+        if (e == RT_SUCCESS) k = defer_keep(stream, keep);
+    }
+    if (e != RT_SUCCESS) {
+        Py_XDECREF(keep);
+        raise_error(e, api);
+    }
+    check(k, "rtStreamDeferRelease");
+}
+
 // A query's status: True = complete, False = RT_ERROR_NOT_READY, anything else raises.
 bool query_result(rtError_t e, const char* api) {
     if (e == RT_SUCCESS) return true;
@@ -78,7 +169,11 @@ bool query_result(rtError_t e, const char* api) {
 // Host functions: the executor thread takes the GIL, calls the Python callable, and turns an exception into
 // the stream's asynchronous error (rtHostFuncSetError). The callable's reference is released in the trampoline.
 void host_func_trampoline(void* user_data) {
-    if (!Py_IsInitialized()) return;  // interpreter gone: nothing can run (atexit synchronizes before this)
+    if (g_python_gone.load(std::memory_order_acquire) || !Py_IsInitialized()) {
+        // The interpreter is exiting (its exit hook synchronized every stream before): the callable is leaked.
+        rtHostFuncSetError(RT_ERROR_LAUNCH_FAILED, "Python host function not run: the interpreter is exiting");
+        return;
+    }
     nb::gil_scoped_acquire gil;
     PyObject* fn = static_cast<PyObject*>(user_data);
     PyObject* result = PyObject_CallNoArgs(fn);
@@ -101,13 +196,15 @@ void host_func_trampoline(void* user_data) {
     } else {
         Py_DECREF(result);
     }
-    Py_DECREF(fn);
+    // Parked, not dropped here: the callable may hold the last reference to objects whose __del__ frees memory or
+    // destroys a stream, which must not run in queue context.
+    release_parked(fn);
 }
 
 nb::dict device_properties(int device) {
     rtDeviceProp p;
     std::memset(&p, 0, sizeof p);
-    check(rtGetDeviceProperties(&p, device), "rtGetDeviceProperties");
+    nogil("rtGetDeviceProperties", [&] { return rtGetDeviceProperties(&p, device); });
     nb::dict d;
     d["name"] = std::string(p.name);
     d["backend"] = std::string(p.backend);
@@ -241,8 +338,7 @@ struct LaunchPlan {
 
     // glob/local: 3 dims each, or glob[0] == 0 for "the first buffer's element count" (1-D, groups of 256).
     nb::object launch(nb::handle args_h, uintptr_t stream, const size_t* glob_in, const unsigned* local_in) {
-        static PyObject *s_dtype = nullptr, *s_ptr = nullptr, *s_freed = nullptr, *s_deferred = nullptr,
-                        *s_nbytes = nullptr;
+        static PyObject *s_dtype = nullptr, *s_ptr = nullptr, *s_freed = nullptr, *s_nbytes = nullptr;
         PyObject* args = args_h.ptr();
         if (!PyTuple_Check(args)) return nb::none();
         const size_t n = static_cast<size_t>(PyTuple_GET_SIZE(args));
@@ -259,13 +355,12 @@ struct LaunchPlan {
                 int same = dt == want[i] ? 1 : PyObject_RichCompareBool(dt, want[i], Py_EQ);
                 Py_DECREF(dt);
                 if (same != 1) { PyErr_Clear(); return nb::none(); }
-                for (PyObject** flag_name : {&s_freed, &s_deferred}) {
-                    PyObject* f = attr(o, flag_name == &s_freed ? "_freed" : "_deferred_free", *flag_name);
-                    if (!f) { PyErr_Clear(); return nb::none(); }
-                    const bool set = f != Py_False;
-                    Py_DECREF(f);
-                    if (set) return nb::none();  // freed: the Python path raises
-                }
+                PyObject* f = attr(o, "_freed", s_freed);
+                if (!f) { PyErr_Clear(); return nb::none(); }
+                const bool freed = f != Py_False;
+                Py_DECREF(f);
+                if (freed) return nb::none();  // the Python path raises
+
                 PyObject* p = attr(o, "_ptr", s_ptr);
                 if (!p) { PyErr_Clear(); return nb::none(); }
                 unsigned long long v = PyLong_AsUnsignedLongLong(p);
@@ -292,7 +387,7 @@ struct LaunchPlan {
             glob[0] = nbytes / first_itemsize; glob[1] = glob[2] = 1;
             local[0] = 256; local[1] = local[2] = 1;
         }
-        if (glob[0] == 0 || glob[1] == 0 || glob[2] == 0) return nb::list();  // nothing to run
+        if (glob[0] == 0 || glob[1] == 0 || glob[2] == 0) return nb::tuple();  // nothing to run
         for (int d = 0; d < ndim; ++d) slots[n + d] = glob[d];
         void* ptrs[64];
         const size_t total = n + static_cast<size_t>(ndim);
@@ -301,21 +396,12 @@ struct LaunchPlan {
         if (!launch_config(glob, local, stream, config)) return nb::none();  // out of range: the Python path reports it
         config.num_args = static_cast<int>(total);
         config.arg_sizes = sizes.data();
-        rtError_t e;
-        {
-            nb::gil_scoped_release r;  // a full queue may block; everything used lives on this frame
-            e = rtLaunchKernelEx(as_handle<rtFunction_st>(func), &config, ptrs);
-        }
-        check(e, "rtLaunchKernelEx");
-        PyObject* keep = PyList_New(nbufs);
-        if (!keep) throw nb::python_error();
-        for (size_t i = 0, k = 0; i < n; ++i)
-            if (codes[i] == 'P') {
-                PyObject* o = PyTuple_GET_ITEM(args, i);
-                Py_INCREF(o);
-                PyList_SET_ITEM(keep, static_cast<Py_ssize_t>(k++), o);
-            }
-        return nb::steal(keep);
+        // The buffers stay alive until the launch has run: the argument tuple itself is kept (one reference, no
+        // new object), which holds them.
+        rtStream_t st = as_handle<rtStream_st>(stream);
+        enqueue_keep("rtLaunchKernelEx", st, nbufs ? nb::handle(args) : nb::handle(),
+                     [&] { return rtLaunchKernelEx(as_handle<rtFunction_st>(func), &config, ptrs); });
+        return nb::tuple();  // empty: nothing left for the caller to keep
     }
 };
 
@@ -336,7 +422,7 @@ NB_MODULE(_core, m) {
     nb::dict codes;
     for (rtError_t c : {RT_SUCCESS, RT_ERROR_INVALID_VALUE, RT_ERROR_INVALID_DEVICE, RT_ERROR_INVALID_HANDLE,
                         RT_ERROR_OUT_OF_MEMORY, RT_ERROR_NOT_READY, RT_ERROR_COMPILE_FAILED, RT_ERROR_LAUNCH_FAILED,
-                        RT_ERROR_NOT_SUPPORTED, RT_ERROR_NOT_FOUND, RT_ERROR_UNKNOWN})
+                        RT_ERROR_NOT_SUPPORTED, RT_ERROR_NOT_FOUND, RT_ERROR_NOT_PERMITTED, RT_ERROR_UNKNOWN})
         codes[rtGetErrorName(c)] = static_cast<int>(c);
     m.attr("ERROR_CODES") = codes;  // {"RT_ERROR_INVALID_VALUE": 1, ...}
 
@@ -353,55 +439,75 @@ NB_MODULE(_core, m) {
 
     // ---- init and devices
     m.def("init", [](std::optional<std::string> options) {
-        const char* o = options ? options->c_str() : nullptr;
-        check(rtInit(o), "rtInit");
+        nogil("rtInit", [&] { return rtInit(options ? options->c_str() : nullptr); });
     }, nb::arg("options") = nb::none());
     m.def("finalize", [] {
-        rtError_t e;
-        { nb::gil_scoped_release r; e = rtFinalize(); }
-        check(e, "rtFinalize");
+        nogil("rtFinalize", [] { return rtFinalize(); });
+        drain_parked();  // rtFinalize ran every pending release
     });
-    m.def("get_device_count", [] { int n = 0; check(rtGetDeviceCount(&n), "rtGetDeviceCount"); return n; });
-    m.def("set_device", [](int d) { check(rtSetDevice(d), "rtSetDevice"); });
+    m.def("get_device_count", [] {
+        int n = 0;
+        nogil("rtGetDeviceCount", [&] { return rtGetDeviceCount(&n); });
+        return n;
+    });
+    m.def("set_device", [](int d) { nogil("rtSetDevice", [&] { return rtSetDevice(d); }); });
     m.def("get_device_by_name", [](const std::string& name) {
         int d = -1;
-        check(rtGetDeviceByName(&d, name.c_str()), "rtGetDeviceByName");
+        nogil("rtGetDeviceByName", [&] { return rtGetDeviceByName(&d, name.c_str()); });
         return d;
     }, nb::arg("name"), "Index of the device named 'cpu:0', 'cuda:1' or 'cuda' (rtGetDeviceByName).");
-    m.def("get_device", [] { int d = 0; check(rtGetDevice(&d), "rtGetDevice"); return d; });
+    m.def("get_device", [] {
+        int d = 0;
+        nogil("rtGetDevice", [&] { return rtGetDevice(&d); });
+        return d;
+    });
     m.def("get_device_properties", &device_properties, "dict of rtDeviceProp's fields");
     m.def("device_synchronize", [] {
-        rtError_t e;
-        { nb::gil_scoped_release r; e = rtDeviceSynchronize(); }
-        check(e, "rtDeviceSynchronize");
+        nogil("rtDeviceSynchronize", [] { return rtDeviceSynchronize(); });
+        drain_parked();
     });
     m.def("mem_get_info", [] {
         size_t f = 0, t = 0;
-        check(rtMemGetInfo(&f, &t), "rtMemGetInfo");
+        nogil("rtMemGetInfo", [&] { return rtMemGetInfo(&f, &t); });
         return nb::make_tuple(f, t);
     });
+
+    // ---- keep-alive (see "keep-alive on the core timeline" above)
+    m.def("defer_release", [](uintptr_t s, nb::handle keep) {
+        rtStream_t st = as_handle<rtStream_st>(s);
+        enqueue_keep("rtStreamDeferRelease", st, keep, [] { return RT_SUCCESS; });
+    }, nb::arg("stream"), nb::arg("keep"),
+          "Keep `keep` alive until every operation queued on the stream so far has completed (rtStreamDeferRelease).");
+    m.def("drain_releases", [] { drain_parked(); },
+          "Drop the references whose deferred release has arrived (also done by a pending call and by synchronize).");
+    m.def("python_exiting", [] {
+        drain_parked();
+        g_python_gone.store(true, std::memory_order_release);
+    }, "The interpreter is exiting: from now on releases and host functions leave Python objects alone (leaked).");
 
     // ---- streams
     m.def("stream_create", [](unsigned flags) {
         rtStream_t s = nullptr;
-        check(rtStreamCreateWithFlags(&s, flags), "rtStreamCreateWithFlags");
+        nogil("rtStreamCreateWithFlags", [&] { return rtStreamCreateWithFlags(&s, flags); });
         return as_int(s);
     }, nb::arg("flags") = 0u);
     m.def("stream_destroy", [](uintptr_t s) {
-        rtError_t e;
-        { nb::gil_scoped_release r; e = rtStreamDestroy(as_handle<rtStream_st>(s)); }
-        check(e, "rtStreamDestroy");
+        nogil("rtStreamDestroy", [&] { return rtStreamDestroy(as_handle<rtStream_st>(s)); });
     });
     m.def("stream_synchronize", [](uintptr_t s) {
         rtError_t e;
         { nb::gil_scoped_release r; e = rtStreamSynchronize(as_handle<rtStream_st>(s)); }
+        drain_parked();  // the releases of the completed work, also when it failed
         check(e, "rtStreamSynchronize");
     });
     m.def("stream_query", [](uintptr_t s) {
-        return query_result(rtStreamQuery(as_handle<rtStream_st>(s)), "rtStreamQuery");
+        rtError_t e;
+        { nb::gil_scoped_release r; e = rtStreamQuery(as_handle<rtStream_st>(s)); }
+        drain_parked();
+        return query_result(e, "rtStreamQuery");
     });
     m.def("stream_wait_event", [](uintptr_t s, uintptr_t ev) {
-        check(rtStreamWaitEvent(as_handle<rtStream_st>(s), as_handle<rtEvent_st>(ev)), "rtStreamWaitEvent");
+        nogil("rtStreamWaitEvent", [&] { return rtStreamWaitEvent(as_handle<rtStream_st>(s), as_handle<rtEvent_st>(ev)); });
     });
     m.def("launch_host_func", [](uintptr_t s, nb::callable fn) {
         PyObject* f = fn.ptr();
@@ -417,65 +523,97 @@ NB_MODULE(_core, m) {
     // ---- events
     m.def("event_create", [](unsigned flags) {
         rtEvent_t ev = nullptr;
-        check(rtEventCreateWithFlags(&ev, flags), "rtEventCreateWithFlags");
+        nogil("rtEventCreateWithFlags", [&] { return rtEventCreateWithFlags(&ev, flags); });
         return as_int(ev);
     }, nb::arg("flags") = 0u);
-    m.def("event_destroy", [](uintptr_t ev) { check(rtEventDestroy(as_handle<rtEvent_st>(ev)), "rtEventDestroy"); });
+    m.def("event_destroy", [](uintptr_t ev) {
+        nogil("rtEventDestroy", [&] { return rtEventDestroy(as_handle<rtEvent_st>(ev)); });
+    });
     m.def("event_record", [](uintptr_t ev, uintptr_t s) {
-        rtError_t e;
-        { nb::gil_scoped_release r; e = rtEventRecord(as_handle<rtEvent_st>(ev), as_handle<rtStream_st>(s)); }
-        check(e, "rtEventRecord");
+        nogil("rtEventRecord", [&] { return rtEventRecord(as_handle<rtEvent_st>(ev), as_handle<rtStream_st>(s)); });
     });
     m.def("event_synchronize", [](uintptr_t ev) {
         rtError_t e;
         { nb::gil_scoped_release r; e = rtEventSynchronize(as_handle<rtEvent_st>(ev)); }
+        drain_parked();
         check(e, "rtEventSynchronize");
     });
     m.def("event_query", [](uintptr_t ev) {
-        return query_result(rtEventQuery(as_handle<rtEvent_st>(ev)), "rtEventQuery");
+        rtError_t e;
+        { nb::gil_scoped_release r; e = rtEventQuery(as_handle<rtEvent_st>(ev)); }
+        return query_result(e, "rtEventQuery");
     });
     m.def("event_elapsed_time", [](uintptr_t start, uintptr_t end) {
         float ms = 0;
-        check(rtEventElapsedTime(&ms, as_handle<rtEvent_st>(start), as_handle<rtEvent_st>(end)), "rtEventElapsedTime");
+        nogil("rtEventElapsedTime", [&] {
+            return rtEventElapsedTime(&ms, as_handle<rtEvent_st>(start), as_handle<rtEvent_st>(end));
+        });
         return ms;
     });
 
     // ---- memory
-    m.def("malloc", [](size_t n) { void* p = nullptr; check(rtMalloc(&p, n), "rtMalloc"); return as_int(p); });
-    m.def("free", [](uintptr_t p) {
-        rtError_t e;
-        { nb::gil_scoped_release r; e = rtFree(as_ptr(p)); }
-        check(e, "rtFree");
+    m.def("malloc", [](size_t n) {
+        void* p = nullptr;
+        nogil("rtMalloc", [&] { return rtMalloc(&p, n); });  // may drain pending frees under pool pressure
+        return as_int(p);
     });
-    m.def("malloc_host", [](size_t n) { void* p = nullptr; check(rtMallocHost(&p, n), "rtMallocHost"); return as_int(p); });
-    m.def("free_host", [](uintptr_t p) {
-        rtError_t e;
-        { nb::gil_scoped_release r; e = rtFreeHost(as_ptr(p)); }  // waits for queued copies (host functions need the GIL)
-        check(e, "rtFreeHost");
+    m.def("malloc_current", [](size_t n) {
+        void* p = nullptr;
+        int d = 0;
+        nogil("rtMalloc", [&] {
+            rtError_t e = rtGetDevice(&d);
+            return e == RT_SUCCESS ? rtMalloc(&p, n) : e;
+        });
+        return nb::make_tuple(as_int(p), d);
+    }, "(pointer, current device): rtMalloc on the current device and its index, in one call.");
+    m.def("free", [](uintptr_t p) { nogil("rtFree", [&] { return rtFree(as_ptr(p)); }); });
+    m.def("malloc_host", [](size_t n) {
+        void* p = nullptr;
+        nogil("rtMallocHost", [&] { return rtMallocHost(&p, n); });
+        return as_int(p);
     });
+    m.def("free_host", [](uintptr_t p) { nogil("rtFreeHost", [&] { return rtFreeHost(as_ptr(p)); }); });
     m.def("memcpy", [](uintptr_t dst, uintptr_t src, size_t n, int kind) {
-        rtError_t e;
-        { nb::gil_scoped_release r; e = rtMemcpy(as_ptr(dst), as_ptr(src), n, static_cast<rtMemcpyKind>(kind)); }
-        check(e, "rtMemcpy");
+        nogil("rtMemcpy", [&] { return rtMemcpy(as_ptr(dst), as_ptr(src), n, static_cast<rtMemcpyKind>(kind)); });
     });
-    m.def("memcpy_async", [](uintptr_t dst, uintptr_t src, size_t n, int kind, uintptr_t s) {
-        rtError_t e;
-        {
-            nb::gil_scoped_release r;
-            e = rtMemcpyAsync(as_ptr(dst), as_ptr(src), n, static_cast<rtMemcpyKind>(kind), as_handle<rtStream_st>(s));
+    m.def("memcpy_async", [](uintptr_t dst, uintptr_t src, size_t n, int kind, uintptr_t s, nb::handle keep) {
+        rtStream_t st = as_handle<rtStream_st>(s);
+        enqueue_keep("rtMemcpyAsync", st, keep, [&] {
+            return rtMemcpyAsync(as_ptr(dst), as_ptr(src), n, static_cast<rtMemcpyKind>(kind), st);
+        });
+    }, nb::arg("dst"), nb::arg("src"), nb::arg("count"), nb::arg("kind"), nb::arg("stream"),
+          nb::arg("keep") = nb::none(), "rtMemcpyAsync; `keep` (if not None) stays alive until the copy has run.");
+    m.def("memcpy_array_async", [](uintptr_t dev, size_t dev_nbytes, nb::handle array, bool to_device, uintptr_t s,
+                                   nb::handle keep) {
+        // The launch_copy fast path: the host side's bytes come from the buffer protocol here (numpy's
+        // .ctypes.data costs more than the whole copy). False, with nothing queued, when the buffer is not
+        // C-contiguous (or not writable as a destination) or does not fit: the Python path then reports why.
+        Py_buffer view;
+        const int flags = PyBUF_C_CONTIGUOUS | (to_device ? 0 : PyBUF_WRITABLE);
+        if (PyObject_GetBuffer(array.ptr(), &view, flags) != 0) {
+            PyErr_Clear();
+            return false;
         }
-        check(e, "rtMemcpyAsync");
-    });
+        const size_t n = static_cast<size_t>(view.len);
+        void* host = view.buf;
+        PyBuffer_Release(&view);  // `keep` holds the exporter until the copy has run
+        if (n > dev_nbytes) return false;
+        if (n == 0) return true;
+        rtStream_t st = as_handle<rtStream_st>(s);
+        enqueue_keep("rtMemcpyAsync", st, keep, [&] {
+            return to_device ? rtMemcpyAsync(as_ptr(dev), host, n, RT_MEMCPY_HOST_TO_DEVICE, st)
+                             : rtMemcpyAsync(host, as_ptr(dev), n, RT_MEMCPY_DEVICE_TO_HOST, st);
+        });
+        return true;
+    }, nb::arg("device_ptr"), nb::arg("device_nbytes"), nb::arg("array"), nb::arg("to_device"), nb::arg("stream"),
+          nb::arg("keep"));
     m.def("memset", [](uintptr_t p, int v, size_t n) {
-        rtError_t e;
-        { nb::gil_scoped_release r; e = rtMemset(as_ptr(p), v, n); }
-        check(e, "rtMemset");
+        nogil("rtMemset", [&] { return rtMemset(as_ptr(p), v, n); });
     });
-    m.def("memset_async", [](uintptr_t p, int v, size_t n, uintptr_t s) {
-        rtError_t e;
-        { nb::gil_scoped_release r; e = rtMemsetAsync(as_ptr(p), v, n, as_handle<rtStream_st>(s)); }
-        check(e, "rtMemsetAsync");
-    });
+    m.def("memset_async", [](uintptr_t p, int v, size_t n, uintptr_t s, nb::handle keep) {
+        rtStream_t st = as_handle<rtStream_st>(s);
+        enqueue_keep("rtMemsetAsync", st, keep, [&] { return rtMemsetAsync(as_ptr(p), v, n, st); });
+    }, nb::arg("ptr"), nb::arg("value"), nb::arg("count"), nb::arg("stream"), nb::arg("keep") = nb::none());
 
     // ---- memory strategies and statistics (all per current device)
     m.attr("POOL_DEFAULT") = RT_POOL_DEFAULT;
@@ -483,49 +621,37 @@ NB_MODULE(_core, m) {
     m.attr("HOST_REGISTER_DEFAULT") = RT_HOST_REGISTER_DEFAULT;
     m.def("malloc_async", [](size_t n, uintptr_t s) {
         void* p = nullptr;
-        rtError_t e;
-        { nb::gil_scoped_release r; e = rtMallocAsync(&p, n, as_handle<rtStream_st>(s)); }  // may drain frees
-        check(e, "rtMallocAsync");
+        nogil("rtMallocAsync", [&] { return rtMallocAsync(&p, n, as_handle<rtStream_st>(s)); });
         return as_int(p);
     });
     m.def("free_async", [](uintptr_t p, uintptr_t s) {
-        rtError_t e;
-        { nb::gil_scoped_release r; e = rtFreeAsync(as_ptr(p), as_handle<rtStream_st>(s)); }
-        check(e, "rtFreeAsync");
+        nogil("rtFreeAsync", [&] { return rtFreeAsync(as_ptr(p), as_handle<rtStream_st>(s)); });
     });
     m.def("enable_pool_allocator", [](size_t pool_size, size_t block_size, unsigned flags) {
-        rtError_t e;
-        { nb::gil_scoped_release r; e = rtEnablePoolAllocator(pool_size, block_size, flags); }
-        check(e, "rtEnablePoolAllocator");
+        nogil("rtEnablePoolAllocator", [&] { return rtEnablePoolAllocator(pool_size, block_size, flags); });
     }, nb::arg("pool_size"), nb::arg("block_size"), nb::arg("flags") = 0u);
     m.def("enable_memory_reuse", [](bool on) {
-        rtError_t e;
-        { nb::gil_scoped_release r; e = rtEnableMemoryReuse(on ? 1 : 0); }
-        check(e, "rtEnableMemoryReuse");
+        nogil("rtEnableMemoryReuse", [&] { return rtEnableMemoryReuse(on ? 1 : 0); });
     });
-    m.def("enable_zero_copy", [](bool on) { check(rtEnableZeroCopy(on ? 1 : 0), "rtEnableZeroCopy"); });
-    m.def("mem_empty_cache", [] {
-        rtError_t e;
-        { nb::gil_scoped_release r; e = rtMemEmptyCache(); }
-        check(e, "rtMemEmptyCache");
+    m.def("enable_zero_copy", [](bool on) {
+        nogil("rtEnableZeroCopy", [&] { return rtEnableZeroCopy(on ? 1 : 0); });
     });
+    m.def("mem_empty_cache", [] { nogil("rtMemEmptyCache", [] { return rtMemEmptyCache(); }); });
     m.def("host_register", [](uintptr_t p, size_t n, unsigned flags) {
-        check(rtHostRegister(as_ptr(p), n, flags), "rtHostRegister");
+        nogil("rtHostRegister", [&] { return rtHostRegister(as_ptr(p), n, flags); });
     }, nb::arg("ptr"), nb::arg("size"), nb::arg("flags") = 0u);
     m.def("host_unregister", [](uintptr_t p) {
-        rtError_t e;
-        { nb::gil_scoped_release r; e = rtHostUnregister(as_ptr(p)); }  // waits for queued copies
-        check(e, "rtHostUnregister");
+        nogil("rtHostUnregister", [&] { return rtHostUnregister(as_ptr(p)); });
     });
     m.def("host_get_device_pointer", [](uintptr_t p, unsigned flags) {
         void* d = nullptr;
-        check(rtHostGetDevicePointer(&d, as_ptr(p), flags), "rtHostGetDevicePointer");
+        nogil("rtHostGetDevicePointer", [&] { return rtHostGetDevicePointer(&d, as_ptr(p), flags); });
         return as_int(d);
     }, nb::arg("host_ptr"), nb::arg("flags") = 0u);
     m.def("mem_get_stats", [] {
         rtMemStats st;
         std::memset(&st, 0, sizeof st);
-        check(rtMemGetStats(&st), "rtMemGetStats");
+        nogil("rtMemGetStats", [&] { return rtMemGetStats(&st); });
         nb::dict d;
         d["allocated_bytes"] = st.allocated_bytes;
         d["reserved_bytes"] = st.reserved_bytes;
@@ -543,48 +669,75 @@ NB_MODULE(_core, m) {
         d["num_live_allocations"] = st.num_live_allocations;
         return d;
     }, "dict of rtMemStats's fields for the current device");
-    m.def("mem_reset_peak_stats", [] { check(rtMemResetPeakStats(), "rtMemResetPeakStats"); });
+    m.def("mem_reset_peak_stats", [] { nogil("rtMemResetPeakStats", [] { return rtMemResetPeakStats(); }); });
+    m.def("bench_malloc_free", [](size_t bytes, size_t iterations) {
+        // The C figure beside the Python one (bench/bench_python.py): rtMalloc + rtFree pairs, timed in C++.
+        double ns = 0;
+        nogil("rtMalloc", [&] {
+            const auto t0 = std::chrono::steady_clock::now();
+            for (size_t i = 0; i < iterations; ++i) {
+                void* p = nullptr;
+                if (rtError_t e = rtMalloc(&p, bytes); e != RT_SUCCESS) return e;
+                if (rtError_t e = rtFree(p); e != RT_SUCCESS) return e;
+            }
+            ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
+            return RT_SUCCESS;
+        });
+        return iterations ? ns / 1000.0 / static_cast<double>(iterations) : 0.0;
+    }, nb::arg("bytes"), nb::arg("iterations"), "µs per rtMalloc + rtFree pair of `bytes`, looped in C++.");
+    m.def("bench_copy_sync", [](uintptr_t dst, uintptr_t src, size_t n, int kind, uintptr_t s, size_t iterations) {
+        // The C figure beside the Python one: rtMemcpyAsync of n bytes + rtStreamSynchronize, looped in C++.
+        double ns = 0;
+        nogil("rtMemcpyAsync", [&] {
+            rtStream_t st = as_handle<rtStream_st>(s);
+            const auto t0 = std::chrono::steady_clock::now();
+            for (size_t i = 0; i < iterations; ++i) {
+                if (rtError_t e = rtMemcpyAsync(as_ptr(dst), as_ptr(src), n, static_cast<rtMemcpyKind>(kind), st);
+                    e != RT_SUCCESS)
+                    return e;
+                if (rtError_t e = rtStreamSynchronize(st); e != RT_SUCCESS) return e;
+            }
+            ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
+            return RT_SUCCESS;
+        });
+        return iterations ? ns / 1000.0 / static_cast<double>(iterations) : 0.0;
+    }, "µs per rtMemcpyAsync + rtStreamSynchronize pair, looped in C++.");
 
     // ---- modules and kernels
     m.def("module_load_source", [](const std::string& source, std::optional<std::string> options) {
         rtModule_t mod = nullptr;
-        rtError_t e;
-        {
-            nb::gil_scoped_release r;  // compiling takes long
-            e = rtModuleLoadSource(&mod, source.c_str(), options ? options->c_str() : nullptr);
-        }
-        check(e, "rtModuleLoadSource");
+        nogil("rtModuleLoadSource",
+              [&] { return rtModuleLoadSource(&mod, source.c_str(), options ? options->c_str() : nullptr); });
         return as_int(mod);
     }, nb::arg("source"), nb::arg("options") = nb::none());
     m.def("module_load_file", [](const std::string& path) {
         rtModule_t mod = nullptr;
-        rtError_t e;
-        { nb::gil_scoped_release r; e = rtModuleLoadFile(&mod, path.c_str()); }
-        check(e, "rtModuleLoadFile");
+        nogil("rtModuleLoadFile", [&] { return rtModuleLoadFile(&mod, path.c_str()); });
         return as_int(mod);
     });
     m.def("module_get_function", [](uintptr_t mod, const std::string& name) {
         rtFunction_t f = nullptr;
-        check(rtModuleGetFunction(&f, as_handle<rtModule_st>(mod), name.c_str()), "rtModuleGetFunction");
+        nogil("rtModuleGetFunction", [&] { return rtModuleGetFunction(&f, as_handle<rtModule_st>(mod), name.c_str()); });
         return as_int(f);
     });
-    m.def("module_unload", [](uintptr_t mod) { check(rtModuleUnload(as_handle<rtModule_st>(mod)), "rtModuleUnload"); });
+    m.def("module_unload", [](uintptr_t mod) {
+        nogil("rtModuleUnload", [&] { return rtModuleUnload(as_handle<rtModule_st>(mod)); });
+    });
     m.def("function_get_param_info", [](uintptr_t f) {
         int n = 0;
-        check(rtFunctionGetParamInfo(as_handle<rtFunction_st>(f), &n, nullptr), "rtFunctionGetParamInfo");
+        nogil("rtFunctionGetParamInfo", [&] { return rtFunctionGetParamInfo(as_handle<rtFunction_st>(f), &n, nullptr); });
         std::vector<size_t> sizes(static_cast<size_t>(n > 0 ? n : 0));
-        if (n > 0) check(rtFunctionGetParamInfo(as_handle<rtFunction_st>(f), &n, sizes.data()), "rtFunctionGetParamInfo");
+        if (n > 0)
+            nogil("rtFunctionGetParamInfo",
+                  [&] { return rtFunctionGetParamInfo(as_handle<rtFunction_st>(f), &n, sizes.data()); });
         return sizes;
     }, "list of the kernel's parameter sizes in bytes");
-    // args: one 8-byte little-endian slot per argument (every dialect parameter the package passes is a scalar of
-    // at most 8 bytes or a pointer). sizes: None, or the native size_t array of each argument's size (checked
-    // by the library against the kernel's parameters).
     // glob: work-items per dimension (the grid rounds up to whole groups of local; the items past glob are skipped
     // where the backend can). args: one 8-byte little-endian slot per argument (every dialect parameter the package
     // passes is a scalar of at most 8 bytes or a pointer). sizes: None, or the native size_t array of each
     // argument's size (checked by the library against the kernel's parameters).
     m.def("launch_kernel", [](uintptr_t f, size_t g0, size_t g1, size_t g2, unsigned l0, unsigned l1, unsigned l2,
-                              nb::bytes args, nb::object sizes, uintptr_t s) {
+                              nb::bytes args, nb::object sizes, uintptr_t s, nb::handle keep) {
         const size_t nbytes = args.size();
         if (nbytes % 8 != 0) throw nb::value_error("args must hold one 8-byte slot per argument");
         const int n = static_cast<int>(nbytes / 8);
@@ -609,13 +762,11 @@ NB_MODULE(_core, m) {
                             std::to_string(l2) + ": the number of groups per dimension must be 1..4294967295");
         config.num_args = n;
         config.arg_sizes = sz;
-        rtError_t e;
-        {
-            nb::gil_scoped_release r;  // args/sizes stay alive: the caller's frame holds them
-            e = rtLaunchKernelEx(as_handle<rtFunction_st>(f), &config, ptrs);
-        }
-        check(e, "rtLaunchKernelEx");
-    });
+        rtStream_t st = as_handle<rtStream_st>(s);  // args/sizes stay alive across the call: the caller holds them
+        enqueue_keep("rtLaunchKernelEx", st, keep, [&] { return rtLaunchKernelEx(as_handle<rtFunction_st>(f), &config, ptrs); });
+    }, nb::arg("function"), nb::arg("gx"), nb::arg("gy"), nb::arg("gz"), nb::arg("lx"), nb::arg("ly"), nb::arg("lz"),
+          nb::arg("args"), nb::arg("sizes"), nb::arg("stream"), nb::arg("keep") = nb::none(),
+          "rtLaunchKernelEx; `keep` (if not None) stays alive until the launch has run.");
 
     // ---- @runtime.jit launch plans (see LaunchPlan above)
     nb::class_<LaunchPlan>(m, "LaunchPlan",

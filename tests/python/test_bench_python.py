@@ -17,3 +17,16 @@ def test_kernel_rows_run_and_are_checked(repo, tmp_path):
         median, lo, hi = row["ours"]
         assert 0 < lo <= median <= hi, label
         assert "numpy" in row, f"{label}: numpy is always a contestant"
+
+
+def test_overhead_rows_print_python_and_c_figures(repo, tmp_path):
+    env = dict(os.environ, RUNTIME_CACHE_DIR=str(tmp_path))
+    r = subprocess.run([sys.executable, str(repo / "bench" / "bench_python.py"), "--quick", "--only", "overhead", "--json"],
+                       env=env, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, f"stdout:\n{r.stdout}\nstderr:\n{r.stderr}"
+    rows = json.loads(r.stdout.strip().splitlines()[-1])
+    assert set(rows) == {"alloc+free 1 MiB pooled, Python (us)", "alloc+free 1 MiB pooled, C (us)",
+                         "launch_copy 4 B + synchronize, Python (us)", "rtMemcpyAsync 4 B + rtStreamSynchronize, C (us)"}
+    for label, row in rows.items():
+        median, lo, hi = row["ours"]
+        assert 0 < lo <= median <= hi, label

@@ -72,3 +72,74 @@ def test_mem_get_info():
 def test_synchronize_device():
     runtime.synchronize()
     runtime.device(0).synchronize()
+
+
+def _run_two_devices(code: str):
+    import os, subprocess, sys, textwrap
+    r = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=60,
+                       env=dict(os.environ, RUNTIME_CPU_DEVICES="2"))
+    assert r.returncode == 0 and r.stdout.strip().endswith("ok"), f"stdout:\n{r.stdout}\nstderr:\n{r.stderr}"
+
+
+def test_device_context_is_per_thread():
+    # Regression (issue 11, finding 8): the saved device lived on the Device object, so two threads entering the
+    # same one restored each other's device. Barriers force the interleaving enter, enter, exit, exit.
+    _run_two_devices("""
+        import threading, runtime
+        assert runtime.get_device_count() >= 2
+        dev = runtime.Device(1)
+        step = threading.Barrier(2)
+        seen = {}
+        def worker(name, start):
+            runtime.set_device(start)
+            if name == "b": step.wait()
+            with dev:
+                if name == "a": step.wait()
+                step.wait()
+                if name == "b": step.wait()
+                assert runtime.get_device() == 1
+            if name == "a": step.wait()
+            seen[name] = runtime.get_device()
+        ts = [threading.Thread(target=worker, args=("a", 0)), threading.Thread(target=worker, args=("b", 1))]
+        for t in ts: t.start()
+        for t in ts: t.join(30)
+        assert seen == {"a": 0, "b": 1}, seen
+        print("ok")
+    """)
+
+
+def test_stream_of_another_device_takes_many_enqueues():
+    # Regression (issue 11, finding 8): keep-alive events were created on the thread's current device, so a stream
+    # of another device failed at its 32nd enqueue on cuda. Nothing internal is created per enqueue any more.
+    _run_two_devices("""
+        import numpy as np, runtime
+        runtime.set_device(0)
+        s = runtime.Stream(device=1)
+        with runtime.device(1):
+            d = runtime.alloc(4 * 100, dtype=np.float32)
+        out = np.zeros(100, np.float32)
+        for i in range(100):
+            s.launch_copy(d, np.full(100, i, np.float32))
+        s.launch_copy(out, d)
+        s.synchronize()
+        assert (out == 99).all() and runtime.get_device() == 0
+        print("ok")
+    """)
+
+
+def test_default_stream_of_another_device_is_refused_not_misrouted():
+    _run_two_devices("""
+        import numpy as np, runtime
+        s1 = runtime.default_stream(1)
+        try:
+            s1.launch_copy(runtime.alloc(16), np.zeros(4, np.float32))
+        except runtime.InvalidDeviceError as e:
+            assert "default stream of cpu:1" in str(e), e
+        else:
+            raise AssertionError("queued on device 0's default stream")
+        s1.synchronize()  # waiting is fine from any device
+        with runtime.device(1):
+            s1.launch_copy(runtime.alloc(16), np.zeros(4, np.float32))
+            s1.synchronize()
+        print("ok")
+    """)

@@ -26,6 +26,47 @@ def test_alloc_bad_size(bad):
     assert "RT_ERROR_INVALID_VALUE" in str(e.value)
 
 
+@pytest.mark.parametrize("bad", [1 << 64, 10**30, np.uint64(1) << np.uint64(63), 2.0])
+def test_alloc_size_out_of_range_is_refused_by_name(bad):
+    if isinstance(bad, np.integer):  # 2**63 fits a size_t: refused by the device as out of memory, not wrapped
+        with pytest.raises(runtime.OutOfMemoryError):
+            runtime.alloc(bad)
+        return
+    with pytest.raises(runtime.InvalidValueError, match=str(bad).replace(".", r"\.")):
+        runtime.alloc(bad)
+
+
+@pytest.mark.parametrize("shape, what", [((2**32, 2**32), "2\\*\\*64-1"), ((2**62, 4), "2\\*\\*64-1"),
+                                         ((-4, -4), "negative"), ((4, -1), "negative"), (-3, "negative"),
+                                         ((2.0, 3), "must be an int"), ((3, "4"), "must be an int"),
+                                         ((True, 2), "must be an int"), (1.5, "must be an int")])
+def test_empty_shape_that_would_wrap_or_is_not_ints_is_refused(shape, what):
+    # Regression (issue 11, finding 6): (2**32, 2**32) gave a 0-byte allocation, (-4, -4) one of 64 bytes.
+    with pytest.raises(runtime.InvalidValueError, match=what) as e:
+        runtime.empty(shape, dtype=np.float32)
+    assert repr(shape) in str(e.value) or str(shape) in str(e.value)
+
+
+def test_empty_shapes_exact():
+    assert runtime.empty((3, 4), dtype=np.float64).nbytes == 96
+    assert runtime.empty([2, 5], dtype=np.int16).nbytes == 20
+    assert runtime.empty((0, 7)).nbytes == 0
+    assert runtime.empty((), dtype=np.int32).nbytes == 4  # a 0-d shape is one element, as in numpy
+    assert runtime.empty(np.int64(6), dtype=np.uint8).nbytes == 6
+
+
+def test_copy_and_memset_counts_out_of_range():
+    d = runtime.alloc(16)
+    h = np.zeros(4, np.float32)
+    for bad in (-1, 1 << 64, 2.0):
+        with pytest.raises(runtime.InvalidValueError, match="nbytes"):
+            runtime.copy(d, h, nbytes=bad)
+        with pytest.raises(runtime.InvalidValueError, match="nbytes"):
+            runtime.memset(d, 0, nbytes=bad)
+    with pytest.raises(runtime.InvalidValueError, match="alloc_host"):
+        runtime.alloc_host(1 << 64)
+
+
 def test_alloc_bad_dtype():
     with pytest.raises(runtime.InvalidValueError, match="not supported"):
         runtime.alloc(16, dtype=np.complex64)
