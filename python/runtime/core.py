@@ -481,11 +481,19 @@ def _at_exit() -> None:
     # Queued host functions and releases must finish while the interpreter is still whole; after this the
     # binding leaves Python objects alone (a late release leaks its reference rather than touch a dying
     # interpreter).
-    for s in list(_live_streams):
-        try:
-            s.synchronize()
-        except Exception:
-            pass
+    # Every device, not only the live Stream objects: a destroyed stream runs what it had queued (rtStreamDestroy
+    # does not wait), and stays on its device's list until then.
+    try:
+        current = _core.get_device()
+        for d in range(_core.get_device_count()):
+            _core.set_device(d)
+            try:
+                _core.device_synchronize()
+            except Exception:
+                pass
+        _core.set_device(current)
+    except Exception:
+        pass
     _core.python_exiting()
 
 
