@@ -86,20 +86,23 @@ struct HostCtx {
 
 void host_fn(void* user_data) {
     auto* c = static_cast<HostCtx*>(user_data);
-    switch (c->action % 6) {
+    switch (c->action % 9) {
         case 0: break;
         case 1: rtHostFuncSetError(c->code == RT_SUCCESS ? RT_ERROR_LAUNCH_FAILED : c->code, "fuzz host function failed"); break;
         case 2: rtHostFuncSetError(RT_SUCCESS, nullptr); break;  // refused: not a failure code
         case 3: rtStreamQuery(c->other); break;
         case 4: rtEventQuery(c->event); rtEventRecord(c->event, c->other); break;
         case 5: { int d; rtGetDevice(&d); (void)rtGetLastErrorMessage(); } break;
+        case 6: { rtMemStats st; rtMemGetStats(&st); rtMemEmptyCache(); } break;
+        // Waits from queue context are refused (RT_ERROR_NOT_PERMITTED), never a hang.
+        case 7: rtStreamSynchronize(c->other); rtEventSynchronize(c->event); rtDeviceSynchronize(); break;
+        case 8: {  // frees defer to the timeline; an allocation under pressure does not wait for queues
+            void* p = nullptr;
+            if (rtMalloc(&p, 4096 + (c->code & 0xffff)) == RT_SUCCESS) rtFree(p);
+            void* h = nullptr;
+            if (rtMallocHost(&h, 4096) == RT_SUCCESS) rtFreeHost(h);
+        } break;
     }
-    // Not called from here yet: rtMemGetStats (it hangs while another thread's rtMalloc/rtMemEmptyCache drains the
-    // pool under the device-memory lock, waiting for this very stream: finding 2; the fuzzer found it at once),
-    // rtStreamSynchronize, rtEventSynchronize, rtDeviceSynchronize, rtStreamDestroy,
-    // rtFree (unpooled), rtFreeHost, rtHostUnregister and rtMalloc under pool pressure wait for queues and hang
-    // today when called from a host function (issue 11, findings 1, 2, 5). Once they return RT_ERROR_NOT_PERMITTED
-    // (or are deferred), enable them here: e.g. `case 6: rtStreamSynchronize(c->other); rtDeviceSynchronize();`.
 }
 
 class Session {

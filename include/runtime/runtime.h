@@ -92,7 +92,8 @@ typedef struct rtDeviceProp {
 } rtDeviceProp;
 
 RT_API rtError_t rtGetDeviceProperties(rtDeviceProp* prop, int device);
-/** Wait for all work on all streams of the current device; reports the first async failure. */
+/** Wait for all work on all streams of the current device; reports every stream that failed (the code of the
+ *  first, the message naming each: "2 stream(s) failed: [stream ...] ...; [stream ...] ...") and clears them. */
 RT_API rtError_t rtDeviceSynchronize(void);
 /** Free and total memory of the current device, in bytes. */
 RT_API rtError_t rtMemGetInfo(size_t* free_bytes, size_t* total_bytes);
@@ -105,10 +106,27 @@ typedef struct rtEvent_st* rtEvent_t;
 #define RT_STREAM_DEFAULT 0x0u
 #define RT_STREAM_NON_BLOCKING 0x1u /* accepted for CUDA compatibility; all streams are independent */
 
+/* Failure semantics (every backend). A stream whose operation fails (a kernel trap, rt_assert, a host function that
+ * throws or calls rtHostFuncSetError) keeps the failure until a synchronize or query reports it. Until then it skips
+ * the work queued behind the failure (skipped work counts as completed; the report says how many operations were
+ * skipped); an event recorded behind the failure carries it (rtEventSynchronize/rtEventQuery return it, every time,
+ * until recorded again); a stream that waits for such an event fails with "dependency failed", naming the original
+ * operation and stream, and skips its own work behind the wait. After the report the stream runs work again. On cuda
+ * a faulting kernel loses the whole context instead (docs/cuda.md); host-function failures behave as above there,
+ * except that kernels and copies already handed to the GPU behind a failure still run.
+ *
+ * Queue context. Host functions and deferred releases (rtStreamDeferRelease) run on runtime threads, never inside a
+ * user's synchronize call. They may queue work, record events, query, allocate and free; calls that would wait for
+ * queued work (rtStreamSynchronize, rtEventSynchronize, rtDeviceSynchronize, rtMemcpy, rtMemset, rtHostUnregister,
+ * rtFinalize) return RT_ERROR_NOT_PERMITTED at once — the work waited for may be the very host function. An
+ * allocation there that would need to wait for in-flight frees fails with RT_ERROR_OUT_OF_MEMORY instead. */
+
 /** Create an in-order asynchronous queue on the current device. */
 RT_API rtError_t rtStreamCreate(rtStream_t* stream);
 RT_API rtError_t rtStreamCreateWithFlags(rtStream_t* stream, unsigned int flags);
-/** Wait for the stream's queued work, then release it. The default stream cannot be destroyed. */
+/** Release the stream; returns at once (as cudaStreamDestroy does): the work already queued still runs, and the
+ *  stream's resources go when it has. The handle is invalid from the call on. The default stream cannot be
+ *  destroyed. */
 RT_API rtError_t rtStreamDestroy(rtStream_t stream);
 /** Block until all work queued so far has completed. Returns the stream's first asynchronous
  *  failure since the last synchronize/query (and clears it), naming the failed operation. */
@@ -120,11 +138,12 @@ RT_API rtError_t rtStreamQuery(rtStream_t stream);
 RT_API rtError_t rtStreamWaitEvent(rtStream_t stream, rtEvent_t event);
 
 typedef void (*rtHostFn_t)(void* user_data);
-/** Queue a host function; it runs after the preceding work and before the following work.
- *  It must not call the runtime's synchronizing functions. */
+/** Queue a host function; it runs after the preceding work and before the following work, on a runtime thread
+ *  (queue context: see above; waiting calls return RT_ERROR_NOT_PERMITTED). Skipped while the stream holds an
+ *  unreported failure. */
 RT_API rtError_t rtLaunchHostFunc(rtStream_t stream, rtHostFn_t fn, void* user_data);
-/** Called from inside a host function: marks it failed. The stream continues; its next
- *  synchronize/query returns `error` with `message`. Outside a host function: RT_ERROR_INVALID_VALUE. */
+/** Called from inside a host function: marks it failed. The stream's next synchronize/query returns `error` with
+ *  `message`; until then the work behind it is skipped. Outside a host function: RT_ERROR_INVALID_VALUE. */
 RT_API rtError_t rtHostFuncSetError(rtError_t error, const char* message);
 /** Calls release(user_data) once every operation queued on `stream` so far has completed (failed or
  *  skipped operations count as completed), exactly once, on a runtime thread — or before returning, in
@@ -144,8 +163,9 @@ RT_API rtError_t rtEventCreateWithFlags(rtEvent_t* event, unsigned int flags);
 RT_API rtError_t rtEventDestroy(rtEvent_t event);
 /** Capture the work queued on `stream` so far; the event completes when that work has. */
 RT_API rtError_t rtEventRecord(rtEvent_t event, rtStream_t stream);
+/** Block until the event's latest record has completed; returns the failure that record carries, if any. */
 RT_API rtError_t rtEventSynchronize(rtEvent_t event);
-/** RT_SUCCESS if complete (or never recorded), RT_ERROR_NOT_READY otherwise. */
+/** RT_SUCCESS if complete (or never recorded), RT_ERROR_NOT_READY otherwise, or the failure the record carries. */
 RT_API rtError_t rtEventQuery(rtEvent_t event);
 /** Milliseconds between two completed, timed records. */
 RT_API rtError_t rtEventElapsedTime(float* ms, rtEvent_t start, rtEvent_t end);
@@ -162,12 +182,13 @@ typedef enum rtMemcpyKind {
 
 /** Device memory on the current device, 256-byte aligned. size 0 gives NULL and succeeds. */
 RT_API rtError_t rtMalloc(void** ptr, size_t size);
-/** Frees device memory. Memory from rtMalloc without a pool: waits for all queued work first (as
- *  cudaFree does). Pooled memory: returns at once; the range is reused only after every stream has run
- *  what was queued before the call. NULL is a no-op. */
+/** Frees device memory; returns at once, never waits. Memory still used by queued work (on any stream of any
+ *  device) is returned to the system — or, pooled, made reusable — once every stream has run what was queued
+ *  before the call. NULL is a no-op. */
 RT_API rtError_t rtFree(void* ptr);
 /** Page-locked host memory, registered with the runtime. */
 RT_API rtError_t rtMallocHost(void** ptr, size_t size);
+/** Frees pinned host memory; returns at once, the memory goes once the work queued before the call has run. */
 RT_API rtError_t rtFreeHost(void* ptr);
 /** Synchronous copy: returns when the bytes have arrived. */
 RT_API rtError_t rtMemcpy(void* dst, const void* src, size_t count, rtMemcpyKind kind);
@@ -208,6 +229,8 @@ RT_API rtError_t rtMemEmptyCache(void);
 /** Register (page-lock) existing host memory with the runtime: copies from/to it are checked like pinned
  *  memory, and with zero copy on the device may use it in place. */
 RT_API rtError_t rtHostRegister(void* ptr, size_t size, unsigned int flags);
+/** Unregisters; waits for the queued work first (the memory is the caller's again when it returns), so it is
+ *  RT_ERROR_NOT_PERMITTED in queue context. */
 RT_API rtError_t rtHostUnregister(void* ptr);
 /** The device address of pinned or registered host memory (zero copy must be on, else NOT_SUPPORTED). */
 RT_API rtError_t rtHostGetDevicePointer(void** device_ptr, void* host_ptr, unsigned int flags);

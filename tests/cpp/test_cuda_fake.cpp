@@ -395,6 +395,36 @@ TEST_F(FakeCuda, HostFunctionsRunInOrderAndFailuresReachTheNextSynchronize) {
     EXPECT_TRUE(flag.load());
 }
 
+// The failure semantics on cuda: a host function's failure skips the host functions behind it, travels to an event
+// recorded after it and to a stream waiting for that event ("dependency failed"); all usable after the report.
+TEST_F(FakeCuda, HostFunctionFailureTravelsThroughEvents) {
+    StreamGuard a, b;
+    rtEvent_t e = nullptr;
+    ASSERT_RT_OK(rtEventCreate(&e));
+    rt_test::Gate gate;
+    std::atomic<bool> a_after{false}, b_after{false};
+    ASSERT_RT_OK(gate.launch(a));
+    ASSERT_RT_OK(rtLaunchHostFunc(a, [](void*) { rtHostFuncSetError(RT_ERROR_LAUNCH_FAILED, "cuda-producer-broke"); },
+                                  nullptr));
+    ASSERT_RT_OK(rtEventRecord(e, a));
+    ASSERT_RT_OK(rtLaunchHostFunc(a, rt_test::set_flag, &a_after));
+    ASSERT_RT_OK(rtStreamWaitEvent(b, e));
+    ASSERT_RT_OK(rtLaunchHostFunc(b, rt_test::set_flag, &b_after));
+    gate.open();
+    EXPECT_RT_ERROR(RT_ERROR_LAUNCH_FAILED, rtEventSynchronize(e));
+    EXPECT_TRUE(contains(last_message(), "cuda-producer-broke")) << last_message();
+    EXPECT_RT_ERROR(RT_ERROR_LAUNCH_FAILED, rtStreamSynchronize(b));
+    EXPECT_TRUE(contains(last_message(), "dependency failed")) << last_message();
+    EXPECT_FALSE(b_after.load());
+    EXPECT_RT_ERROR(RT_ERROR_LAUNCH_FAILED, rtStreamSynchronize(a));
+    EXPECT_TRUE(contains(last_message(), "skipped")) << last_message();
+    EXPECT_FALSE(a_after.load());
+    ASSERT_RT_OK(rtLaunchHostFunc(b, rt_test::set_flag, &b_after));
+    EXPECT_RT_OK(rtStreamSynchronize(b));
+    EXPECT_TRUE(b_after.load());
+    EXPECT_RT_OK(rtEventDestroy(e));
+}
+
 // ------------------------------------------------------------------------------------------------ modules, launches
 
 TEST_F(FakeCuda, SourceModulesCompileWithNvrtcAndLaunchesReachTheDriver) {

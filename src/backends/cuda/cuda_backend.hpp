@@ -4,6 +4,7 @@
 #include <atomic>
 #include <deque>
 #include <map>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -35,6 +36,8 @@ struct HostWork {
     CudaDevice* device = nullptr;
     bool is_copy = false;
     backend::HostCall call{};
+    std::function<void()> internal;          ///< set: runtime bookkeeping in stream order (never skipped)
+    std::atomic<int>* pending = nullptr;    ///< a user host call: the queue's count of those not run yet
     struct {
         void* dst;
         const void* src;
@@ -83,6 +86,16 @@ private:
     std::unordered_map<std::string, std::shared_ptr<CudaFunction>> functions_;
 };
 
+/// The failure one record of a cuda event carries: its stream's pending failure, captured in stream order by an
+/// internal host function before the CUevent is recorded (only when the stream has user host functions in flight,
+/// the failures a CUDA stream can recover from; a faulting kernel loses the whole context instead).
+struct CudaRecord {
+    std::mutex mutex;
+    rtError_t code = RT_SUCCESS;
+    std::string message;
+    bool capturing = false;  ///< a capture is queued: waits must check in stream order too
+};
+
 class CudaEvent final : public backend::Event {
 public:
     CudaEvent(CudaDevice& device, bool timing, bool blocking_sync);
@@ -90,12 +103,18 @@ public:
     bool query_impl() override;
     void synchronize_impl() override;
     float elapsed_ms_impl(backend::Event& end) override;
+    rtError_t failure_impl(std::string* message) override;
     CUevent handle() const { return event_; }
     CudaDevice& device() const { return device_; }
+    /// The latest record (replaced by each record_impl).
+    std::shared_ptr<CudaRecord> record() const;
+    void set_record(std::shared_ptr<CudaRecord> r);
 
 private:
     CudaDevice& device_;
     CUevent event_ = nullptr;
+    mutable std::mutex mutex_;
+    std::shared_ptr<CudaRecord> record_;
 };
 
 /// A core stream on cuda: one non-blocking CUstream (never the legacy NULL stream, which would serialise
@@ -135,6 +154,7 @@ private:
     std::shared_ptr<backend::Function> last_fn_;
     uint64_t last_op_ = 0;
     AsyncErrorSlot* slot_ = nullptr;  // the core stream's, bound once after construction
+    std::atomic<int> pending_host_calls_{0};  // user host functions queued and not run yet
 
     std::mutex marks_mutex_;
     std::deque<std::pair<uint64_t, CUevent>> marks_;  // recorded, not yet seen complete, in order

@@ -11,14 +11,38 @@ namespace {
 /// Runs queued host work on the driver's callback thread, then lets the device forget and free it.
 void CUDA_CB host_work_trampoline(void* p) {
     auto* work = static_cast<HostWork*>(p);
-    if (work->is_copy) std::memmove(work->copy.dst, work->copy.src, work->copy.bytes);  // H2H, in stream order
-    else backend::run_host_call(work->call);
+    if (work->is_copy) {
+        std::memmove(work->copy.dst, work->copy.src, work->copy.bytes);  // H2H, in stream order
+    } else if (work->internal) {
+        work->internal();
+    } else {
+        backend::run_host_call(work->call);
+        if (work->pending) work->pending->fetch_sub(1);
+    }
     work->device->forget_host_work(work);
 }
 
 }  // namespace
 
 // ------------------------------------------------------------------------------------------------ events
+
+std::shared_ptr<CudaRecord> CudaEvent::record() const {
+    std::lock_guard lock(mutex_);
+    return record_;
+}
+
+void CudaEvent::set_record(std::shared_ptr<CudaRecord> r) {
+    std::lock_guard lock(mutex_);
+    record_ = std::move(r);
+}
+
+rtError_t CudaEvent::failure_impl(std::string* message) {
+    std::shared_ptr<CudaRecord> r = record();
+    if (!r) return RT_SUCCESS;
+    std::lock_guard lock(r->mutex);
+    if (r->code != RT_SUCCESS) *message = r->message;
+    return r->code;
+}
 
 CudaEvent::CudaEvent(CudaDevice& device, bool timing, bool blocking_sync) : device_(device) {
     unsigned flags = (timing ? CU_EVENT_DEFAULT : CU_EVENT_DISABLE_TIMING) | (blocking_sync ? CU_EVENT_BLOCKING_SYNC : 0);
@@ -103,7 +127,14 @@ void CudaQueue::host_call_impl(const backend::HostCall& call) {
     device_.enter();
     auto work = std::make_unique<HostWork>();
     work->call = call;
-    launch_host_work(std::move(work), "cuLaunchHostFunc");
+    if (call.slot) work->pending = &pending_host_calls_;
+    if (work->pending) pending_host_calls_.fetch_add(1);
+    try {
+        launch_host_work(std::move(work), "cuLaunchHostFunc");
+    } catch (...) {
+        if (call.slot) pending_host_calls_.fetch_sub(1);
+        throw;
+    }
     enqueued();
 }
 
@@ -124,13 +155,47 @@ void CudaQueue::record_impl(backend::Event& event) {
              "on streams of its own device; create the event on the stream's device)",
              e.device().info().name.c_str(), device_.info().name.c_str());
     device_.enter();
+    // The record carries the stream's failure not yet reported: known now, or — with user host functions still in
+    // flight — captured in stream order just before the CUevent.
+    auto r = std::make_shared<CudaRecord>();
+    if (slot_ && slot_->failed()) {
+        r->code = slot_->peek(&r->message);
+    } else if (slot_ && pending_host_calls_.load() > 0) {
+        r->capturing = true;
+        auto work = std::make_unique<HostWork>();
+        work->internal = [r, slot = slot_] {
+            std::lock_guard lock(r->mutex);
+            if (slot->failed()) r->code = slot->peek(&r->message);
+        };
+        launch_host_work(std::move(work), "cuLaunchHostFunc (event record)");
+    }
     CU_CHECK(d_, cuEventRecord(e.handle(), stream_));
+    e.set_record(std::move(r));
 }
 
 void CudaQueue::wait_impl(backend::Event& event) {
     device_.enter();
-    CU_CHECK(d_, cuStreamWaitEvent(stream_, static_cast<CudaEvent&>(event).handle(), 0));
+    auto& e = static_cast<CudaEvent&>(event);
+    CU_CHECK(d_, cuStreamWaitEvent(stream_, e.handle(), 0));
     enqueued();
+    // A failed producer fails this stream, in stream order: its later host functions are skipped and its next
+    // synchronize reports "dependency failed" (its kernels and copies are already the GPU's).
+    std::shared_ptr<CudaRecord> r = e.record();
+    if (!r || !slot_) return;
+    bool check;
+    {
+        std::lock_guard lock(r->mutex);
+        check = r->capturing || r->code != RT_SUCCESS;
+    }
+    if (!check) return;
+    auto work = std::make_unique<HostWork>();
+    work->internal = [r, slot = slot_] {
+        std::lock_guard lock(r->mutex);
+        if (r->code != RT_SUCCESS && !slot->failed())
+            slot->set(r->code, "dependency failed: this stream waited for an event recorded behind a failure on " +
+                                   r->message);
+    };
+    launch_host_work(std::move(work), "cuLaunchHostFunc (event wait)");
 }
 
 void CudaQueue::launch_impl(const std::shared_ptr<backend::Function>& function, const backend::LaunchShape& shape,
