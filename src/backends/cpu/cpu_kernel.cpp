@@ -204,12 +204,11 @@ bool is_ours(int sig) {
 /// reporter, faulthandler, a JVM) takes SIGSEGV with them; when it was taken, all four are re-taken.
 void ensure_trap_handlers() noexcept {
     const uint64_t requested = g_check_requested.load(std::memory_order_acquire);
-    if (g_installed.load(std::memory_order_acquire)) {
-        if (g_checked.load(std::memory_order_relaxed) == requested) return;
-        g_checked.store(requested, std::memory_order_relaxed);
-        if (is_ours(SIGSEGV)) return;
-    }
-    install_trap_handlers();
+    const bool installed = g_installed.load(std::memory_order_acquire);
+    if (installed && g_checked.load(std::memory_order_acquire) == requested) return;
+    // Marked checked only once the check is done: a launch that finds it marked runs after the re-take.
+    if (!installed || !is_ours(SIGSEGV)) install_trap_handlers();
+    g_checked.store(requested, std::memory_order_release);
 }
 
 /// Thread exit: give up our alternate stack (it is reused by a later thread) and the record.
