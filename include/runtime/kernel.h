@@ -15,9 +15,23 @@
  * copysign isnan isinf isfinite, and abs/min/max for int, int64 and float types.
  * Atomics on global memory, returning the old value: atomic_add, atomic_min, atomic_max, atomic_cas(p,
  * expected, desired), atomic_exchange — for int32_t, uint32_t, int64_t, uint64_t, float and double.
- * rt_assert(cond): on failure the launch fails with the expression, file and line (CUDA: printf + trap;
- * cpu: the failure is recorded, the failing work-item goes on to the end of its kernel, and no further
- * work-group of the launch starts).
+ * rt_assert(cond): on failure the launch fails with the expression, file and line, and the failing
+ * work-item stops there: nothing after the assert runs for it (CUDA: printf + __trap(), which ends the
+ * thread and the launch; cpu: the work-item's piece of the launch ends at once, other items already
+ * running finish their pieces, and no further work-group starts).
+ *
+ * Faults on cpu. A fault raised by the CPU inside kernel code — SIGSEGV, SIGBUS, SIGFPE (integer division
+ * by zero), SIGILL — a stack overflow (deep recursion, a huge local array; reported as such), and a failed
+ * rt_assert end the launch, which the next synchronize of its stream reports as RT_ERROR_LAUNCH_FAILED; the
+ * stream and the process stay usable. The runtime's handlers run on an alternate signal stack of every
+ * thread that runs kernels; they pass on to the handler installed before them every fault outside kernel
+ * code and every signal sent with kill/tgkill/sigqueue, even to a thread inside a kernel. A handler
+ * installed later (a crash reporter, faulthandler) is found at the first start of an idle stream 1 ms or
+ * more after the runtime last looked (looking is a syscall, as costly as a fifth of a launch): the runtime
+ * takes the fault signals back and passes on to it what is not a kernel trap. A fault inside a
+ * library that kernel code called (libc's memcpy, or malloc with its lock held) is reported like any other,
+ * but that library's state may then be inconsistent (a lock left held, a half-updated structure): the
+ * runtime cannot guarantee that the process is sound after it.
  *
  * How the cpu backend compiles a source (and the rules that follow from it). The source is placed,
  * verbatim, inside `struct rt_module_ : rt_kernel_base_ { ... };` — kernels and RT_DEVICE functions
@@ -207,7 +221,8 @@ struct rt_kernel_base_ {
     size_t get_global_id(unsigned d) const { return rt_item.group[d] * rt_item.block[d] + rt_item.local[d]; }
     size_t get_global_size(unsigned d) const { return rt_item.grid[d] * rt_item.block[d]; }
 
-    /* The first failing work-item of a launch claims the fault record; the others only return.
+    /* The first failing work-item of a launch claims the fault record; every failing item then ends its
+     * piece of the launch through fault->abandon (set by the runtime).
      * Static and given the fault pointer, so the kernel object's address never escapes the entry loop
      * (that keeps the ids in registers and the loop vectorisable). */
     __attribute__((noinline, cold)) static void rt_assert_fail_(rt_cpu_fault* fault, const char* expr,
@@ -217,6 +232,7 @@ struct rt_kernel_base_ {
             fault->file = file;
             fault->line = line;
         }
+        if (fault->abandon) fault->abandon();  /* does not return: the work-item stops here */
     }
 
 #define RT_MATH1_(name, fbuiltin, dbuiltin)                                  \

@@ -242,7 +242,7 @@ template <class... P> struct rt_sig_<void (rt_module_::*)(P...)> {
                                                                 rt_seq_<I...>) {
         constexpr bool staged = Staged != nullptr;
         rt_pack_<rt_seq_<I...>, typename rt_plain_<P>::type...> a(args);
-        rt_cpu_fault spare = {0, 0, 0, 0};
+        rt_cpu_fault spare = {0, 0, 0, 0, 0};
         rt_cpu_fault* fault = L->fault ? L->fault : &spare;
         rt_module_ m;
         m.rt_fault = fault;

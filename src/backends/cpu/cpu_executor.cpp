@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "backends/cpu/cpu_kernel.hpp"
 #include "backends/cpu/cpu_queue.hpp"
 
 namespace rt::cpu {
@@ -15,7 +16,11 @@ int64_t now_ns() {
 
 Executor::Executor(int threads) {
     threads_.reserve(static_cast<size_t>(threads));
-    for (int i = 0; i < threads; ++i) threads_.emplace_back([this] { worker(); });
+    for (int i = 0; i < threads; ++i)
+        threads_.emplace_back([this] {
+            prepare_kernel_thread();  // before any work: the first kernel it helps with is covered too
+            worker();
+        });
 }
 
 Executor::~Executor() {
@@ -39,6 +44,7 @@ void Executor::wake(bool all) {
 }
 
 void Executor::schedule(std::shared_ptr<CpuQueue> queue) {
+    request_trap_handler_check();  // a stream starts after a pause: someone may have taken the fault signals
     {
         std::lock_guard lock(mutex_);
         if (stop_) return;

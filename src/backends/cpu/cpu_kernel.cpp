@@ -2,12 +2,18 @@
 #include "backends/cpu/cpu_kernel.hpp"
 
 #include <pthread.h>
+#include <sys/mman.h>
+#include <ucontext.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <csetjmp>
 #include <csignal>
 #include <cstring>
 #include <atomic>
+#include <cstdint>
 #include <mutex>
+#include <vector>
 
 #include "backends/cpu/cpu_module.hpp"
 #include "core/error.hpp"
@@ -55,46 +61,231 @@ void PackedArgs::pointers(const std::vector<size_t>& sizes, void** out) const {
 
 namespace {
 
-// Initial-exec TLS: touched twice per launch, and a dozen bytes fit the static TLS surplus that
-// dlopen (Python) draws on; the default model costs a __tls_get_addr call per access.
-#define RT_FAST_TLS __attribute__((tls_model("initial-exec")))
-thread_local sigjmp_buf* t_trap_jump RT_FAST_TLS = nullptr;
-thread_local int t_trap_signal RT_FAST_TLS = 0;
-thread_local void* t_trap_address RT_FAST_TLS = nullptr;
-
 constexpr int kTrapSignals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL};
-struct sigaction g_previous[64];
+// Our handler needs well under a page; a chained handler (a crash reporter printing a trace) needs more.
+constexpr size_t kAltStackBytes = 64 * 1024;
+// An alternate stack the thread already has (a sanitizer's, Python's faulthandler's) is kept from this size.
+constexpr size_t kKeepAltStackBytes = 16 * 1024;
+// A SIGSEGV whose address or stack pointer lies this close to (or past) the low end of the thread's stack
+// is a stack overflow.
+constexpr uintptr_t kOverflowSlack = 64 * 1024;
 
-void trap_handler(int sig, siginfo_t* info, void* context) {
-    if (t_trap_jump) {  // inside a kernel on this thread: abandon the work-group
-        t_trap_signal = sig;
-        t_trap_address = info ? info->si_addr : nullptr;
-        siglongjmp(*t_trap_jump, 1);
-    }
-    // Not a kernel fault: hand it to whoever handled it before us (or the default action).
-    const struct sigaction& prev = g_previous[sig];
-    if ((prev.sa_flags & SA_SIGINFO) && prev.sa_sigaction) {
-        prev.sa_sigaction(sig, info, context);
-    } else if (prev.sa_handler != SIG_DFL && prev.sa_handler != SIG_IGN) {
-        prev.sa_handler(sig);
-    } else {
-        signal(sig, SIG_DFL);  // returning re-executes the faulting instruction under the default action
-    }
+/// A thread that runs kernel code. The signal handler finds it by pthread_self() in a list that only grows
+/// (records are reused by later threads, never freed): the handler reads no thread_local, because in a
+/// dlopen'ed library a first thread_local access on a thread may allocate (not async-signal-safe).
+struct TrapThread {
+    std::atomic<pthread_t> owner{0};         // 0: free for the next thread
+    std::atomic<sigjmp_buf*> jump{nullptr};  // the recovery point while kernel code runs, else null
+    int signal = 0;                          // why the last jump happened: the signal, 0 for rt_assert
+    void* address = nullptr;
+    bool overflow = false;
+    uintptr_t stack_lo = 0;   // lowest address of the thread's stack (above its guard)
+    void* alt = nullptr;      // our alternate signal stack (a guard page, then kAltStackBytes), kept for reuse
+    bool alt_installed = false;
+    TrapThread* next = nullptr;
+};
+std::atomic<TrapThread*> g_threads{nullptr};
+// Default TLS model (global-dynamic): libruntime may itself be dlopen'ed (Python), where initial-exec TLS
+// would draw on the static TLS surplus. Read once per piece of a launch (a few ns), never in the handler.
+thread_local TrapThread* t_trap = nullptr;
+pthread_key_t g_release_key;
+
+// The disposition each trap signal had before ours: the handler passes on what is not a kernel trap.
+// Entries are immutable once published (a handler on another thread may be reading the previous one).
+std::atomic<const struct sigaction*> g_previous[NSIG];
+std::mutex g_install_mutex;
+std::vector<std::unique_ptr<struct sigaction>>* g_previous_store;  // owns every entry ever published
+std::atomic<bool> g_installed{false};
+// Handler verification: Executor::schedule bumps `requested` when a stream starts running after being idle,
+// at most once per kCheckIntervalNs; the next launch re-checks the handlers (a syscall) if it moved since.
+// Not at every stream start: the check costs ~0.1 us, a fifth of a whole launch + synchronize round trip,
+// and such a round trip starts its stream every time.
+constexpr int64_t kCheckIntervalNs = 1'000'000;
+std::atomic<uint64_t> g_check_requested{0};
+std::atomic<uint64_t> g_checked{0};
+std::atomic<int64_t> g_last_request_ns{INT64_MIN / 2};
+// The thread passing a signal on: a chained handler that calls ours back (it saved ours as its
+// previous) gets the default action instead of an endless loop.
+std::atomic<pthread_t> g_chaining{0};
+
+void trap_handler(int sig, siginfo_t* info, void* context);
+
+bool near_stack_limit(const TrapThread* t, const void* address, const void* context) {
+    if (!t->stack_lo) return false;
+    uintptr_t lo = t->stack_lo, a = reinterpret_cast<uintptr_t>(address);
+    if (a + kOverflowSlack >= lo && a < lo + kOverflowSlack) return true;
+    uintptr_t sp = 0;
+#if defined(__x86_64__)
+    if (context) sp = static_cast<uintptr_t>(static_cast<const ucontext_t*>(context)->uc_mcontext.gregs[REG_RSP]);
+#elif defined(__aarch64__)
+    if (context) sp = static_cast<uintptr_t>(static_cast<const ucontext_t*>(context)->uc_mcontext.sp);
+#endif
+    return sp && sp < lo + kOverflowSlack;  // a huge frame moved the stack pointer below the stack
 }
 
-void install_trap_handlers() {
-    // Checked on every launch: one acquire load, not std::call_once (which costs a TLS look-up per call).
-    static std::atomic<bool> installed{false};
-    if (installed.load(std::memory_order_acquire)) return;
-    static std::once_flag once;
-    std::call_once(once, [] {
-        struct sigaction sa {};
-        sa.sa_sigaction = trap_handler;
-        sa.sa_flags = SA_SIGINFO | SA_NODEFER;
-        sigemptyset(&sa.sa_mask);
-        for (int sig : kTrapSignals) sigaction(sig, &sa, &g_previous[sig]);
-        installed.store(true, std::memory_order_release);
-    });
+/// What the previous disposition does with a signal that is not a kernel trap.
+void pass_on(int sig, siginfo_t* info, void* context) {
+    const bool sent = !info || info->si_code <= 0;  // kill/tgkill/sigqueue: returning would drop it
+    const pthread_t self = pthread_self();
+    pthread_t idle = 0;
+    const bool looped = g_chaining.load(std::memory_order_relaxed) == self;
+    const struct sigaction* prev = g_previous[sig].load(std::memory_order_acquire);
+    if (prev && !looped) {
+        const bool guarded = g_chaining.compare_exchange_strong(idle, self);
+        bool called = true;
+        if ((prev->sa_flags & SA_SIGINFO) && prev->sa_sigaction) prev->sa_sigaction(sig, info, context);
+        else if (!(prev->sa_flags & SA_SIGINFO) && prev->sa_handler != SIG_DFL && prev->sa_handler != SIG_IGN)
+            prev->sa_handler(sig);
+        else called = false;
+        if (guarded) g_chaining.store(0, std::memory_order_relaxed);
+        if (called) return;
+        if (prev->sa_handler == SIG_IGN && sent) return;
+    }
+    // The default action. A fault re-executes its instruction on return and then gets it; a sent signal
+    // is raised again (not blocked: SA_NODEFER).
+    struct sigaction dfl {};
+    dfl.sa_handler = SIG_DFL;
+    sigemptyset(&dfl.sa_mask);
+    sigaction(sig, &dfl, nullptr);
+    if (sent) raise(sig);
+}
+
+void trap_handler(int sig, siginfo_t* info, void* context) {
+    // Only a fault of the CPU (si_code > 0: SEGV_MAPERR, FPE_INTDIV, SI_KERNEL, ...) on a thread inside
+    // kernel code is a kernel trap; a signal sent from outside is passed on even then.
+    if (info && info->si_code > 0) {
+        const pthread_t self = pthread_self();
+        for (TrapThread* t = g_threads.load(std::memory_order_acquire); t; t = t->next) {
+            if (t->owner.load(std::memory_order_relaxed) != self) continue;
+            sigjmp_buf* jump = t->jump.load(std::memory_order_relaxed);
+            if (!jump) break;
+            t->signal = sig;
+            t->address = info->si_addr;
+            t->overflow = sig == SIGSEGV && near_stack_limit(t, info->si_addr, context);
+            siglongjmp(*jump, 1);
+        }
+    }
+    pass_on(sig, info, context);
+}
+
+/// Installs the trap handlers where they are not (first launch, or someone replaced them since),
+/// remembering the replaced disposition to pass on what is not a kernel trap.
+void install_trap_handlers() noexcept {
+    std::lock_guard lock(g_install_mutex);
+    if (!g_previous_store) g_previous_store = new (std::nothrow) std::vector<std::unique_ptr<struct sigaction>>();
+    struct sigaction ours {};
+    ours.sa_sigaction = trap_handler;
+    // SA_ONSTACK: a stack overflow leaves no stack to run the handler on but the alternate one.
+    ours.sa_flags = SA_SIGINFO | SA_NODEFER | SA_ONSTACK;
+    sigemptyset(&ours.sa_mask);
+    for (int sig : kTrapSignals) {
+        struct sigaction current {};
+        if (sigaction(sig, nullptr, &current) != 0) continue;
+        if ((current.sa_flags & SA_SIGINFO) && current.sa_sigaction == trap_handler) continue;
+        if (!g_previous_store) continue;
+        try {
+            g_previous_store->push_back(std::make_unique<struct sigaction>(current));
+        } catch (...) {
+            continue;  // out of memory: leave the other party's handler in place
+        }
+        g_previous[sig].store(g_previous_store->back().get(), std::memory_order_release);
+        sigaction(sig, &ours, nullptr);
+    }
+    g_installed.store(true, std::memory_order_release);
+}
+
+bool is_ours(int sig) {
+    struct sigaction current {};
+    return sigaction(sig, nullptr, &current) == 0 && (current.sa_flags & SA_SIGINFO) && current.sa_sigaction == trap_handler;
+}
+
+/// Once per launch: install on the first, re-verify after a stream was idle (see g_check_requested).
+/// The check reads SIGSEGV's disposition only (one syscall): whoever takes over fault signals (a crash
+/// reporter, faulthandler, a JVM) takes SIGSEGV with them; when it was taken, all four are re-taken.
+void ensure_trap_handlers() noexcept {
+    const uint64_t requested = g_check_requested.load(std::memory_order_acquire);
+    const bool installed = g_installed.load(std::memory_order_acquire);
+    if (installed && g_checked.load(std::memory_order_acquire) == requested) return;
+    // Marked checked only once the check is done: a launch that finds it marked runs after the re-take.
+    if (!installed || !is_ours(SIGSEGV)) install_trap_handlers();
+    g_checked.store(requested, std::memory_order_release);
+}
+
+/// Thread exit: give up our alternate stack (it is reused by a later thread) and the record.
+void release_thread(void* p) {
+    auto* t = static_cast<TrapThread*>(p);
+    if (t->alt_installed) {
+        stack_t current {};
+        if (sigaltstack(nullptr, &current) == 0 && current.ss_sp == static_cast<char*>(t->alt) + getpagesize()) {
+            stack_t off {};
+            off.ss_flags = SS_DISABLE;
+            sigaltstack(&off, nullptr);
+        }
+        t->alt_installed = false;
+    }
+    t_trap = nullptr;
+    t->owner.store(0, std::memory_order_release);
+}
+
+/// The calling thread's record, with an alternate signal stack; null only when out of memory.
+TrapThread* attach_thread() noexcept {
+    static std::once_flag key_once;
+    static bool key_ok = false;
+    std::call_once(key_once, [] { key_ok = pthread_key_create(&g_release_key, release_thread) == 0; });
+    const pthread_t self = pthread_self();
+    TrapThread* t = nullptr;
+    for (TrapThread* c = g_threads.load(std::memory_order_acquire); c && !t; c = c->next) {
+        pthread_t expected = 0;
+        if (c->owner.load(std::memory_order_relaxed) == 0 && c->owner.compare_exchange_strong(expected, self)) t = c;
+    }
+    if (!t) {
+        t = new (std::nothrow) TrapThread;
+        if (!t) return nullptr;
+        t->owner.store(self, std::memory_order_relaxed);
+        t->next = g_threads.load(std::memory_order_relaxed);
+        while (!g_threads.compare_exchange_weak(t->next, t, std::memory_order_release, std::memory_order_relaxed)) {
+        }
+    }
+    t->jump.store(nullptr, std::memory_order_relaxed);
+    t->stack_lo = 0;
+    pthread_attr_t attr;
+    if (pthread_getattr_np(self, &attr) == 0) {
+        void* base = nullptr;
+        size_t size = 0;
+        if (pthread_attr_getstack(&attr, &base, &size) == 0) t->stack_lo = reinterpret_cast<uintptr_t>(base);
+        pthread_attr_destroy(&attr);
+    }
+    stack_t current {};
+    const bool has_alt = sigaltstack(nullptr, &current) == 0 && !(current.ss_flags & SS_DISABLE) &&
+                         current.ss_size >= kKeepAltStackBytes;
+    if (!has_alt) {
+        const size_t page = static_cast<size_t>(getpagesize());
+        if (!t->alt) {
+            void* m = mmap(nullptr, page + kAltStackBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+            if (m != MAP_FAILED) {
+                mprotect(m, page, PROT_NONE);  // guard: a handler overrunning its stack faults, not corrupts
+                t->alt = m;
+            }
+        }
+        if (t->alt) {
+            stack_t ss {};
+            ss.ss_sp = static_cast<char*>(t->alt) + page;
+            ss.ss_size = kAltStackBytes;
+            t->alt_installed = sigaltstack(&ss, nullptr) == 0;
+        }
+    }
+    if (key_ok) pthread_setspecific(g_release_key, t);
+    t_trap = t;
+    return t;
+}
+
+/// Ends the calling work-item's piece of the launch: the failing rt_assert's fault->abandon.
+void abandon_piece() {
+    TrapThread* t = t_trap;
+    sigjmp_buf* jump = t ? t->jump.load(std::memory_order_relaxed) : nullptr;
+    if (!jump) return;  // not inside run_guarded: the item runs on (the assert is still recorded)
+    t->signal = 0;
+    siglongjmp(*jump, 1);
 }
 
 const char* describe_signal(int sig) {
@@ -107,36 +298,60 @@ const char* describe_signal(int sig) {
     return "a signal";
 }
 
-/// Runs the entry; returns false (after recording the trap in launch->fault) if it trapped.
-bool run_guarded(rt_cpu_entry entry, rt_cpu_launch* launch, void* const* args) {
+/// Runs the entry on thread record `t`; returns false if it trapped or an rt_assert failed (t->signal says
+/// which).
+bool run_guarded(TrapThread* t, rt_cpu_entry entry, rt_cpu_launch* launch, void* const* args) {
     sigjmp_buf jump;
+    sigjmp_buf* outer = t->jump.load(std::memory_order_relaxed);
     // The mask is not saved (that is a syscall per launch). After a trap, unblock the trap signals
-    // explicitly: whoever ran the handler (SA_NODEFER, or a sanitizer's wrapper with a full mask) may
+    // explicitly: whoever ran the handler (a sanitizer's wrapper with a full mask, a chained handler) may
     // have left them blocked, and a second trap while blocked would kill the process.
     if (sigsetjmp(jump, 0) != 0) {
-        t_trap_jump = nullptr;
-        sigset_t traps;
-        sigemptyset(&traps);
-        for (int sig : kTrapSignals) sigaddset(&traps, sig);
-        pthread_sigmask(SIG_UNBLOCK, &traps, nullptr);
+        t->jump.store(outer, std::memory_order_relaxed);
+        if (t->signal) {
+            sigset_t traps;
+            sigemptyset(&traps);
+            for (int sig : kTrapSignals) sigaddset(&traps, sig);
+            pthread_sigmask(SIG_UNBLOCK, &traps, nullptr);
+        }
         return false;
     }
-    t_trap_jump = &jump;
+    t->jump.store(&jump, std::memory_order_relaxed);
+    std::atomic_signal_fence(std::memory_order_seq_cst);  // the handler sees the jump before kernel code runs
     entry(launch, args);
-    t_trap_jump = nullptr;
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+    t->jump.store(outer, std::memory_order_relaxed);
     return true;
 }
 
 }  // namespace
 
+void prepare_kernel_thread() noexcept {
+    if (!t_trap) attach_thread();
+}
+
+void request_trap_handler_check() noexcept {
+    // The coarse clock: ~4 ns (the precise one ~16 ns); its tick (1-4 ms) is fine for this interval.
+    timespec ts{};
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    const int64_t now = static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+    if (now - g_last_request_ns.load(std::memory_order_relaxed) < kCheckIntervalNs) return;
+    g_last_request_ns.store(now, std::memory_order_relaxed);
+    g_check_requested.fetch_add(1, std::memory_order_release);
+}
+
 // ---------------------------------------------------------------- execution
 
 void run_kernel(Executor& executor, const CpuFunction& function, const backend::LaunchShape& shape,
                 void* const* args, const backend::LaunchReport& report, unsigned long long stream_min_bytes) noexcept {
-    install_trap_handlers();
+    ensure_trap_handlers();
     rt_cpu_fault fault{};
-    std::atomic<int> trap_signal{0};
+    fault.abandon = abandon_piece;
+    // Written only by the piece that claimed fault.failed for a trap; read after every piece is done.
+    int trap_signal = 0;
     void* trap_address = nullptr;
+    bool trap_overflow = false;
+    bool no_memory = false;
 
     unsigned long long groups = 1ull * shape.grid[0] * shape.grid[1] * shape.grid[2];
     unsigned long long items_per_group = 1ull * shape.block[0] * shape.block[1] * shape.block[2];
@@ -169,10 +384,17 @@ void run_kernel(Executor& executor, const CpuFunction& function, const backend::
         launch.fault = &fault;
         launch.shared_bytes = shape.shared_bytes;
         launch.stream_min_bytes = stream_min_bytes;
-        if (!run_guarded(entry, &launch, args)) {
-            int expected = 0;
-            if (trap_signal.compare_exchange_strong(expected, t_trap_signal)) trap_address = t_trap_address;
-            __atomic_store_n(&fault.failed, 1, __ATOMIC_RELEASE);
+        TrapThread* t = t_trap;
+        if (!t && !(t = attach_thread())) {
+            if (__atomic_exchange_n(&fault.failed, 1, __ATOMIC_ACQ_REL) == 0) no_memory = true;
+            return;
+        }
+        // A failed rt_assert claimed the fault itself; a trap claims it here (the first failure is reported).
+        if (!run_guarded(t, entry, &launch, args) && t->signal &&
+            __atomic_exchange_n(&fault.failed, 1, __ATOMIC_ACQ_REL) == 0) {
+            trap_signal = t->signal;
+            trap_address = t->address;
+            trap_overflow = t->overflow;
         }
     };
     if (groups <= grain) piece(0, groups);  // one piece: no pool round trip
@@ -181,8 +403,13 @@ void run_kernel(Executor& executor, const CpuFunction& function, const backend::
     if (!__atomic_load_n(&fault.failed, __ATOMIC_ACQUIRE)) return;
     try {
         std::string what;
-        if (int sig = trap_signal.load())
-            what = format("trapped: %s at address %p", describe_signal(sig), trap_address);
+        if (no_memory)
+            what = "could not run: out of memory preparing the thread's trap handling";
+        else if (trap_overflow)
+            what = format("trapped: stack overflow (%s at address %p; kernel code runs on the runtime's threads "
+                          "with their default stack size)", describe_signal(trap_signal), trap_address);
+        else if (trap_signal)
+            what = format("trapped: %s at address %p", describe_signal(trap_signal), trap_address);
         else
             what = format("rt_assert(%s) failed at %s:%d", fault.expr ? fault.expr : "?", fault.file ? fault.file : "?",
                           fault.line);

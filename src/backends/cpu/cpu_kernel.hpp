@@ -56,8 +56,20 @@ private:
     std::unique_ptr<unsigned char[]> heap_;
 };
 
+/// Prepares the calling thread to run kernel code (an alternate signal stack, so that a stack overflow can
+/// be caught): executors call it when they start; run_kernel does it for any other thread on its first
+/// launch. Idempotent.
+void prepare_kernel_thread() noexcept;
+
+/// Says that kernel work may start after a pause (a stream was scheduled after being idle): if the last
+/// request is 1 ms old or more, the next launch re-verifies, with one syscall, that the runtime's trap
+/// handlers are still installed and re-takes them if someone replaced them (passing on to that party what
+/// is not a kernel trap). Thread-safe; a few ns when no check is due.
+void request_trap_handler_check() noexcept;
+
 /// Runs every work-group of a launch on the calling thread plus idle executors. A failed rt_assert or a
-/// trap (SIGSEGV, SIGBUS, SIGFPE, SIGILL inside the kernel) is reported to report.slot; never throws.
+/// trap (SIGSEGV, SIGBUS, SIGFPE, SIGILL raised by the CPU inside the kernel, stack overflow included) ends
+/// the failing piece at once and is reported to report.slot; never throws.
 /// stream_min_bytes: see rt_cpu_launch.stream_min_bytes.
 void run_kernel(Executor& executor, const CpuFunction& function, const backend::LaunchShape& shape,
                 void* const* args, const backend::LaunchReport& report, unsigned long long stream_min_bytes) noexcept;

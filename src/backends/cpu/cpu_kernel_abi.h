@@ -9,19 +9,22 @@ extern "C" {
 #endif
 
 /* Bumped whenever a struct below changes; a module built for another ABI is refused at load. */
-#define RT_CPU_ABI_VERSION 3
+#define RT_CPU_ABI_VERSION 4
 
 /* The largest block[0] of a cpu launch (the device's max_block_size[0]): rows of a staged twin fit its
  * stage (kernel.h, RT_STAGE_ITEMS). */
 #define RT_CPU_MAX_BLOCK_X 1024
 
 /* The first failure of a launch (rt_assert or trap). `failed` is claimed with an atomic exchange
- * (__atomic_exchange_n) by the first failing work-item; the others only return. */
+ * (__atomic_exchange_n) by the first failing work-item. A failing rt_assert then calls `abandon`, which
+ * does not return when the runtime set it: it ends the calling piece of the launch at once (the store
+ * after the assert never happens). */
 typedef struct rt_cpu_fault {
     int failed;
     int line;
     const char* expr;
     const char* file;
+    void (*abandon)(void);
 } rt_cpu_fault;
 
 /* One call of a kernel entry: run work-groups [group_begin, group_end) (linear, x fastest) of a
