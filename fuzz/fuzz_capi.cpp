@@ -15,6 +15,7 @@
 // no finding. Kernels get only live buffers and an element count that fits them.
 #include <runtime/runtime.h>
 
+#include <cstdarg>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -22,6 +23,7 @@
 #include <cstring>
 #include <algorithm>
 #include <memory>
+#include <string>
 #include <vector>
 
 namespace {
@@ -68,6 +70,23 @@ struct Input {
         }
     }
 };
+
+/// Buffer::used_by bit: a destroyed stream may still have work queued on it (cleared by rtDeviceSynchronize).
+constexpr unsigned kDestroyedStream = 1u << 31;
+
+// FUZZ_TRACE=1: every input's calls on stderr as they are made (to read what led to a report).
+bool g_trace_on = std::getenv("FUZZ_TRACE") != nullptr;
+void trace(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+void trace(const char* fmt, ...) {
+    if (!g_trace_on) return;
+    char line[256];
+    va_list ap;
+    va_start(ap, fmt);
+    std::vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    std::fprintf(stderr, "%s\n", line);  // immediately: the process may die in the next call
+}
+
 
 struct Buffer {
     void* p = nullptr;
@@ -126,6 +145,15 @@ private:
     std::vector<std::unique_ptr<HostCtx>> ctxs_;
 
     int pick(int n) { return in_.u8() % n; }
+    bool is_live(uint64_t v) const {
+        for (const Buffer& b : dev_)
+            if (b.p && reinterpret_cast<uintptr_t>(b.p) == v) return true;
+        for (const Buffer& b : pinned_)
+            if (b.p && reinterpret_cast<uintptr_t>(b.p) == v) return true;
+        for (const Reg& r : regs_)
+            if (r.p && reinterpret_cast<uintptr_t>(r.p) == v) return true;
+        return false;
+    }
     void forget_stream(int slot) {
         for (Buffer& b : dev_) b.used_by &= ~(1u << slot);
         for (Buffer& b : pinned_) b.used_by &= ~(1u << slot);
@@ -135,7 +163,12 @@ private:
         for (Buffer& b : pinned_) b.used_by = 0;
     }
     uint64_t stale_or_garbage() {
-        if (!stale_.empty() && in_.u8() % 2) return stale_[in_.u8() % stale_.size()];
+        if (!stale_.empty() && in_.u8() % 2) {
+            uint64_t v = stale_[in_.u8() % stale_.size()];
+            // A freed address may have been handed out again: it is then a live buffer's, which a "stale" free
+            // would release behind the harness's back (no runtime can tell that from a double free).
+            if (!is_live(v)) return v;
+        }
         switch (in_.u8() % 4) {
             case 0: return in_.u64();
             case 1: return 1;
@@ -196,6 +229,7 @@ private:
     }
 
     void step(uint8_t what) {
+        trace("op %u", what % 24);
         switch (what % 24) {
             case 0: alloc(false); break;
             case 1: alloc(true); break;
@@ -237,6 +271,7 @@ private:
             e = rtMalloc(&p, bytes);
             b.used_by = 0;
         }
+        trace(" alloc %p %zu async %d = %d", p, bytes, async ? 1 : 0, static_cast<int>(e));
         if (e == RT_SUCCESS && p) {
             b.p = p;
             b.bytes = bytes;
@@ -261,6 +296,7 @@ private:
         // rtFreeAsync on stream s is ordered after s's own work only: when another stream may still use the
         // buffer the well-behaved caller frees it with rtFree, which waits for (or defers past) every stream.
         rtError_t e = async && slot >= 0 && (b.used_by & ~(1u << slot)) == 0 ? rtFreeAsync(b.p, s) : rtFree(b.p);
+        trace(" free %p used_by %x async %d slot %d = %d", b.p, b.used_by, async ? 1 : 0, slot, static_cast<int>(e));
         if (e == RT_SUCCESS) {
             stale_.push_back(reinterpret_cast<uintptr_t>(b.p));
             b = Buffer{};
@@ -341,8 +377,9 @@ private:
         } else {
             bytes = in_.u32() % (std::min({dn, sn, kMaxBuffer}) + 1);
         }
+        trace(" copy %p <- %p %zu kind %d async %d slot %d", dst, src, bytes, static_cast<int>(k), async ? 1 : 0, slot);
         rtError_t e = async ? rtMemcpyAsync(dst, src, bytes, k, s) : rtMemcpy(dst, src, bytes, k);
-        (void)e;
+        trace(" = %d", static_cast<int>(e));
         if (async) {
             mark(db, slot);
             mark(sb, slot);
@@ -386,7 +423,12 @@ private:
         if (rtStreamDestroy(s) == RT_SUCCESS && slot > 0) {
             stale_.push_back(reinterpret_cast<uintptr_t>(s));
             streams_[slot] = nullptr;
-            forget_stream(slot);
+            // rtStreamDestroy does not wait: the destroyed stream's queued work may still use the buffers, so
+            // only rtFree (ordered after every stream, destroyed ones included) may free them now.
+            for (Buffer& b : dev_)
+                if (b.used_by & (1u << slot)) b.used_by = (b.used_by & ~(1u << slot)) | kDestroyedStream;
+            for (Buffer& b : pinned_)
+                if (b.used_by & (1u << slot)) b.used_by = (b.used_by & ~(1u << slot)) | kDestroyedStream;
         }
     }
     void stream_sync() {
@@ -483,9 +525,12 @@ private:
         size_t block = in_.u8() % 4 == 0 ? in_.u64() : size_t{4096} << (in_.u8() % 10);
         unsigned flags = in_.u8() % 8 == 0 ? in_.u32() : in_.u8() % 2;
         switch (pick(3)) {
-            case 0: rtEnablePoolAllocator(pool_size, block, flags); break;
-            case 1: rtEnableMemoryReuse(in_.u8() % 2); break;
-            case 2: rtMemEmptyCache(); break;
+            case 0: {
+                rtError_t e = rtEnablePoolAllocator(pool_size, block, flags);
+                trace(" pool %zu %zu %x = %d", pool_size, block, flags, static_cast<int>(e));
+            } break;
+            case 1: { int on = in_.u8() % 2; trace(" reuse %d = %d", on, static_cast<int>(rtEnableMemoryReuse(on))); } break;
+            case 2: trace(" empty cache = %d", static_cast<int>(rtMemEmptyCache())); break;
         }
     }
     /// Calls whose arguments are wholly garbage or NULL: each must be refused, never followed.
@@ -541,6 +586,7 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 }
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+    trace("---- input");
     Input in{data, size};
     Session(in).run();
     return 0;

@@ -243,6 +243,27 @@ TEST_F(SoundCore, EventRecordedAfterAnUnreportedFailureCarriesIt) {
     EXPECT_RT_OK(rtEventDestroy(e));
 }
 
+// A queued record owns what it writes: the event recorded again (or destroyed) before the record runs must not
+// leave it writing freed memory (found by the fuzzer; ASan reports it).
+TEST_F(SoundCore, EventRecordedAgainOrDestroyedBeforeItsRecordRan) {
+    StreamGuard a;
+    Gate gate;
+    ASSERT_RT_OK(gate.launch(a));
+    rtEvent_t e = nullptr, gone = nullptr;
+    ASSERT_RT_OK(rtEventCreate(&e));
+    ASSERT_RT_OK(rtEventCreate(&gone));
+    FailSpec f{"behind the gate"};
+    ASSERT_RT_OK(rtLaunchHostFunc(a, fail_fn, &f));
+    ASSERT_RT_OK(rtEventRecord(e, a));
+    ASSERT_RT_OK(rtEventRecord(gone, a));
+    ASSERT_RT_OK(rtEventRecord(e, nullptr));  // again, on the idle default stream: replaces the queued record
+    ASSERT_RT_OK(rtEventDestroy(gone));
+    gate.open();
+    EXPECT_RT_ERROR(RT_ERROR_LAUNCH_FAILED, rtStreamSynchronize(a));
+    EXPECT_RT_OK(rtEventSynchronize(e)) << "the latest record (on a healthy stream) carries no failure";
+    EXPECT_RT_OK(rtEventDestroy(e));
+}
+
 // rtDeviceSynchronize reports every failed stream of the device, not only the first.
 TEST_F(SoundCore, DeviceSynchronizeReportsEveryFailedStream) {
     StreamGuard a, b, c;

@@ -49,15 +49,12 @@ rtError_t CpuEvent::failure_impl(std::string* message) {
 
 float CpuEvent::elapsed_ms_impl(backend::Event& end) {
     auto& other = static_cast<CpuEvent&>(end);
-    int64_t a, b;
-    {
-        std::lock_guard lock(state_->mutex);
-        a = state_->time_ns;
-    }
-    {
-        std::lock_guard lock(other.state_->mutex);
-        b = other.state_->time_ns;
-    }
+    // Both completed (checked by the core): a queued record's time was written before its completion.
+    auto completed_at = [](EventState& e) {
+        std::lock_guard lock(e.mutex);
+        return e.record ? e.record->time_ns : e.time_ns;
+    };
+    int64_t a = completed_at(*state_), b = completed_at(*other.state_);
     return static_cast<float>(static_cast<double>(b - a) / 1e6);
 }
 
@@ -138,7 +135,6 @@ void CpuQueue::launch_impl(const std::shared_ptr<backend::Function>& function, c
 void CpuQueue::record_impl(backend::Event& event) {
     const std::shared_ptr<EventState>& ev = static_cast<CpuEvent&>(event).state();
     std::lock_guard elock(ev->mutex);  // order: event, then queue
-    uint64_t generation = ++ev->generation;
     {
         std::lock_guard lock(mutex_);
         if (completed_.load(std::memory_order_acquire) == submitted_.load(std::memory_order_relaxed)) {
@@ -149,6 +145,7 @@ void CpuQueue::record_impl(backend::Event& event) {
             if (slot_ && slot_->failed()) {
                 auto r = std::make_shared<RecordState>();
                 r->code = slot_->peek(&r->message);
+                r->time_ns = ev->time_ns;
                 ev->record = std::move(r);
             }
             return;
@@ -158,10 +155,9 @@ void CpuQueue::record_impl(backend::Event& event) {
     r->queue = shared_from_this();
     Task t;
     t.type = Task::Type::record;
-    t.record = {generation, r.get()};
-    t.ref = ev;
+    t.ref = r;  // the task owns its record: the event may be recorded again, or destroyed, before it runs
     ev->record = r;
-    r->seq = push(std::move(t));  // the task reads r->seq only for nothing; waits read it under ev->mutex
+    r->seq = push(std::move(t));  // read by waits and synchronize under ev->mutex, which is still held
 }
 
 void CpuQueue::wait_impl(backend::Event& event) {
@@ -308,10 +304,10 @@ void CpuQueue::execute(Task& t) {
             backend::run_host_call(t.call);
             break;
         case Task::Type::record: {
-            EventState* ev = t.event();
-            std::lock_guard lock(ev->mutex);
-            if (slot_ && slot_->failed()) t.record.state->code = slot_->peek(&t.record.state->message);
-            if (ev->generation == t.record.generation) ev->time_ns = now_ns();
+            // Published by this task's completion (readers look only once it has completed).
+            RecordState& r = *t.dep_record();
+            if (slot_ && slot_->failed()) r.code = slot_->peek(&r.message);
+            r.time_ns = now_ns();
             break;
         }
         case Task::Type::wait: {

@@ -26,14 +26,14 @@ struct RecordState {
     uint64_t seq = 0;
     rtError_t code = RT_SUCCESS;
     std::string message;  ///< the failed stream and operation
+    int64_t time_ns = 0;  ///< completion time (written by the record task, or at once when complete)
 };
 
-/// The shared state of a cpu event: its latest record, and when it completed.
+/// The shared state of a cpu event: its latest record.
 struct EventState {
     std::mutex mutex;
     std::shared_ptr<RecordState> record;  ///< null: never recorded, or recorded complete on a healthy queue
-    uint64_t generation = 0;              ///< bumped by each record; a stale record task does not stamp
-    int64_t time_ns = 0;                  ///< completion time of the latest record
+    int64_t time_ns = 0;                  ///< completion time of a record that was complete at once (record null)
     bool timing = true;
     bool blocking_sync = false;
     std::shared_ptr<RecordState> latest();
@@ -70,22 +70,17 @@ struct Task {
     Type type = Type::copy;
     uint8_t value = 0;  // fill
     uint64_t seq = 0;
-    std::shared_ptr<void> ref;  // record: EventState; wait: the RecordState waited for; launch: the function
+    std::shared_ptr<void> ref;  // record and wait: the RecordState written or waited for; launch: the function
                                 // launched before it on this queue, when it changed (see last_function_)
     union {
         Memory memory;              // copy, fill
         backend::HostCall call;     // host_call
-        struct {
-            uint64_t generation;    // a re-recorded event ignores stale records
-            RecordState* state;     // this record (kept alive by the event's EventState::record or a wait)
-        } record;
         uint64_t dep_seq;           // wait: run nothing until the other queue has completed this task
         Launch launch;              // launch
     };
     PackedArgs args;  // launch
 
     Task() : memory{} {}
-    EventState* event() const { return static_cast<EventState*>(ref.get()); }
     RecordState* dep_record() const { return static_cast<RecordState*>(ref.get()); }
     CpuQueue* dep() const { return dep_record()->queue.get(); }
 };
