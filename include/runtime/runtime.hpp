@@ -168,9 +168,9 @@ template <contiguous_sized R> auto as_span(R&& r) noexcept {
 }
 template <class B> using element_of = typename decltype(as_span(std::declval<B&>()))::element_type;
 
-/// Owns a callable queued as a host function until it has run exactly once.
+/// Runs a callable queued as a host function (owned by the stream: see host_release).
 template <class F> void host_trampoline(void* user_data) noexcept {
-    std::unique_ptr<F> fn(static_cast<F*>(user_data));
+    F* fn = static_cast<F*>(user_data);
     try {
         (*fn)();
     } catch (const std::exception& e) {
@@ -179,6 +179,8 @@ template <class F> void host_trampoline(void* user_data) noexcept {
         rtHostFuncSetError(RT_ERROR_LAUNCH_FAILED, "host function threw a non-std::exception");
     }
 }
+/// Destroys the callable once the stream has passed its host function — run, or skipped behind a failure.
+template <class F> void host_release(void* user_data) noexcept { delete static_cast<F*>(user_data); }
 } // namespace detail
 
 /// A typed buffer: a DeviceBuffer<T>, or any contiguous sized range (span, vector, PinnedBuffer).
@@ -340,16 +342,19 @@ public:
         memset(d.data(), value, d.size_bytes());
     }
     /// Queues any callable `f()` to run on a runtime thread after the preceding work. `f` is moved
-    /// to the heap and destroyed after it ran; an exception from it marks the stream failed
-    /// (RT_ERROR_LAUNCH_FAILED with the exception's what()), thrown by the next synchronize/query.
-    /// `f` must not call synchronizing functions of the runtime.
+    /// to the heap and destroyed once the stream has passed it (it ran, or was skipped behind a failure),
+    /// on a runtime thread; an exception from it marks the stream failed (RT_ERROR_LAUNCH_FAILED with the
+    /// exception's what()), thrown by the next synchronize/query. `f` (and its destructor) must not wait for
+    /// queued work: such calls fail with RT_ERROR_NOT_PERMITTED there.
     template <class F>
         requires std::invocable<std::decay_t<F>&>
     void launch_host_func(F&& f) {
         using Fn = std::decay_t<F>;
         auto box = std::make_unique<Fn>(std::forward<F>(f));
         check(rtLaunchHostFunc(handle_, &detail::host_trampoline<Fn>, box.get()));
-        box.release(); // now owned by the queued trampoline
+        // Owned by the stream from here; if even that cannot be queued, leaking beats freeing it under the
+        // queued host function.
+        check(rtStreamDeferRelease(handle_, &detail::host_release<Fn>, box.release()));
     }
     /// Queues `kernel` over config.grid x config.block work-items with `args` (DeviceBuffer<T>
     /// arguments pass their device pointer; others are copied by value at the call). Arity and

@@ -167,10 +167,11 @@ bool query_result(rtError_t e, const char* api) {
 }
 
 // Host functions: the executor thread takes the GIL, calls the Python callable, and turns an exception into
-// the stream's asynchronous error (rtHostFuncSetError). The callable's reference is released in the trampoline.
+// the stream's asynchronous error (rtHostFuncSetError). The callable is borrowed: its reference belongs to the
+// deferred release queued behind it (launch_host_func), so a skipped host function does not leak it.
 void host_func_trampoline(void* user_data) {
     if (g_python_gone.load(std::memory_order_acquire) || !Py_IsInitialized()) {
-        // The interpreter is exiting (its exit hook synchronized every stream before): the callable is leaked.
+        // The interpreter is exiting (its exit hook synchronized every stream before): not called.
         rtHostFuncSetError(RT_ERROR_LAUNCH_FAILED, "Python host function not run: the interpreter is exiting");
         return;
     }
@@ -196,9 +197,6 @@ void host_func_trampoline(void* user_data) {
     } else {
         Py_DECREF(result);
     }
-    // Parked, not dropped here: the callable may hold the last reference to objects whose __del__ frees memory or
-    // destroys a stream, which must not run in queue context.
-    release_parked(fn);
 }
 
 nb::dict device_properties(int device) {
@@ -510,14 +508,11 @@ NB_MODULE(_core, m) {
         nogil("rtStreamWaitEvent", [&] { return rtStreamWaitEvent(as_handle<rtStream_st>(s), as_handle<rtEvent_st>(ev)); });
     });
     m.def("launch_host_func", [](uintptr_t s, nb::callable fn) {
+        // The callable is kept by a deferred release queued right behind it: dropped once the stream has
+        // passed the host function, whether it ran or was skipped behind a failure.
+        rtStream_t st = as_handle<rtStream_st>(s);
         PyObject* f = fn.ptr();
-        Py_INCREF(f);  // released by the trampoline after the call
-        rtError_t e;
-        { nb::gil_scoped_release r; e = rtLaunchHostFunc(as_handle<rtStream_st>(s), &host_func_trampoline, f); }
-        if (e != RT_SUCCESS) {
-            Py_DECREF(f);
-            raise_error(e, "rtLaunchHostFunc");
-        }
+        enqueue_keep("rtLaunchHostFunc", st, fn, [&] { return rtLaunchHostFunc(st, &host_func_trampoline, f); });
     }, "Queue a Python callable (no arguments); an exception it raises fails the stream's next synchronize.");
 
     // ---- events

@@ -57,8 +57,7 @@ bool DeviceMemory::wait_for_frees() {
     }
     // Direct frees wait on the timeline for every stream's point: wait for every stream then.
     if (direct) points = unfinished_points();
-    for (const StreamPoint& sp : points)
-        if (std::shared_ptr<Stream> s = sp.stream.lock(); s && !s->queue().reached_impl(sp.position)) s->wait_idle();
+    wait_for(points);
     runtime().timeline().run_due();
     return true;
 }

@@ -34,6 +34,11 @@ bool StreamPoint::reached() const {
     }
 }
 
+void wait_for(const std::vector<StreamPoint>& points) {
+    for (const StreamPoint& sp : points)
+        if (std::shared_ptr<Stream> s = sp.stream.lock(); s && !sp.reached()) s->wait_idle();
+}
+
 bool all_reached(const std::vector<StreamPoint>& points) {
     for (const StreamPoint& p : points)
         if (!p.reached()) return false;
@@ -146,18 +151,29 @@ std::vector<Timeline::Action> Timeline::take_due(std::vector<StreamPoint>* ahead
         pending_.pop_back();
     }
     pending_count_.store(pending_.size(), std::memory_order_relaxed);
+    in_flight_.fetch_add(static_cast<uint32_t>(due.size()));
     return due;
 }
 
+void Timeline::run_taken(std::vector<Action>& actions) {
+    run_all(actions);
+    if (actions.empty()) return;
+    in_flight_.fetch_sub(static_cast<uint32_t>(actions.size()));
+    if (in_flight_waiters_.load() > 0) in_flight_.notify_all();  // seq_cst with run_due's waiter count
+}
+
 void Timeline::run_due() {
-    if (pending_count_.load(std::memory_order_relaxed) == 0) return;
+    if (pending_count_.load(std::memory_order_relaxed) == 0 && in_flight_.load() == 0) return;
     std::vector<Action> due;
     {
         std::lock_guard lock(mutex_);
-        if (pending_.empty()) return;
         due = take_due(nullptr);
     }
-    run_all(due);
+    run_taken(due);
+    if (in_queue_context()) return;  // an action (or a host function) must not wait, not even for the others
+    in_flight_waiters_.fetch_add(1);
+    for (uint32_t v; (v = in_flight_.load()) != 0;) in_flight_.wait(v);
+    in_flight_waiters_.fetch_sub(1);
 }
 
 void Timeline::wake() {
@@ -180,8 +196,7 @@ void Timeline::drain() {
             for (const Pending& p : pending_)
                 for (const StreamPoint& sp : p.after) points.push_back(sp);
         }
-        for (const StreamPoint& sp : points)
-            if (std::shared_ptr<Stream> s = sp.stream.lock(); s && !s->queue().reached_impl(sp.position)) s->wait_idle();
+        wait_for(points);
         run_due();
     }
 }
@@ -196,7 +211,7 @@ void Timeline::thread_main() {
             std::lock_guard lock(mutex_);
             due = take_due(&ahead);
         }
-        run_all(due);
+        run_taken(due);
         // A queue notifies once per arming: ask again, for the earliest point still ahead on each stream.
         arm(ahead);
         wake_seq_.wait(seen);

@@ -29,6 +29,9 @@ std::vector<StreamPoint> unfinished_points();
 /// `stream`'s current point, if it has unfinished work.
 std::vector<StreamPoint> unfinished_point(Stream& stream);
 bool all_reached(const std::vector<StreamPoint>& points);
+/// Blocks until every point is reached (waits for each unreached stream to go idle). Never under a lock; refused
+/// (NOT_PERMITTED) in queue context.
+void wait_for(const std::vector<StreamPoint>& points);
 
 /// Thread-safe. Actions run on the timeline's thread (queue context: they must not wait), in no particular
 /// order relative to each other, exactly once.
@@ -41,7 +44,8 @@ public:
 
     /// Runs `action` once every point in `after` is reached: at once, in the caller, if they all are.
     void defer(std::vector<StreamPoint> after, Action action);
-    /// Runs the actions that are due now, in the caller. Never waits.
+    /// Runs the actions that are due now, in the caller; outside queue context it then waits for the ones the
+    /// timeline's thread is running (they never wait themselves), so that what was due has run when it returns.
     void run_due();
     /// Blocks until every action deferred before the call has run. Never from queue context.
     void drain();
@@ -62,10 +66,14 @@ private:
     /// Asks each stream still blocking an action to wake the thread when it gets there.
     void arm(const std::vector<StreamPoint>& points);
     static void run_all(std::vector<Action>& actions);
+    /// run_all for actions counted in in_flight_ by take_due.
+    void run_taken(std::vector<Action>& actions);
 
     std::mutex mutex_;  // guards pending_ and thread_; never held while an action runs or a stream is waited for
     std::vector<Pending> pending_;
     std::atomic<size_t> pending_count_{0};  // pending_.size(), read without the lock by run_due()
+    std::atomic<uint32_t> in_flight_{0};     // taken by take_due, not run yet (a futex word for run_due)
+    std::atomic<int> in_flight_waiters_{0};
     // Bumped by wake() (from executors, without a lock: a futex word) and by the destructor.
     std::atomic<uint32_t> wake_seq_{0};
     std::atomic<bool> stop_{false};

@@ -87,14 +87,23 @@ std::string worker(int thread, int device, bool inject_error) {
             W_CHECK(rtEventRecord(moved[k], consumer));
             calls[slot] = {&logs[static_cast<size_t>(k)], it};
             W_CHECK(rtLaunchHostFunc(consumer, log_iteration, &calls[slot]));
-            W_CHECK(rtMemcpyAsync(out[slot].data(), mid_buf[k], n, RT_MEMCPY_DEVICE_TO_HOST, consumer));
+            // Through a scratch buffer freed at once, while the two copies that use it are still queued: the
+            // timeline returns it only after them (a free that did not wait would corrupt or crash them).
+            void* scratch = nullptr;
+            W_CHECK(rtMalloc(&scratch, n));
+            W_CHECK(rtMemcpyAsync(scratch, mid_buf[k], n, RT_MEMCPY_DEVICE_TO_DEVICE, consumer));
+            W_CHECK(rtMemcpyAsync(out[slot].data(), scratch, n, RT_MEMCPY_DEVICE_TO_HOST, consumer));
+            W_CHECK(rtFree(scratch));
         }
         if (inject_error && it == kIterations / 2) W_CHECK(rtLaunchHostFunc(streams[0], fail_host_fn, &failure));
-        if (it % 10 == 0) {
-            rtError_t q = rtStreamQuery(streams[S - 1]);  // polling while work is in flight is allowed
+        // Polling while work is in flight is allowed; a thread that injects a failure does not poll: a query
+        // reports (and clears) a stream's failure, after which it runs work again (the exact counts below
+        // would depend on when).
+        if (it % 10 == 0 && !inject_error) {
+            rtError_t q = rtStreamQuery(streams[S - 1]);
             if (q != RT_SUCCESS && q != RT_ERROR_NOT_READY && q != RT_ERROR_LAUNCH_FAILED) return fail("rtStreamQuery", q);
-            // The failure travels along this thread's ring through its events, never to another thread's streams.
-            if (q == RT_ERROR_LAUNCH_FAILED && !inject_error)
+            // A failure travels along its own thread's ring through the events, never to another thread's streams.
+            if (q == RT_ERROR_LAUNCH_FAILED)
                 return fail("rtStreamQuery reported an error of another thread's stream", q);
         }
     }
