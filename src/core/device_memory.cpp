@@ -47,17 +47,14 @@ void* DeviceMemory::try_allocate(size_t bytes, Stream* stream, bool* pooled, boo
 }
 
 bool DeviceMemory::wait_for_frees() {
-    if (in_queue_context()) return false;  // the work those frees wait for may be the caller itself
-    std::vector<StreamPoint> points;
-    bool direct;
     {
         std::lock_guard lock(mutex_);
-        if (pool_) pool_->pending_points(&points);
-        direct = deferred_bytes_ != 0;
+        if (!frees_in_flight()) return true;  // nothing of this device's to wait for
     }
-    // Direct frees wait on the timeline for every stream's point: wait for every stream then.
-    if (direct) points = unfinished_points();
-    wait_for(points);
+    if (in_queue_context()) return false;  // the work those frees wait for may be the caller itself
+    // The frees wait on the timeline for points of every stream (rtFree) or of one (rtFreeAsync): wait for every
+    // stream's current point, then run what became due (and what the timeline's thread is running).
+    wait_for(unfinished_points());
     runtime().timeline().run_due();
     return true;
 }
@@ -73,7 +70,6 @@ void* DeviceMemory::allocate(size_t bytes, Stream* stream, bool* pooled, const c
         bool waited = wait_for_frees();
         lock.lock();
         if (!waited) break;
-        if (pool_) pool_->promote_pending();
         p = try_allocate(bytes, stream, pooled, &committed_new);
     }
     if (!p) {
@@ -106,10 +102,11 @@ void DeviceMemory::release(void* p, size_t bytes, bool pooled, Stream* stream) {
     // point. rtFree: every stream must pass what it has queued so far (peer copies may use any memory).
     std::vector<StreamPoint> after = stream ? unfinished_point(*stream) : unfinished_points();
     bool deferred = false;
+    uint64_t pending = 0;
     {
         std::lock_guard lock(mutex_);
         if (pooled) {
-            pool_->release(p, bytes, stream, std::move(after));
+            pending = pool_->release(p, bytes, stream, after.empty());
         } else if (after.empty()) {
             device_.impl().free_impl(p, bytes);
             direct_bytes_ -= bytes;
@@ -122,6 +119,12 @@ void DeviceMemory::release(void* p, size_t bytes, bool pooled, Stream* stream) {
         stats_.allocated_bytes -= bytes;
         update_peaks();
     }
+    if (pending)  // the pool that has pending frees cannot be replaced (enable_pool): promote finds it
+        runtime().timeline().defer(std::move(after), [this, pending] {
+            std::lock_guard lock(mutex_);
+            pool_->promote(pending);
+            update_peaks();
+        });
     if (deferred)
         runtime().timeline().defer(std::move(after), [this, p, bytes] {
             std::lock_guard lock(mutex_);
@@ -142,7 +145,6 @@ void DeviceMemory::enable_pool(size_t pool_size, size_t block_size, unsigned fla
     wait_for_frees();  // a pool about to be replaced may have frees in flight
     std::lock_guard lock(mutex_);
     if (pool_) {
-        pool_->promote_pending();
         if (pool_->has_pending())
             fail(RT_ERROR_INVALID_VALUE, "the current pool still has frees waiting for queued work (called from a "
                  "host function, or work was queued meanwhile): synchronize first");
@@ -173,10 +175,7 @@ void DeviceMemory::set_reuse(bool on) {
 void DeviceMemory::empty_cache() {
     wait_for_frees();  // in queue context it does not wait: what is still in flight stays
     std::lock_guard lock(mutex_);
-    if (pool_) {
-        pool_->promote_pending();
-        pool_->trim();
-    }
+    if (pool_) pool_->trim();
     update_peaks();
 }
 

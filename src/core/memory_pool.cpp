@@ -147,19 +147,15 @@ void MemoryPool::unuse_range(size_t offset, size_t length) {
     }
 }
 
-bool MemoryPool::reached(const Pending& p) { return all_reached(p.wait_for); }
-
-void MemoryPool::promote_ready() {
-    for (size_t i = 0; i < pending_.size();) {
-        if (reached(pending_[i])) {
-            Pending p = std::move(pending_[i]);
-            pending_[i] = std::move(pending_.back());
-            pending_.pop_back();
-            unuse_range(p.offset, p.length);
-            insert_free(p.offset, p.length);
-        } else {
-            ++i;
-        }
+void MemoryPool::promote(uint64_t id) {
+    for (size_t i = 0; i < pending_.size(); ++i) {
+        if (pending_[i].id != id) continue;
+        Pending p = pending_[i];
+        pending_[i] = pending_.back();
+        pending_.pop_back();
+        unuse_range(p.offset, p.length);
+        insert_free(p.offset, p.length);
+        return;
     }
 }
 
@@ -167,7 +163,6 @@ void* MemoryPool::allocate(size_t bytes, const Stream* stream, bool* committed_n
     *committed_new = false;
     size_t n = (bytes + kAlignment - 1) / kAlignment * kAlignment;
     if (n == 0 || n > size_) return nullptr;
-    if (!pending_.empty()) promote_ready();
 
     // A stream reuses its own frees at once: stream order already puts its earlier work first.
     if (stream) {
@@ -178,8 +173,8 @@ void* MemoryPool::allocate(size_t bytes, const Stream* stream, bool* committed_n
             size_t offset = best->offset;
             best->offset += n;
             best->length -= n;
-            if (best->length == 0) {
-                *best = std::move(pending_.back());
+            if (best->length == 0) {  // taken back whole: its promote finds nothing
+                *best = pending_.back();
                 pending_.pop_back();
             }
             ++live_;  // the range's bytes were already counted as in use
@@ -210,12 +205,11 @@ void* MemoryPool::allocate(size_t bytes, const Stream* stream, bool* committed_n
     return base_ + offset;
 }
 
-void MemoryPool::release(void* p, size_t bytes, const Stream* owner, std::vector<StreamPoint> wait_for) {
+uint64_t MemoryPool::release(void* p, size_t bytes, const Stream* owner, bool reusable_now) {
     size_t n = (bytes + kAlignment - 1) / kAlignment * kAlignment;
     size_t offset = static_cast<size_t>(static_cast<char*>(p) - base_);
     --live_;
-    Pending pending{offset, n, owner, std::move(wait_for)};
-    if (reached(pending)) {
+    if (reusable_now) {
         unuse_range(offset, n);
         if (!reuse_) {
             insert_free(offset, n);
@@ -226,20 +220,10 @@ void MemoryPool::release(void* p, size_t bytes, const Stream* owner, std::vector
             }
             recent_[recent_count_++] = {offset, n};
         }
-    } else {
-        pending_.push_back(std::move(pending));
+        return 0;
     }
-}
-
-bool MemoryPool::promote_pending() {
-    size_t before = pending_.size();
-    if (before) promote_ready();
-    return pending_.size() < before;
-}
-
-void MemoryPool::pending_points(std::vector<StreamPoint>* out) const {
-    for (const Pending& p : pending_)
-        for (const StreamPoint& w : p.wait_for) out->push_back(w);
+    pending_.push_back({++next_pending_id_, offset, n, owner});
+    return next_pending_id_;
 }
 
 size_t MemoryPool::trim() {

@@ -10,9 +10,10 @@
 #include <vector>
 
 #include "backends/backend.hpp"
-#include "core/timeline.hpp"
 
 namespace rt {
+
+class Stream;
 
 
 /// A zero-initialised array whose pages become resident only when written (anonymous mmap), so the
@@ -52,13 +53,12 @@ public:
     /// allocating stream, which may reuse its own pending frees at once; null for stream-less allocation.
     /// `*committed_new`: whether memory had to be committed (a cache miss).
     void* allocate(size_t bytes, const Stream* stream, bool* committed_new);
-    /// Returns a range. It becomes reusable by `owner` at once (may be null) and by everyone once every
-    /// position in `wait_for` is reached.
-    void release(void* p, size_t bytes, const Stream* owner, std::vector<StreamPoint> wait_for);
-    /// Makes the pending frees whose points are reached reusable; true if any were. Never waits.
-    bool promote_pending();
-    /// Appends the points the pending frees wait for (the caller waits for them outside its lock).
-    void pending_points(std::vector<StreamPoint>* out) const;
+    /// Returns a range: reusable at once if `reusable_now` (returns 0); otherwise pending — reusable by `owner`
+    /// (may be null) at once, by everyone once promote(id) is called with the id returned (the caller puts that
+    /// on the core timeline, after the points the free waits for).
+    uint64_t release(void* p, size_t bytes, const Stream* owner, bool reusable_now);
+    /// Makes what is left of pending free `id` reusable (the owner may have taken some or all of it back).
+    void promote(uint64_t id);
     bool has_pending() const { return !pending_.empty(); }
     /// Decommits every committed block that holds no allocation; returns the bytes decommitted.
     size_t trim();
@@ -74,12 +74,10 @@ public:
 
 private:
     struct Pending {
+        uint64_t id;
         size_t offset, length;
         const Stream* owner;
-        std::vector<StreamPoint> wait_for;
     };
-    static bool reached(const Pending& p);
-    void promote_ready();
     void insert_free(size_t offset, size_t length);
     void erase_free(std::map<size_t, size_t>::iterator it);
     /// Adds `delta` in-use bytes to the blocks overlapping [offset, offset+length).
@@ -96,7 +94,8 @@ private:
     bool reuse_ = true;
     std::map<size_t, size_t> free_;                  // offset -> length, reusable now, coalesced
     std::set<std::pair<size_t, size_t>> by_size_;    // (length, offset): best fit, lowest address on ties
-    std::vector<Pending> pending_;                   // freed, waiting for streams
+    std::vector<Pending> pending_;                   // freed, waiting for streams (promoted by the timeline)
+    uint64_t next_pending_id_ = 0;
     // The last few released ranges, kept as they are (not coalesced) for an exact-size allocation to
     // take without touching the trees: a malloc/free loop then costs two array scans. Counted as free;
     // flushed into the trees whenever the trees are searched or the pool is trimmed.

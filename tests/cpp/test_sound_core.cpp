@@ -384,6 +384,9 @@ TEST_F(SoundCore, FinalizeWithWorkPendingOnEveryDevice) {
     ASSERT_RT_OK(rtFinalize());  // waits for every device's work, then settles the timeline
     opener.join();
     for (auto& d : done) EXPECT_TRUE(d.load());
+    // A gate that timed out means something waited for it before it was opened (enabling the next device's pool
+    // must not wait for another device's work).
+    for (auto& g : gates) EXPECT_FALSE(g.timed_out());
     ASSERT_RT_OK(rtSetDevice(0));
 }
 
