@@ -146,10 +146,12 @@ RT_API rtError_t rtLaunchHostFunc(rtStream_t stream, rtHostFn_t fn, void* user_d
  *  `message`; until then the work behind it is skipped. Outside a host function: RT_ERROR_INVALID_VALUE. */
 RT_API rtError_t rtHostFuncSetError(rtError_t error, const char* message);
 /** Calls release(user_data) once every operation queued on `stream` so far has completed (failed or
- *  skipped operations count as completed), exactly once, on a runtime thread — or before returning, in
- *  the caller, when nothing is pending. For keeping objects used by queued work alive: the caller gives
- *  up its reference through `release`. `release` runs in queue context: it must not wait (calls that would
- *  return RT_ERROR_NOT_PERMITTED). Releases still pending at rtFinalize run after all work has completed. */
+ *  skipped operations count as completed), exactly once: on a runtime thread, or in a thread that calls
+ *  rtStreamSynchronize/rtDeviceSynchronize/rtMemGetStats (which run what is due before returning and wait for
+ *  releases already running), or before returning, in the caller, when nothing is pending. For keeping objects
+ *  used by queued work alive: the caller gives up its reference through `release`. `release` runs in queue
+ *  context: it must not wait (calls that would return RT_ERROR_NOT_PERMITTED), nor block on a lock that a thread
+ *  may hold while it synchronizes. Releases still pending at rtFinalize run after all work has completed. */
 RT_API rtError_t rtStreamDeferRelease(rtStream_t stream, rtHostFn_t release, void* user_data);
 
 /* ---------------------------------------------------------------- events */

@@ -42,7 +42,6 @@ public:
     void take_and_throw();
     /// Whether a failure is pending (one acquire load: checked before every queued operation).
     bool failed() const { return failed_.load(std::memory_order_acquire); }
-    bool pending() const { return failed(); }
     /// An operation was skipped because a failure is pending.
     void count_skipped();
     /// The pending failure, prefixed with the stream it happened on, without clearing it; RT_SUCCESS if none.

@@ -166,7 +166,9 @@ void Runtime::shutdown() {
 }
 
 Runtime::~Runtime() {
-    timeline_.reset();  // joins its thread; nothing is pending after shutdown()
+    // Nothing is pending after shutdown(): stop the thread, but keep the object until the backends (whose
+    // executors may still be in notify_timeline) are gone.
+    timeline_->stop();
     // Streams, events and memory belong to backend devices: release them before the devices go.
     events.clear();
     streams.clear();
@@ -181,6 +183,7 @@ Runtime::~Runtime() {
     }
     devices_.clear();
     backends_.clear();
+    timeline_.reset();
 }
 
 CoreDevice& Runtime::device(int index) const {

@@ -35,8 +35,8 @@ public:
 
 private:
     CoreDevice& device_;
+    AsyncErrorSlot errors_;  // before queue_: the queue's destructor may still run work that reports into it
     std::unique_ptr<backend::Queue> queue_;
-    AsyncErrorSlot errors_;
     std::atomic<uint64_t> ops_{0};
     bool is_default_;
 };

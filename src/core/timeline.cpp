@@ -83,11 +83,20 @@ std::vector<StreamPoint> unfinished_point(Stream& stream) {
 
 Timeline::Timeline() = default;
 
-Timeline::~Timeline() {
+void Timeline::stop() {
     stop_.store(true);
     wake_seq_.fetch_add(1);
     wake_seq_.notify_all();
-    if (thread_.joinable()) thread_.join();
+    std::thread t;
+    {
+        std::lock_guard lock(mutex_);
+        t = std::move(thread_);
+    }
+    if (t.joinable()) t.join();
+}
+
+Timeline::~Timeline() {
+    stop();
     std::vector<Action> rest;
     for (Pending& p : pending_) rest.push_back(std::move(p.action));
     pending_.clear();
@@ -107,7 +116,8 @@ void Timeline::run_all(std::vector<Action>& actions) {
 }
 
 void Timeline::defer(std::vector<StreamPoint> after, Action action) {
-    if (all_reached(after)) {
+    // Stopped (teardown: all work has completed): nothing is left to wait for.
+    if (stop_.load() || all_reached(after)) {
         std::vector<Action> now;
         now.push_back(std::move(action));
         run_all(now);
@@ -116,7 +126,7 @@ void Timeline::defer(std::vector<StreamPoint> after, Action action) {
     {
         std::lock_guard lock(mutex_);
         pending_.push_back({after, std::move(action)});
-        pending_count_.store(pending_.size(), std::memory_order_relaxed);
+        pending_count_.store(pending_.size());
         if (!thread_.joinable()) thread_ = std::thread([this] { thread_main(); });
     }
     arm(after);
@@ -150,8 +160,9 @@ std::vector<Timeline::Action> Timeline::take_due(std::vector<StreamPoint>* ahead
         pending_[i] = std::move(pending_.back());
         pending_.pop_back();
     }
-    pending_count_.store(pending_.size(), std::memory_order_relaxed);
+    // In flight before no longer pending: run_due's fast path reads them the other way round (seq_cst).
     in_flight_.fetch_add(static_cast<uint32_t>(due.size()));
+    pending_count_.store(pending_.size());
     return due;
 }
 
@@ -163,7 +174,7 @@ void Timeline::run_taken(std::vector<Action>& actions) {
 }
 
 void Timeline::run_due() {
-    if (pending_count_.load(std::memory_order_relaxed) == 0 && in_flight_.load() == 0) return;
+    if (pending_count_.load() == 0 && in_flight_.load() == 0) return;
     std::vector<Action> due;
     {
         std::lock_guard lock(mutex_);
@@ -183,7 +194,7 @@ void Timeline::wake() {
 
 bool Timeline::idle() {
     std::lock_guard lock(mutex_);
-    return pending_.empty();
+    return pending_.empty() && in_flight_.load() == 0;
 }
 
 void Timeline::drain() {
@@ -192,12 +203,12 @@ void Timeline::drain() {
         std::vector<StreamPoint> points;
         {
             std::lock_guard lock(mutex_);
-            if (pending_.empty()) return;
+            if (pending_.empty() && in_flight_.load() == 0) return;
             for (const Pending& p : pending_)
                 for (const StreamPoint& sp : p.after) points.push_back(sp);
         }
         wait_for(points);
-        run_due();
+        run_due();  // also waits for what the thread is running
     }
 }
 

@@ -41,6 +41,8 @@ public:
 
     Timeline();
     ~Timeline();  ///< runs every action still pending (the runtime waited for all work first)
+    /// Joins the thread; later defers run at once, wake() stays harmless (queues may still call it).
+    void stop();
 
     /// Runs `action` once every point in `after` is reached: at once, in the caller, if they all are.
     void defer(std::vector<StreamPoint> after, Action action);
@@ -51,7 +53,7 @@ public:
     void drain();
     /// Wakes the thread to look at the pending actions (called by queues reaching an armed position).
     void wake();
-    /// Whether any action is pending.
+    /// Whether no action is pending or running.
     bool idle();
 
 private:

@@ -398,9 +398,10 @@ TEST_F(FakeCuda, HostFunctionsRunInOrderAndFailuresReachTheNextSynchronize) {
 // The failure semantics on cuda: a host function's failure skips the host functions behind it, travels to an event
 // recorded after it and to a stream waiting for that event ("dependency failed"); all usable after the report.
 TEST_F(FakeCuda, HostFunctionFailureTravelsThroughEvents) {
-    StreamGuard a, b;
-    rtEvent_t e = nullptr;
+    StreamGuard a, b, c;
+    rtEvent_t e = nullptr, e2 = nullptr;
     ASSERT_RT_OK(rtEventCreate(&e));
+    ASSERT_RT_OK(rtEventCreate(&e2));
     rt_test::Gate gate;
     std::atomic<bool> a_after{false}, b_after{false};
     ASSERT_RT_OK(gate.launch(a));
@@ -409,8 +410,12 @@ TEST_F(FakeCuda, HostFunctionFailureTravelsThroughEvents) {
     ASSERT_RT_OK(rtEventRecord(e, a));
     ASSERT_RT_OK(rtLaunchHostFunc(a, rt_test::set_flag, &a_after));
     ASSERT_RT_OK(rtStreamWaitEvent(b, e));
+    ASSERT_RT_OK(rtEventRecord(e2, b));  // a second hop, right behind the wait: c waits for b, which waited for a
+    ASSERT_RT_OK(rtStreamWaitEvent(c, e2));
     ASSERT_RT_OK(rtLaunchHostFunc(b, rt_test::set_flag, &b_after));
     gate.open();
+    EXPECT_RT_ERROR(RT_ERROR_LAUNCH_FAILED, rtStreamSynchronize(c));
+    EXPECT_TRUE(contains(last_message(), "cuda-producer-broke")) << last_message();
     EXPECT_RT_ERROR(RT_ERROR_LAUNCH_FAILED, rtEventSynchronize(e));
     EXPECT_TRUE(contains(last_message(), "cuda-producer-broke")) << last_message();
     EXPECT_RT_ERROR(RT_ERROR_LAUNCH_FAILED, rtStreamSynchronize(b));
@@ -423,6 +428,7 @@ TEST_F(FakeCuda, HostFunctionFailureTravelsThroughEvents) {
     EXPECT_RT_OK(rtStreamSynchronize(b));
     EXPECT_TRUE(b_after.load());
     EXPECT_RT_OK(rtEventDestroy(e));
+    EXPECT_RT_OK(rtEventDestroy(e2));
 }
 
 // ------------------------------------------------------------------------------------------------ modules, launches

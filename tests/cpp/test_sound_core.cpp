@@ -75,7 +75,7 @@ TEST_F(SoundCore, HostFunctionThatWaitsIsRefused) {
         rtStream_t s;
         rtEvent_t e;
         rtError_t sync = RT_SUCCESS, device = RT_SUCCESS, event = RT_SUCCESS, copy = RT_SUCCESS, fin = RT_SUCCESS;
-        std::string message;
+        std::string message = {};
     } c{s, e};
     ASSERT_RT_OK(rtLaunchHostFunc(
         s,

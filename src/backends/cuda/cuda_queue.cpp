@@ -17,8 +17,8 @@ void CUDA_CB host_work_trampoline(void* p) {
         work->internal();
     } else {
         backend::run_host_call(work->call);
-        if (work->pending) work->pending->fetch_sub(1);
     }
+    if (work->pending) work->pending->fetch_sub(1);
     work->device->forget_host_work(work);
 }
 
@@ -168,6 +168,7 @@ void CudaQueue::record_impl(backend::Event& event) {
             if (slot->failed()) r->code = slot->peek(&r->message);
         };
         launch_host_work(std::move(work), "cuLaunchHostFunc (event record)");
+        enqueued();  // positions taken from now on come after the capture
     }
     CU_CHECK(d_, cuEventRecord(e.handle(), stream_));
     e.set_record(std::move(r));
@@ -195,7 +196,17 @@ void CudaQueue::wait_impl(backend::Event& event) {
             slot->set(r->code, "dependency failed: this stream waited for an event recorded behind a failure on " +
                                    r->message);
     };
-    launch_host_work(std::move(work), "cuLaunchHostFunc (event wait)");
+    // Counted like a user host function: an event recorded behind this check must capture what it finds, so a
+    // failure travels on to the next stream too.
+    work->pending = &pending_host_calls_;
+    pending_host_calls_.fetch_add(1);
+    try {
+        launch_host_work(std::move(work), "cuLaunchHostFunc (event wait)");
+    } catch (...) {
+        pending_host_calls_.fetch_sub(1);
+        throw;
+    }
+    enqueued();
 }
 
 void CudaQueue::launch_impl(const std::shared_ptr<backend::Function>& function, const backend::LaunchShape& shape,
