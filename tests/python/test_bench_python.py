@@ -6,12 +6,17 @@ import subprocess
 import sys
 
 
-def test_kernel_rows_run_and_are_checked(repo, tmp_path):
+def bench_rows(repo, tmp_path, part):
+    """Runs `bench_python.py --quick --only <part> --json` with a scratch kernel cache; returns its rows."""
     env = dict(os.environ, RUNTIME_CACHE_DIR=str(tmp_path))
-    r = subprocess.run([sys.executable, str(repo / "bench" / "bench_python.py"), "--quick", "--only", "kernels", "--json"],
+    r = subprocess.run([sys.executable, str(repo / "bench" / "bench_python.py"), "--quick", "--only", part, "--json"],
                        env=env, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, f"stdout:\n{r.stdout}\nstderr:\n{r.stderr}"
-    rows = json.loads(r.stdout.strip().splitlines()[-1])
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def test_kernel_rows_run_and_are_checked(repo, tmp_path):
+    rows = bench_rows(repo, tmp_path, "kernels")
     assert set(rows) == {"seed kernel 16M f32 (ms)", "scale 16M f32 (ms)", "stencil 4096^2 f32 (ms)"}
     for label, row in rows.items():
         median, lo, hi = row["ours"]
@@ -20,11 +25,7 @@ def test_kernel_rows_run_and_are_checked(repo, tmp_path):
 
 
 def test_overhead_rows_print_python_and_c_figures(repo, tmp_path):
-    env = dict(os.environ, RUNTIME_CACHE_DIR=str(tmp_path))
-    r = subprocess.run([sys.executable, str(repo / "bench" / "bench_python.py"), "--quick", "--only", "overhead", "--json"],
-                       env=env, capture_output=True, text=True, timeout=600)
-    assert r.returncode == 0, f"stdout:\n{r.stdout}\nstderr:\n{r.stderr}"
-    rows = json.loads(r.stdout.strip().splitlines()[-1])
+    rows = bench_rows(repo, tmp_path, "overhead")
     assert set(rows) == {"alloc+free 1 MiB pooled, Python (us)", "alloc+free 1 MiB pooled, C (us)",
                          "launch_copy 4 B + synchronize, Python (us)", "rtMemcpyAsync 4 B + rtStreamSynchronize, C (us)"}
     for label, row in rows.items():
