@@ -123,10 +123,7 @@ std::string kernel_source(const std::string& tag) {
            "RT_KERNEL void empty() {}\n"
            "RT_KERNEL void twice(const float* in, float* out, unsigned n) {\n"
            "    size_t i = get_global_id(0);\n"
-           "#if !RT_ITEMS_BOUNDED\n"
-           "    if (i >= n) return;  /* launched over exactly n items: only whole-group backends need it */\n"
-           "#endif\n"
-           "    out[i] = in[i] * 2.0f;\n"
+           "    if (i < n) out[i] = in[i] * 2.0f;  /* CUDA-style: launched over whole groups */\n"
            "}\n";
 }
 
@@ -686,8 +683,10 @@ void Bench::kernel_rows() {
         settle();
     }
 
-    // kernel_twice_16M: out[i] = in[i] * 2 over 16M floats, blocks of 256; ms and GB/s (read + write).
-    {
+    // kernel_twice_16M: out[i] = in[i] * 2 over 16M floats, blocks of 256, the CUDA-style guarded kernel; ms and GB/s
+    // (read + write). Launched with an exact global size (rtLaunchKernelEx) and, as a CUDA user would, over grid x
+    // block (rtLaunchKernel: kernel_twice_16M_grid); PoCL runs the same guarded kernel over the same NDRange.
+    for (const bool grid_launch : {false, true}) {
         constexpr unsigned kN = 16u << 20;
         constexpr unsigned kBlock = 256;
         const std::size_t nbytes = std::size_t(kN) * sizeof(float);
@@ -696,8 +695,8 @@ void Bench::kernel_rows() {
         RT_CHECK(rtMemcpy(d_a_, in.data(), nbytes, RT_MEMCPY_HOST_TO_DEVICE));
         RT_CHECK(rtMemset(d_b_, 0, nbytes));
         Row r;
-        r.metric = "kernel_twice_16M";
-        r.label = "out = in * 2, 16M floats, launch+sync";
+        r.metric = grid_launch ? "kernel_twice_16M_grid" : "kernel_twice_16M";
+        r.label = grid_launch ? "guarded out = in * 2, 16M, grid x block" : "out = in * 2, 16M floats, launch+sync";
         r.unit = "ms";
         r.seed = "-";
         peer_ok(r);
@@ -707,7 +706,8 @@ void Bench::kernel_rows() {
         const rtLaunchConfig config{rtDim3{kN / kBlock, 1, 1}, rtDim3{kBlock, 1, 1}, 0, stream_, 3, nullptr, {kN, 1, 1}};
         auto ours_run = [&] {
             const auto t0 = Clock::now();
-            RT_CHECK(rtLaunchKernelEx(f_twice_, &config, args));
+            if (grid_launch) RT_CHECK(rtLaunchKernel(f_twice_, config.grid, config.block, args, 0, stream_));
+            else RT_CHECK(rtLaunchKernelEx(f_twice_, &config, args));
             RT_CHECK(rtStreamSynchronize(stream_));
             return seconds_between(t0, Clock::now());
         };
@@ -745,8 +745,8 @@ void Bench::kernel_rows() {
         r.target = "<= peer";
         if (r.peer) r.verdict = r.ours->median <= r.peer->median ? "yes" : "NO";
         Row bw;
-        bw.metric = "kernel_twice_16M_bandwidth";
-        bw.label = "out = in * 2, 16M floats (read+write)";
+        bw.metric = grid_launch ? "kernel_twice_16M_grid_bandwidth" : "kernel_twice_16M_bandwidth";
+        bw.label = grid_launch ? "guarded out = in * 2, grid x block" : "out = in * 2, 16M floats (read+write)";
         bw.unit = "GB/s";
         bw.better = Better::Higher;
         bw.seed = "-";

@@ -6,15 +6,16 @@
 #include <cstring>
 #include <ctime>
 #include <fstream>
+#include <memory>
 #include <sstream>
 #include <string>
 
-#include "backends/cpu/cpu_compiler.hpp"
+#include "backends/cpu/cpu_target.hpp"
 #include "backends/cpu/cpu_module.hpp"
 #include "core/error.hpp"
-#include "core/kernel_cache.hpp"
+#include "kernels/disk_cache.hpp"
 #ifdef RUNTIME_HAVE_CUDA
-#include "backends/cuda/nvrtc.hpp"
+#include "backends/cuda/cuda_target.hpp"
 #endif
 
 namespace {
@@ -29,7 +30,7 @@ const char* kUsage =
     "Compiles a kernel source (include/runtime/kernel.h dialect) into a module that rtModuleLoadFile loads.\n"
     "The compilation goes through the kernel cache ($RUNTIME_CACHE_DIR, else $XDG_CACHE_HOME/runtime, else\n"
     "~/.cache/runtime): compiling the same file with the same options again copies the cached module.\n"
-    "The host compiler is $RUNTIME_CXX, else c++ / g++ / clang++ from PATH.\n"
+    "The host compiler is $RUNTIME_CXX, else clang++ / c++ / g++ from PATH.\n"
     "--backend cuda compiles with NVRTC (loaded at run time; no GPU needed) for --arch (default sm_90): a cubin,\n"
     "or PTX when the output name ends in .ptx. rtModuleLoadFile loads cubin, PTX and fatbin files on cuda.\n";
 
@@ -141,27 +142,22 @@ int main(int argc, char** argv) {
         size_t slash = input.rfind('/');
         std::string dir = slash == std::string::npos ? "." : input.substr(0, slash == 0 ? 1 : slash);
         std::string all_options = options + " -I" + dir;
+        rt::kernels::Program program = rt::kernels::read_program(source, all_options, input);
+        std::unique_ptr<rt::kernels::Target> target;
+        std::string what = "cpu module";
 #ifdef RUNTIME_HAVE_CUDA
         if (backend == "cuda") {
-            bool ptx = output.size() >= 4 && output.compare(output.size() - 4, 4, ".ptx") == 0;
-            rt::cuda::CudaCompileResult r = rt::cuda::compile(source, all_options, arch, input, ptx);
-            if (ptx && r.image.size() && r.image.back() == '\0') r.image.pop_back();  // a text file, no NUL
-            rt::kcache::store_bytes(output, r.image);
-            std::string names;
-            for (const std::string& n : r.kernels) names += (names.empty() ? "" : ", ") + n;
-            if (!r.log.empty()) std::fprintf(stderr, "%s", r.log.c_str());
-            std::printf("%s: %s %s for %s (kernels: %s; %s)\n", output.c_str(), r.from_cache ? "from cache" : "compiled",
-                        r.cubin ? "cubin" : "PTX", arch.c_str(), names.c_str(), r.path.c_str());
-            return 0;
+            const bool ptx = output.size() >= 4 && output.compare(output.size() - 4, 4, ".ptx") == 0;
+            target = std::make_unique<rt::cuda::CudaTarget>(arch, ptx);
+            what = (target->image_extension() == ".ptx" ? "PTX for " : "cubin for ") + arch;
         }
 #endif
-        rt::cpu::CompileResult r = rt::cpu::compile(source, all_options, input);
-        auto module = rt::cpu::CpuModule::from_file(r.path);  // proves the result loads before publishing it
-        copy_atomic(r.path, output);
-        std::string names;
-        for (const std::string& n : module->kernel_names()) names += (names.empty() ? "" : ", ") + n;
-        std::printf("%s: %s (kernels: %s; %s)\n", output.c_str(), r.from_cache ? "from cache" : "compiled",
-                    names.c_str(), r.path.c_str());
+        if (!target) target = std::make_unique<rt::cpu::CpuTarget>();
+        rt::kernels::Image image = rt::kernels::compile(*target, program);
+        if (backend == "cpu") (void)rt::cpu::CpuModule::from_file(image.path);  // proves it loads before publishing it
+        copy_atomic(image.path, output);
+        std::printf("%s: %s %s (kernels: %s; %s)\n", output.c_str(), image.from_cache ? "from cache" : "compiled",
+                    what.c_str(), rt::kernels::join(image.kernels).c_str(), image.path.c_str());
         return 0;
     } catch (const rt::Error& e) {
         std::fprintf(stderr, "runtime-compile: %s\n", e.what());

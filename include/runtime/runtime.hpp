@@ -200,7 +200,7 @@ struct LaunchConfig {
     Dim3 grid;                    ///< work-groups per dimension
     Dim3 block;                   ///< work-items per work-group
     std::size_t shared_bytes = 0; ///< dynamic work-group local memory
-    /// Exact work-items per dimension, 0 = grid * block (see rtLaunchConfig::global, RT_ITEMS_BOUNDED).
+    /// Exact work-items per dimension, 0 = grid * block (see rtLaunchConfig::global).
     std::array<unsigned long long, 3> global{};
 };
 

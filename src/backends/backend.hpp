@@ -12,6 +12,10 @@
 namespace rt {
 
 class AsyncErrorSlot;
+namespace kernels {
+class Target;
+class ModuleCache;
+}  // namespace kernels
 
 namespace backend {
 
@@ -60,7 +64,7 @@ struct LaunchShape {
     unsigned block[3];
     size_t shared_bytes;
     /// Work-items per dimension, validated: (grid-1)*block < global <= grid*block (rtLaunchKernel:
-    /// grid*block). Backends whose kernels define RT_ITEMS_BOUNDED to 1 must not run items past it.
+    /// grid*block). Every backend runs exactly these: never an item past it.
     unsigned long long global[3];
 };
 
@@ -162,10 +166,10 @@ public:
     /// (optional) Releases a whole reservation (decommitted first by the caller).
     virtual void unreserve_impl(void* ptr, size_t bytes) { (void)ptr; (void)bytes; }
     virtual std::unique_ptr<Queue> create_queue_impl(unsigned flags) = 0;
-    /// Compiles kernel-dialect source for this device (cached). Throws rt::Error (COMPILE_FAILED, ...).
-    virtual std::shared_ptr<Module> load_source_impl(const std::string& source, const std::string& options) = 0;
-    /// Loads a precompiled module file. Throws rt::Error.
-    virtual std::shared_ptr<Module> load_file_impl(const std::string& path) = 0;
+    /// How kernels are compiled for and loaded on this device (src/kernels/target.hpp). Lives as long as the device.
+    virtual kernels::Target& kernel_target() = 0;
+    /// The modules loaded from source for kernel_target(), shared by the devices that share that target's code.
+    virtual kernels::ModuleCache& kernel_modules() = 0;
     /// `timing`: the event records timestamps. `blocking_sync`: synchronize parks without spinning.
     virtual std::unique_ptr<Event> create_event_impl(bool timing, bool blocking_sync) = 0;
 };

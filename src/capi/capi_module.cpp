@@ -1,6 +1,7 @@
 // C API: modules (kernel source or precompiled files), kernel look-up and launches.
 #include "capi/capi_common.hpp"
 #include "core/module.hpp"
+#include "kernels/target.hpp"
 
 using namespace rt;
 
@@ -46,7 +47,7 @@ RT_API rtError_t rtModuleLoadSource(rtModule_t* module, const char* source, cons
         require_out(module, "module");
         if (!source) fail(RT_ERROR_INVALID_VALUE, "source is NULL (expected kernel source text)");
         CoreDevice& d = runtime().current_device();
-        *module = insert_module(d, d.impl().load_source_impl(source, options ? options : ""));
+        *module = insert_module(d, d.impl().kernel_modules().load_source(d.impl().kernel_target(), source, options ? options : ""));
     });
 }
 
@@ -54,8 +55,9 @@ RT_API rtError_t rtModuleLoadFile(rtModule_t* module, const char* path) {
     return capi_call("rtModuleLoadFile", [&] {
         require_out(module, "module");
         if (!path) fail(RT_ERROR_INVALID_VALUE, "path is NULL (expected the path of a precompiled module)");
+        if (!*path) fail(RT_ERROR_INVALID_VALUE, "path is empty (expected the path of a precompiled module)");
         CoreDevice& d = runtime().current_device();
-        *module = insert_module(d, d.impl().load_file_impl(path));
+        *module = insert_module(d, d.impl().kernel_target().load(path, /*precompiled=*/true));
     });
 }
 

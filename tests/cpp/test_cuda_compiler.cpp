@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <dirent.h>
 #include <fstream>
@@ -13,6 +14,7 @@
 #include "test_util.hpp"
 
 #ifdef RUNTIME_HAVE_CUDA
+#include "backends/cuda/cuda_target.hpp"
 #include "backends/cuda/nvrtc.hpp"
 #include "core/error.hpp"
 
@@ -40,6 +42,28 @@ public:
     static inline std::string path;
 };
 ::testing::Environment* const g_cache = ::testing::AddGlobalTestEnvironment(new CacheDir);
+
+/// What the cuda target put in the disk cache for one compilation, with the image read back.
+struct CudaCompileResult {
+    std::string image, path, key;
+    bool cubin = false, from_cache = false;
+    std::vector<std::string> kernels;
+    double compile_seconds = 0;
+};
+CudaCompileResult compile(const std::string& source, const std::string& options, const std::string& arch,
+                          const std::string& name = "kernel_source", bool ptx = false, bool force = false) {
+    rt::cuda::CudaTarget target(arch, ptx);
+    rt::kernels::Image image = rt::kernels::compile(target, rt::kernels::read_program(source, options, name), force);
+    CudaCompileResult r;
+    r.image = read_text(image.path);
+    r.path = image.path;
+    r.key = image.key;
+    r.cubin = target.image_extension() == ".cubin";
+    r.from_cache = image.from_cache;
+    r.kernels = image.kernels;
+    r.compile_seconds = image.compile_seconds;
+    return r;
+}
 
 class CudaCompiler : public ::testing::Test {
 protected:
@@ -93,7 +117,7 @@ TEST_F(CudaCompiler, EveryKernelSourceOfTheTestSuiteCompilesForSm90) {
             // Sources a test means to be rejected say so (compile errors, duplicate kernels, missing kernels).
             bool meant_bad = source.find("RT_TEST_EXPECT_COMPILE_ERROR") != std::string::npos;
             try {
-                rt::cuda::CudaCompileResult r = rt::cuda::compile(source, "", "sm_90", f + ":" + std::to_string(line));
+                CudaCompileResult r = compile(source, "", "sm_90", f + ":" + std::to_string(line));
                 EXPECT_FALSE(meant_bad);
                 ASSERT_TRUE(r.cubin);
                 ASSERT_GE(r.image.size(), 4u);
@@ -112,19 +136,52 @@ TEST_F(CudaCompiler, EveryKernelSourceOfTheTestSuiteCompilesForSm90) {
 }
 
 TEST_F(CudaCompiler, CubinAndPtxForSm90) {
-    rt::cuda::CudaCompileResult c = rt::cuda::compile(kScale, "", "sm_90");
+    CudaCompileResult c = compile(kScale, "", "sm_90");
     ASSERT_TRUE(c.cubin);
     EXPECT_EQ(c.image.compare(0, 4, "\x7f" "ELF"), 0);
     EXPECT_EQ(c.kernels, std::vector<std::string>{"scale"});
     EXPECT_TRUE(contains(c.path, "/cuda/")) << c.path;
     EXPECT_EQ(c.path.substr(c.path.size() - 6), ".cubin");
 
-    rt::cuda::CudaCompileResult p = rt::cuda::compile(kScale, "", "sm_90", "kernel_source", /*ptx=*/true);
+    CudaCompileResult p = compile(kScale, "", "sm_90", "kernel_source", /*ptx=*/true);
     ASSERT_FALSE(p.cubin);
     EXPECT_TRUE(contains(p.image, ".target sm_90"));
     EXPECT_TRUE(contains(p.image, ".entry scale"));
-    EXPECT_EQ(p.image.back(), '\0') << "PTX for cuModuleLoadData must be NUL-terminated";
+    EXPECT_NE(p.image.back(), '\0') << "a PTX file is text (the loader adds the NUL cuModuleLoadData needs)";
     EXPECT_NE(c.key, p.key);
+}
+
+// Exact global sizes: every kernel gets the extent first and returns for the items past it; line numbers stay.
+TEST(CudaTarget, BoundedSourceAddsTheExtentOnTheKernelsOwnLines) {
+    const std::string src = "RT_KERNEL void k(int* o, int n) {\n    o[0] = n;\n}\n"
+                            "RT_KERNEL void e() {}\nRT_KERNEL void v( void ) {}\nRT_KERNEL void c(/* none, ) */) {}\n"
+                            "// RT_KERNEL void commented(int x) {}\n";
+    rt::kernels::Program p = rt::kernels::read_program(src, "", "b.cu");
+    ASSERT_EQ(p.kernel_names(), (std::vector<std::string>{"k", "e", "v", "c"}));
+    const std::string text = rt::cuda::bounded_source(p);
+    EXPECT_TRUE(contains(text, "RT_KERNEL void k(rt_extent_ rt_extent_, int* o, int n) { if (rt_outside_(rt_extent_)) return;\n"))
+        << text;
+    EXPECT_TRUE(contains(text, "void e(rt_extent_ rt_extent_) { if (rt_outside_(rt_extent_)) return;}")) << text;
+    EXPECT_TRUE(contains(text, "void v(rt_extent_ rt_extent_) {")) << text;
+    EXPECT_TRUE(contains(text, "void c(rt_extent_ rt_extent_) {")) << text;
+    EXPECT_TRUE(contains(text, "// RT_KERNEL void commented(int x) {}")) << "comments are left alone: " << text;
+    EXPECT_TRUE(contains(text, rt::cuda::kBoundedMarker));
+    const std::string directive = "#line 1 \"b.cu\"\n";
+    const size_t body = text.find(directive) + directive.size();
+    ASSERT_NE(body, std::string::npos + directive.size()) << text;
+    const size_t end = text.find("#line 1 \"<rt generated>\"");
+    ASSERT_NE(end, std::string::npos);
+    EXPECT_EQ(std::count(text.begin() + static_cast<long>(body), text.begin() + static_cast<long>(end), '\n'),
+              std::count(src.begin(), src.end(), '\n') + 1)
+        << "the source keeps its line count, so diagnostics keep its line numbers";
+}
+
+TEST_F(CudaCompiler, KernelsTakeTheExtentAsTheirFirstParameter) {
+    CudaCompileResult p = compile(kScale, "", "sm_90", "kernel_source", /*ptx=*/true);
+    const size_t entry = p.image.find(".entry scale(");
+    ASSERT_NE(entry, std::string::npos) << p.image;
+    EXPECT_TRUE(contains(p.image.substr(entry, 200), ".b8 scale_param_0[24]")) << "three 64-bit sizes first: " << p.image;
+    EXPECT_TRUE(contains(p.image, std::string(".entry ") + rt::cuda::kBoundedMarker));
 }
 
 TEST_F(CudaCompiler, DialectBuiltinsMathAtomicsAndAssertCompile) {
@@ -149,7 +206,7 @@ RT_KERNEL void everything(float* f, double* d, int32_t* i, uint32_t* u, int64_t*
     rt_assert(g < n);
 }
 )";
-    rt::cuda::CudaCompileResult r = rt::cuda::compile(src, "-O3 -g -DUNUSED=1", "sm_90");
+    CudaCompileResult r = compile(src, "-O3 -g -DUNUSED=1", "sm_90");
     EXPECT_TRUE(r.cubin);
     EXPECT_EQ(r.kernels, std::vector<std::string>{"everything"});
 }
@@ -160,7 +217,7 @@ TEST_F(CudaCompiler, CompileErrorCarriesNvrtcLogWithUserLines) {
                       "    undefined_helper(o);\n"
                       "}\n";
     try {
-        rt::cuda::compile(src, "", "sm_90", "broken.cu");
+        compile(src, "", "sm_90", "broken.cu");
         FAIL() << "compiled a source with an undefined identifier";
     } catch (const rt::Error& e) {
         EXPECT_EQ(e.code(), RT_ERROR_COMPILE_FAILED);
@@ -182,22 +239,22 @@ TEST_F(CudaCompiler, BadInputIsRefusedWithTheReason) {
         }
         return std::make_pair(RT_SUCCESS, std::string());
     };
-    auto r = code_of([] { rt::cuda::compile(kScale, "-fno-such-flag", "sm_90"); });
+    auto r = code_of([] { compile(kScale, "-fno-such-flag", "sm_90"); });
     EXPECT_EQ(r.first, RT_ERROR_INVALID_VALUE);
     EXPECT_TRUE(contains(r.second, "-fno-such-flag"));
-    r = code_of([] { rt::cuda::compile("int x;\n", "", "sm_90"); });
+    r = code_of([] { compile("int x;\n", "", "sm_90"); });
     EXPECT_EQ(r.first, RT_ERROR_INVALID_VALUE);
     EXPECT_TRUE(contains(r.second, "no kernel"));
-    r = code_of([] { rt::cuda::compile(kScale, "", "gfx90a"); });
+    r = code_of([] { compile(kScale, "", "gfx90a"); });
     EXPECT_EQ(r.first, RT_ERROR_INVALID_VALUE);
     EXPECT_TRUE(contains(r.second, "sm_XY"));
-    r = code_of([] { rt::cuda::compile(kScale, "", "sm_1"); });
+    r = code_of([] { compile(kScale, "", "sm_1"); });
     EXPECT_NE(r.first, RT_SUCCESS) << "an architecture NVRTC does not know must fail";
 }
 
 TEST_F(CudaCompiler, DiskCacheHitsOnTheSecondCompileAndKeysSeparateInputs) {
     std::string src = std::string(kScale) + "// cache test " + std::to_string(::getpid()) + "\n";
-    rt::cuda::CudaCompileResult a = rt::cuda::compile(src, "", "sm_90");
+    CudaCompileResult a = compile(src, "", "sm_90");
     EXPECT_FALSE(a.from_cache);
     EXPECT_GT(a.compile_seconds, 0.0);
     struct stat st {};
@@ -205,14 +262,14 @@ TEST_F(CudaCompiler, DiskCacheHitsOnTheSecondCompileAndKeysSeparateInputs) {
     EXPECT_EQ(static_cast<size_t>(st.st_size), a.image.size());
     EXPECT_EQ(a.path.rfind(CacheDir::path, 0), 0u) << "the entry must live under RUNTIME_CACHE_DIR";
 
-    rt::cuda::CudaCompileResult b = rt::cuda::compile(src, "", "sm_90");
+    CudaCompileResult b = compile(src, "", "sm_90");
     EXPECT_TRUE(b.from_cache);
     EXPECT_EQ(b.key, a.key);
     EXPECT_EQ(b.image, a.image);
 
-    EXPECT_NE(rt::cuda::compile(src, "", "sm_80").key, a.key) << "the architecture is part of the key";
-    EXPECT_NE(rt::cuda::compile(src, "-DX=1", "sm_90").key, a.key) << "options are part of the key";
-    rt::cuda::CudaCompileResult forced = rt::cuda::compile(src, "", "sm_90", "kernel_source", false, /*force=*/true);
+    EXPECT_NE(compile(src, "", "sm_80").key, a.key) << "the architecture is part of the key";
+    EXPECT_NE(compile(src, "-DX=1", "sm_90").key, a.key) << "options are part of the key";
+    CudaCompileResult forced = compile(src, "", "sm_90", "kernel_source", false, /*force=*/true);
     EXPECT_FALSE(forced.from_cache);
     EXPECT_EQ(forced.key, a.key);
 }
@@ -239,7 +296,7 @@ TEST(CudaCompilerShim, MissingNvrtcIsNotSupportedWithTheReason) {
     std::string saved = old ? old : "";
     ::setenv("RUNTIME_NVRTC_LIB", "/nonexistent/libnvrtc.so.13", 1);
     try {
-        rt::cuda::compile(kScale, "", "sm_90");
+        compile(kScale, "", "sm_90");
         ADD_FAILURE() << "compiled without NVRTC";
     } catch (const rt::Error& e) {
         EXPECT_EQ(e.code(), RT_ERROR_NOT_SUPPORTED);

@@ -479,6 +479,76 @@ TEST_F(FakeCuda, SourceModulesCompileWithNvrtcAndLaunchesReachTheDriver) {
     ASSERT_RT_OK(rtModuleUnload(m2));
 }
 
+// The marker kernel of modules the cuda target builds (src/backends/cuda/cuda_target.hpp).
+constexpr const char* kBoundedMarker = "rt_bounded_module_v1_";
+
+// Exact global sizes on cuda: the cuda target gives every kernel the launch's extent as a leading parameter (and
+// the test that returns for items past it); the queue passes it ahead of the user's arguments.
+TEST_F(FakeCuda, SourceKernelsGetTheExactGlobalSizeAheadOfTheirArguments) {
+    rtModule_t m = nullptr;
+    ASSERT_RT_OK(rtModuleLoadSource(&m, kKernels, nullptr));
+    rtFunction_t f = nullptr;
+    ASSERT_RT_OK(rtModuleGetFunction(&f, m, "scale"));
+    int count = 8;
+    size_t sizes[8] = {};
+    ASSERT_RT_OK(rtFunctionGetParamInfo(f, &count, sizes));
+    ASSERT_EQ(count, 3) << "the extent is the runtime's, not one of the kernel's parameters";
+    EXPECT_EQ(sizes[0], sizeof(void*));
+    EXPECT_EQ(sizes[1], sizeof(float));
+    EXPECT_EQ(sizes[2], sizeof(int32_t));
+    rtFunction_t marker = nullptr;
+    EXPECT_RT_ERROR(RT_ERROR_NOT_FOUND, rtModuleGetFunction(&marker, m, kBoundedMarker));
+    EXPECT_TRUE(contains(last_message(), "(its kernels: scale, noop)") || contains(last_message(), "(its kernels: noop, scale)"))
+        << "the marker is not listed: " << last_message();
+
+    rt_test::DevBuf x(4096);
+    void* xp = x.get();
+    float a = 2.0f;
+    int32_t n = 1000;
+    void* args[] = {&xp, &a, &n};
+    StreamGuard s;
+    ASSERT_RT_OK(rt_test::launch_ex(f, rtDim3{4, 1, 1}, rtDim3{256, 1, 1}, args, 3, sizes, 0, s, 1000));
+    ASSERT_RT_OK(rtStreamSynchronize(s));
+    FakeCudaLaunch l{};
+    ASSERT_TRUE(fake().last_launch(&l));
+    EXPECT_STREQ(l.kernel, "scale");
+    EXPECT_EQ(l.num_params, 4);
+    EXPECT_EQ(l.param_u64[0], 1000u) << "global.x comes first";
+    EXPECT_EQ(l.param_u64[1], reinterpret_cast<uintptr_t>(xp));
+    EXPECT_EQ(l.grid[0], 4u);
+    // rtLaunchKernel: the extent is grid x block.
+    ASSERT_RT_OK(rtLaunchKernel(f, rtDim3{3, 2, 1}, rtDim3{64, 2, 1}, args, 0, s));
+    ASSERT_RT_OK(rtStreamSynchronize(s));
+    ASSERT_TRUE(fake().last_launch(&l));
+    EXPECT_EQ(l.param_u64[0], 192u);
+    EXPECT_EQ(l.param_u64[2] & 0xffffffffu, 0x40000000u) << "a = 2.0f follows the pointer";
+    ASSERT_RT_OK(rtModuleUnload(m));
+}
+
+TEST_F(FakeCuda, ForeignModulesCannotTakeAnExactGlobalSize) {
+    std::string path = temp_file(".ptx", kPtx);
+    rtModule_t m = nullptr;
+    ASSERT_RT_OK(rtModuleLoadFile(&m, path.c_str()));
+    std::remove(path.c_str());
+    rtFunction_t f = nullptr;
+    ASSERT_RT_OK(rtModuleGetFunction(&f, m, "add_k"));
+    rt_test::DevBuf x(256);
+    void* xp = x.get();
+    uint32_t v = 42;
+    void* args[] = {&xp, &v};
+    int before = fake().launch_count();
+    EXPECT_RT_ERROR(RT_ERROR_NOT_SUPPORTED,
+                    rt_test::launch_ex(f, rtDim3{2, 1, 1}, rtDim3{32, 1, 1}, args, 2, nullptr, 0, nullptr, 40));
+    EXPECT_TRUE(contains(last_message(), "add_k") && contains(last_message(), "runtime-compile")) << last_message();
+    EXPECT_EQ(fake().launch_count(), before);
+    ASSERT_RT_OK(rt_test::launch_ex(f, rtDim3{2, 1, 1}, rtDim3{32, 1, 1}, args, 2, nullptr, 0, nullptr, 64));
+    ASSERT_RT_OK(rtDeviceSynchronize());
+    FakeCudaLaunch l{};
+    ASSERT_TRUE(fake().last_launch(&l));
+    EXPECT_EQ(l.param_u64[0], reinterpret_cast<uintptr_t>(xp)) << "a foreign kernel gets its arguments as given";
+    ASSERT_RT_OK(rtModuleUnload(m));
+}
+
 TEST_F(FakeCuda, PtxFilesLoadAndLaunchesAreArityChecked) {
     std::string path = temp_file(".ptx", kPtx);
     rtModule_t m = nullptr;

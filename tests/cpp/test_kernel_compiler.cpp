@@ -17,16 +17,30 @@
 #include <thread>
 #include <vector>
 
-#include "backends/cpu/cpu_compiler.hpp"
+#include "backends/cpu/cpu_target.hpp"
 #include "backends/cpu/cpu_module.hpp"
 #include "core/error.hpp"
-#include "core/kernel_cache.hpp"
-#include "core/kernel_prelude.hpp"
+#include "kernels/disk_cache.hpp"
+#include "kernels/prelude.hpp"
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
 using rt::cpu::CpuModule;
+
+/// The cpu target's path through the disk cache, as rtModuleLoadSource takes it.
+rt::kernels::Image compile(const std::string& source, const std::string& options, const std::string& name = "kernel_source",
+                           bool force = false) {
+    return rt::kernels::compile(rt::cpu::cpu_target(), rt::kernels::read_program(source, options, name), force);
+}
+
+/// The module rtModuleLoadSource would load (in-process cache first).
+std::shared_ptr<CpuModule> load_source(const std::string& source, const std::string& options) {
+    auto m = rt::cpu::cpu_modules().load_source(rt::cpu::cpu_target(), source, options);
+    return static_cast<rt::cpu::CpuKernelModule&>(*m).module();
+}
+
+void clear_memory_cache() { rt::cpu::cpu_modules().clear(); }
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
@@ -93,13 +107,13 @@ std::string write_temp(const std::string& name, const std::string& text) {
 
 TEST(KernelCompiler, Scale1DAndColdCompileTime) {
     auto t0 = Clock::now();
-    rt::cpu::CompileResult r = rt::cpu::compile(kScale, "");
+    rt::kernels::Image r = compile(kScale, "");
     double cold = seconds_since(t0);
     ASSERT_FALSE(r.from_cache);
     std::printf("[ timing ] cold compile of the scale kernel: %.3f s (compiler %.3f s, %s)\n", cold,
                 r.compile_seconds, rt::cpu::host_compiler().path.c_str());
 
-    auto m = CpuModule::from_source(kScale, "");
+    auto m = load_source(kScale, "");
     ASSERT_EQ(m->kernel_names(), std::vector<std::string>{"scale"});
     const rt_cpu_kernel_info* k = m->find("scale");
     ASSERT_NE(k, nullptr);
@@ -141,7 +155,7 @@ RT_KERNEL void sizes(unsigned* out) {
     }
 }
 )";
-    auto m = CpuModule::from_source(src, "-O3");
+    auto m = load_source(src, "-O3");
     EXPECT_EQ(m->kernel_names(), (std::vector<std::string>{"ids2d", "ids3d", "nothing", "sizes"}));
     EXPECT_EQ(m->find("nothing")->num_args, 0);
     run(m->find("nothing"), {2}, {3}, {});
@@ -185,7 +199,7 @@ RT_KERNEL void all_types(int8_t a, uint8_t b, int16_t c, uint16_t d, int32_t e, 
     out[13] = sqrt(q.b) + fabs(-kHalf) + fmax(q.a, 1.0f) + tanh(0.0) + erf(0.0f) + pow(2.0f, 3);
 }
 )";
-    auto m = CpuModule::from_source(src, "");
+    auto m = load_source(src, "");
     const rt_cpu_kernel_info* k = m->find("all_types");
     ASSERT_NE(k, nullptr);
     struct Pair { float a; double b; int c; };
@@ -217,7 +231,7 @@ RT_KERNEL void hammer(int32_t* i32, uint32_t* u32, int64_t* i64, uint64_t* u64, 
     atomic_exchange(&exch[i], i + 1);
 }
 )";
-    auto m = CpuModule::from_source(src, "");
+    auto m = load_source(src, "");
     const rt_cpu_kernel_info* k = m->find("hammer");
     ASSERT_NE(k, nullptr);
     const unsigned groups = 512, block = 64, total = groups * block;
@@ -252,7 +266,7 @@ TEST(KernelCompiler, AssertRecordsExpressionFileAndLine) {
                       "    rt_assert(i != bad);\n"
                       "    out[i] = 1;\n"
                       "}\n";
-    auto m = CpuModule::from_source(src, "");
+    auto m = load_source(src, "");
     std::vector<int> out(64 * 8, 0);
     int* p = out.data();
     int bad = 37;
@@ -275,7 +289,7 @@ TEST(KernelCompiler, CompileErrorCarriesUserLineAndKernelName) {
                       "    int i = get_global_id(0);\n"
                       "    out[i] = helper(undeclared_name);\n"
                       "}\n";
-    rt::Error e = expect_error([&] { CpuModule::from_source(src, ""); });
+    rt::Error e = expect_error([&] { load_source(src, ""); });
     EXPECT_EQ(e.code(), RT_ERROR_COMPILE_FAILED);
     std::string msg = e.what();
     EXPECT_NE(msg.find("kernel_source:4:"), std::string::npos) << msg;
@@ -286,22 +300,22 @@ TEST(KernelCompiler, CompileErrorCarriesUserLineAndKernelName) {
 }
 
 TEST(KernelCompiler, InvalidSourcesAndOptions) {
-    rt::Error e = expect_error([] { CpuModule::from_source("RT_DEVICE int f(int x) { return x; }\n", ""); });
+    rt::Error e = expect_error([] { load_source("RT_DEVICE int f(int x) { return x; }\n", ""); });
     EXPECT_EQ(e.code(), RT_ERROR_INVALID_VALUE);
     EXPECT_NE(std::string(e.what()).find("no kernel"), std::string::npos) << e.what();
 
     for (const char* bad : {"-fopenmp", "-O9", "-D1X=2", "-o /tmp/x", "; rm -rf /", "-D", "-Wl,-rpath"}) {
-        rt::Error b = expect_error([&] { CpuModule::from_source(kScale, bad); });
+        rt::Error b = expect_error([&] { load_source(kScale, bad); });
         EXPECT_EQ(b.code(), RT_ERROR_INVALID_VALUE) << bad;
     }
-    EXPECT_EQ(rt::cpu::parse_options(" -O3  -DX=1 -D Y -g -I/tmp -UZ"),
+    EXPECT_EQ(rt::kernels::parse_options(" -O3  -DX=1 -D Y -g -I/tmp -UZ"),
               (std::vector<std::string>{"-O3", "-DX=1", "-DY", "-g", "-I/tmp", "-UZ"}));
 
-    rt::Error dup = expect_error([] { rt::cpu::find_kernel_names("RT_KERNEL void a() {}\nRT_KERNEL void a(int) {}\n"); });
+    rt::Error dup = expect_error([] { rt::kernels::find_kernel_names("RT_KERNEL void a() {}\nRT_KERNEL void a(int) {}\n"); });
     EXPECT_EQ(dup.code(), RT_ERROR_INVALID_VALUE);
 
     // A user macro from the options reaches the source.
-    auto m = CpuModule::from_source("RT_KERNEL void k(int* o) { o[0] = VALUE; }\n", "-DVALUE=42");
+    auto m = load_source("RT_KERNEL void k(int* o) { o[0] = VALUE; }\n", "-DVALUE=42");
     int v = 0;
     int* pv = &v;
     run(m->find("k"), {1}, {1}, {&pv});
@@ -334,22 +348,22 @@ TEST(KernelCompiler, FromFileErrors) {
     EXPECT_NE(std::string(wrongabi.what()).find("ABI version 999"), std::string::npos) << wrongabi.what();
 
     // And a real module loads from its file.
-    rt::cpu::CompileResult r = rt::cpu::compile(kScale, "");
+    rt::kernels::Image r = compile(kScale, "");
     auto m = CpuModule::from_file(r.path);
     EXPECT_NE(m->find("scale"), nullptr);
 }
 
 TEST(KernelCompiler, MemoryAndDiskCacheHits) {
     const char* src = "RT_KERNEL void cached(int* o) { o[get_global_id(0)] = 7; }\n";
-    auto first = CpuModule::from_source(src, "-O1");
+    auto first = load_source(src, "-O1");
     const int reps = 1000;
     auto t0 = Clock::now();
-    for (int i = 0; i < reps; ++i) ASSERT_EQ(CpuModule::from_source(src, "-O1"), first);
+    for (int i = 0; i < reps; ++i) ASSERT_EQ(load_source(src, "-O1"), first);
     double mem_us = seconds_since(t0) / reps * 1e6;
     std::printf("[ timing ] in-process cache hit: %.2f us\n", mem_us);
     EXPECT_LT(mem_us, 50.0);
 
-    EXPECT_TRUE(rt::cpu::compile(src, "-O1").from_cache);
+    EXPECT_TRUE(compile(src, "-O1").from_cache);
     size_t entries = rt::kcache::list("cpu").size();
 
     // A fresh process (forked, its in-process cache dropped) loads from disk without compiling: no
@@ -359,9 +373,9 @@ TEST(KernelCompiler, MemoryAndDiskCacheHits) {
     pid_t pid = ::fork();
     ASSERT_GE(pid, 0);
     if (pid == 0) {
-        CpuModule::clear_memory_cache();
+        clear_memory_cache();
         auto c0 = Clock::now();
-        auto m = CpuModule::from_source(src, "-O1");
+        auto m = load_source(src, "-O1");
         double s = seconds_since(c0);
         int o[4] = {0, 0, 0, 0};
         int* po = o;
@@ -381,8 +395,8 @@ TEST(KernelCompiler, MemoryAndDiskCacheHits) {
     EXPECT_LT(child_s, 0.05);  // the target is 5 ms; generous here for loaded CI machines
     EXPECT_EQ(rt::kcache::list("cpu").size(), entries) << "a cache hit must not add entries";
 
-    CpuModule::clear_memory_cache();
-    auto again = CpuModule::from_source(src, "-O1");
+    clear_memory_cache();
+    auto again = load_source(src, "-O1");
     EXPECT_NE(again->find("cached"), nullptr);
 }
 
@@ -396,7 +410,7 @@ TEST(KernelCompiler, TwoProcessesCompileTheSameSourceAtOnce) {
         ASSERT_GE(pid, 0);
         if (pid == 0) {
             try {
-                auto m = CpuModule::from_source(src, "");
+                auto m = load_source(src, "");
                 long o[2] = {0, 0};
                 long* po = o;
                 run(m->find("race"), {1}, {2}, {&po});
@@ -411,7 +425,7 @@ TEST(KernelCompiler, TwoProcessesCompileTheSameSourceAtOnce) {
         ASSERT_EQ(::waitpid(pid, &status, 0), pid);
         EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "status " << status;
     }
-    rt::cpu::CompileResult r = rt::cpu::compile(src, "");
+    rt::kernels::Image r = compile(src, "");
     EXPECT_TRUE(r.from_cache);
     int with_key = 0;
     for (const auto& e : rt::kcache::list("cpu")) {
@@ -425,10 +439,10 @@ TEST(KernelCompiler, StableKeysAndCacheListing) {
     EXPECT_EQ(rt::kcache::Hasher().add("abc").hex(), rt::kcache::Hasher().add("abc").hex());
     EXPECT_NE(rt::kcache::Hasher().add("ab").add("c").hex(), rt::kcache::Hasher().add("a").add("bc").hex());
     EXPECT_EQ(rt::kcache::Hasher().add("abc").hex().size(), 32u);
-    rt::cpu::CompileResult a = rt::cpu::compile(kScale, "");
-    rt::cpu::CompileResult b = rt::cpu::compile(kScale, "");
+    rt::kernels::Image a = compile(kScale, "");
+    rt::kernels::Image b = compile(kScale, "");
     EXPECT_EQ(a.key, b.key);
-    EXPECT_NE(a.key, rt::cpu::compile(kScale, "-O3").key);
+    EXPECT_NE(a.key, compile(kScale, "-O3").key);
     bool listed = false;
     for (const auto& e : rt::kcache::list()) listed = listed || (e.path == a.path && e.size > 0 && e.mtime_ns > 0);
     EXPECT_TRUE(listed);
@@ -439,7 +453,7 @@ TEST(KernelCompiler, ClangCompilesTheCpuPrelude) {
     ::setenv("RUNTIME_CXX", "clang++", 1);
     std::shared_ptr<CpuModule> m;
     try {
-        m = CpuModule::from_source(kScale, "");
+        m = load_source(kScale, "");
     } catch (const rt::Error& e) {
         ::unsetenv("RUNTIME_CXX");
         FAIL() << e.what();
@@ -504,8 +518,8 @@ struct PlantedCache {
     std::string saved_env;
     PlantedCache(const char* victim, const char* planted, bool chown_to_nobody) {
         saved_env = std::getenv("RUNTIME_CACHE_DIR");
-        rt::cpu::CompileResult bad = rt::cpu::compile(planted, "-O1");   // in the test's own cache
-        rt::cpu::CompileResult good = rt::cpu::compile(victim, "-O1");
+        rt::kernels::Image bad = compile(planted, "-O1");   // in the test's own cache
+        rt::kernels::Image good = compile(victim, "-O1");
         char tmpl[] = "/tmp/rt-planted-cache-XXXXXX";
         root = ::mkdtemp(tmpl);
         std::string dir = root + "/cpu";
@@ -521,11 +535,11 @@ struct PlantedCache {
             ::chmod(root.c_str(), 0777);
         }
         ::setenv("RUNTIME_CACHE_DIR", root.c_str(), 1);
-        CpuModule::clear_memory_cache();
+        clear_memory_cache();
     }
     ~PlantedCache() {
         ::setenv("RUNTIME_CACHE_DIR", saved_env.c_str(), 1);
-        CpuModule::clear_memory_cache();
+        clear_memory_cache();
         std::string dir = root + "/cpu";
         if (DIR* d = ::opendir(dir.c_str())) {
             while (dirent* e = ::readdir(d)) ::unlink((dir + "/" + e->d_name).c_str());
@@ -541,7 +555,7 @@ const char* kPlanted = "RT_KERNEL void which(int* o) { o[get_global_id(0)] = 666
 
 /// Loads kVictim through the cache at RUNTIME_CACHE_DIR and returns what its kernel writes.
 int run_victim() {
-    auto m = CpuModule::from_source(kVictim, "-O1");
+    auto m = load_source(kVictim, "-O1");
     int o[1] = {0};
     int* po = o;
     run(m->find("which"), {1}, {1}, {&po});
@@ -551,7 +565,7 @@ int run_victim() {
 
 TEST(KernelCompiler, WorldWritableCacheDirectoryIsNeverLoadedFrom) {
     PlantedCache cache(kVictim, kPlanted, /*chown_to_nobody=*/false);
-    rt::cpu::CompileResult r = rt::cpu::compile(kVictim, "-O1");
+    rt::kernels::Image r = compile(kVictim, "-O1");
     EXPECT_FALSE(r.from_cache) << "an entry in a directory others may write was taken from the cache";
     EXPECT_NE(r.path.rfind(cache.root, 0), 0u) << "compiled into the untrusted directory: " << r.path;
     EXPECT_EQ(run_victim(), 1) << "the planted module was loaded";
@@ -561,22 +575,22 @@ TEST(KernelCompiler, CacheDirectoryOfAnotherUserIsNeverLoadedFrom) {
     if (::geteuid() != 0) GTEST_SKIP() << "needs root to give a directory to another user";
     PlantedCache cache(kVictim, kPlanted, /*chown_to_nobody=*/true);
     EXPECT_EQ(run_victim(), 1) << "the planted module was loaded";
-    EXPECT_NE(rt::cpu::compile(kVictim, "-O1").path.rfind(cache.root, 0), 0u);
+    EXPECT_NE(compile(kVictim, "-O1").path.rfind(cache.root, 0), 0u);
 }
 
 TEST(KernelCompiler, EntryWritableByOthersIsCompiledOver) {
     // The directory is the user's own (0700), but the entry in it is not safe to load: mode 0666.
-    rt::cpu::CompileResult bad = rt::cpu::compile(kPlanted, "-O1");
-    rt::cpu::CompileResult good = rt::cpu::compile(kVictim, "-O1");
+    rt::kernels::Image bad = compile(kPlanted, "-O1");
+    rt::kernels::Image good = compile(kVictim, "-O1");
     {
         std::ifstream in(bad.path, std::ios::binary);
         std::ofstream(good.path + ".planted", std::ios::binary) << in.rdbuf();
     }
     ASSERT_EQ(::rename((good.path + ".planted").c_str(), good.path.c_str()), 0);
     ASSERT_EQ(::chmod(good.path.c_str(), 0666), 0);
-    CpuModule::clear_memory_cache();
-    EXPECT_FALSE(rt::cpu::compile(kVictim, "-O1").from_cache);
-    CpuModule::clear_memory_cache();
+    clear_memory_cache();
+    EXPECT_FALSE(compile(kVictim, "-O1").from_cache);
+    clear_memory_cache();
     EXPECT_EQ(run_victim(), 1) << "the planted module was loaded";
     struct stat st {};
     ASSERT_EQ(::stat(good.path.c_str(), &st), 0);

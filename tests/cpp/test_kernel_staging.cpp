@@ -1,4 +1,4 @@
-// test_kernel_staging.cpp — cpu kernels with a staged twin (RT_ROW_STAGING, kernel.h): which launches stream their rows, where the rows land, faults (run with RUNTIME_CPU_STREAM_MIN_BYTES=64K).
+// test_kernel_staging.cpp — cpu kernels with a staged twin (RT_ROW_STAGING, src/backends/cpu/cpu_entry.h): which launches stream their rows, where the rows land, faults (run with RUNTIME_CPU_STREAM_MIN_BYTES=64K).
 #include "test_util.hpp"
 
 #include <cmath>

@@ -22,8 +22,8 @@
 //    promises not to use it, so the fake refuses it). Events capture (stream, position) and a timestamp taken
 //    when the worker reaches them; stream waits block the waiting stream's worker until the event completes.
 //  - Modules keep the image (cubin/ELF, PTX text, fatbin); functions are the ELF's entry symbols or the PTX
-//    `.entry` names. PTX `.param` lists give cuFuncGetParamInfo sizes; for cubins it reports NOT_SUPPORTED
-//    (the backend then launches without an arity check, as on drivers before 12.4). Launches run no code:
+//    `.entry` names. PTX `.param` lists and a cubin's EIATTR_KPARAM_INFO records (.nv.info.<kernel>) give
+//    cuFuncGetParamInfo sizes, as drivers 12.4+ do; NOT_SUPPORTED when neither is found. Launches run no code:
 //    they are recorded (fake_cuda.h) and complete in stream order.
 //  - fake_cuda_inject_fault(code): the next launch fails on its stream's worker and the context becomes sticky
 //    (every later call on it returns the code), as after a kernel's illegal address.
@@ -365,6 +365,42 @@ std::vector<std::string> elf_entries(const std::string& b) {
         }
     }
     return names;
+}
+
+/// Parameter sizes of kernel `name` of a cubin, from the EIATTR_KPARAM_INFO records (attribute 0x17) of its
+/// `.nv.info.<name>` section: ordinal (u16 at 4), offset (u16 at 6), size in bits 18..31 of the u32 at 8.
+bool elf_params(const std::string& b, const std::string& name, std::vector<size_t>& sizes) {
+    uint64_t shoff = rd64(b, 0x28);
+    uint16_t shnum = rd16(b, 0x3C), shstrndx = rd16(b, 0x3E);
+    if (shstrndx >= shnum) return false;
+    uint64_t names_off = rd64(b, shoff + shstrndx * 64 + 24);
+    const std::string wanted = ".nv.info." + name;
+    for (size_t i = 0; i < shnum; ++i) {
+        size_t sh = shoff + i * 64;
+        uint64_t n = names_off + rd32(b, sh);
+        if (n >= b.size() || wanted != b.c_str() + n) continue;
+        uint64_t off = rd64(b, sh + 24), size = rd64(b, sh + 32);
+        if (off + size > b.size()) return false;
+        std::vector<std::pair<unsigned, size_t>> params;  // (ordinal, size)
+        for (uint64_t q = off; q + 2 <= off + size;) {
+            unsigned fmt = static_cast<unsigned char>(b[q]), attr = static_cast<unsigned char>(b[q + 1]);
+            if (fmt == 4) {  // EIFMT_SVAL: a u16 length, then the payload
+                uint16_t len = rd16(b, q + 2);
+                if (attr == 0x17 && len >= 12)
+                    params.emplace_back(rd16(b, q + 8), (rd32(b, q + 12) >> 18) & 0x3fff);
+                q += 4 + len;
+            } else {
+                q += fmt == 3 ? 4 : 2;  // EIFMT_HVAL: a u16 value; EIFMT_NVAL: none
+            }
+        }
+        sizes.assign(params.size(), 0);
+        for (auto [ord, sz] : params) {
+            if (ord >= sizes.size()) return false;
+            sizes[ord] = sz;
+        }
+        return true;
+    }
+    return false;
 }
 
 bool ident_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '$'; }
@@ -938,7 +974,7 @@ CUresult CUDAAPI cuModuleGetFunction(CUfunction* pf, CUmodule m, const char* nam
         auto f = std::make_unique<CUfunc_st>();
         f->module = m;
         f->name = name;
-        if (m->ptx && ptx_params(m->image, name, f->sizes)) {
+        if (m->ptx ? ptx_params(m->image, name, f->sizes) : elf_params(m->image, name, f->sizes)) {
             f->params_known = true;
             size_t off = 0;
             for (size_t sz : f->sizes) {

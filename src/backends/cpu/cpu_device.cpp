@@ -10,7 +10,7 @@
 #include "backends/backend.hpp"
 #include "backends/cpu/cpu_executor.hpp"
 #include "backends/cpu/cpu_kernel.hpp"
-#include "backends/cpu/cpu_module.hpp"
+#include "backends/cpu/cpu_target.hpp"
 #include "backends/cpu/cpu_queue.hpp"
 
 namespace rt::cpu {
@@ -152,12 +152,8 @@ public:
     std::unique_ptr<backend::Queue> create_queue_impl(unsigned) override {
         return std::unique_ptr<backend::Queue>(new CpuQueueHandle(std::make_shared<CpuQueue>(executor_, stream_min_bytes_)));
     }
-    std::shared_ptr<backend::Module> load_source_impl(const std::string& source, const std::string& options) override {
-        return std::make_shared<CpuKernelModule>(CpuModule::from_source(source, options));
-    }
-    std::shared_ptr<backend::Module> load_file_impl(const std::string& path) override {
-        return std::make_shared<CpuKernelModule>(CpuModule::from_file(path));
-    }
+    kernels::Target& kernel_target() override { return cpu_target(); }
+    kernels::ModuleCache& kernel_modules() override { return cpu_modules(); }
     std::unique_ptr<backend::Event> create_event_impl(bool timing, bool blocking_sync) override {
         return std::make_unique<CpuEvent>(timing, blocking_sync);
     }

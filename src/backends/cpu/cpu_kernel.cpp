@@ -20,19 +20,6 @@
 
 namespace rt::cpu {
 
-// ---------------------------------------------------------------- module and function objects
-
-CpuFunction::CpuFunction(std::shared_ptr<CpuModule> module, const rt_cpu_kernel_info* info)
-    : module_(std::move(module)), info_(info), name_(info->name), sizes_(info->arg_sizes, info->arg_sizes + info->num_args) {}
-
-std::shared_ptr<backend::Function> CpuKernelModule::get_function_impl(const std::string& name) {
-    const rt_cpu_kernel_info* info = module_->find(name);
-    if (!info) return nullptr;
-    return std::make_shared<CpuFunction>(module_, info);
-}
-
-std::vector<std::string> CpuKernelModule::kernel_names() const { return module_->kernel_names(); }
-
 // ---------------------------------------------------------------- argument packing
 
 void PackedArgs::pack(const std::vector<size_t>& sizes, void* const* args) {

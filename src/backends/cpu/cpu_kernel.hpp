@@ -1,4 +1,4 @@
-// Kernels on the cpu device: backend Module/Function over loaded shared objects, argument packing, execution.
+// Kernels on the cpu device: argument packing and execution over the executors.
 #pragma once
 
 #include <memory>
@@ -8,35 +8,9 @@
 #include "backends/backend.hpp"
 #include "backends/cpu/cpu_executor.hpp"
 #include "backends/cpu/cpu_kernel_abi.h"
+#include "backends/cpu/cpu_module.hpp"
 
 namespace rt::cpu {
-
-class CpuModule;
-
-class CpuFunction final : public backend::Function {
-public:
-    CpuFunction(std::shared_ptr<CpuModule> module, const rt_cpu_kernel_info* info);
-    const std::string& name() const override { return name_; }
-    int num_args() const override { return info_->num_args; }
-    const std::vector<size_t>& arg_sizes() const override { return sizes_; }
-    rt_cpu_entry entry() const { return info_->entry; }
-
-private:
-    std::shared_ptr<CpuModule> module_;  // keeps the code loaded while launches are queued
-    const rt_cpu_kernel_info* info_;
-    std::string name_;
-    std::vector<size_t> sizes_;
-};
-
-class CpuKernelModule final : public backend::Module {
-public:
-    explicit CpuKernelModule(std::shared_ptr<CpuModule> module) : module_(std::move(module)) {}
-    std::shared_ptr<backend::Function> get_function_impl(const std::string& name) override;
-    std::vector<std::string> kernel_names() const override;
-
-private:
-    std::shared_ptr<CpuModule> module_;
-};
 
 /// Argument values copied at launch time (CUDA semantics: the caller's storage may change afterwards),
 /// each in a 16-byte slot. Small argument lists live inline in the task record: no heap allocation on the

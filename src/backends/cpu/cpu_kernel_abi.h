@@ -9,11 +9,19 @@ extern "C" {
 #endif
 
 /* Bumped whenever a struct below changes; a module built for another ABI is refused at load. */
-#define RT_CPU_ABI_VERSION 4
+#define RT_CPU_ABI_VERSION 5
 
 /* The largest block[0] of a cpu launch (the device's max_block_size[0]): rows of a staged twin fit its
- * stage (kernel.h, RT_STAGE_ITEMS). */
+ * stage (RT_STAGE_ITEMS). */
 #define RT_CPU_MAX_BLOCK_X 1024
+
+/* Staged rows (cpu_entry.h): a kernel with a staged twin stores its staged outputs for one row of items into
+ * stages of RT_STAGE_BYTES each, which the entry then copies out. RT_ROW_STAGING says that the cpu target takes
+ * staged twins (only its modules see these macros). */
+#define RT_ROW_STAGING 1
+#define RT_MAX_STAGED 4                   /* staged outputs of one kernel */
+#define RT_STAGE_ITEMS RT_CPU_MAX_BLOCK_X /* items of a row that fit a stage: the cpu device's largest block[0] */
+#define RT_STAGE_BYTES (RT_STAGE_ITEMS * 8)
 
 /* The first failure of a launch (rt_assert or trap). `failed` is claimed with an atomic exchange
  * (__atomic_exchange_n) by the first failing work-item. A failing rt_assert then calls `abandon`, which
@@ -39,7 +47,7 @@ typedef struct rt_cpu_launch {
     rt_cpu_fault* fault;
     void* shared_memory;   /* shared_bytes of scratch for the group being run (dynamic shared memory) */
     size_t shared_bytes;
-    /* A kernel with a staged twin (kernel.h, RT_ROW_STAGING) streams its staged outputs to memory when
+    /* A kernel with a staged twin (cpu_entry.h) streams its staged outputs to memory when
      * the launch writes at least this many bytes through them: output larger than the cache. */
     unsigned long long stream_min_bytes;
 } rt_cpu_launch;

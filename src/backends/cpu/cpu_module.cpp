@@ -1,4 +1,4 @@
-// Loading cpu kernel modules (dlopen + ABI check) and the in-process cache in front of the compiler.
+// Loading cpu kernel modules: dlopen and the ABI check.
 #include "backends/cpu/cpu_module.hpp"
 
 #include <dlfcn.h>
@@ -7,32 +7,12 @@
 
 #include <cstdlib>
 #include <cstring>
-#include <mutex>
-#include <unordered_map>
 
-#include "backends/cpu/cpu_compiler.hpp"
 #include "core/error.hpp"
-#include "core/kernel_cache.hpp"
 
 namespace rt::cpu {
 
 namespace {
-
-struct Slot {
-    std::mutex mutex;  // held while the slot's module is being compiled: same-source callers wait, others don't
-    std::shared_ptr<CpuModule> module;
-};
-
-struct MemoryCache {
-    std::mutex mutex;
-    std::unordered_map<std::string, std::shared_ptr<Slot>> slots;
-};
-
-MemoryCache& memory_cache() {
-    // Never destroyed: modules must not be dlclose'd during static destruction while executors may run.
-    static MemoryCache* cache = new MemoryCache;
-    return *cache;
-}
 
 /// Loads and validates; on failure sets `why` and returns nullptr (the handle is closed).
 void* open_module(const std::string& path, std::string& why, const rt_cpu_kernel_info*& kernels, int& count) {
@@ -96,37 +76,6 @@ std::shared_ptr<CpuModule> CpuModule::from_file(const std::string& path) {
     return load(path, false);
 }
 
-std::shared_ptr<CpuModule> CpuModule::from_source(const std::string& source, const std::string& options) {
-    // In-process key: the inputs only (no code generation, no file system), so a repeated load is cheap.
-    const char* cxx = std::getenv("RUNTIME_CXX");
-    std::string key = kcache::Hasher().add(source).add(options).add(cxx ? cxx : "").hex();
-    MemoryCache& cache = memory_cache();
-    std::shared_ptr<Slot> slot;
-    {
-        std::lock_guard lock(cache.mutex);
-        auto& s = cache.slots[key];
-        if (!s) s = std::make_shared<Slot>();
-        slot = s;
-    }
-    std::lock_guard slot_lock(slot->mutex);
-    if (slot->module) return slot->module;
-
-    CompileResult r = compile(source, options);
-    std::shared_ptr<CpuModule> module = load(r.path, r.from_cache);
-    if (!module) {  // a damaged disk entry (e.g. written by a crashed older build): rebuild it
-        r = compile(source, options, "kernel_source", /*force=*/true);
-        module = load(r.path, false);
-    }
-    slot->module = module;
-    return module;
-}
-
-void CpuModule::clear_memory_cache() {
-    MemoryCache& cache = memory_cache();
-    std::lock_guard lock(cache.mutex);
-    cache.slots.clear();
-}
-
 const rt_cpu_kernel_info* CpuModule::find(const std::string& name) const {
     for (int i = 0; i < count_; ++i)
         if (kernels_[i].name && name == kernels_[i].name) return &kernels_[i];
@@ -138,5 +87,16 @@ std::vector<std::string> CpuModule::kernel_names() const {
     for (int i = 0; i < count_; ++i) names.emplace_back(kernels_[i].name ? kernels_[i].name : "");
     return names;
 }
+
+CpuFunction::CpuFunction(std::shared_ptr<CpuModule> module, const rt_cpu_kernel_info* info)
+    : module_(std::move(module)), info_(info), name_(info->name), sizes_(info->arg_sizes, info->arg_sizes + info->num_args) {}
+
+std::shared_ptr<backend::Function> CpuKernelModule::get_function_impl(const std::string& name) {
+    const rt_cpu_kernel_info* info = module_->find(name);
+    if (!info) return nullptr;
+    return std::make_shared<CpuFunction>(module_, info);
+}
+
+std::vector<std::string> CpuKernelModule::kernel_names() const { return module_->kernel_names(); }
 
 }  // namespace rt::cpu

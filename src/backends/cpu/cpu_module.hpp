@@ -1,20 +1,17 @@
-// A loaded cpu kernel module (a shared object exporting the cpu kernel ABI), and the in-process module cache.
+// A loaded cpu kernel module (a shared object exporting the cpu kernel ABI), its backend Module and Functions.
 #pragma once
 
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "backends/backend.hpp"
 #include "backends/cpu/cpu_kernel_abi.h"
 
 namespace rt::cpu {
 
 class CpuModule {
 public:
-    /// Compiles (or finds in the in-process / disk cache) and loads. Throws rt::Error.
-    /// Thread-safe; concurrent calls with the same source compile once. The in-process cache keeps the
-    /// module loaded, so a repeated call returns the same object.
-    static std::shared_ptr<CpuModule> from_source(const std::string& source, const std::string& options);
     /// Loads a module built by runtime-compile (a .so exporting the ABI). Throws rt::Error.
     static std::shared_ptr<CpuModule> from_file(const std::string& path);
     ~CpuModule();  // dlclose
@@ -28,18 +25,43 @@ public:
     /// The shared object this module was loaded from.
     const std::string& path() const { return path_; }
 
-    /// Forgets the in-process cache (loaded modules stay alive while referenced); the next from_source
-    /// goes to the disk cache. For tests and for dropping memory.
-    static void clear_memory_cache();
+    /// Loads a shared object; one that is not a valid module: nullptr when `from_cache` (the caller compiles
+    /// over it), else rt::Error(INVALID_VALUE) naming the file and why.
+    static std::shared_ptr<CpuModule> load(const std::string& path, bool from_cache);
 
 private:
     CpuModule(void* handle, std::string path, const rt_cpu_kernel_info* kernels, int count);
-    static std::shared_ptr<CpuModule> load(const std::string& path, bool from_cache);
 
     void* handle_;
     std::string path_;
     const rt_cpu_kernel_info* kernels_;
     int count_;
+};
+
+class CpuFunction final : public backend::Function {
+public:
+    CpuFunction(std::shared_ptr<CpuModule> module, const rt_cpu_kernel_info* info);
+    const std::string& name() const override { return name_; }
+    int num_args() const override { return info_->num_args; }
+    const std::vector<size_t>& arg_sizes() const override { return sizes_; }
+    rt_cpu_entry entry() const { return info_->entry; }
+
+private:
+    std::shared_ptr<CpuModule> module_;  // keeps the code loaded while launches are queued
+    const rt_cpu_kernel_info* info_;
+    std::string name_;
+    std::vector<size_t> sizes_;
+};
+
+class CpuKernelModule final : public backend::Module {
+public:
+    explicit CpuKernelModule(std::shared_ptr<CpuModule> module) : module_(std::move(module)) {}
+    std::shared_ptr<backend::Function> get_function_impl(const std::string& name) override;
+    std::vector<std::string> kernel_names() const override;
+    const std::shared_ptr<CpuModule>& module() const { return module_; }
+
+private:
+    std::shared_ptr<CpuModule> module_;
 };
 
 }  // namespace rt::cpu

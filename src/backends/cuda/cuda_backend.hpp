@@ -15,6 +15,7 @@
 
 #include "backends/backend.hpp"
 #include "backends/cuda/cuda_driver.hpp"
+#include "backends/cuda/cuda_target.hpp"
 #include "core/spin_lock.hpp"
 
 namespace rt::cuda {
@@ -56,12 +57,16 @@ struct ModuleImage {
 
 class CudaFunction final : public backend::Function {
 public:
-    CudaFunction(std::shared_ptr<ModuleImage> image, CUfunction fn, std::string name);
+    /// `bounded`: the kernel was built by the cuda target and takes the launch's extent first (cuda_target.hpp).
+    /// `ptx`: the module's PTX text, if it is one (parameter sizes on drivers that cannot report them).
+    CudaFunction(std::shared_ptr<ModuleImage> image, CUfunction fn, std::string name, bool bounded, const std::string& ptx);
     const std::string& name() const override { return name_; }
-    /// From cuFuncGetParamInfo (driver 12.4+); -1 (launches not arity-checked) on older drivers.
+    /// From cuFuncGetParamInfo (driver 12.4+), the extent of a bounded kernel not counted; -1 (launches not
+    /// arity-checked) on older drivers.
     int num_args() const override { return num_args_; }
     const std::vector<size_t>& arg_sizes() const override { return sizes_; }
     CUfunction handle() const { return fn_; }
+    bool bounded() const { return bounded_; }
 
 private:
     std::shared_ptr<ModuleImage> image_;
@@ -69,13 +74,14 @@ private:
     std::string name_;
     int num_args_ = -1;
     std::vector<size_t> sizes_;
+    bool bounded_;
 };
 
 class CudaModule final : public backend::Module {
 public:
-    /// Loads `image` (cubin, PTX with its NUL, or fatbin) into `ctx`. `names`: the kernels when known (source
-    /// modules); otherwise they are enumerated from the module (driver 12.4+) or the PTX text.
-    CudaModule(const Driver& d, CUcontext ctx, const std::string& image, std::vector<std::string> names);
+    /// Loads `image` (cubin, PTX with its NUL, or fatbin) into `ctx`. Its kernels are enumerated from the module
+    /// (driver 12.4+) or the PTX text; it is bounded when it holds kBoundedMarker (built by the cuda target).
+    CudaModule(const Driver& d, CUcontext ctx, const std::string& image);
     std::shared_ptr<backend::Function> get_function_impl(const std::string& name) override;
     std::vector<std::string> kernel_names() const override { return names_; }
 
@@ -84,6 +90,8 @@ private:
     std::vector<std::string> names_;
     std::mutex mutex_;
     std::unordered_map<std::string, std::shared_ptr<CudaFunction>> functions_;
+    bool bounded_ = false;
+    std::string ptx_;  // the image, when it is PTX text
 };
 
 /// The failure one record of a cuda event carries: its stream's pending failure, captured in stream order by an
@@ -180,8 +188,8 @@ public:
     void decommit_impl(void* ptr, size_t bytes) override;
     void unreserve_impl(void* ptr, size_t bytes) override;
     std::unique_ptr<backend::Queue> create_queue_impl(unsigned flags) override;
-    std::shared_ptr<backend::Module> load_source_impl(const std::string& source, const std::string& options) override;
-    std::shared_ptr<backend::Module> load_file_impl(const std::string& path) override;
+    kernels::Target& kernel_target() override { return *target_; }
+    kernels::ModuleCache& kernel_modules() override { return modules_; }
     std::unique_ptr<backend::Event> create_event_impl(bool timing, bool blocking_sync) override;
 
     const Driver& driver() const { return d_; }
@@ -219,8 +227,8 @@ private:
     SpinLock host_work_lock_;
     std::unordered_set<HostWork*> host_work_;  // queued with cuLaunchHostFunc, not yet run
 
-    std::mutex modules_mutex_;  // source modules compiled for this device, by (source, options)
-    std::unordered_map<std::string, std::shared_ptr<backend::Module>> modules_;
+    std::unique_ptr<CudaTarget> target_;  // this device's architecture and context
+    kernels::ModuleCache modules_;        // source modules loaded into this device's context
 
     /// Unmaps chunks whose committed bytes drop to zero; vmm_mutex_ held.
     void release_range(uintptr_t begin, size_t bytes) noexcept;

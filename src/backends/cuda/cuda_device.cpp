@@ -5,9 +5,8 @@
 #include <sstream>
 
 #include "backends/cuda/cuda_backend.hpp"
-#include "backends/cuda/nvrtc.hpp"
 #include "core/error.hpp"
-#include "core/kernel_cache.hpp"
+#include "kernels/target.hpp"
 
 namespace rt::cuda {
 
@@ -16,30 +15,6 @@ namespace {
 int attribute(const Driver& d, CUdevice dev, CUdevice_attribute a, int fallback) {
     int v = 0;
     return d.cuDeviceGetAttribute(&v, a, dev) == CUDA_SUCCESS ? v : fallback;
-}
-
-bool read_file(const std::string& path, std::string& out, std::string& why) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) {
-        why = std::strerror(errno);
-        return false;
-    }
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    out = ss.str();
-    return true;
-}
-
-enum class ImageKind { cubin, ptx, fatbin, unknown };
-
-/// Tells the three formats the driver loads apart by their first bytes.
-ImageKind image_kind(const std::string& data) {
-    if (data.size() >= 4 && std::memcmp(data.data(), "\x7f" "ELF", 4) == 0) return ImageKind::cubin;
-    if (data.size() >= 4 && static_cast<unsigned char>(data[0]) == 0x50 && static_cast<unsigned char>(data[1]) == 0xed &&
-        static_cast<unsigned char>(data[2]) == 0x55 && static_cast<unsigned char>(data[3]) == 0xba)
-        return ImageKind::fatbin;  // fatbinary magic 0xBA55ED50, little-endian
-    if (data.find(".version") != std::string::npos && data.find(".target") != std::string::npos) return ImageKind::ptx;
-    return ImageKind::unknown;
 }
 
 }  // namespace
@@ -69,6 +44,7 @@ CudaDevice::CudaDevice(const Driver& d, int ordinal) : d_(d) {
         static_cast<size_t>(attribute(d_, dev_, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK, 48 * 1024));
     info_.host_addressable = false;
     arch_ = "sm_" + std::to_string(info_.compute_capability_major) + std::to_string(info_.compute_capability_minor);
+    target_ = std::make_unique<CudaTarget>(arch_, false, &d_, ctx_);
 
     // Pool reservations through virtual memory management, when the driver and device support it.
     if (d_.cuMemAddressReserve && d_.cuMemAddressFree && d_.cuMemCreate && d_.cuMemRelease && d_.cuMemMap &&
@@ -251,46 +227,6 @@ std::unique_ptr<backend::Queue> CudaDevice::create_queue_impl(unsigned) {
 std::unique_ptr<backend::Event> CudaDevice::create_event_impl(bool timing, bool blocking_sync) {
     enter();
     return std::make_unique<CudaEvent>(*this, timing, blocking_sync);
-}
-
-std::shared_ptr<backend::Module> CudaDevice::load_source_impl(const std::string& source, const std::string& options) {
-    std::string key = kcache::Hasher().add(source).add(options).hex();
-    {
-        std::lock_guard lock(modules_mutex_);
-        auto it = modules_.find(key);
-        if (it != modules_.end()) return it->second;
-    }
-    CudaCompileResult r = compile(source, options, arch_);  // disk cache; throws COMPILE_FAILED with NVRTC's log
-    enter();
-    std::shared_ptr<backend::Module> m;
-    try {
-        m = std::make_shared<CudaModule>(d_, ctx_, r.image, r.kernels);
-    } catch (const Error& e) {
-        if (!r.from_cache) throw;
-        // A damaged cache entry (or one the driver no longer accepts): compile afresh over it.
-        r = compile(source, options, arch_, "kernel_source", false, /*force=*/true);
-        m = std::make_shared<CudaModule>(d_, ctx_, r.image, r.kernels);
-    }
-    std::lock_guard lock(modules_mutex_);
-    return modules_.emplace(key, m).first->second;
-}
-
-std::shared_ptr<backend::Module> CudaDevice::load_file_impl(const std::string& path) {
-    if (path.empty()) fail(RT_ERROR_INVALID_VALUE, "cannot load cuda module: the path is empty");
-    std::string data, why;
-    if (!read_file(path, data, why)) fail(RT_ERROR_INVALID_VALUE, "cannot load cuda module '%s': %s", path.c_str(), why.c_str());
-    ImageKind kind = image_kind(data);
-    if (kind == ImageKind::unknown)
-        fail(RT_ERROR_INVALID_VALUE,
-             "cannot load cuda module '%s': not a cubin (ELF), PTX (text with .version/.target) or fatbin file "
-             "(runtime-compile --backend cuda makes a cubin)", path.c_str());
-    if (kind == ImageKind::ptx) data.push_back('\0');  // cuModuleLoadData reads PTX as a C string
-    enter();
-    try {
-        return std::make_shared<CudaModule>(d_, ctx_, data, std::vector<std::string>{});
-    } catch (const Error& e) {
-        throw Error(e.code(), "cannot load cuda module '" + path + "': " + e.what());
-    }
 }
 
 /// The cuda backend over the driver: no devices (and a reason) when the driver cannot be used.

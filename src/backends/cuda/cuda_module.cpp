@@ -22,6 +22,38 @@ std::vector<std::string> ptx_entries(const std::string& ptx) {
     return names;
 }
 
+/// Parameter sizes of kernel `name` from its PTX `.entry name( .param ... )` list; false if not found or not understood.
+bool ptx_param_sizes(const std::string& ptx, const std::string& name, std::vector<size_t>& sizes) {
+    size_t p = 0;
+    for (;;) {
+        p = ptx.find(".entry " + name, p);
+        if (p == std::string::npos) return false;
+        p += 7 + name.size();
+        if (p < ptx.size() && (std::isalnum(static_cast<unsigned char>(ptx[p])) || ptx[p] == '_' || ptx[p] == '$')) continue;
+        break;
+    }
+    const size_t open = ptx.find('(', p), close = ptx.find(')', p);
+    sizes.clear();
+    if (open == std::string::npos || close == std::string::npos || close < open) {
+        return ptx.find('{', p) != std::string::npos && (open == std::string::npos || ptx.find('{', p) < open);  // no list
+    }
+    std::string list = ptx.substr(open + 1, close - open - 1);
+    for (size_t q = list.find(".param"); q != std::string::npos; q = list.find(".param", q + 6)) {
+        size_t end = list.find(',', q);
+        std::string decl = list.substr(q, end == std::string::npos ? std::string::npos : end - q);
+        size_t elem = 0;
+        for (const char* t : {".u64", ".s64", ".b64", ".f64"}) if (decl.find(t) != std::string::npos) elem = 8;
+        for (const char* t : {".u32", ".s32", ".b32", ".f32"}) if (!elem && decl.find(t) != std::string::npos) elem = 4;
+        for (const char* t : {".u16", ".s16", ".b16", ".f16"}) if (!elem && decl.find(t) != std::string::npos) elem = 2;
+        for (const char* t : {".u8", ".s8", ".b8"}) if (!elem && decl.find(t) != std::string::npos) elem = 1;
+        if (!elem) return false;
+        size_t count = 1, b = decl.find('[');
+        if (b != std::string::npos) count = std::strtoull(decl.c_str() + b + 1, nullptr, 10);
+        sizes.push_back(elem * count);
+    }
+    return true;
+}
+
 }  // namespace
 
 ModuleImage::~ModuleImage() {
@@ -33,27 +65,42 @@ ModuleImage::~ModuleImage() {
     driver.cuModuleUnload(module);
 }
 
-CudaFunction::CudaFunction(std::shared_ptr<ModuleImage> image, CUfunction fn, std::string name)
-    : image_(std::move(image)), fn_(fn), name_(std::move(name)) {
+CudaFunction::CudaFunction(std::shared_ptr<ModuleImage> image, CUfunction fn, std::string name, bool bounded,
+                           const std::string& ptx)
+    : image_(std::move(image)), fn_(fn), name_(std::move(name)), bounded_(bounded) {
     const Driver& d = image_->driver;
-    if (!d.cuFuncGetParamInfo) return;  // older driver: CUDA's convention without an arity check
-    for (size_t i = 0; i < 4096; ++i) {
+    bool known = d.cuFuncGetParamInfo != nullptr;
+    for (size_t i = 0; known && i < 4096; ++i) {
         size_t offset = 0, size = 0;
         CUresult r = d.cuFuncGetParamInfo(fn_, i, &offset, &size);
         if (r == CUDA_ERROR_INVALID_VALUE) break;  // past the last parameter
         if (r != CUDA_SUCCESS) {
             sizes_.clear();  // not known after all
-            return;
+            known = false;
+        } else {
+            sizes_.push_back(size);
         }
-        sizes_.push_back(size);
+    }
+    // Older drivers, or cubins they cannot describe: the PTX text's parameter list, when the image is PTX.
+    if (!known && !(ptx.empty() || !ptx_param_sizes(ptx, name_, sizes_))) known = true;
+    if (!known) {
+        // CUDA's convention without an arity check, possible only without an extent to put first.
+        if (bounded_) fail(RT_ERROR_NOT_SUPPORTED, "kernel '%s': this CUDA driver cannot report its parameters "
+                                                   "(cuFuncGetParamInfo, driver 12.4+), which a bounded kernel needs "
+                                                   "(the cuda target emits PTX for such drivers)", name_.c_str());
+        return;
+    }
+    if (bounded_) {
+        if (sizes_.empty()) return;  // no extent parameter reported: not known after all
+        sizes_.erase(sizes_.begin());
     }
     num_args_ = static_cast<int>(sizes_.size());
 }
 
-CudaModule::CudaModule(const Driver& d, CUcontext ctx, const std::string& image, std::vector<std::string> names)
-    : image_(new ModuleImage{d, ctx, nullptr}), names_(std::move(names)) {
+CudaModule::CudaModule(const Driver& d, CUcontext ctx, const std::string& image) : image_(new ModuleImage{d, ctx, nullptr}) {
     CU_CHECK(d, cuModuleLoadData(&image_->module, image.data()));
-    if (!names_.empty()) return;
+    CUfunction marker = nullptr;
+    bounded_ = d.cuModuleGetFunction(&marker, image_->module, kBoundedMarker) == CUDA_SUCCESS;
     unsigned count = 0;
     if (d.cuModuleGetFunctionCount && d.cuModuleEnumerateFunctions && d.cuFuncGetName &&
         d.cuModuleGetFunctionCount(&count, image_->module) == CUDA_SUCCESS && count > 0) {
@@ -65,7 +112,10 @@ CudaModule::CudaModule(const Driver& d, CUcontext ctx, const std::string& image,
             }
         }
     }
-    if (names_.empty() && std::strlen(image.c_str()) + 1 >= image.size()) names_ = ptx_entries(image);  // text only
+    const bool text = std::strlen(image.c_str()) + 1 >= image.size();
+    if (text) ptx_ = image.c_str();
+    if (names_.empty() && text) names_ = ptx_entries(image);
+    std::erase(names_, std::string(kBoundedMarker));
 }
 
 std::shared_ptr<backend::Function> CudaModule::get_function_impl(const std::string& name) {
@@ -75,11 +125,12 @@ std::shared_ptr<backend::Function> CudaModule::get_function_impl(const std::stri
     const Driver& d = image_->driver;
     CUcontext cur = nullptr;
     if (d.cuCtxGetCurrent(&cur) != CUDA_SUCCESS || cur != image_->ctx) CU_CHECK(d, cuCtxSetCurrent(image_->ctx));
+    if (name == kBoundedMarker) return nullptr;  // the runtime's, not a kernel
     CUfunction fn = nullptr;
     CUresult r = d.cuModuleGetFunction(&fn, image_->module, name.c_str());
     if (r == CUDA_ERROR_NOT_FOUND) return nullptr;  // the core lists the module's kernels
     if (r != CUDA_SUCCESS) throw_driver_error(d, r, "cuModuleGetFunction");
-    auto f = std::make_shared<CudaFunction>(image_, fn, name);
+    auto f = std::make_shared<CudaFunction>(image_, fn, name, bounded_, ptx_);
     functions_.emplace(name, f);
     return f;
 }

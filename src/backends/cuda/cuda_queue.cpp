@@ -213,9 +213,37 @@ void CudaQueue::launch_impl(const std::shared_ptr<backend::Function>& function, 
                             void* const* args, const backend::LaunchReport& report) {
     device_.enter();
     auto& f = static_cast<CudaFunction&>(*function);
+    void** params = const_cast<void**>(args);
+    // A kernel built by the cuda target takes the exact global size first (cuda_target.hpp); the values are
+    // copied by cuLaunchKernel before it returns.
+    struct {
+        unsigned long long global[3];
+    } extent = {{shape.global[0], shape.global[1], shape.global[2]}};
+    constexpr size_t kInline = 16;
+    void* inline_params[kInline];
+    std::vector<void*> heap_params;
+    if (f.bounded()) {
+        const size_t n = f.num_args() > 0 ? static_cast<size_t>(f.num_args()) : 0;
+        void** p = inline_params;
+        if (n + 1 > kInline) {
+            heap_params.resize(n + 1);
+            p = heap_params.data();
+        }
+        p[0] = &extent;
+        for (size_t i = 0; i < n; ++i) p[i + 1] = args[i];
+        params = p;
+    } else {
+        for (int d = 0; d < 3; ++d)
+            if (shape.global[d] != 1ull * shape.grid[d] * shape.block[d])
+                fail(RT_ERROR_NOT_SUPPORTED,
+                     "kernel '%s' was not built by the runtime (a module loaded from a foreign cubin or PTX file), so it "
+                     "runs whole work-groups: an exact global size (%llu x %llu x %llu) cannot be honoured; launch it over "
+                     "grid x block, or build it with runtime-compile --backend cuda",
+                     f.name().c_str(), shape.global[0], shape.global[1], shape.global[2]);
+    }
     CUresult r = d_.cuLaunchKernel(f.handle(), shape.grid[0], shape.grid[1], shape.grid[2], shape.block[0],
                                    shape.block[1], shape.block[2], static_cast<unsigned>(shape.shared_bytes), stream_,
-                                   const_cast<void**>(args), nullptr);
+                                   params, nullptr);
     if (r != CUDA_SUCCESS) {
         if (is_sticky(r)) device_.mark_lost(describe(d_, r));
         throw Error(translate(r) == RT_ERROR_UNKNOWN ? RT_ERROR_LAUNCH_FAILED : translate(r),

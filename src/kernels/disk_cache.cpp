@@ -1,5 +1,5 @@
 // Stable hashing, the disk cache directory and atomic publication of compiled kernels.
-#include "core/kernel_cache.hpp"
+#include "kernels/disk_cache.hpp"
 
 #include <dirent.h>
 #include <fcntl.h>

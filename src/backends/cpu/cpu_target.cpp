@@ -1,0 +1,276 @@
+// The cpu target: the host C++ compiler (found without a subprocess), the generated translation unit, dlopen.
+#include "backends/cpu/cpu_target.hpp"
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cctype>
+#include <cerrno>
+#include <chrono>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+
+#include "backends/cpu/cpu_kernel_abi.h"
+#include "backends/cpu/cpu_module.hpp"
+#include "core/error.hpp"
+#include "kernels/disk_cache.hpp"
+#include "kernels/prelude.hpp"
+
+extern char** environ;
+
+namespace rt::cpu {
+
+namespace {
+
+constexpr size_t kMaxDiagnostics = 32 * 1024;  // keep error messages readable; the head has the first error
+
+std::string find_on_path(const std::string& name) {
+    if (name.find('/') != std::string::npos) return ::access(name.c_str(), X_OK) == 0 ? name : std::string();
+    const char* path = std::getenv("PATH");
+    std::string dirs = path && *path ? path : "/usr/local/bin:/usr/bin:/bin";
+    size_t start = 0;
+    while (start <= dirs.size()) {
+        size_t end = dirs.find(':', start);
+        if (end == std::string::npos) end = dirs.size();
+        std::string dir = dirs.substr(start, end - start);
+        std::string candidate = (dir.empty() ? "." : dir) + "/" + name;
+        if (::access(candidate.c_str(), X_OK) == 0) return candidate;
+        start = end + 1;
+    }
+    return {};
+}
+
+/// What -march=native means here, without running anything: the CPUID signature and feature words.
+std::string cpu_identity() {
+    std::string id;
+#if defined(__x86_64__) || defined(__i386__)
+    auto cpuid = [&](unsigned leaf, unsigned sub) {
+        unsigned a, b, c, d;
+        __asm__ volatile("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(leaf), "c"(sub));
+        id += format("%x.%x:%08x%08x%08x%08x;", leaf, sub, a, b, c, d);
+        return a;
+    };
+    unsigned max_leaf = cpuid(0, 0);                 // vendor
+    cpuid(1, 0);                                     // family/model/stepping, SSE…AVX, OSXSAVE
+    if (max_leaf >= 7) cpuid(7, 0);                  // AVX2, AVX-512…
+    if (max_leaf >= 7) cpuid(7, 1);
+    if (max_leaf >= 0xd) cpuid(0xd, 0);              // OS-enabled register state
+    if (cpuid(0x80000000, 0) >= 0x80000001) cpuid(0x80000001, 0);
+    // cpuid(1).ebx holds the APIC id of the current core: drop it so every core gives the same key.
+    size_t p = id.find(";1.0:");
+    if (p != std::string::npos) id.replace(p + 5 + 8, 8, "--------");
+#else
+    id = "cpu:" __VERSION__;
+#endif
+    return id;
+}
+
+struct CompilerCache {
+    std::mutex mutex;
+    bool valid = false;
+    std::string env;  // the $RUNTIME_CXX value it was resolved for
+    HostCompiler compiler;
+};
+
+/// Runs argv[0] with argv, stdout+stderr captured. Returns the exit status (-1 if it did not run).
+int run_capture(const std::vector<std::string>& args, std::string& output) {
+    std::vector<char*> argv;
+    for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    int fds[2];
+    if (::pipe2(fds, O_CLOEXEC) != 0) {  // CLOEXEC: children spawned concurrently must not hold our pipe
+        output = format("pipe: %s", std::strerror(errno));
+        return -1;
+    }
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_adddup2(&actions, fds[1], 1);
+    posix_spawn_file_actions_adddup2(&actions, fds[1], 2);
+    pid_t pid = -1;
+    int rc = ::posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ);
+    posix_spawn_file_actions_destroy(&actions);
+    ::close(fds[1]);
+    if (rc != 0) {
+        ::close(fds[0]);
+        output = format("cannot run '%s': %s", argv[0], std::strerror(rc));
+        return -1;
+    }
+    char buf[4096];
+    for (;;) {
+        ssize_t n = ::read(fds[0], buf, sizeof buf);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        if (output.size() < kMaxDiagnostics) output.append(buf, static_cast<size_t>(n));
+    }
+    ::close(fds[0]);
+    int status = 0;
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    if (output.size() >= kMaxDiagnostics) output += "\n[diagnostics truncated]\n";
+    if (WIFEXITED(status)) return WEXITSTATUS(status);
+    output += format("\n[compiler killed by signal %d]\n", WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+    return -1;
+}
+
+bool has_staged_twin(const std::string& source, const std::string& kernel) {
+    // The names rt_* are the runtime's in a kernel source; the twin's own declaration decides.
+    return source.find("void rt_staged_" + kernel + "(") != std::string::npos;
+}
+
+/// The embedded texts every module is generated from, hashed once: part of the target's identity.
+const std::string& generator_identity() {
+    static const std::string id = kcache::Hasher()
+                                      .add(static_cast<uint64_t>(RT_CPU_ABI_VERSION))
+                                      .add(cpu_kernel_abi_text())
+                                      .add(kernel_prelude_text())
+                                      .add(cpu_entry_text())
+                                      .hex();
+    return id;
+}
+
+/// The compiler's flags before the user's options (a user -O wins: it comes later).
+const std::vector<std::string>& default_flags() {
+    // -O3, not -O2: GCC 12's -O2 cost model does not vectorise the work-group loop even for `out[i] = in[i] * 2`.
+    static const std::vector<std::string> flags = {
+        "-std=c++17", "-O3",        "-march=native",       "-fPIC",       "-shared", "-fno-exceptions",
+        "-fno-rtti",  "-fno-math-errno", "-fvisibility=hidden", "-fdiagnostics-color=never", "-pipe"};
+    return flags;
+}
+
+}  // namespace
+
+HostCompiler host_compiler() {
+    static CompilerCache cache;
+    const char* env = std::getenv("RUNTIME_CXX");
+    std::string env_value = env ? env : "";
+    std::lock_guard lock(cache.mutex);
+    if (cache.valid && cache.env == env_value) return cache.compiler;
+
+    std::string found;
+    if (!env_value.empty()) {
+        found = find_on_path(env_value);
+        if (found.empty())
+            fail(RT_ERROR_COMPILE_FAILED, "RUNTIME_CXX='%s' is not an executable (nor found on PATH)", env_value.c_str());
+    } else {
+        for (const char* name : {"clang++", "c++", "g++"})
+            if (!(found = find_on_path(name)).empty()) break;
+        if (found.empty())
+            fail(RT_ERROR_COMPILE_FAILED,
+                 "no C++ compiler for cpu kernels: none of clang++, c++, g++ is on PATH (set RUNTIME_CXX)");
+    }
+    // Run as found (clang++ is a link to clang, which picks its language mode from the name it is run by); known
+    // by what the link resolves to.
+    char resolved[PATH_MAX];
+    HostCompiler hc;
+    hc.path = found;
+    const std::string real = ::realpath(found.c_str(), resolved) ? std::string(resolved) : found;
+    struct stat st {};
+    ::stat(real.c_str(), &st);
+    hc.identity = format("%s|%s|%lld|%lld.%09ld|", hc.path.c_str(), real.c_str(), static_cast<long long>(st.st_size),
+                         static_cast<long long>(st.st_mtim.tv_sec), st.st_mtim.tv_nsec) +
+                  cpu_identity();
+    cache.compiler = hc;
+    cache.env = env_value;
+    cache.valid = true;
+    return hc;
+}
+
+std::string generate_translation_unit(const kernels::Program& program) {
+    kernels::SplitSource split = kernels::split_includes(program.source, program.name);
+    std::string tu;
+    tu.reserve(split.body.size() + 24 * 1024);
+    tu += "// generated by the runtime's cpu target from '" + program.name + "'\n";
+    tu += kernels::line_directive("runtime/cpu_kernel_abi.h", 1);
+    tu += cpu_kernel_abi_text();
+    tu += "\n";
+    tu += kernels::line_directive("runtime/kernel.h", 1);
+    tu += kernel_prelude_text();
+    tu += "\n";
+    tu += split.includes;
+    tu += "struct rt_module_ : rt_kernel_base_ {\n";
+    tu += kernels::line_directive(program.name, 1);
+    tu += split.body;
+    tu += "\n};\n";
+    tu += kernels::line_directive("runtime/cpu_entry.h", 1);
+    tu += cpu_entry_text();
+    tu += kernels::line_directive("<rt generated entries>", 1);
+    const std::vector<std::string> names = program.kernel_names();
+    for (const std::string& k : names) {
+        tu += "extern \"C\" __attribute__((flatten)) void rt_entry_" + k +
+              "(const rt_cpu_launch* L, void* const* args) {\n"
+              "    typedef rt_sig_<decltype(&rt_module_::" + k + ")> S;\n";
+        if (has_staged_twin(program.source, k))
+            tu += "    S::run_staged<&rt_module_::" + k + ", &rt_module_::rt_staged_" + k + ", &rt_module_::rt_row_" + k +
+                  ", rt_module_::rt_staging_" + k + ">(L, args);\n}\n";
+        else
+            tu += "    S::run<&rt_module_::" + k + ">(L, args);\n}\n";
+    }
+    tu += "static const rt_cpu_kernel_info rt_kernels_[] = {\n";
+    for (const std::string& k : names)
+        tu += "    {\"" + k + "\", &rt_entry_" + k + ", rt_sig_<decltype(&rt_module_::" + k +
+              ")>::count, rt_sig_<decltype(&rt_module_::" + k + ")>::sizes},\n";
+    tu += "};\n"
+          "extern \"C\" __attribute__((visibility(\"default\"))) int rt_cpu_module_abi(void) { return RT_CPU_ABI_VERSION; }\n"
+          "extern \"C\" __attribute__((visibility(\"default\"))) const rt_cpu_kernel_info* rt_cpu_module_kernels(int* count) {\n"
+          "    *count = " + std::to_string(names.size()) + ";\n    return rt_kernels_;\n}\n";
+    return tu;
+}
+
+std::string CpuTarget::identity() const {
+    std::string id = generator_identity() + "|" + host_compiler().identity;
+    for (const std::string& f : default_flags()) id += "|" + f;
+    return id;
+}
+
+double CpuTarget::build(const kernels::Program& program, const std::string& out) const {
+    const std::string tu = generate_translation_unit(program);
+    const HostCompiler hc = host_compiler();
+    const std::string src_path = out.substr(0, out.size() - image_extension().size()) + ".cpp";
+    kcache::store_bytes(src_path, tu);
+
+    std::vector<std::string> args = {hc.path};
+    args.insert(args.end(), default_flags().begin(), default_flags().end());
+    args.insert(args.end(), program.options.begin(), program.options.end());
+    args.insert(args.end(), {"-o", out, src_path});
+
+    std::string diagnostics;
+    const auto t0 = std::chrono::steady_clock::now();
+    const int status = run_capture(args, diagnostics);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const bool keep_source = std::getenv("RUNTIME_KEEP_KERNEL_SOURCE") != nullptr;
+    if (keep_source && status == 0) {
+        const std::string key = out.substr(out.rfind('/') + 1, 32);
+        kcache::publish(src_path, kcache::entry_path(cache_name(), key, ".cpp"));
+    } else if (!keep_source) {
+        ::unlink(src_path.c_str());
+    }
+    if (status != 0)
+        fail(RT_ERROR_COMPILE_FAILED,
+             "compiling cpu kernel module '%s' (kernels: %s; options: '%s') failed with %s (status %d):\n%s",
+             program.name.c_str(), kernels::join(program.kernel_names()).c_str(), program.option_text.c_str(),
+             hc.path.c_str(), status, diagnostics.c_str());
+    return seconds;
+}
+
+std::shared_ptr<backend::Module> CpuTarget::load(const std::string& path, bool precompiled) {
+    std::shared_ptr<CpuModule> m = precompiled ? CpuModule::from_file(path) : CpuModule::load(path, true);
+    if (!m) return nullptr;
+    return std::make_shared<CpuKernelModule>(std::move(m));
+}
+
+CpuTarget& cpu_target() {
+    static CpuTarget* target = new CpuTarget;  // never destroyed: executors may run kernels during static destruction
+    return *target;
+}
+
+kernels::ModuleCache& cpu_modules() {
+    static kernels::ModuleCache* cache = new kernels::ModuleCache;  // never destroyed, as cpu_target()
+    return *cache;
+}
+
+}  // namespace rt::cpu

@@ -1,0 +1,41 @@
+// How a kernel is compiled for cpu: the host C++ compiler, the generated translation unit, loading the shared object.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kernels/target.hpp"
+
+namespace rt::cpu {
+
+/// The host compiler the cpu target runs: $RUNTIME_CXX (a name on PATH or a path), else clang++ (it vectorises
+/// the item loops of guarded kernels with masked stores, which GCC does not), else c++, g++.
+struct HostCompiler {
+    std::string path;      ///< the executable as found (a path); run by that name
+    std::string identity;  ///< path, size and mtime of the executable, and the host CPU's identity
+};
+/// Resolved once per process (again only if $RUNTIME_CXX changes); no subprocess. Thread-safe.
+/// Throws rt::Error(COMPILE_FAILED) when no compiler is found.
+HostCompiler host_compiler();
+
+/// The translation unit compiled for `program`: the cpu kernel ABI, the prelude, the source's includes, the
+/// source inside `struct rt_module_ : rt_kernel_base_ { ... };`, the entry code (cpu_entry.h), one entry per
+/// kernel and the kernel table. Diagnostics and rt_assert report lines of program.name (via #line).
+std::string generate_translation_unit(const kernels::Program& program);
+
+/// The cpu target: one for all cpu devices (they share code), and for runtime-compile.
+class CpuTarget final : public kernels::Target {
+public:
+    const char* cache_name() const override { return "cpu"; }
+    std::string image_extension() const override { return ".so"; }
+    std::string identity() const override;
+    double build(const kernels::Program& program, const std::string& out) const override;
+    std::shared_ptr<backend::Module> load(const std::string& path, bool precompiled) override;
+};
+
+/// The process's cpu target and its in-process module cache.
+CpuTarget& cpu_target();
+kernels::ModuleCache& cpu_modules();
+
+}  // namespace rt::cpu

@@ -1,0 +1,51 @@
+// How a kernel is compiled for cuda: the dialect source made bounded (exact global sizes), NVRTC, cuModuleLoadData.
+#pragma once
+
+#include <cuda.h>
+
+#include <memory>
+#include <string>
+
+#include "backends/cuda/cuda_driver.hpp"
+#include "kernels/target.hpp"
+
+namespace rt::cuda {
+
+/// The program NVRTC compiles for `program`: the prelude (as the header runtime/kernel.h), then the source with
+/// every kernel bounded — a leading parameter `rt_extent_ rt_extent_` (the launch's exact global size, passed by
+/// the queue ahead of the kernel's own arguments) and, first in its body, `if (rt_outside_(rt_extent_)) return;`,
+/// both inserted on the kernel's own lines so diagnostics keep the source's line numbers — and the marker kernel
+/// that tells a module built so (kBoundedMarker).
+std::string bounded_source(const kernels::Program& program);
+
+/// The empty kernel every module the cuda target builds contains: a module without it (a foreign cubin or PTX)
+/// follows CUDA's convention, takes no extent parameter, and cannot run fewer items than grid x block.
+inline constexpr const char* kBoundedMarker = "rt_bounded_module_v1_";
+
+/// One per cuda device (its architecture and context), or without a driver for compiling only (runtime-compile).
+class CudaTarget final : public kernels::Target {
+public:
+    /// `arch`: sm_XY (cubin, or PTX where NVRTC cannot emit cubin) or compute_XY (PTX); `ptx`: PTX in any case.
+    /// Throws rt::Error(INVALID_VALUE) for an architecture not of that form.
+    explicit CudaTarget(std::string arch, bool ptx = false, const Driver* driver = nullptr, CUcontext ctx = nullptr);
+    const char* cache_name() const override { return "cuda"; }
+    std::string image_extension() const override;
+    std::string identity() const override;
+    double build(const kernels::Program& program, const std::string& out) const override;
+    std::shared_ptr<backend::Module> load(const std::string& path, bool precompiled) override;
+
+    /// NVRTC's arguments for a program's options: -D/-U/-I pass through, -g becomes -lineinfo, -O levels and
+    /// -fwrapv are dropped (NVRTC always optimises; code that needs wrapping spells it out).
+    std::vector<std::string> nvrtc_arguments(const kernels::Program& program) const;
+    const std::string& arch() const { return arch_; }
+
+private:
+    bool emits_cubin() const;
+
+    std::string arch_;
+    bool ptx_;
+    const Driver* driver_;
+    CUcontext ctx_;
+};
+
+}  // namespace rt::cuda

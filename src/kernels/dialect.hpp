@@ -1,0 +1,59 @@
+// The kernel dialect's front end, shared by every target: option rules, kernel discovery, the program a target builds.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace rt::kernels {
+
+/// Validates a user option string (whitespace-separated): -O0..-O3, -Os, -g, -fwrapv, -DNAME[=VALUE], -UNAME,
+/// -IDIR (or "-D NAME", "-I DIR"). Returns them normalised (one token each). Targets translate them (cuda: -g
+/// becomes -lineinfo, -O levels and -fwrapv are dropped). Anything else: rt::Error(INVALID_VALUE) naming it.
+std::vector<std::string> parse_options(const std::string& options);
+
+/// A kernel of a source: `RT_KERNEL void name(parameters) { body }`, found outside comments and literals.
+struct KernelDecl {
+    std::string name;
+    size_t params_open = 0;   ///< offset of the '(' of the parameter list in the source
+    size_t params_close = 0;  ///< offset of its matching ')'
+    size_t body_open = 0;     ///< offset of the body's '{'; npos for a declaration without a body
+    bool no_params = false;   ///< the list holds nothing but `void` (comments and whitespace aside)
+};
+
+/// The kernels of `source`, in source order. A name defined twice: rt::Error(INVALID_VALUE) (kernels cannot be
+/// overloaded: a name is what rtModuleGetFunction looks up on every backend).
+std::vector<KernelDecl> scan_kernels(const std::string& source);
+/// The names of scan_kernels(source).
+std::vector<std::string> find_kernel_names(const std::string& source);
+
+/// `#line <line> "<name>"` with the name escaped, and a newline.
+std::string line_directive(const std::string& name, size_t line);
+
+/// A source's `#include` lines, split from the rest so a target can place them outside its wrapper: `includes`
+/// holds them (each after a #line giving its own position), `body` the source with each such line left blank
+/// (the line numbers of the rest do not change). An include of the prelude itself (runtime/kernel.h) is dropped:
+/// every target includes it first.
+struct SplitSource {
+    std::string includes;
+    std::string body;
+};
+SplitSource split_includes(const std::string& source, const std::string& name);
+
+/// What a target builds: the user's source as the front end read it.
+struct Program {
+    std::string source;               ///< verbatim
+    std::string name;                 ///< the file name diagnostics and rt_assert report (via #line)
+    std::string option_text;          ///< as given (for messages)
+    std::vector<std::string> options; ///< parse_options(option_text)
+    std::vector<KernelDecl> kernels;  ///< at least one
+    std::vector<std::string> kernel_names() const;
+};
+
+/// Reads a source: validates the options and finds the kernels. No kernel, or a bad option: INVALID_VALUE.
+Program read_program(const std::string& source, const std::string& options, const std::string& name = "kernel_source");
+
+/// "a, b, c".
+std::string join(const std::vector<std::string>& items, const char* separator = ", ");
+
+}  // namespace rt::kernels
