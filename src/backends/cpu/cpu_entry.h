@@ -101,7 +101,7 @@ template <class... P> struct rt_sig_<void (rt_module_::*)(P...)> {
               long long (rt_module_::*Row)(void**, P...), class Staging, bool Stream, unsigned long... I>
     static inline __attribute__((always_inline)) void run_items(const rt_cpu_launch* L, void* const* args,
                                                                 rt_seq_<I...>) {
-        constexpr bool staged = Staged != nullptr;
+        constexpr bool staged = Staging::count > 0;  // (not Staged != nullptr: GCC under -fsanitize does not fold it)
         rt_pack_<rt_seq_<I...>, typename rt_plain_<P>::type...> a(args);
         rt_cpu_fault spare = {0, 0, 0, 0, 0};
         rt_cpu_fault* fault = L->fault ? L->fault : &spare;

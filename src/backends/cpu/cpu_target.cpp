@@ -222,9 +222,15 @@ std::string generate_translation_unit(const kernels::Program& program) {
 }
 
 std::string CpuTarget::identity() const {
-    std::string id = generator_identity() + "|" + host_compiler().identity;
-    for (const std::string& f : default_flags()) id += "|" + f;
-    return id;
+    // Asked at every load from source: rebuilt only when the compiler's identity changes ($RUNTIME_CXX).
+    const HostCompiler hc = host_compiler();
+    std::lock_guard lock(identity_mutex_);
+    if (identity_compiler_ != hc.identity) {
+        identity_ = generator_identity() + "|" + hc.identity;
+        for (const std::string& f : default_flags()) identity_ += "|" + f;
+        identity_compiler_ = hc.identity;
+    }
+    return identity_;
 }
 
 double CpuTarget::build(const kernels::Program& program, const std::string& out) const {

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,11 @@ public:
     std::string identity() const override;
     double build(const kernels::Program& program, const std::string& out) const override;
     std::shared_ptr<backend::Module> load(const std::string& path, bool precompiled) override;
+
+private:
+    mutable std::mutex identity_mutex_;
+    mutable std::string identity_compiler_;  // the compiler identity identity_ was built for
+    mutable std::string identity_;
 };
 
 /// The process's cpu target and its in-process module cache.
