@@ -703,7 +703,13 @@ void Bench::kernel_rows() {
         unsigned n = kN;
         void* args[] = {&d_a_, &d_b_, &n};
         // Exactly kN items (the OpenCL peer's NDRange is kN too).
-        const rtLaunchConfig config{rtDim3{kN / kBlock, 1, 1}, rtDim3{kBlock, 1, 1}, 0, stream_, 3, nullptr, {kN, 1, 1}};
+        rtLaunchConfig config = RT_LAUNCH_CONFIG_INIT;
+        config.grid = rtDim3{kN / kBlock, 1, 1};
+        config.block = rtDim3{kBlock, 1, 1};
+        config.stream = stream_;
+        config.num_args = 3;
+        config.global[0] = kN;
+        config.global[1] = config.global[2] = 1;
         auto ours_run = [&] {
             const auto t0 = Clock::now();
             if (grid_launch) RT_CHECK(rtLaunchKernel(f_twice_, config.grid, config.block, args, 0, stream_));

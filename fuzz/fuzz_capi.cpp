@@ -513,7 +513,28 @@ private:
             size_t sizes[4] = {sizeof out, sizeof v, sizeof n, 8};
             if (in_.u8() % 4 == 0) sizes[in_.u8() % 3] = in_.u8();
             int num_args = in_.u8() % 4 == 0 ? static_cast<int>(in_.u8() % 6) - 2 : 3;  // -2..3
-            rtLaunchConfig c{grid, block, shared, s, num_args, in_.u8() % 2 ? sizes : nullptr, {0, 0, 0}};
+            // A config with room past it, so that sizes of a later (larger) rtLaunchConfig stay inside the object.
+            struct {
+                rtLaunchConfig c;
+                unsigned char tail[64];
+            } ext{};
+            rtLaunchConfig& c = ext.c;
+            c = RT_LAUNCH_CONFIG_INIT;
+            c.grid = grid;
+            c.block = block;
+            c.shared_bytes = shared;
+            c.stream = s;
+            c.num_args = num_args;
+            c.arg_sizes = in_.u8() % 2 ? sizes : nullptr;
+            switch (in_.u8() % 16) {
+                case 0: c.size = in_.u8() % 2 ? in_.u8() : in_.u64(); break;            // too small, or not set
+                case 1: c.size = sizeof c + in_.u8() % sizeof ext.tail; break;          // later version, zero tail
+                case 2:                                                                 // later version, a field set
+                    c.size = sizeof c + 1 + in_.u8() % (sizeof ext.tail - 1);
+                    ext.tail[in_.u8() % sizeof ext.tail] = in_.u8();
+                    break;
+                default: break;
+            }
             if (in_.u8() % 4 == 0)
                 for (unsigned long long& g : c.global) g = in_.u8() % 2 ? in_.u64() : in_.u8();
             rtLaunchKernelEx(f, in_.u8() % 32 == 0 ? nullptr : &c, args);

@@ -1,4 +1,4 @@
-/* consumer.c — plain C use of the installed runtime: allocate, copy there and back, check. */
+/* consumer.c — plain C use of the installed runtime: the library's version, allocate, copy there and back, check. */
 #include <runtime/runtime.h>
 
 #include <stdio.h>
@@ -17,12 +17,17 @@
 int main(void) {
     enum { N = 4096 };
     static int in[N], out[N];
-    int count = 0, i;
+    int count = 0, i, version = 0;
     void* dev = NULL;
     rtStream_t stream = NULL;
     rtDeviceProp prop;
 
     for (i = 0; i < N; ++i) in[i] = i * 3 + 1;
+    CHECK(rtGetVersion(&version));
+    if (version != RUNTIME_VERSION) {
+        fprintf(stderr, "the library is version %d, the header %d\n", version, RUNTIME_VERSION);
+        return 1;
+    }
     CHECK(rtGetDeviceCount(&count));
     CHECK(rtGetDeviceProperties(&prop, 0));
     CHECK(rtMalloc(&dev, sizeof in));
@@ -38,6 +43,7 @@ int main(void) {
             return 1;
         }
     }
-    printf("consumer_c: OK (%d device(s), device 0 = %s, backend %s)\n", count, prop.name, prop.backend);
+    printf("consumer_c: OK (version %d, %d device(s), device 0 = %s, backend %s)\n", version, count, prop.name,
+           prop.backend);
     return 0;
 }

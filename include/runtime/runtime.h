@@ -17,9 +17,12 @@
 extern "C" {
 #endif
 
+/* The version of this header, at compile time; rtGetVersion reports the library's, at run time. */
 #define RUNTIME_VERSION_MAJOR 0
 #define RUNTIME_VERSION_MINOR 1
 #define RUNTIME_VERSION_PATCH 0
+/* major * 10000 + minor * 100 + patch (0.1.0 is 100, 1.2.3 is 10203): the encoding of rtGetVersion. */
+#define RUNTIME_VERSION (RUNTIME_VERSION_MAJOR * 10000 + RUNTIME_VERSION_MINOR * 100 + RUNTIME_VERSION_PATCH)
 
 /* ---------------------------------------------------------------- errors */
 
@@ -46,20 +49,30 @@ RT_API const char* rtGetErrorString(rtError_t error);
  *  Valid until the next failing call on this thread. Successful calls do not clear it. */
 RT_API const char* rtGetLastErrorMessage(void);
 
+/** The version of the loaded library, encoded as RUNTIME_VERSION is (major * 10000 + minor * 100 + patch):
+ *  compare it with the RUNTIME_VERSION a program was compiled with. Needs no initialisation.
+ *  NULL: RT_ERROR_INVALID_VALUE. */
+RT_API rtError_t rtGetVersion(int* version);
+
 /* ---------------------------------------------------------------- init and devices */
 
 /** Initialise the runtime. Optional: every call initialises with defaults on first use.
- *  `options` is NULL or "key=value;key=value", keys: cpu_devices (count), cpu_memory (bytes, with
- *  optional K/M/G suffix), executors (cpu executor threads), backend (cpu or cuda: whose devices come
- *  first), cpu_stream_min_bytes (bytes: @runtime.jit kernels whose launch writes at least this much
- *  through outputs written as whole rows stream them past the cache; default the last-level cache size).
- *  Environment variables RUNTIME_CPU_DEVICES / RUNTIME_CPU_MEMORY / RUNTIME_EXECUTORS / RUNTIME_BACKEND /
- *  RUNTIME_CPU_STREAM_MIN_BYTES give the defaults.
+ *  `options` is NULL or "key=value;key=value". The core's key: backend (a backend's name, e.g. cpu or cuda:
+ *  whose devices come first). Each backend parses and checks its own keys, spelled <backend>.<key>:
+ *    cpu.devices (count), cpu.memory (bytes of each device, with optional K/M/G/T suffix), cpu.executors
+ *    (executor threads), cpu.stream_min_bytes (bytes: a tuning threshold of the cpu backend's launches, see
+ *    README; default the last-level cache size);
+ *    cuda.enable (0/1, off/on: 0 enumerates no cuda device, and cuda:0's error says it was disabled).
+ *  Older spellings stay accepted: cpu_devices, cpu_memory, executors, cpu_stream_min_bytes. Environment
+ *  variables give the defaults: RUNTIME_CPU_DEVICES, RUNTIME_CPU_MEMORY, RUNTIME_EXECUTORS,
+ *  RUNTIME_CPU_STREAM_MIN_BYTES, RUNTIME_CUDA (cuda.enable), RUNTIME_BACKEND. An unknown key (the message
+ *  lists the known ones), an item without '=', or a bad value (the message names the key and what it
+ *  expects): RT_ERROR_INVALID_VALUE.
  *  Device order: the cpu devices (cpu:0, cpu:1, ...), then the cuda devices (cuda:0, ...) in the driver's
  *  order, so device 0 — every thread's initial device — is cpu:0. With backend=cuda (and at least one
  *  GPU) the cuda devices come first and device 0 is cuda:0; without a GPU the order stays as it is.
- *  The cuda backend opens the driver at run time (libcuda.so.1, or $RUNTIME_CUDA_DRIVER_LIB; RUNTIME_CUDA=0
- *  turns it off): without a driver or a GPU it has no devices and everything else works.
+ *  The cuda backend opens the driver at run time (libcuda.so.1, or $RUNTIME_CUDA_DRIVER_LIB): without a
+ *  driver or a GPU it has no devices and everything else works.
  *  Options given while already initialised with different values: RT_ERROR_INVALID_VALUE. */
 RT_API rtError_t rtInit(const char* options);
 /** Wait for all work, release every resource; handles become invalid. rtInit may follow.
@@ -291,8 +304,16 @@ RT_API rtError_t rtFunctionGetParamInfo(rtFunction_t function, int* count, size_
  *  rt_assert or traps is reported by the next synchronize of `stream` as RT_ERROR_LAUNCH_FAILED. */
 RT_API rtError_t rtLaunchKernel(rtFunction_t function, rtDim3 grid, rtDim3 block, void** args,
                                 size_t shared_bytes, rtStream_t stream);
-/** What rtLaunchKernelEx launches, beyond rtLaunchKernel's grid, block, shared bytes and stream. */
+/** What rtLaunchKernelEx launches, beyond rtLaunchKernel's grid, block, shared bytes and stream.
+ *
+ *  The struct can grow: `size` says how much of it the caller knows. Set it to sizeof(rtLaunchConfig) as
+ *  compiled — RT_LAUNCH_CONFIG_INIT does, with every other field 0 — and set the fields by name. The library
+ *  reads only the bytes `size` covers; fields added in later versions, past the caller's size, count as 0 (a
+ *  field is only ever added with 0 meaning "as before"). A `size` smaller than the first version's struct, or
+ *  larger than this library's with a non-zero byte past the fields it knows (the caller set a field this
+ *  library does not have), is refused with RT_ERROR_INVALID_VALUE, as is a `size` above 4096 (not set). */
 typedef struct rtLaunchConfig {
+    size_t size;              /* sizeof(rtLaunchConfig) as the caller compiled it */
     rtDim3 grid;              /* work-groups per dimension */
     rtDim3 block;             /* work-items per work-group */
     size_t shared_bytes;      /* dynamic work-group local memory */
@@ -300,15 +321,33 @@ typedef struct rtLaunchConfig {
     int num_args;             /* parameters given in args; -1: not stated (rtLaunchKernel's convention) */
     const size_t* arg_sizes;  /* NULL, or num_args sizes in bytes, each checked against the parameter's */
     /* 0, or the exact work-item count of that dimension (OpenCL's global size, for a global size that
-     * is not a multiple of the block): it must satisfy (grid-1)*block < global <= grid*block. The
-     * work-items past it are skipped by backends whose kernels see RT_ITEMS_BOUNDED == 1 (cpu); elsewhere
-     * they run, so portable kernels keep `#if !RT_ITEMS_BOUNDED` guards (as @runtime.jit's do). */
+     * is not a multiple of the block): it must satisfy (grid-1)*block < global <= grid*block. Exact on
+     * every backend: the work-items past it never run, on cpu and cuda alike, so kernels need no bounds
+     * test of their own. 0 runs all grid*block items of that dimension. */
     unsigned long long global[3];
 } rtLaunchConfig;
 
+/** A launch configuration with `size` set and every other field 0 (stream NULL, num_args 0, global 0):
+ *  `rtLaunchConfig c = RT_LAUNCH_CONFIG_INIT; c.grid = ...;` (in C a constant initialiser, in C++ a call of
+ *  rtLaunchConfigDefault). Header-only: no library call. */
+static inline rtLaunchConfig rtLaunchConfigDefault(void) {
+#ifdef __cplusplus
+    rtLaunchConfig c = {};
+#else
+    rtLaunchConfig c = { .size = sizeof(rtLaunchConfig) };
+#endif
+    c.size = sizeof(rtLaunchConfig);
+    return c;
+}
+#ifdef __cplusplus
+#  define RT_LAUNCH_CONFIG_INIT (rtLaunchConfigDefault())
+#else
+#  define RT_LAUNCH_CONFIG_INIT { .size = sizeof(rtLaunchConfig) }
+#endif
+
 /** rtLaunchKernel with the arity checked (num_args >= 0: a wrong count or, with arg_sizes, a wrongly
  *  sized argument is refused with RT_ERROR_INVALID_VALUE instead of read past) and an optional exact
- *  global size. `config` is read during the call only. */
+ *  global size. `config` (its first config->size bytes) is read during the call only. */
 RT_API rtError_t rtLaunchKernelEx(rtFunction_t function, const rtLaunchConfig* config, void** args);
 
 #ifdef __cplusplus

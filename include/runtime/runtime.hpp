@@ -72,8 +72,8 @@ template <class T> std::size_t element_bytes(std::size_t count, const char* what
 // ------------------------------------------------------------------------------------- devices
 
 /// Initialise explicitly; optional (every call initialises with defaults). `options` is
-/// "key=value;..." (cpu_devices, cpu_memory, executors, backend, cpu_stream_min_bytes; see rtInit); empty
-/// means defaults/environment.
+/// "key=value;..." (backend, and each backend's own keys: cpu.devices, cpu.memory, cpu.executors,
+/// cpu.stream_min_bytes, cuda.enable; see rtInit); empty means defaults/environment.
 inline void init(std::string_view options = {}) {
     const std::string opts(options);
     check(rtInit(opts.empty() ? nullptr : opts.c_str()));
@@ -200,7 +200,7 @@ struct LaunchConfig {
     Dim3 grid;                    ///< work-groups per dimension
     Dim3 block;                   ///< work-items per work-group
     std::size_t shared_bytes = 0; ///< dynamic work-group local memory
-    /// Exact work-items per dimension, 0 = grid * block (see rtLaunchConfig::global).
+    /// Exact work-items per dimension (the items past it never run), 0 = grid * block (rtLaunchConfig::global).
     std::array<unsigned long long, 3> global{};
 };
 
@@ -567,8 +567,13 @@ template <class T> const T& kernel_arg(const T& v) noexcept {
 } // namespace detail
 
 template <class... Args> void Stream::launch(const Kernel& kernel, const LaunchConfig& config, Args&&... args) {
-    rtLaunchConfig c{config.grid, config.block, config.shared_bytes, handle_, static_cast<int>(sizeof...(Args)),
-                     nullptr, {config.global[0], config.global[1], config.global[2]}};
+    rtLaunchConfig c = RT_LAUNCH_CONFIG_INIT;  // size set, every other field 0; the fields by name
+    c.grid = config.grid;
+    c.block = config.block;
+    c.shared_bytes = config.shared_bytes;
+    c.stream = handle_;
+    c.num_args = static_cast<int>(sizeof...(Args));
+    for (int d = 0; d < 3; ++d) c.global[d] = config.global[static_cast<std::size_t>(d)];
     if constexpr (sizeof...(Args) == 0) {
         check(rtLaunchKernelEx(kernel.native_handle(), &c, nullptr));
     } else {

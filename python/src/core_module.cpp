@@ -221,7 +221,7 @@ nb::dict device_properties(int device) {
 // An exact-global-size launch of glob items per dimension in groups of local: the grid rounds up, and the backend
 // skips the items past glob where it can (RT_ITEMS_BOUNDED). False if the grid does not fit 32 bits.
 bool launch_config(const size_t glob[3], const unsigned local[3], uintptr_t stream, rtLaunchConfig& config) {
-    config = rtLaunchConfig{};
+    config = RT_LAUNCH_CONFIG_INIT;
     unsigned* grid[3] = {&config.grid.x, &config.grid.y, &config.grid.z};
     unsigned* block[3] = {&config.block.x, &config.block.y, &config.block.z};
     for (int d = 0; d < 3; ++d) {

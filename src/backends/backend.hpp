@@ -185,21 +185,15 @@ public:
     virtual std::string unavailable_reason() const { return {}; }
 };
 
-/// Options the runtime was initialised with, as far as backends care.
-struct Options {
-    int cpu_devices = 1;
-    size_t cpu_memory = 0;  ///< 0 = half the physical memory
-    int executors = 0;      ///< 0 = one per hardware thread
-    static constexpr size_t kAuto = ~size_t{0};
-    /// Launches of kernels with staged outputs that write at least this much stream them past the cache
-    /// (rt_cpu_launch.stream_min_bytes); kAuto = the last-level cache size.
-    size_t cpu_stream_min_bytes = kAuto;
-    std::string backend = "cpu";  ///< the backend whose devices are enumerated first (device 0 is the default)
+/// A backend's own rtInit options, parsed and validated by that backend (BackendEntry::parse in registry.hpp).
+/// The core keeps them opaque and hands them back to the backend's factory; it knows no backend's fields.
+class Options {
+public:
+    virtual ~Options() = default;
+    /// True if `other` (options of the same backend) configure the same thing: rtInit refuses options that
+    /// differ from the live runtime's.
+    virtual bool same_as(const Options& other) const = 0;
 };
-
-std::unique_ptr<Backend> make_cpu_backend(const Options& options);
-/// The cuda backend (builds with RUNTIME_WITH_CUDA only): no devices, and a reason, without a usable driver.
-std::unique_ptr<Backend> make_cuda_backend(const Options& options);
 
 }  // namespace backend
 }  // namespace rt

@@ -13,7 +13,22 @@ void copy_string(char* dst, size_t cap, const std::string& src) {
 }
 }  // namespace
 
+// The version the library was built as (CMake's project version) is the header's: one number, two places.
+#if defined(RUNTIME_LIBRARY_VERSION_MAJOR)
+static_assert(RUNTIME_LIBRARY_VERSION_MAJOR == RUNTIME_VERSION_MAJOR &&
+                  RUNTIME_LIBRARY_VERSION_MINOR == RUNTIME_VERSION_MINOR &&
+                  RUNTIME_LIBRARY_VERSION_PATCH == RUNTIME_VERSION_PATCH,
+              "project(VERSION) in CMakeLists.txt and RUNTIME_VERSION_* in runtime.h differ");
+#endif
+
 extern "C" {
+
+RT_API rtError_t rtGetVersion(int* version) {
+    return capi_call("rtGetVersion", [&] {
+        require_out(version, "version");
+        *version = RUNTIME_VERSION;  // as this library was compiled: the loaded one's, whatever the caller's header
+    });
+}
 
 RT_API rtError_t rtInit(const char* options) {
     return capi_call("rtInit", [&] { init(options); });

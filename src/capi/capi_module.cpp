@@ -1,4 +1,8 @@
 // C API: modules (kernel source or precompiled files), kernel look-up and launches.
+#include <algorithm>
+#include <cstddef>
+#include <cstring>
+
 #include "capi/capi_common.hpp"
 #include "core/module.hpp"
 #include "kernels/target.hpp"
@@ -21,6 +25,40 @@ std::shared_ptr<CoreFunction> find_function(rtFunction_t function) {
     auto f = runtime().functions.find(reinterpret_cast<uint64_t>(function));
     if (!f) refuse_function(function);
     return f;
+}
+
+/// The first rtLaunchConfig's size (version 0.1: up to `global`); a caller's struct is never smaller.
+constexpr size_t kLaunchConfigFirstSize = offsetof(rtLaunchConfig, global) + sizeof(rtLaunchConfig::global);
+/// Larger sizes are taken for a `size` never set, not for a struct of a later version.
+constexpr size_t kLaunchConfigMaxSize = 4096;
+
+/// The caller's rtLaunchConfig as this library's: the bytes its `size` covers, fields past them 0. Refuses a size
+/// below the first version's, an implausible one, and a larger struct that sets a field this library lacks.
+rtLaunchConfig read_launch_config(const rtLaunchConfig* config) {
+    if (!config) fail(RT_ERROR_INVALID_VALUE, "config is NULL (expected an rtLaunchConfig)");
+    const size_t size = config->size;
+    if (size < kLaunchConfigFirstSize)
+        fail(RT_ERROR_INVALID_VALUE,
+             "config->size = %zu is smaller than any rtLaunchConfig (at least %zu bytes; expected "
+             "sizeof(rtLaunchConfig) = %zu: start from RT_LAUNCH_CONFIG_INIT)", size, kLaunchConfigFirstSize,
+             sizeof(rtLaunchConfig));
+    if (size > kLaunchConfigMaxSize)
+        fail(RT_ERROR_INVALID_VALUE,
+             "config->size = %zu is not the size of an rtLaunchConfig (this library's has %zu bytes, and no "
+             "version more than %zu): was it set? (start from RT_LAUNCH_CONFIG_INIT)", size, sizeof(rtLaunchConfig),
+             kLaunchConfigMaxSize);
+    rtLaunchConfig c{};
+    std::memcpy(&c, config, std::min(size, sizeof c));
+    const auto* tail = reinterpret_cast<const unsigned char*>(config);
+    for (size_t i = sizeof c; i < size; ++i)
+        if (tail[i] != 0)
+            fail(RT_ERROR_INVALID_VALUE,
+                 "config->size = %zu, and byte %zu is not 0: the caller sets a field of a later rtLaunchConfig that "
+                 "this library (version %d.%d.%d, %zu bytes) does not have; use a newer runtime library, or leave "
+                 "that field 0", size, i, RUNTIME_VERSION_MAJOR, RUNTIME_VERSION_MINOR, RUNTIME_VERSION_PATCH,
+                 sizeof c);
+    c.size = sizeof c;
+    return c;
 }
 
 rtModule_t insert_module(CoreDevice& device, std::shared_ptr<backend::Module> impl) {
@@ -95,8 +133,7 @@ RT_API rtError_t rtFunctionGetParamInfo(rtFunction_t function, int* count, size_
 
 RT_API rtError_t rtLaunchKernelEx(rtFunction_t function, const rtLaunchConfig* config, void** args) {
     return capi_call("rtLaunchKernelEx", [&] {
-        if (!config) fail(RT_ERROR_INVALID_VALUE, "config is NULL (expected an rtLaunchConfig)");
-        const rtLaunchConfig& c = *config;
+        const rtLaunchConfig c = read_launch_config(config);
         if (c.num_args < -1)
             fail(RT_ERROR_INVALID_VALUE, "config->num_args = %d (expected the number of arguments, or -1 for not stated)",
                  c.num_args);

@@ -32,77 +32,7 @@ std::string trim(std::string s) {
     size_t e = s.find_last_not_of(" \t\n");
     return b == std::string::npos ? std::string() : s.substr(b, e - b + 1);
 }
-
-void apply_option(backend::Options& o, const std::string& key, const std::string& value, const char* source) {
-    if (key == "cpu_devices") {
-        if (!parse_int(value, &o.cpu_devices) || o.cpu_devices < 1)
-            fail(RT_ERROR_INVALID_VALUE, "%s: cpu_devices='%s' is not a device count (expected an integer 1..1024)",
-                 source, value.c_str());
-    } else if (key == "cpu_memory") {
-        if (!parse_size(value, &o.cpu_memory) || o.cpu_memory == 0)
-            fail(RT_ERROR_INVALID_VALUE, "%s: cpu_memory='%s' is not a size (expected bytes, e.g. 1048576, 512M, 2G)",
-                 source, value.c_str());
-    } else if (key == "cpu_stream_min_bytes") {
-        if (!parse_size(value, &o.cpu_stream_min_bytes) || o.cpu_stream_min_bytes == backend::Options::kAuto)
-            fail(RT_ERROR_INVALID_VALUE,
-                 "%s: cpu_stream_min_bytes='%s' is not a size (expected bytes, e.g. 0, 4096, 32M)", source,
-                 value.c_str());
-    } else if (key == "executors") {
-        if (!parse_int(value, &o.executors) || o.executors < 1)
-            fail(RT_ERROR_INVALID_VALUE, "%s: executors='%s' is not a thread count (expected an integer 1..1024)",
-                 source, value.c_str());
-    } else if (key == "backend") {
-        if (value != "cpu" && value != "cuda")
-            fail(RT_ERROR_INVALID_VALUE, "%s: backend='%s' is not a backend (expected cpu or cuda)", source, value.c_str());
-        o.backend = value;
-    } else {
-        fail(RT_ERROR_INVALID_VALUE, "%s: unknown option '%s' (known: cpu_devices, cpu_memory, cpu_stream_min_bytes, executors, backend)",
-             source, key.c_str());
-    }
-}
 }  // namespace
-
-bool parse_size(const std::string& text, size_t* out) {
-    if (text.empty() || !(text[0] >= '0' && text[0] <= '9')) return false;
-    char* end = nullptr;
-    unsigned long long v = std::strtoull(text.c_str(), &end, 10);
-    std::string suffix = end;
-    unsigned shift = 0;
-    if (suffix == "" || suffix == "B") shift = 0;
-    else if (suffix == "K" || suffix == "k" || suffix == "KiB") shift = 10;
-    else if (suffix == "M" || suffix == "m" || suffix == "MiB") shift = 20;
-    else if (suffix == "G" || suffix == "g" || suffix == "GiB") shift = 30;
-    else if (suffix == "T" || suffix == "t" || suffix == "TiB") shift = 40;
-    else return false;
-    if (shift && v > (~0ull >> shift)) return false;
-    *out = static_cast<size_t>(v << shift);
-    return true;
-}
-
-backend::Options parse_options(const char* text) {
-    backend::Options o;
-    if (const char* e = std::getenv("RUNTIME_CPU_DEVICES"); e && *e) apply_option(o, "cpu_devices", e, "RUNTIME_CPU_DEVICES");
-    if (const char* e = std::getenv("RUNTIME_CPU_MEMORY"); e && *e) apply_option(o, "cpu_memory", e, "RUNTIME_CPU_MEMORY");
-    if (const char* e = std::getenv("RUNTIME_CPU_STREAM_MIN_BYTES"); e && *e)
-        apply_option(o, "cpu_stream_min_bytes", e, "RUNTIME_CPU_STREAM_MIN_BYTES");
-    if (const char* e = std::getenv("RUNTIME_EXECUTORS"); e && *e) apply_option(o, "executors", e, "RUNTIME_EXECUTORS");
-    if (const char* e = std::getenv("RUNTIME_BACKEND"); e && *e) apply_option(o, "backend", e, "RUNTIME_BACKEND");
-    if (!text) return o;
-    std::string all = text;
-    size_t pos = 0;
-    while (pos <= all.size()) {
-        size_t end = all.find(';', pos);
-        if (end == std::string::npos) end = all.size();
-        std::string item = trim(all.substr(pos, end - pos));
-        pos = end + 1;
-        if (item.empty()) continue;
-        size_t eq = item.find('=');
-        if (eq == std::string::npos)
-            fail(RT_ERROR_INVALID_VALUE, "rtInit: option '%s' has no value (expected key=value;key=value)", item.c_str());
-        apply_option(o, trim(item.substr(0, eq)), trim(item.substr(eq + 1)), "rtInit");
-    }
-    return o;
-}
 
 CoreDevice::CoreDevice(int index, std::unique_ptr<backend::Device> impl)
     : index_(index), impl_(std::move(impl)) {
@@ -135,15 +65,12 @@ void CoreDevice::remove_stream(const Stream* stream) {
     std::erase_if(streams_, [&](const auto& s) { return s.get() == stream; });
 }
 
-// Device order: the cpu devices, then the cuda devices — unless options.backend names a backend that has
-// devices, which then come first (so device 0, every thread's initial device, is that backend's first).
-Runtime::Runtime(const backend::Options& options) : options_(options), timeline_(std::make_unique<Timeline>()) {
-    backends_.push_back(backend::make_cpu_backend(options_));
-#ifdef RUNTIME_HAVE_CUDA
-    backends_.push_back(backend::make_cuda_backend(options_));
-#endif
+// Device order: the registry's (cpu, then cuda) — unless options.first_backend names a backend that has devices,
+// which then come first (so device 0, every thread's initial device, is that backend's first).
+Runtime::Runtime(InitOptions options) : options_(std::move(options)), timeline_(std::make_unique<Timeline>()) {
+    for (const InitOptions::PerBackend& b : options_.backends) backends_.push_back(b.entry->create(*b.options));
     std::stable_partition(backends_.begin(), backends_.end(), [&](const auto& b) {
-        return b->name() == options_.backend && b->device_count() > 0;
+        return b->name() == options_.first_backend && b->device_count() > 0;
     });
     for (auto& b : backends_)
         for (int i = 0; i < b->device_count(); ++i)
@@ -232,11 +159,11 @@ int Runtime::find_device(const std::string& name) const {
              name.c_str(), backend_name.c_str(), b->device_count(), backend_name.c_str(), b->device_count() - 1,
              available.c_str());
     }
-    if (backend_name == "cuda")
-        fail(RT_ERROR_INVALID_DEVICE, "no device '%s': this build of the runtime has no cuda backend (it was built with "
-             "RUNTIME_WITH_CUDA=OFF, or without the CUDA headers); available: %s", name.c_str(), available.c_str());
-    fail(RT_ERROR_INVALID_DEVICE, "no device '%s': unknown backend '%s' (backends: cpu, cuda); available: %s",
-         name.c_str(), backend_name.c_str(), available.c_str());
+    if (const backend::BackendEntry* e = backend::registry().find(backend_name))
+        fail(RT_ERROR_INVALID_DEVICE, "no device '%s': this build of the runtime has no %s backend (%s); available: %s",
+             name.c_str(), backend_name.c_str(), e->absent_reason.c_str(), available.c_str());
+    fail(RT_ERROR_INVALID_DEVICE, "no device '%s': unknown backend '%s' (expected %s); available: %s", name.c_str(),
+         backend_name.c_str(), backend::registry().names().c_str(), available.c_str());
 }
 
 std::shared_ptr<Stream> Runtime::stream(rtStream_t handle) const {
@@ -272,19 +199,16 @@ Runtime& detail::create_runtime() {
 }
 
 void init(const char* options) {
-    backend::Options o = parse_options(options);
+    InitOptions o = parse_options(options);
     std::lock_guard lock(g_init_mutex);
     Runtime* r = g_runtime.load(std::memory_order_relaxed);
     if (r) {
-        const backend::Options& cur = r->options();
-        if (options && *options &&
-            (cur.cpu_devices != o.cpu_devices || cur.cpu_memory != o.cpu_memory || cur.executors != o.executors ||
-             cur.cpu_stream_min_bytes != o.cpu_stream_min_bytes || cur.backend != o.backend))
+        if (options && *options && !r->options().same_as(o))
             fail(RT_ERROR_INVALID_VALUE,
                  "rtInit: the runtime is already initialised with other options; call rtFinalize first");
         return;
     }
-    g_runtime.store(new Runtime(o), std::memory_order_release);
+    g_runtime.store(new Runtime(std::move(o)), std::memory_order_release);
 }
 
 void finalize() {

@@ -12,6 +12,7 @@
 #include "core/handle_table.hpp"
 #include "core/memory_registry.hpp"
 #include "core/module.hpp"
+#include "core/options.hpp"
 #include "core/stream.hpp"
 #include "core/timeline.hpp"
 
@@ -19,7 +20,7 @@ namespace rt {
 
 class Runtime {
 public:
-    explicit Runtime(const backend::Options& options);
+    explicit Runtime(InitOptions options);
     ~Runtime();  ///< releases everything; shutdown() ran first
 
     /// Waits for all work and runs every deferred action; the runtime is still published (actions may call the
@@ -28,7 +29,7 @@ public:
     /// "When these streams get here": deferred frees, stream teardown, releases (rtStreamDeferRelease).
     Timeline& timeline() { return *timeline_; }
 
-    const backend::Options& options() const { return options_; }
+    const InitOptions& options() const { return options_; }
     int device_count() const { return static_cast<int>(devices_.size()); }
     /// The device with this index; throws RT_ERROR_INVALID_DEVICE naming the valid range.
     CoreDevice& device(int index) const;
@@ -59,7 +60,7 @@ public:
 private:
     [[noreturn]] static void refuse_stream(rtStream_t handle);
 
-    backend::Options options_;
+    InitOptions options_;
     std::vector<std::unique_ptr<backend::Backend>> backends_;
     std::vector<std::unique_ptr<CoreDevice>> devices_;
     std::unique_ptr<Timeline> timeline_;  // released before the devices its actions refer to
@@ -83,10 +84,5 @@ void finalize();
 
 /// The calling thread's current device index (rtSetDevice).
 int& current_device_index();
-
-/// Parses "key=value;..." over the environment defaults; throws INVALID_VALUE on unknown keys or values.
-backend::Options parse_options(const char* text);
-/// Parses "64M", "2G", "1048576".
-bool parse_size(const std::string& text, size_t* out);
 
 }  // namespace rt

@@ -160,6 +160,74 @@ TEST_F(FakeCuda, BackendCudaPutsCudaDevicesFirst) {
     EXPECT_EQ(cur, 0) << "device 0, every thread's initial device, is cuda:0";
 }
 
+TEST_F(FakeCuda, CudaEnableZeroEnumeratesNoCudaDevice) {
+    int gpus_and_cpus = 0;
+    ASSERT_RT_OK(rtGetDeviceCount(&gpus_and_cpus));
+    ASSERT_RT_OK(rtFinalize());
+    ASSERT_RT_OK(rtInit("cuda.enable=0"));
+    int n = 0;
+    ASSERT_RT_OK(rtGetDeviceCount(&n));
+    EXPECT_EQ(n, gpus_and_cpus - env_int("FAKE_CUDA_DEVICES", 1)) << "the cpu devices only";
+    for (int i = 0; i < n; ++i) {
+        rtDeviceProp p{};
+        ASSERT_RT_OK(rtGetDeviceProperties(&p, i));
+        EXPECT_STREQ(p.backend, "cpu");
+    }
+    int d = 42;
+    EXPECT_RT_ERROR(RT_ERROR_INVALID_DEVICE, rtGetDeviceByName(&d, "cuda:0"));
+    EXPECT_EQ(d, 42);
+    EXPECT_TRUE(contains(last_message(), "the cuda backend is disabled (rtInit: cuda.enable=0)")) << last_message();
+    EXPECT_RT_OK(rtInit("cuda.enable=off")) << "another spelling of the same configuration";
+    EXPECT_RT_ERROR(RT_ERROR_INVALID_VALUE, rtInit("cuda.enable=1"));
+    EXPECT_TRUE(contains(last_message(), "already initialised")) << last_message();
+
+    // Enabled again (and first): the fake GPUs are back.
+    ASSERT_RT_OK(rtFinalize());
+    ASSERT_RT_OK(rtInit("cuda.enable=yes;backend=cuda"));
+    rtDeviceProp p{};
+    ASSERT_RT_OK(rtGetDeviceProperties(&p, 0));
+    EXPECT_STREQ(p.backend, "cuda");
+    ASSERT_RT_OK(rtGetDeviceCount(&n));
+    EXPECT_EQ(n, gpus_and_cpus);
+
+    // Disabled, backend=cuda has no cuda device to put first.
+    ASSERT_RT_OK(rtFinalize());
+    ASSERT_RT_OK(rtInit("backend=cuda;cuda.enable=false"));
+    ASSERT_RT_OK(rtGetDeviceProperties(&p, 0));
+    EXPECT_STREQ(p.backend, "cpu");
+}
+
+TEST_F(FakeCuda, CudaEnableComesFromTheEnvironmentAndIsChecked) {
+    ASSERT_RT_OK(rtFinalize());
+    {
+        rt_test::EnvVar off("RUNTIME_CUDA", "0");
+        int d = 0;
+        EXPECT_RT_ERROR(RT_ERROR_INVALID_DEVICE, rtGetDeviceByName(&d, "cuda:0"));
+        EXPECT_TRUE(contains(last_message(), "disabled (RUNTIME_CUDA=0)")) << last_message();
+        ASSERT_RT_OK(rtFinalize());
+        ASSERT_RT_OK(rtInit("cuda.enable=1")) << "rtInit's option wins over the environment";
+        ASSERT_RT_OK(rtGetDeviceByName(&d, "cuda:0"));
+        ASSERT_RT_OK(rtFinalize());
+    }
+    for (const char* bad : {"cuda.enable=maybe", "cuda.enable=", "cuda.enable=2", "cuda.devices=1", "cuda_enable=0"}) {
+        EXPECT_RT_ERROR(RT_ERROR_INVALID_VALUE, rtInit(bad)) << bad;
+        ASSERT_RT_OK(rtFinalize());
+    }
+    EXPECT_RT_ERROR(RT_ERROR_INVALID_VALUE, rtInit("cuda.enable=maybe"));
+    EXPECT_TRUE(contains(last_message(), "rtInit: cuda.enable='maybe'")) << last_message();
+    EXPECT_TRUE(contains(last_message(), "expected 1 or 0")) << last_message();
+    EXPECT_RT_ERROR(RT_ERROR_INVALID_VALUE, rtInit("cuda.devices=1"));
+    EXPECT_TRUE(contains(last_message(), "unknown option 'cuda.devices'")) << last_message();
+    EXPECT_TRUE(contains(last_message(), "cuda.enable")) << "the known keys include the cuda backend's";
+    {
+        rt_test::EnvVar bad("RUNTIME_CUDA", "sometimes");
+        EXPECT_RT_ERROR(RT_ERROR_INVALID_VALUE, rtInit(nullptr));
+        EXPECT_TRUE(contains(last_message(), "RUNTIME_CUDA='sometimes'")) << last_message();
+    }
+    int d = -1;
+    EXPECT_RT_OK(rtGetDeviceByName(&d, "cuda:0")) << "the environment restored, the fake GPUs are there";
+}
+
 // ------------------------------------------------------------------------------------------------ memory
 
 TEST_F(FakeCuda, MallocFreeGoThroughTheDriverAndTheRegistry) {

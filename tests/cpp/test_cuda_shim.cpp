@@ -8,27 +8,8 @@
 namespace {
 
 using rt_test::contains;
+using rt_test::EnvVar;
 using rt_test::last_message;
-
-/// Sets an environment variable for one test and restores it (and re-initialises the runtime) afterwards.
-class EnvVar {
-public:
-    EnvVar(const char* name, const char* value) : name_(name) {
-        const char* old = std::getenv(name);
-        had_ = old != nullptr;
-        if (had_) old_ = old;
-        if (value) ::setenv(name, value, 1);
-        else ::unsetenv(name);
-    }
-    ~EnvVar() {
-        if (had_) ::setenv(name_.c_str(), old_.c_str(), 1);
-        else ::unsetenv(name_.c_str());
-    }
-
-private:
-    std::string name_, old_;
-    bool had_ = false;
-};
 
 int cpu_devices_expected() {
     const char* e = std::getenv("RUNTIME_CPU_DEVICES");
@@ -79,6 +60,20 @@ TEST_F(CudaShim, DisabledByEnvironmentSaysSo) {
     int d = 0;
     EXPECT_RT_ERROR(RT_ERROR_INVALID_DEVICE, rtGetDeviceByName(&d, "cuda:0"));
     EXPECT_TRUE(contains(last_message(), "RUNTIME_CUDA=0"));
+}
+
+TEST_F(CudaShim, CudaEnableZeroSaysSoWithoutOpeningTheDriver) {
+#ifdef RUNTIME_HAVE_CUDA
+    ASSERT_RT_OK(rtInit("cuda.enable=0"));
+    int d = 0;
+    EXPECT_RT_ERROR(RT_ERROR_INVALID_DEVICE, rtGetDeviceByName(&d, "cuda:0"));
+    EXPECT_TRUE(contains(last_message(), "disabled (rtInit: cuda.enable=0)")) << last_message();
+    EXPECT_FALSE(contains(last_message(), "/nonexistent")) << "the driver library is not tried";
+#else
+    // A build without the backend refuses its options, saying why.
+    EXPECT_RT_ERROR(RT_ERROR_INVALID_VALUE, rtInit("cuda.enable=0"));
+    EXPECT_TRUE(contains(last_message(), "no cuda backend")) << last_message();
+#endif
 }
 
 TEST_F(CudaShim, DeviceNamesResolveThroughOneParser) {

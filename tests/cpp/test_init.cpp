@@ -215,4 +215,178 @@ TEST_F(Init, FinalizeTwiceIsHarmless) {
     EXPECT_GE(n, 1);
 }
 
+// ------------------------------------------------------------------ each backend's own options (cpu.*, cuda.*)
+
+using rt_test::contains;
+using rt_test::EnvVar;
+using rt_test::last_message;
+
+int device_count() {
+    int n = -1;
+    EXPECT_RT_OK(rtGetDeviceCount(&n));
+    return n;
+}
+
+size_t device_memory() {
+    size_t free_b = 0, total_b = 0;
+    EXPECT_RT_OK(rtMemGetInfo(&free_b, &total_b));
+    return total_b;
+}
+
+TEST_F(Init, PrefixedOptionsSetDevicesMemoryAndExecutors) {
+    ASSERT_RT_OK(rtInit("cpu.devices=3; cpu.memory=64M ;cpu.executors=2;cpu.stream_min_bytes=0"));
+    EXPECT_EQ(device_count(), 3);
+    for (int d = 0; d < 3; ++d) {
+        rtDeviceProp p;
+        ASSERT_RT_OK(rtGetDeviceProperties(&p, d));
+        EXPECT_EQ(p.total_memory, 64 * kMiB) << "device " << d;
+        EXPECT_STREQ(p.backend, "cpu");
+    }
+    void* p = nullptr;
+    EXPECT_RT_ERROR(RT_ERROR_OUT_OF_MEMORY, rtMalloc(&p, 65 * kMiB)) << "the capacity is enforced";
+}
+
+TEST_F(Init, OldSpellingsAreTheSameOptionsAsThePrefixedOnes) {
+    struct Pair {
+        const char* prefixed;
+        const char* old;
+        const char* different;
+    };
+    for (const Pair& p : {Pair{"cpu.devices=2", "cpu_devices=2", "cpu.devices=3"},
+                          Pair{"cpu.memory=32M", "cpu_memory=32M", "cpu_memory=16M"},
+                          Pair{"cpu.executors=2", "executors=2", "executors=3"},
+                          Pair{"cpu.stream_min_bytes=4096", "cpu_stream_min_bytes=4K", "cpu.stream_min_bytes=0"}}) {
+        ASSERT_RT_OK(rtInit(p.prefixed)) << p.prefixed;
+        EXPECT_RT_OK(rtInit(p.old)) << p.old << " configures what " << p.prefixed << " does";
+        EXPECT_RT_ERROR(RT_ERROR_INVALID_VALUE, rtInit(p.different)) << p.different;
+        EXPECT_TRUE(contains(last_message(), "already initialised")) << last_message();
+        ASSERT_RT_OK(rtFinalize());
+    }
+}
+
+TEST_F(Init, LaterSettingsOfOneOptionWinWhateverTheSpelling) {
+    ASSERT_RT_OK(rtInit("cpu_devices=3;cpu.devices=2"));
+    EXPECT_EQ(device_count(), 2);
+    ASSERT_RT_OK(rtFinalize());
+    ASSERT_RT_OK(rtInit("cpu.memory=8M;cpu_memory=16M"));
+    EXPECT_EQ(device_memory(), 16 * kMiB);
+}
+
+TEST_F(Init, EnvironmentGivesTheDefaultsAndOptionsOverrideThem) {
+    EnvVar devices("RUNTIME_CPU_DEVICES", "3");
+    EnvVar memory("RUNTIME_CPU_MEMORY", "8M");
+    EnvVar executors("RUNTIME_EXECUTORS", "2");
+    EnvVar threshold("RUNTIME_CPU_STREAM_MIN_BYTES", "0");
+    EXPECT_EQ(device_count(), 3) << "implicit initialisation reads the environment";
+    EXPECT_EQ(device_memory(), 8 * kMiB);
+    EXPECT_RT_OK(rtInit("cpu.devices=3")) << "the same as the environment's: accepted";
+    ASSERT_RT_OK(rtFinalize());
+    ASSERT_RT_OK(rtInit("cpu.devices=1;cpu_memory=16M"));
+    EXPECT_EQ(device_count(), 1) << "rtInit's options win over the environment";
+    EXPECT_EQ(device_memory(), 16 * kMiB);
+}
+
+TEST_F(Init, BadValuesNameTheKeyAsWrittenAndWhatIsExpected) {
+    struct Case {
+        const char* options;
+        const char* said;      // the key and value as written
+        const char* expected;  // what the value should have been
+    };
+    for (const Case& c : {Case{"cpu.devices=abc", "cpu.devices='abc'", "expected an integer 1..1024"},
+                          Case{"cpu.devices=0", "cpu.devices='0'", "1..1024"},
+                          Case{"cpu.devices=1025", "cpu.devices='1025'", "1..1024"},
+                          Case{"cpu.devices=-1", "cpu.devices='-1'", "1..1024"},
+                          Case{"cpu.devices=99999999999999999999", "cpu.devices='99999999999999999999'", "1..1024"},
+                          Case{"cpu.devices=", "cpu.devices=''", "1..1024"},
+                          Case{"cpu_devices=two", "cpu_devices='two'", "1..1024"},
+                          Case{"cpu.memory=12Q", "cpu.memory='12Q'", "expected bytes"},
+                          Case{"cpu.memory=0", "cpu.memory='0'", "expected bytes"},
+                          Case{"cpu.memory=99999999999T", "cpu.memory='99999999999T'", "expected bytes"},
+                          Case{"cpu_memory=lots", "cpu_memory='lots'", "expected bytes"},
+                          Case{"cpu.executors=x", "cpu.executors='x'", "a thread count"},
+                          Case{"executors=0", "executors='0'", "a thread count"},
+                          Case{"cpu.stream_min_bytes=-1", "cpu.stream_min_bytes='-1'", "expected bytes"},
+                          Case{"cpu_stream_min_bytes=lots", "cpu_stream_min_bytes='lots'", "expected bytes"}}) {
+        EXPECT_RT_ERROR(RT_ERROR_INVALID_VALUE, rtInit(c.options)) << c.options;
+        std::string m = last_message();
+        EXPECT_TRUE(contains(m, "rtInit: ")) << m;
+        EXPECT_TRUE(contains(m, c.said)) << c.options << ": " << m;
+        EXPECT_TRUE(contains(m, c.expected)) << c.options << ": " << m;
+        ASSERT_RT_OK(rtFinalize());
+    }
+}
+
+TEST_F(Init, BadEnvironmentValuesNameTheVariable) {
+    for (const char* var : {"RUNTIME_CPU_DEVICES", "RUNTIME_CPU_MEMORY", "RUNTIME_EXECUTORS",
+                            "RUNTIME_CPU_STREAM_MIN_BYTES"}) {
+        EnvVar bad(var, "lots");
+        EXPECT_RT_ERROR(RT_ERROR_INVALID_VALUE, rtInit(nullptr)) << var;
+        EXPECT_TRUE(contains(last_message(), std::string(var) + "='lots'")) << last_message();
+        int n = 0;
+        EXPECT_RT_ERROR(RT_ERROR_INVALID_VALUE, rtGetDeviceCount(&n)) << "implicit initialisation reads it too";
+        EXPECT_TRUE(contains(last_message(), var)) << last_message();
+    }
+    EXPECT_GE(device_count(), 1) << "with the variables restored the runtime starts";
+}
+
+TEST_F(Init, UnknownKeysAreRefusedListingTheKnownOnes) {
+    for (const char* bad : {"frobnicate=1", "cpu.bogus=1", "cpu.=1", ".devices=1", "CPU.devices=1", "cpu devices=1",
+                            "cpu.devices.x=1", "devices=2", "tpu.devices=1", "cpu.cpu_devices=1"}) {
+        EXPECT_RT_ERROR(RT_ERROR_INVALID_VALUE, rtInit(bad)) << bad;
+        std::string m = last_message();
+        std::string key = std::string(bad).substr(0, std::string(bad).find('='));
+        EXPECT_TRUE(contains(m, "unknown option '" + key + "'")) << bad << ": " << m;
+        for (const char* known : {"backend", "cpu.devices", "cpu_devices", "cpu.memory", "cpu_memory", "cpu.executors",
+                                  "executors", "cpu.stream_min_bytes", "cpu_stream_min_bytes"})
+            EXPECT_TRUE(contains(m, known)) << "the known keys are listed (" << known << "): " << m;
+        ASSERT_RT_OK(rtFinalize());
+    }
+    EXPECT_RT_ERROR(RT_ERROR_INVALID_VALUE, rtInit("cpu.devices"));
+    EXPECT_TRUE(contains(last_message(), "has no value")) << last_message();
+}
+
+TEST_F(Init, ARefusedOptionChangesNothing) {
+    ASSERT_RT_OK(rtInit("cpu.devices=2"));
+    EXPECT_RT_ERROR(RT_ERROR_INVALID_VALUE, rtInit("cpu.devices=3;cpu.bogus=1"));
+    EXPECT_RT_ERROR(RT_ERROR_INVALID_VALUE, rtInit("cpu.devices=2;cpu.memory=none"));
+    EXPECT_EQ(device_count(), 2);
+    ASSERT_RT_OK(rtFinalize());
+    EXPECT_RT_ERROR(RT_ERROR_INVALID_VALUE, rtInit("cpu.devices=3;cpu.executors=0"));
+    EXPECT_EQ(device_count(), env_devices()) << "the failed rtInit left no runtime behind: defaults";
+}
+
+TEST_F(Init, BackendIsTheCoresOptionAndNamesARegisteredBackend) {
+    ASSERT_RT_OK(rtInit("backend=cpu"));
+    rtDeviceProp p{};
+    ASSERT_RT_OK(rtGetDeviceProperties(&p, 0));
+    EXPECT_STREQ(p.backend, "cpu");
+    EXPECT_RT_OK(rtInit("backend=cpu"));
+    ASSERT_RT_OK(rtFinalize());
+    EXPECT_GE(device_count(), 1);
+    EXPECT_RT_OK(rtInit("backend=cpu")) << "the default puts the cpu devices first: the same configuration";
+    ASSERT_RT_OK(rtFinalize());
+    for (const char* bad : {"backend=tpu", "backend=", "backend=CPU", "cpu.backend=cpu"}) {
+        EXPECT_RT_ERROR(RT_ERROR_INVALID_VALUE, rtInit(bad)) << bad;
+        EXPECT_FALSE(last_message().empty());
+        ASSERT_RT_OK(rtFinalize());
+    }
+    EXPECT_RT_ERROR(RT_ERROR_INVALID_VALUE, rtInit("backend=tpu"));
+    EXPECT_TRUE(contains(last_message(), "backend='tpu' is not a backend (expected cpu")) << last_message();
+}
+
+TEST_F(Init, CudaOptionsAreTheCudaBackendsWhetherOrNotItIsBuilt) {
+    EnvVar driver("RUNTIME_CUDA_DRIVER_LIB", "/nonexistent/libcuda.so.1");
+    rtError_t r = rtInit("cuda.enable=0");
+    if (r == RT_SUCCESS) {
+        int d = 0;
+        EXPECT_RT_ERROR(RT_ERROR_INVALID_DEVICE, rtGetDeviceByName(&d, "cuda:0"));
+        EXPECT_TRUE(contains(last_message(), "disabled (rtInit: cuda.enable=0)")) << last_message();
+        EXPECT_FALSE(contains(last_message(), "/nonexistent")) << "disabled, the driver is not even tried";
+        EXPECT_EQ(device_count(), env_devices()) << "the cpu devices only";
+    } else {
+        EXPECT_EQ(r, RT_ERROR_INVALID_VALUE);
+        EXPECT_TRUE(contains(last_message(), "this build of the runtime has no cuda backend")) << last_message();
+    }
+}
+
 } // namespace

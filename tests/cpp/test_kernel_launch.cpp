@@ -2,6 +2,7 @@
 #include "test_util.hpp"
 
 #include <cmath>
+#include <cstddef>
 #include <filesystem>
 #include <limits>
 #include <random>
@@ -332,6 +333,110 @@ TEST_P(KernelLaunch, ExactGlobalSizeOutsideTheGridIsRefused) {
     EXPECT_RT_ERROR(RT_ERROR_INVALID_VALUE, rtLaunchKernelEx(e, nullptr, nullptr));
     EXPECT_TRUE(contains(last_message(), "config is NULL")) << last_message();
     EXPECT_RT_OK(rtStreamSynchronize(nullptr)) << "refused launches leave no error behind";
+}
+
+// ------------------------------------------------------------------------------------------ rtLaunchConfig's size
+
+/// A config followed by room for the fields of a later, larger rtLaunchConfig (what a newer header would give).
+struct GrownConfig {
+    rtLaunchConfig c;
+    unsigned char later[40];
+};
+
+TEST_P(KernelLaunch, LaunchConfigInitSetsTheSizeAndZeroesTheRest) {
+    const rtLaunchConfig c = RT_LAUNCH_CONFIG_INIT;
+    EXPECT_EQ(c.size, sizeof(rtLaunchConfig));
+    EXPECT_EQ(c.grid.x | c.grid.y | c.grid.z | c.block.x | c.block.y | c.block.z, 0u);
+    EXPECT_EQ(c.shared_bytes, 0u);
+    EXPECT_EQ(c.stream, nullptr);
+    EXPECT_EQ(c.num_args, 0);
+    EXPECT_EQ(c.arg_sizes, nullptr);
+    EXPECT_EQ(c.global[0] | c.global[1] | c.global[2], 0ull);
+    EXPECT_EQ(offsetof(rtLaunchConfig, size), 0u) << "the size leads, so every version finds it";
+}
+
+TEST_P(KernelLaunch, LaunchConfigSizeGovernsWhatIsRead) {
+    rtFunction_t f = fn("guarded");
+    const int32_t n = 300;
+    const size_t cap = 512;
+    DevBuf out(cap * sizeof(float));
+    void* p = out.get();
+    int32_t count = n;
+    float scale = 2.0f;
+    void* args[] = {&p, &count, &scale};
+    const size_t sizes[] = {sizeof p, sizeof count, sizeof scale};
+    GrownConfig grown{};
+    rtLaunchConfig& c = grown.c;
+    c = RT_LAUNCH_CONFIG_INIT;
+    c.grid = dim(3);
+    c.block = dim(128);
+    c.num_args = 3;
+    c.arg_sizes = sizes;
+    c.global[0] = static_cast<unsigned long long>(n);
+    auto expect_ran = [&](const char* what) {
+        ASSERT_RT_OK(rtStreamSynchronize(nullptr)) << what;
+        auto v = read<float>(out, cap);
+        for (size_t i = 0; i < cap; ++i) {
+            float expected = i < static_cast<size_t>(n) ? static_cast<float>(i) * scale : -1.0f;
+            ASSERT_EQ(v[i], expected) << what << ", index " << i;
+        }
+    };
+    auto reset = [&] {
+        std::vector<float> sentinel(cap, -1.0f);
+        ASSERT_RT_OK(rtMemcpy(out.get(), sentinel.data(), out.size(), RT_MEMCPY_HOST_TO_DEVICE));
+    };
+    auto expect_refused = [&](const char* what, std::initializer_list<std::string> said) {
+        EXPECT_RT_ERROR(RT_ERROR_INVALID_VALUE, rtLaunchKernelEx(f, &c, args)) << what;
+        for (const std::string& text : said) EXPECT_TRUE(contains(last_message(), text)) << what << ": " << last_message();
+        ASSERT_RT_OK(rtStreamSynchronize(nullptr)) << what << ": a refused launch leaves no error behind";
+        auto v = read<float>(out, cap);
+        EXPECT_EQ(v[0], -1.0f) << what << ": nothing ran";
+        EXPECT_EQ(v[n - 1], -1.0f) << what << ": nothing ran";
+    };
+
+    // Exactly this header's struct.
+    reset();
+    ASSERT_RT_OK(rtLaunchKernelEx(f, &c, args));
+    expect_ran("size = sizeof(rtLaunchConfig)");
+
+    // Smaller than the first version: never read as a config.
+    for (size_t small : {size_t{0}, sizeof(size_t), offsetof(rtLaunchConfig, global), sizeof(rtLaunchConfig) - 1}) {
+        reset();
+        c.size = small;
+        expect_refused("a size too small", {"config->size = " + std::to_string(small), "smaller",
+                                            std::to_string(sizeof(rtLaunchConfig)), "RT_LAUNCH_CONFIG_INIT"});
+    }
+
+    // A later, larger struct whose extra fields are all 0 (their defaults): accepted, read as far as known.
+    for (size_t extra : {size_t{1}, size_t{8}, sizeof grown.later}) {
+        reset();
+        c.size = sizeof(rtLaunchConfig) + extra;
+        ASSERT_RT_OK(rtLaunchKernelEx(f, &c, args)) << "extra " << extra;
+        expect_ran("a larger size with a zero tail");
+    }
+
+    // A later struct that sets a field this library does not have: refused, naming the byte.
+    for (size_t at : {size_t{0}, size_t{7}, sizeof grown.later - 1}) {
+        reset();
+        grown.later[at] = 1;
+        c.size = sizeof grown;
+        const std::string byte = "byte " + std::to_string(sizeof(rtLaunchConfig) + at);
+        expect_refused("a non-zero unknown field", {"config->size = " + std::to_string(sizeof grown), byte,
+                                                   "does not have"});
+        // The same byte past the caller's size is not part of its config: ignored.
+        c.size = sizeof(rtLaunchConfig) + at;
+        reset();
+        ASSERT_RT_OK(rtLaunchKernelEx(f, &c, args)) << "byte " << at << " lies past the size";
+        expect_ran("a set byte past the caller's size");
+        grown.later[at] = 0;
+    }
+
+    // A size never set (garbage) is not taken for a huge later version.
+    for (size_t garbage : {size_t{4097}, size_t{1} << 20, ~size_t{0}}) {
+        reset();
+        c.size = garbage;
+        expect_refused("a size never set", {"config->size = " + std::to_string(garbage), "was it set"});
+    }
 }
 
 // ------------------------------------------------------------------------------------------ arguments

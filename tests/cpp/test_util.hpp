@@ -50,9 +50,40 @@ namespace rt_test {
 inline rtError_t launch_ex(rtFunction_t f, rtDim3 grid, rtDim3 block, void** args, int num_args,
                            const size_t* arg_sizes, size_t shared_bytes, rtStream_t stream,
                            unsigned long long gx = 0, unsigned long long gy = 0, unsigned long long gz = 0) {
-    rtLaunchConfig c{grid, block, shared_bytes, stream, num_args, arg_sizes, {gx, gy, gz}};
+    rtLaunchConfig c = RT_LAUNCH_CONFIG_INIT;
+    c.grid = grid;
+    c.block = block;
+    c.shared_bytes = shared_bytes;
+    c.stream = stream;
+    c.num_args = num_args;
+    c.arg_sizes = arg_sizes;
+    c.global[0] = gx;
+    c.global[1] = gy;
+    c.global[2] = gz;
     return rtLaunchKernelEx(f, &c, args);
 }
+
+/// Sets (value) or unsets (nullptr) an environment variable for a scope, then restores it.
+class EnvVar {
+public:
+    EnvVar(const char* name, const char* value) : name_(name) {
+        const char* old = std::getenv(name);
+        had_ = old != nullptr;
+        if (had_) old_ = old;
+        if (value) ::setenv(name, value, 1);
+        else ::unsetenv(name);
+    }
+    ~EnvVar() {
+        if (had_) ::setenv(name_.c_str(), old_.c_str(), 1);
+        else ::unsetenv(name_.c_str());
+    }
+    EnvVar(const EnvVar&) = delete;
+    EnvVar& operator=(const EnvVar&) = delete;
+
+private:
+    std::string name_, old_;
+    bool had_ = false;
+};
 
 inline std::string last_message() {
     const char* m = rtGetLastErrorMessage();

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <fstream>
+#include <optional>
 #include <thread>
 
 #include "backends/backend.hpp"
@@ -12,6 +13,7 @@
 #include "backends/cpu/cpu_kernel.hpp"
 #include "backends/cpu/cpu_target.hpp"
 #include "backends/cpu/cpu_queue.hpp"
+#include "backends/registry.hpp"
 
 namespace rt::cpu {
 
@@ -71,12 +73,35 @@ size_t last_level_cache_bytes() {
     return l3 > 0 ? static_cast<size_t>(l3) : size_t{32} << 20;
 }
 
+/// The cpu backend's rtInit options (cpu.devices, cpu.memory, cpu.executors, cpu.stream_min_bytes).
+struct CpuOptions {
+    int devices = 1;
+    size_t memory = 0;  ///< each device's capacity; 0 = half the physical memory
+    int executors = 0;  ///< executor threads; 0 = one per hardware thread
+    /// Launches of kernels with staged outputs that write at least this much stream them past the cache
+    /// (rt_cpu_launch.stream_min_bytes); unset = the last-level cache size.
+    std::optional<size_t> stream_min_bytes;
+    bool operator==(const CpuOptions&) const = default;
+};
+using CpuOptionsObject = backend::OptionsOf<CpuOptions>;
+
+std::unique_ptr<backend::Options> parse_cpu_options(const std::vector<backend::Setting>& settings) {
+    CpuOptions o;
+    for (const backend::Setting& s : settings) {
+        if (s.key == "devices") o.devices = backend::parse_count(s, "a device count", 1, 1024);
+        else if (s.key == "memory") o.memory = backend::parse_bytes(s, "a size", false);
+        else if (s.key == "executors") o.executors = backend::parse_count(s, "a thread count", 1, 1024);
+        else if (s.key == "stream_min_bytes") o.stream_min_bytes = backend::parse_bytes(s, "a size", true);
+    }
+    return std::make_unique<CpuOptionsObject>(o);
+}
+
 /// Kernels with staged outputs stream them past the cache when a launch writes at least this much
-/// (option cpu_stream_min_bytes; default: the last-level cache, which such output would only flush).
+/// (option cpu.stream_min_bytes; default: the last-level cache, which such output would only flush).
 /// Targets without streaming stores never stream.
-unsigned long long stream_min_bytes(const backend::Options& o) {
+unsigned long long stream_min_bytes(const CpuOptions& o) {
 #if defined(__x86_64__) || defined(__i386__)
-    return o.cpu_stream_min_bytes != backend::Options::kAuto ? o.cpu_stream_min_bytes : last_level_cache_bytes();
+    return o.stream_min_bytes ? *o.stream_min_bytes : last_level_cache_bytes();
 #else
     (void)o;
     return ~0ull;
@@ -193,9 +218,9 @@ private:
 
 class CpuBackend final : public backend::Backend {
 public:
-    explicit CpuBackend(const backend::Options& o)
-        : devices_(o.cpu_devices),
-          capacity_(o.cpu_memory ? o.cpu_memory : physical_memory() / 2),
+    explicit CpuBackend(const CpuOptions& o)
+        : devices_(o.devices),
+          capacity_(o.memory ? o.memory : physical_memory() / 2),
           stream_min_bytes_(stream_min_bytes(o)),
           executor_(o.executors ? o.executors : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()))) {}
 
@@ -217,5 +242,21 @@ private:
 }  // namespace rt::cpu
 
 namespace rt::backend {
-std::unique_ptr<Backend> make_cpu_backend(const Options& options) { return std::make_unique<cpu::CpuBackend>(options); }
+/// The cpu backend: always built, enumerated first.
+void register_cpu_backend(Registry& registry) {
+    BackendEntry e;
+    e.name = "cpu";
+    e.order = 0;
+    e.options = {
+        {"devices", {"cpu_devices"}, "RUNTIME_CPU_DEVICES"},
+        {"memory", {"cpu_memory"}, "RUNTIME_CPU_MEMORY"},
+        {"executors", {"executors"}, "RUNTIME_EXECUTORS"},
+        {"stream_min_bytes", {"cpu_stream_min_bytes"}, "RUNTIME_CPU_STREAM_MIN_BYTES"},
+    };
+    e.parse = cpu::parse_cpu_options;
+    e.create = [](const Options& o) -> std::unique_ptr<Backend> {
+        return std::make_unique<cpu::CpuBackend>(static_cast<const cpu::CpuOptionsObject&>(o).value);
+    };
+    registry.add(std::move(e));
+}
 }  // namespace rt::backend

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "backends/cuda/cuda_backend.hpp"
+#include "backends/registry.hpp"
 #include "core/error.hpp"
 #include "kernels/target.hpp"
 
@@ -229,31 +230,57 @@ std::unique_ptr<backend::Event> CudaDevice::create_event_impl(bool timing, bool 
     return std::make_unique<CudaEvent>(*this, timing, blocking_sync);
 }
 
-/// The cuda backend over the driver: no devices (and a reason) when the driver cannot be used.
+namespace {
+
+/// The cuda backend's rtInit options (cuda.enable).
+struct CudaOptions {
+    bool enable = true;
+    std::string disabled_by;  ///< when !enable: the setting that said so ("rtInit: cuda.enable=0"), for messages
+    bool operator==(const CudaOptions& o) const { return enable == o.enable; }
+};
+using CudaOptionsObject = backend::OptionsOf<CudaOptions>;
+
+std::unique_ptr<backend::Options> parse_cuda_options(const std::vector<backend::Setting>& settings) {
+    CudaOptions o;
+    for (const backend::Setting& s : settings) {
+        if (s.key != "enable") continue;
+        o.enable = backend::parse_switch(s, "a switch");
+        o.disabled_by = o.enable ? "" : s.origin + "=" + s.value;
+    }
+    return std::make_unique<CudaOptionsObject>(o);
+}
+
+}  // namespace
+
+/// The cuda backend over the driver: no devices (and a reason) when the driver cannot be used or cuda.enable=0.
 class CudaBackend final : public backend::Backend {
 public:
-    CudaBackend() : d_(driver()) {
-        if (!d_.available) {
-            why_ = d_.why;
+    explicit CudaBackend(const CudaOptions& o) : d_(o.enable ? &driver() : nullptr) {
+        if (!o.enable) {
+            why_ = "the cuda backend is disabled (" + o.disabled_by + ")";
             return;
         }
-        CUresult r = d_.cuDeviceGetCount(&count_);
+        if (!d_->available) {
+            why_ = d_->why;
+            return;
+        }
+        CUresult r = d_->cuDeviceGetCount(&count_);
         if (r != CUDA_SUCCESS) {
-            why_ = "cuDeviceGetCount failed: " + describe(d_, r);
+            why_ = "cuDeviceGetCount failed: " + describe(*d_, r);
             count_ = 0;
         } else if (count_ == 0) {
-            why_ = "the CUDA driver (" + d_.library + ") reports no devices";
+            why_ = "the CUDA driver (" + d_->library + ") reports no devices";
         }
     }
     const char* name() const override { return "cuda"; }
     int device_count() const override { return count_; }
     std::unique_ptr<backend::Device> create_device(int ordinal) override {
-        return std::make_unique<CudaDevice>(d_, ordinal);
+        return std::make_unique<CudaDevice>(*d_, ordinal);
     }
     std::string unavailable_reason() const override { return why_; }
 
 private:
-    const Driver& d_;
+    const Driver* d_;  ///< null when disabled: the driver is not even opened
     int count_ = 0;
     std::string why_;
 };
@@ -261,5 +288,16 @@ private:
 }  // namespace rt::cuda
 
 namespace rt::backend {
-std::unique_ptr<Backend> make_cuda_backend(const Options&) { return std::make_unique<cuda::CudaBackend>(); }
+/// The cuda backend (RUNTIME_WITH_CUDA builds): enumerated after cpu.
+void register_cuda_backend(Registry& registry) {
+    BackendEntry e;
+    e.name = "cuda";
+    e.order = 100;
+    e.options = {{"enable", {}, "RUNTIME_CUDA"}};
+    e.parse = cuda::parse_cuda_options;
+    e.create = [](const Options& o) -> std::unique_ptr<Backend> {
+        return std::make_unique<cuda::CudaBackend>(static_cast<const cuda::CudaOptionsObject&>(o).value);
+    };
+    registry.add(std::move(e));
+}
 }  // namespace rt::backend

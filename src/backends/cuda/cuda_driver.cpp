@@ -18,14 +18,6 @@ namespace {
 /// The symbol name after cuda.h's versioning macros: RT_CU_STR_(cuMemAlloc) is "cuMemAlloc_v2".
 #define RT_CU_STR_(x) RT_CU_STR2_(x)
 
-bool disabled_by_env() {
-    const char* e = std::getenv("RUNTIME_CUDA");
-    if (!e) return false;
-    std::string v = e;
-    for (char& c : v) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    return v == "0" || v == "off" || v == "no" || v == "false";
-}
-
 /// Opens and resolves; on failure `d.why` says what is missing. Never throws.
 void load(Driver& d, const std::string& library) {
     d.library = library;
@@ -122,12 +114,6 @@ const Driver& driver() {
     const char* env = std::getenv("RUNTIME_CUDA_DRIVER_LIB");
     std::string library = env && *env ? env : "libcuda.so.1";
     std::lock_guard lock(*mutex);
-    if (disabled_by_env()) {
-        static Driver off;
-        off.available = false;
-        off.why = "the cuda backend is disabled (RUNTIME_CUDA=" + std::string(std::getenv("RUNTIME_CUDA")) + ")";
-        return off;
-    }
     // One attempt per library name for the life of the process, successful or not: references handed out stay
     // valid, and a driver does not appear while a process runs (another name, e.g. a test's, is a new attempt).
     Driver*& d = (*loaded)[library];

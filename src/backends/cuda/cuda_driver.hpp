@@ -80,7 +80,8 @@ struct Driver {
 /// The driver for this process, loaded on first use from $RUNTIME_CUDA_DRIVER_LIB (a path or soname),
 /// else libcuda.so.1. Each distinct library name is tried once and never closed (the driver does not
 /// support unloading); the environment may name another library before a later rtInit.
-/// `RUNTIME_CUDA=0` (or off/no/false) disables the backend: why says so. Thread-safe.
+/// Thread-safe. (Turning the backend off, cuda.enable=0 or RUNTIME_CUDA=0, is an option of the backend: the
+/// driver is then not opened at all.)
 const Driver& driver();
 
 /// "CUDA_ERROR_OUT_OF_MEMORY: out of memory" (the driver's own name and text; a number if unknown).
