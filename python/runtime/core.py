@@ -11,7 +11,7 @@ from __future__ import annotations
 import atexit
 import threading
 import weakref
-from typing import Any, Iterable, Optional, Union
+from typing import Any, Optional, Union
 
 import numpy as np
 
@@ -318,15 +318,6 @@ class Stream:
             raise make_error(InvalidValueError, "the stream was destroyed")
         return self._handle
 
-    # ---- lifetimes
-    def _keep(self, objs: Iterable) -> None:
-        """Keep `objs` alive until the work enqueued so far on this stream has completed."""
-        _core.defer_release(self.handle, tuple(objs))
-
-    def _keep_mems(self, objs: list) -> None:
-        """Keep the objects of the list `objs` alive until the work enqueued so far has completed."""
-        _core.defer_release(self.handle, objs)
-
     # ---- operations
     def launch_kernel(self, kernel: Any, *args: Any, global_size: Any = None, local_size: Any = None) -> None:
         """Queue `kernel(*args)` over `global_size` work-items (default: the element count of the first buffer
@@ -336,10 +327,7 @@ class Stream:
             # checks, packs, launches and keeps the arguments alive; None means "not launched, take the full path".
             plan = getattr(kernel, "_last_plan", None)
             if plan is not None and plan.device == self._index and kernel._compiled_mode():
-                keep = plan.launch(args, self.handle)
-                if keep is not None:
-                    if keep:
-                        self._keep_mems(keep)
+                if plan.launch(args, self.handle) is not None:
                     return
         launch = getattr(kernel, "_launch", None)
         if launch is None:

@@ -219,7 +219,7 @@ nb::dict device_properties(int device) {
 }
 
 // An exact-global-size launch of glob items per dimension in groups of local: the grid rounds up, and the backend
-// skips the items past glob where it can (RT_ITEMS_BOUNDED). False if the grid does not fit 32 bits.
+// never runs the items past glob. False if the grid does not fit 32 bits.
 bool launch_config(const size_t glob[3], const unsigned local[3], uintptr_t stream, rtLaunchConfig& config) {
     config = RT_LAUNCH_CONFIG_INIT;
     unsigned* grid[3] = {&config.grid.x, &config.grid.y, &config.grid.z};
@@ -236,44 +236,70 @@ bool launch_config(const size_t glob[3], const unsigned local[3], uintptr_t stre
     return true;
 }
 
-// ---- the @runtime.jit launch fast path
+// Why launch_config refused: the message of a launch whose grid does not fit.
+std::string grid_error(const size_t glob[3], const unsigned local[3]) {
+    return "launch of " + std::to_string(glob[0]) + " x " + std::to_string(glob[1]) + " x " + std::to_string(glob[2]) +
+           " items in groups of " + std::to_string(local[0]) + " x " + std::to_string(local[1]) + " x " +
+           std::to_string(local[2]) + ": the number of groups per dimension must be 1..4294967295";
+}
+
+// ---- the argument packer of every kernel launch from Python
 //
-// A LaunchPlan is a compiled kernel's argument layout for one signature: per parameter a code ('P' = device memory,
-// struct-style letters for scalars) and what the argument must be (for memory: the DeviceMemory class and its _dtype
-// value; for scalars: their exact Python type). launch() checks every argument against that, packs the 8-byte
-// slots on the stack, launches, and returns the list of device memory objects the caller must keep alive. It
-// returns None *without launching* whenever anything is unusual (another signature, freed memory, a value that does
-// not fit): the caller then takes the Python path, which compiles, or raises the precise error.
+// A LaunchPlan is a kernel's argument layout: per parameter a code and a size. 'P' is device memory, a struct-style
+// letter a typed scalar (a @runtime.jit signature: 'q' int64, 'f' float32, ...) and 'n' an untyped parameter of
+// sizes[i] bytes (a runtime.Function, whose kernel reports only sizes): device memory, a NumPy scalar of exactly
+// that size, a bool, an int or a float of 4 or 8 bytes. @runtime.jit plans add the hidden global sizes (ndim 8-byte
+// values after the parameters). launch() packs the 8-byte slots on the stack and launches in one call. It runs in
+// one of two modes:
+//  - speculative (the @runtime.jit fast path, which tries the plan of a previous launch): every argument must have
+//    exactly the type the plan was made for (for memory: the DeviceMemory class and its _dtype value); anything
+//    unusual (another type, freed memory, a value that does not fit) returns None *without launching*, and the
+//    caller takes its full path, which compiles for the new signature or raises;
+//  - strict (the full path, and every runtime.Function launch): every argument is converted, and one that cannot
+//    be raises InvalidValueError naming the kernel, the argument and why.
 struct LaunchPlan {
     uintptr_t func = 0;
-    std::string codes;            // one letter per kernel parameter (without the hidden global sizes)
-    std::vector<PyObject*> want;  // owned: the _dtype value (memory) or the Python type (scalars) per parameter
-    std::vector<size_t> sizes;    // bytes per parameter, hidden global sizes included
-    PyObject* mem_type = nullptr; // owned: runtime.DeviceMemory
-    int ndim = 1;
+    std::string name;               // the kernel's name, for error messages
+    std::string codes;              // one letter per kernel parameter (without the hidden global sizes)
+    std::vector<std::string> pnames;  // parameter names for error messages ("" where unknown)
+    std::vector<PyObject*> want;    // owned: the _dtype value (memory) or the Python type (scalars); None for 'n'
+    std::vector<size_t> sizes;      // bytes per parameter, hidden global sizes included
+    PyObject* mem_type = nullptr;   // owned: runtime.DeviceMemory
+    PyObject* scalar_type = nullptr;  // owned: numpy.generic
+    int ndim = 0;                   // hidden global sizes: 1..3 (@runtime.jit), 0 (runtime.Function)
     int first_buf = -1;
     size_t first_itemsize = 1;
     int device = 0;
 
-    LaunchPlan(uintptr_t f, std::string c, nb::list w, nb::object memtype, int nd, size_t first_isz, int dev)
-        : func(f), codes(std::move(c)), ndim(nd), first_itemsize(first_isz ? first_isz : 1), device(dev) {
-        if (codes.size() != w.size()) throw nb::value_error("LaunchPlan: one expected type per code");
-        if (codes.size() + static_cast<size_t>(nd) > 64 || nd < 1 || nd > 3)
-            throw nb::value_error("LaunchPlan: at most 64 arguments, 1..3 dims");
+    LaunchPlan(uintptr_t f, std::string kernel_name, std::string c, nb::list w, std::vector<size_t> param_sizes,
+               std::vector<std::string> names, nb::object memtype, nb::object scalartype, int nd,
+               size_t first_isz, int dev)
+        : func(f), name(std::move(kernel_name)), codes(std::move(c)), pnames(std::move(names)), ndim(nd),
+          first_itemsize(first_isz ? first_isz : 1), device(dev) {
+        if (codes.size() != w.size() || codes.size() != param_sizes.size())
+            throw nb::value_error("LaunchPlan: one expected type and one size per code");
+        if (codes.size() + static_cast<size_t>(nd) > 64 || nd < 0 || nd > 3)
+            throw nb::value_error("LaunchPlan: at most 64 arguments, 0..3 dims");
+        pnames.resize(codes.size());
         for (size_t i = 0; i < codes.size(); ++i) {
+            const size_t sz = param_sizes[i];
+            if (codes[i] != 'n' && sz != code_size(codes[i]))
+                throw nb::value_error("LaunchPlan: a parameter's size does not match its code");
             PyObject* o = w[i].ptr();
             Py_INCREF(o);
             want.push_back(o);
-            sizes.push_back(code_size(codes[i]));
+            sizes.push_back(sz);
             if (codes[i] == 'P' && first_buf < 0) first_buf = static_cast<int>(i);
         }
         for (int d = 0; d < nd; ++d) sizes.push_back(8);
         mem_type = memtype.inc_ref().ptr();
+        scalar_type = scalartype.inc_ref().ptr();
     }
     ~LaunchPlan() {
         if (!Py_IsInitialized()) return;
         for (PyObject* o : want) Py_XDECREF(o);
         Py_XDECREF(mem_type);
+        Py_XDECREF(scalar_type);
     }
     LaunchPlan(const LaunchPlan&) = delete;
     LaunchPlan& operator=(const LaunchPlan&) = delete;
@@ -284,122 +310,267 @@ struct LaunchPlan {
             case 'i': case 'I': case 'f': return 4;
             case 'h': case 'H': return 2;
             case 'b': case 'B': case '?': return 1;
+            case 'n': return 0;  // untyped: sizes[i]
             default: throw nb::value_error("LaunchPlan: unknown argument code");
+        }
+    }
+    static const char* code_type(char c) {
+        switch (c) {
+            case 'q': return "int64"; case 'i': return "int32"; case 'h': return "int16"; case 'b': return "int8";
+            case 'Q': return "uint64"; case 'I': return "uint32"; case 'H': return "uint16"; case 'B': return "uint8";
+            case 'd': return "float64"; case 'f': return "float32"; case '?': return "bool";
+            default: return "device memory";
         }
     }
 
     // An attribute of a DeviceMemory, looked up with an interned name.
-    static PyObject* attr(PyObject* o, const char* name, PyObject*& cache) {
-        if (!cache) cache = PyUnicode_InternFromString(name);
+    static PyObject* attr(PyObject* o, const char* attr_name, PyObject*& cache) {
+        if (!cache) cache = PyUnicode_InternFromString(attr_name);
         return PyObject_GetAttr(o, cache);  // new reference or nullptr (error set)
     }
 
-    // One scalar into its 8-byte slot; false (error cleared) when it does not fit: the caller falls back.
-    static bool pack_scalar(char code, PyObject* o, uint64_t& slot) {
-        slot = 0;
-        if (code == '?') {
-            int t = PyObject_IsTrue(o);
-            if (t < 0) { PyErr_Clear(); return false; }
-            slot = static_cast<uint64_t>(t);
-            return true;
-        }
-        if (code == 'f' || code == 'd') {
-            double v = PyFloat_AsDouble(o);
-            if (v == -1.0 && PyErr_Occurred()) { PyErr_Clear(); return false; }
-            if (code == 'd') { std::memcpy(&slot, &v, 8); return true; }
-            const float fv = static_cast<float>(v);  // struct's rule: overflow only if rounding gives inf
-            if (std::isinf(fv) && !std::isinf(v)) return false;
-            std::memcpy(&slot, &fv, 4);
-            return true;
-        }
+    // Why a conversion failed: the reason for the message, or a Python error already set (raised as it is).
+    struct Refusal {
+        std::string why;
+        bool python_error = false;
+    };
+
+    // An integer into the n low bytes of its slot. The range: signed -2^(8n-1)..2^(8n-1)-1, unsigned 0..2^(8n)-1,
+    // or, either_sign, -2^(8n-1)..2^(8n)-1 (the runtime.Function rule: Python's int.to_bytes(n, signed=v < 0)).
+    static bool pack_int(PyObject* o, size_t n, bool is_signed, bool either_sign, uint64_t& slot, Refusal& r) {
         PyObject* idx = PyNumber_Index(o);  // ints, NumPy integers; floats are refused (as struct does)
-        if (!idx) { PyErr_Clear(); return false; }
-        bool ok = true;
-        if (code == 'Q' || code == 'I' || code == 'H' || code == 'B') {
-            unsigned long long u = PyLong_AsUnsignedLongLong(idx);
-            if (u == static_cast<unsigned long long>(-1) && PyErr_Occurred()) { PyErr_Clear(); ok = false; }
-            const unsigned long long lim = code == 'Q' ? ~0ull : code == 'I' ? 0xffffffffull : code == 'H' ? 0xffffull : 0xffull;
-            if (ok && u > lim) ok = false;
-            slot = u;
-        } else {
-            long long v = PyLong_AsLongLong(idx);
-            if (v == -1 && PyErr_Occurred()) { PyErr_Clear(); ok = false; }
-            const long long lim = code == 'q' ? 0x7fffffffffffffffll : code == 'i' ? 0x7fffffffll : code == 'h' ? 0x7fffll : 0x7fll;
-            if (ok && (v > lim || v < -lim - 1)) ok = false;
-            uint64_t bits = static_cast<uint64_t>(v);
-            const size_t n = code_size(code);
-            slot = n == 8 ? bits : (bits & ((1ull << (8 * n)) - 1));
+        if (!idx) { PyErr_Clear(); r.why = "not an integer"; return false; }
+        int overflow = 0;
+        const long long v = PyLong_AsLongLongAndOverflow(idx, &overflow);
+        bool ok = !(v == -1 && PyErr_Occurred()) && overflow >= 0;
+        const bool negative = ok && overflow == 0 && v < 0;
+        unsigned long long u = static_cast<unsigned long long>(v);
+        if (ok && overflow > 0) {  // above LLONG_MAX: at most an unsigned 64-bit value
+            u = PyLong_AsUnsignedLongLong(idx);
+            ok = !(u == ~0ull && PyErr_Occurred());
         }
+        PyErr_Clear();
         Py_DECREF(idx);
-        return ok;
+        const unsigned w = static_cast<unsigned>(8 * n);
+        if (ok && negative) {
+            ok = (is_signed || either_sign) && (w == 64 || v >= -(1ll << (w - 1)));
+        } else if (ok) {
+            const unsigned long long hi = (is_signed && !either_sign) ? (w == 64 ? ~0ull >> 1 : (1ull << (w - 1)) - 1)
+                                                                       : (w == 64 ? ~0ull : (1ull << w) - 1);
+            ok = u <= hi;
+        }
+        if (!ok) { r.why = "does not fit"; return false; }
+        slot = n == 8 ? u : (u & ((1ull << w) - 1));
+        return true;
     }
 
-    // glob/local: 3 dims each, or glob[0] == 0 for "the first buffer's element count" (1-D, groups of 256).
-    nb::object launch(nb::handle args_h, uintptr_t stream, const size_t* glob_in, const unsigned* local_in) {
-        static PyObject *s_dtype = nullptr, *s_ptr = nullptr, *s_freed = nullptr, *s_nbytes = nullptr;
-        PyObject* args = args_h.ptr();
-        if (!PyTuple_Check(args)) return nb::none();
-        const size_t n = static_cast<size_t>(PyTuple_GET_SIZE(args));
-        if (n != codes.size()) return nb::none();
-        uint64_t slots[64];
-        int nbufs = 0;
-        for (size_t i = 0; i < n; ++i) {
-            PyObject* o = PyTuple_GET_ITEM(args, i);
-            const char c = codes[i];
-            if (c == 'P') {
-                if (Py_TYPE(o) != reinterpret_cast<PyTypeObject*>(mem_type)) return nb::none();
-                PyObject* dt = attr(o, "_dtype", s_dtype);
-                if (!dt) { PyErr_Clear(); return nb::none(); }
-                int same = dt == want[i] ? 1 : PyObject_RichCompareBool(dt, want[i], Py_EQ);
-                Py_DECREF(dt);
-                if (same != 1) { PyErr_Clear(); return nb::none(); }
-                PyObject* f = attr(o, "_freed", s_freed);
-                if (!f) { PyErr_Clear(); return nb::none(); }
-                const bool freed = f != Py_False;
-                Py_DECREF(f);
-                if (freed) return nb::none();  // the Python path raises
+    // A float into a 4- or 8-byte slot; struct's rule: a float32 overflows only if rounding gives inf.
+    static bool pack_float(PyObject* o, size_t n, uint64_t& slot, Refusal& r) {
+        const double v = PyFloat_AsDouble(o);
+        if (v == -1.0 && PyErr_Occurred()) { PyErr_Clear(); r.why = "not a number"; return false; }
+        if (n == 8) { std::memcpy(&slot, &v, 8); return true; }
+        const float fv = static_cast<float>(v);
+        if (std::isinf(fv) && !std::isinf(v)) { r.why = "does not fit"; return false; }
+        std::memcpy(&slot, &fv, 4);
+        return true;
+    }
 
-                PyObject* p = attr(o, "_ptr", s_ptr);
-                if (!p) { PyErr_Clear(); return nb::none(); }
-                unsigned long long v = PyLong_AsUnsignedLongLong(p);
-                Py_DECREF(p);
-                if (v == static_cast<unsigned long long>(-1) && PyErr_Occurred()) { PyErr_Clear(); return nb::none(); }
-                slots[i] = v;
-                ++nbufs;
-            } else {
-                if (reinterpret_cast<PyObject*>(Py_TYPE(o)) != want[i]) return nb::none();
-                if (!pack_scalar(c, o, slots[i])) return nb::none();
+    // A scalar of a typed (@runtime.jit) parameter into its slot.
+    static bool pack_typed(char code, PyObject* o, uint64_t& slot, Refusal& r) {
+        slot = 0;
+        switch (code) {
+            case '?': {
+                const int t = PyObject_IsTrue(o);
+                if (t < 0) { PyErr_Clear(); r.why = "no truth value"; return false; }
+                slot = static_cast<uint64_t>(t);
+                return true;
             }
+            case 'f': case 'd': return pack_float(o, code_size(code), slot, r);
+            case 'Q': case 'I': case 'H': case 'B': return pack_int(o, code_size(code), false, false, slot, r);
+            default: return pack_int(o, code_size(code), true, false, slot, r);
+        }
+    }
+
+    // Device memory's address; freed memory: the DeviceMemory's own error (its `ptr` raises).
+    bool pack_memory(PyObject* o, bool strict, uint64_t& slot, Refusal& r) const {
+        static PyObject *s_ptr = nullptr, *s_raw = nullptr, *s_freed = nullptr;
+        PyObject* p;
+        if (strict) {
+            p = attr(o, "ptr", s_ptr);  // raises for freed memory
+            if (!p) { r.python_error = true; return false; }
+        } else {
+            PyObject* f = attr(o, "_freed", s_freed);
+            if (!f) { PyErr_Clear(); return false; }
+            const bool freed = f != Py_False;
+            Py_DECREF(f);
+            if (freed) return false;
+            p = attr(o, "_ptr", s_raw);
+            if (!p) { PyErr_Clear(); return false; }
+        }
+        const unsigned long long v = PyLong_AsUnsignedLongLong(p);
+        Py_DECREF(p);
+        if (v == static_cast<unsigned long long>(-1) && PyErr_Occurred()) { PyErr_Clear(); r.why = "a bad address"; return false; }
+        slot = v;
+        return true;
+    }
+
+    // An argument of an untyped (runtime.Function) parameter of n bytes into its slot.
+    bool pack_untyped(PyObject* o, size_t n, uint64_t& slot, Refusal& r) const {
+        slot = 0;
+        if (n < 1 || n > 8) { r.why = "parameters of more than 8 bytes are not supported"; return false; }
+        const auto size_refusal = [&](size_t have) {
+            r.why = "it is " + std::to_string(have) + (have == 1 ? " byte" : " bytes");
+            return false;
+        };
+        if (PyObject_IsInstance(o, mem_type) == 1) {
+            if (n != 8) return size_refusal(8);
+            return pack_memory(o, true, slot, r);
+        }
+        if (PyObject_IsInstance(o, scalar_type) == 1) {  // a NumPy scalar: its exact bytes (before float: float64 is one)
+            Py_buffer view;
+            if (PyObject_GetBuffer(o, &view, PyBUF_SIMPLE) != 0) { PyErr_Clear(); r.why = "no bytes"; return false; }
+            const size_t have = static_cast<size_t>(view.len);
+            if (have == n) std::memcpy(&slot, view.buf, n);
+            PyBuffer_Release(&view);
+            return have == n ? true : size_refusal(have);
+        }
+        PyErr_Clear();
+        if (PyBool_Check(o)) {
+            if (n != 1) return size_refusal(1);
+            slot = o == Py_True;
+            return true;
+        }
+        if (PyLong_Check(o)) return pack_int(o, n, true, true, slot, r);
+        if (PyFloat_Check(o) && (n == 4 || n == 8)) return pack_float(o, n, slot, r);
+        r.why = std::string("type ") + Py_TYPE(o)->tp_name;
+        return false;
+    }
+
+    // Raises InvalidValueError: "kernel 'k' argument 2 ('n'): cannot pass 1e+300 as float32 (does not fit)".
+    [[noreturn]] void refuse(size_t i, PyObject* o, const Refusal& r) const {
+        if (r.python_error) throw nb::python_error();
+        std::string what;
+        if (codes[i] == 'n') what = "a " + std::to_string(sizes[i]) + "-byte parameter";
+        else what = code_type(codes[i]);
+        std::string shown = "?";
+        if (PyObject* rep = PyObject_Repr(o)) {
+            if (const char* u = PyUnicode_AsUTF8(rep)) shown = u;
+            Py_DECREF(rep);
+        }
+        PyErr_Clear();
+        if (shown.size() > 80) shown = shown.substr(0, 77) + "...";
+        std::string msg = "kernel '" + name + "' argument " + std::to_string(i);
+        if (!pnames[i].empty()) msg += " ('" + pnames[i] + "')";
+        raise_error(RT_ERROR_INVALID_VALUE, msg + ": cannot pass " + shown + " as " + what + " (" + r.why + ")");
+    }
+
+    // glob/local: 3 dims each, or glob_in == nullptr for "the first buffer's element count" (1-D, groups of 256).
+    // `also`: None, or an object kept alive with the launch besides the arguments (a Function's Module, whose code
+    // it runs; passed per launch: a plan holding it would make a cycle the GC cannot see through).
+    // True once launched (or nothing to run); None when a speculative launch declines.
+    nb::object launch(nb::handle args_h, uintptr_t stream, const size_t* glob_in, const unsigned* local_in,
+                      bool strict, nb::handle also = nb::handle()) {
+        static PyObject *s_dtype = nullptr, *s_nbytes = nullptr;
+        PyObject* args = args_h.ptr();
+        if (!PyTuple_Check(args)) {
+            if (strict) throw nb::type_error("LaunchPlan: the arguments must be a tuple");
+            return nb::none();
+        }
+        const size_t n = static_cast<size_t>(PyTuple_GET_SIZE(args));
+        if (n != codes.size()) {
+            if (strict)
+                raise_error(RT_ERROR_INVALID_VALUE, "kernel '" + name + "' takes " + std::to_string(codes.size()) +
+                                                        " argument(s), got " + std::to_string(n));
+            return nb::none();
         }
         size_t glob[3];
         unsigned local[3];
         if (glob_in) {
             for (int d = 0; d < 3; ++d) { glob[d] = glob_in[d]; local[d] = local_in[d]; }
         } else {
-            if (first_buf < 0 || ndim != 1) return nb::none();  // no buffer to size from: the Python path raises
-            PyObject* nb_ = attr(PyTuple_GET_ITEM(args, first_buf), "nbytes", s_nbytes);
-            if (!nb_) { PyErr_Clear(); return nb::none(); }
+            // no buffer to size from: the caller checks that before a strict launch (the Python path raises)
+            if (first_buf < 0 || ndim != 1) {
+                if (strict) throw nb::value_error("LaunchPlan: no buffer argument to take the global size from");
+                return nb::none();
+            }
+            PyObject* first = PyTuple_GET_ITEM(args, first_buf);
+            if (!strict && Py_TYPE(first) != reinterpret_cast<PyTypeObject*>(mem_type)) return nb::none();
+            PyObject* nb_ = attr(first, "nbytes", s_nbytes);
+            if (!nb_) {
+                if (strict) throw nb::python_error();
+                PyErr_Clear();
+                return nb::none();
+            }
             size_t nbytes = PyLong_AsSize_t(nb_);
             Py_DECREF(nb_);
-            if (nbytes == static_cast<size_t>(-1) && PyErr_Occurred()) { PyErr_Clear(); return nb::none(); }
+            if (nbytes == static_cast<size_t>(-1) && PyErr_Occurred()) {
+                if (strict) throw nb::python_error();
+                PyErr_Clear();
+                return nb::none();
+            }
             glob[0] = nbytes / first_itemsize; glob[1] = glob[2] = 1;
             local[0] = 256; local[1] = local[2] = 1;
         }
-        if (glob[0] == 0 || glob[1] == 0 || glob[2] == 0) return nb::tuple();  // nothing to run
+        const bool empty = glob[0] == 0 || glob[1] == 0 || glob[2] == 0;
+        if (strict && empty) return nb::bool_(true);  // nothing to run: the arguments are not looked at
+        uint64_t slots[64];
+        int nbufs = 0;
+        Refusal why;
+        for (size_t i = 0; i < n; ++i) {
+            PyObject* o = PyTuple_GET_ITEM(args, i);
+            const char c = codes[i];
+            bool ok;
+            if (c == 'n') {
+                ok = pack_untyped(o, sizes[i], slots[i], why);
+            } else if (c == 'P') {
+                if (strict) {
+                    ok = PyObject_IsInstance(o, mem_type) == 1;
+                    if (!ok) { PyErr_Clear(); why.why = std::string("type ") + Py_TYPE(o)->tp_name; }
+                } else {
+                    if (Py_TYPE(o) != reinterpret_cast<PyTypeObject*>(mem_type)) return nb::none();
+                    PyObject* dt = attr(o, "_dtype", s_dtype);
+                    if (!dt) { PyErr_Clear(); return nb::none(); }
+                    int same = dt == want[i] ? 1 : PyObject_RichCompareBool(dt, want[i], Py_EQ);
+                    Py_DECREF(dt);
+                    if (same != 1) { PyErr_Clear(); return nb::none(); }
+                    ok = true;
+                }
+                ok = ok && pack_memory(o, strict, slots[i], why);
+                ++nbufs;
+            } else {
+                if (!strict && reinterpret_cast<PyObject*>(Py_TYPE(o)) != want[i]) return nb::none();
+                ok = pack_typed(c, o, slots[i], why);
+            }
+            if (!ok) {
+                if (strict) refuse(i, o, why);
+                PyErr_Clear();
+                return nb::none();
+            }
+        }
+        if (empty) return nb::bool_(true);  // nothing to run
         for (int d = 0; d < ndim; ++d) slots[n + d] = glob[d];
         void* ptrs[64];
         const size_t total = n + static_cast<size_t>(ndim);
         for (size_t i = 0; i < total; ++i) ptrs[i] = &slots[i];
         rtLaunchConfig config;
-        if (!launch_config(glob, local, stream, config)) return nb::none();  // out of range: the Python path reports it
+        if (!launch_config(glob, local, stream, config)) {
+            if (strict) raise_error(RT_ERROR_INVALID_VALUE, grid_error(glob, local));
+            return nb::none();  // out of range: the full path reports it
+        }
         config.num_args = static_cast<int>(total);
         config.arg_sizes = sizes.data();
         // The buffers stay alive until the launch has run: the argument tuple itself is kept (one reference, no
-        // new object), which holds them.
+        // new object), which holds them; with `also`, both are.
+        nb::object both;
+        nb::handle keep = nbufs ? nb::handle(args) : nb::handle();
+        if (also.is_valid() && !also.is_none()) {
+            both = nb::make_tuple(nb::handle(args), also);
+            keep = both;
+        }
         rtStream_t st = as_handle<rtStream_st>(stream);
-        enqueue_keep("rtLaunchKernelEx", st, nbufs ? nb::handle(args) : nb::handle(),
+        enqueue_keep("rtLaunchKernelEx", st, keep,
                      [&] { return rtLaunchKernelEx(as_handle<rtFunction_st>(func), &config, ptrs); });
-        return nb::tuple();  // empty: nothing left for the caller to keep
+        return nb::bool_(true);
     }
 };
 
@@ -763,25 +934,34 @@ NB_MODULE(_core, m) {
           nb::arg("args"), nb::arg("sizes"), nb::arg("stream"), nb::arg("keep") = nb::none(),
           "rtLaunchKernelEx; `keep` (if not None) stays alive until the launch has run.");
 
-    // ---- @runtime.jit launch plans (see LaunchPlan above)
+    // ---- launch plans: the one argument packer of @runtime.jit kernels and runtime.Function (see LaunchPlan above)
     nb::class_<LaunchPlan>(m, "LaunchPlan",
-                           "A compiled kernel's argument layout for one signature: launch() checks, packs and launches "
-                           "in one call, returning the device memory to keep alive, or None (nothing launched) when "
-                           "the arguments need the Python path.")
-        .def(nb::init<uintptr_t, std::string, nb::list, nb::object, int, size_t, int>(), nb::arg("function"),
-             nb::arg("codes"), nb::arg("expected"), nb::arg("memory_type"), nb::arg("ndim"),
+                           "A kernel's argument layout: launch() packs and launches in one call and returns True; a "
+                           "speculative launch returns None (nothing launched) when the arguments are not exactly "
+                           "the plan's types, a strict one raises InvalidValueError for an argument it cannot pass.")
+        .def(nb::init<uintptr_t, std::string, std::string, nb::list, std::vector<size_t>, std::vector<std::string>,
+                      nb::object, nb::object, int, size_t, int>(),
+             nb::arg("function"), nb::arg("name"), nb::arg("codes"), nb::arg("expected"), nb::arg("sizes"),
+             nb::arg("names"), nb::arg("memory_type"), nb::arg("scalar_type"), nb::arg("ndim"),
              nb::arg("first_itemsize"), nb::arg("device"))
         .def_ro("device", &LaunchPlan::device)
-        .def("launch", [](LaunchPlan& p, nb::handle args, uintptr_t stream) { return p.launch(args, stream, nullptr, nullptr); },
-             nb::arg("args"), nb::arg("stream"), "Launch over the first buffer's element count in groups of 256.")
+        .def("launch", [](LaunchPlan& p, nb::handle args, uintptr_t stream) {
+            return p.launch(args, stream, nullptr, nullptr, false);
+        }, nb::arg("args"), nb::arg("stream"),
+             "Speculative launch over the first buffer's element count in groups of 256 (the hot path: no options).")
+        .def("launch_strict", [](LaunchPlan& p, nb::handle args, uintptr_t stream) {
+            return p.launch(args, stream, nullptr, nullptr, true);
+        }, nb::arg("args"), nb::arg("stream"), "Strict launch over the first buffer's element count in groups of 256.")
         .def("launch_shaped", [](LaunchPlan& p, nb::handle args, uintptr_t stream, size_t gx, size_t gy, size_t gz,
-                                 unsigned lx, unsigned ly, unsigned lz) {
+                                 unsigned lx, unsigned ly, unsigned lz, bool strict, nb::handle also) {
             const size_t g[3] = {gx, gy, gz};
             const unsigned l[3] = {lx, ly, lz};
             if (!lx || !ly || !lz) throw nb::value_error("local sizes must be positive");
-            return p.launch(args, stream, g, l);
+            return p.launch(args, stream, g, l, strict, also);
         }, nb::arg("args"), nb::arg("stream"), nb::arg("gx"), nb::arg("gy"), nb::arg("gz"), nb::arg("lx"),
-             nb::arg("ly"), nb::arg("lz"), "Launch over an explicit global and local size (3 dims each).");
+             nb::arg("ly"), nb::arg("lz"), nb::arg("strict") = false, nb::arg("also") = nb::none(),
+             "Launch over an explicit global and local size (3 dims each); `also` (if not None) stays alive with "
+             "the arguments until the launch has run.");
 
     // ---- DLPack
     m.def("make_dlpack", &make_dlpack_capsule, nb::arg("data"), nb::arg("shape"), nb::arg("dtype_code"),

@@ -198,6 +198,14 @@ def looped(out, inp, k):
     out[i] = acc
 
 
+@runtime.jit
+def staged_and_updated(out, inp, count):
+    """A staged output beside a buffer updated in place (not staged): the row function must not update it."""
+    i = gid()
+    out[i] = inp[i] * 2
+    count[i] += 1
+
+
 # ---------------------------------------------------------------- the check (run as a script)
 
 
@@ -275,6 +283,13 @@ def check() -> None:
         want = np.zeros_like(a)
         want[start:stop] = a[start:stop] ** 2
         np.testing.assert_array_equal(d_out.numpy(), want, err_msg=f"early_exit {start}..{stop}")
+    for n, local in ((4096, 256), (1001, 100)):
+        a = rng.random(n, dtype=np.float32)
+        d_out, count = runtime.empty(n, np.float32), runtime.to_device(np.zeros(n, np.int32))
+        s.launch_kernel(staged_and_updated, d_out, runtime.to_device(a), count, global_size=n, local_size=local)
+        s.synchronize()
+        np.testing.assert_array_equal(d_out.numpy(), a * 2)
+        np.testing.assert_array_equal(count.numpy(), np.ones(n, np.int32), err_msg="updated once per item")
     print("staged kernels: ok")
 
 

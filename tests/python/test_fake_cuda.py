@@ -81,6 +81,41 @@ CHECKS = {
 }
 
 
+JIT_CHECK = """
+import sys
+import numpy as np
+import runtime
+import jit_staging_kernels as K
+dev = runtime.device("cuda:0")
+assert dev.backend == "cuda", dev.backend
+with dev:
+    a, b = runtime.empty(16, np.float32), runtime.empty(16, np.float32)
+    src = K.scale.source(a, b)
+    assert "rt_stage" not in src and "RT_ROW_STAGING" not in src and "RT_ITEMS_BOUNDED" not in src, src
+    assert "runtime.jit.cpu_target" not in sys.modules  # the cpu target's staging is not even loaded
+    try:
+        K.scale.compiled(a, b)  # NVRTC compiles the kernel alone (the fake driver loads it)
+    except runtime.Error as e:
+        if "cannot compile for cuda" not in str(e):
+            raise
+        print("no nvrtc")
+print("ok")
+"""
+
+
+def test_jit_source_for_cuda_has_no_staged_twin(tmp_path):
+    """On a cuda device the generated source is the kernel alone: no twin, no bounds macro, no cpu analysis."""
+    lib = _fake_lib()
+    if lib is None:
+        pytest.skip("the fake CUDA driver is not built (build/tests/fake_cuda/libfake_cuda.so; set RUNTIME_FAKE_CUDA_LIB)")
+    here = str(pathlib.Path(__file__).resolve().parent)
+    env = dict(os.environ, RUNTIME_CUDA_DRIVER_LIB=lib, RUNTIME_CACHE_DIR=str(tmp_path),
+               PYTHONPATH=os.pathsep.join([here, os.environ.get("PYTHONPATH", "")]))
+    env.pop("RUNTIME_CUDA", None)
+    r = subprocess.run([sys.executable, "-c", JIT_CHECK], env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0 and "ok" in r.stdout, f"stdout:\n{r.stdout}\nstderr:\n{r.stderr}"
+
+
 @pytest.mark.parametrize("check", sorted(CHECKS))
 def test_fake_cuda(check, tmp_path):
     lib = _fake_lib()

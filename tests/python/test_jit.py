@@ -244,13 +244,15 @@ def test_source_is_inspectable():
     assert "double*" in src64
 
 
-def test_bounds_test_is_compiled_only_where_whole_groups_run(stream):
-    """The generated bounds test sits under `#if !RT_ITEMS_BOUNDED`: cpu launches pass the exact global size and
-    never run items past it, so the item loop has no condition; sizes that are not a multiple of the group work."""
+def test_generated_kernels_have_no_bounds_test(stream):
+    """Launches pass the exact global size and no backend runs the items past it, so the generated kernel has no
+    bounds test (for any target) and no RT_ITEMS_BOUNDED; sizes that are not a multiple of the group work."""
     d = runtime.alloc(64)
-    src = K.saxpy.source(2.0, d, d, d)
-    guard = re.search(r"#if !RT_ITEMS_BOUNDED\n\s*if \(get_global_id\(0\) >= rt_gsize0\) return;.*\n#endif", src)
-    assert guard, src
+    for target in (None, "cpu", "cuda"):
+        src = K.saxpy.source(2.0, d, d, d, target=target)
+        assert "RT_ITEMS_BOUNDED" not in src and ">= rt_gsize0" not in src, src
+        src2 = K.stencil2d.source(d, d, 8, 8, global_size=(8, 8), target=target)
+        assert "RT_ITEMS_BOUNDED" not in src2 and ">= rt_gsize" not in src2, src2
     for n in (1, 255, 257, 1000, 4097):
         x = np.arange(n, dtype=np.float32)
         xs, ys = runtime.to_device(x), runtime.to_device(np.ones(n + 512, np.float32))

@@ -9,13 +9,14 @@ import numpy as np
 import pytest
 
 import runtime
+from runtime.jit import Target, target_for
 import jit_staging_kernels as K
 
 HERE = pathlib.Path(__file__).resolve().parent
 
 
-def _source(k, *args, global_size=None):
-    return k.source(*args, global_size=global_size)
+def _source(k, *args, global_size=None, target=None):
+    return k.source(*args, global_size=global_size, target=target)
 
 
 def _f32(n=16):
@@ -38,6 +39,33 @@ def test_the_kernel_itself_is_unchanged_and_the_twin_is_cpu_only():
     kernel, twin = src.split("#if RT_ROW_STAGING")
     assert "RT_KERNEL void scale(" in kernel and "out[i] = " in kernel and "rt_stage" not in kernel
     assert twin.rstrip().endswith("#endif")
+
+
+def test_only_the_cpu_target_consults_the_staging_analysis(monkeypatch):
+    """The twin is the cpu target's (runtime/jit/cpu_target.py): for any other target the analysis is not run and
+    the source is the kernel alone, the same kernel the cpu target emits before its twin."""
+    from runtime.jit import cpu_target
+    calls = []
+    real = cpu_target.staged_twin
+    monkeypatch.setattr(cpu_target, "staged_twin", lambda tr: calls.append(tr.target.backend) or real(tr))
+    cuda = _source(K.scale, _f32(), _f32(), target="cuda")
+    assert not calls and "rt_stage" not in cuda and "RT_ROW_STAGING" not in cuda
+    cpu = _source(K.scale, _f32(), _f32(), target="cpu")
+    assert calls == ["cpu"] and "#if RT_ROW_STAGING" in cpu
+    assert cpu.split("#if RT_ROW_STAGING")[0] == cuda
+    assert _source(K.scale, _f32(), _f32()) == cpu  # the current device (cpu:0) is the default target
+    assert type(target_for("cuda")) is Target and type(target_for("cpu")) is cpu_target.CpuTarget
+
+
+def test_a_target_adds_its_code_after_the_kernel():
+    class Stub(Target):
+        backend = "stub"
+
+        def extra_code(self, tr):
+            return [f"// stub: {tr.k.cname} with {len(tr.params)} parameters"]
+
+    src = _source(K.scale, _f32(), _f32(), target=Stub())
+    assert src.rstrip().endswith("// stub: scale with 2 parameters") and "rt_stage" not in src
 
 
 def test_several_outputs_are_staged_in_parameter_order_with_their_widths():
@@ -64,6 +92,7 @@ def test_a_guard_that_holds_for_the_leading_items_of_a_row_clips_the_rows():
     (K.volume, lambda: (runtime.empty(8, np.int64), 2, 2), (2, 2, 2)),
     (K.transpose_rows, lambda: (_f32(), _f32(), 4), (4, 4)),
     (K.flags, lambda: (runtime.empty(8, np.bool_), _f32(), 0.5), None),
+    (K.staged_and_updated, lambda: (_f32(), _f32(), runtime.empty(16, np.int32)), None),
 ])
 def test_more_kernels_that_qualify(kernel, args, gs):
     assert "rt_staged_" in _source(kernel, *args(), global_size=gs)

@@ -1,0 +1,95 @@
+"""How a @runtime.jit kernel is launched: _Compiled (a kernel compiled for one signature and device, and its
+argument layout: one code per parameter plus the hidden global sizes) and the launch path, from the plan of the
+previous launch (one native call) through compiling a new signature to the reference mode. Packing is the one
+packer every kernel from Python uses (runtime/launch.py, LaunchPlan in python/src/core_module.cpp)."""
+
+from __future__ import annotations
+
+import struct
+from typing import Any
+
+import numpy as np
+
+from .. import launch as _shared
+from ..core import DeviceMemory, Stream
+from .reference import _run_reference, interpret_enabled
+from .types import _Buf
+
+_CODES = {"b": "?", "i1": "b", "i2": "h", "i4": "i", "i8": "q", "u1": "B", "u2": "H", "u4": "I", "u8": "Q",
+          "f4": "f", "f8": "d"}
+
+
+def _pack_code(dt: np.dtype) -> str:
+    """The packer's letter for a scalar parameter of dtype dt (struct's letters)."""
+    return _CODES["b" if dt.kind == "b" else f"{dt.kind}{dt.itemsize}"]
+
+
+class _Compiled:
+    """A kernel compiled for one (signature, device): module/function handles and the argument layout."""
+
+    def __init__(self, source: str, module: int, func: int, params: list, ndim: int, name: str = "",
+                 names: tuple = ()) -> None:
+        self.source, self.module, self.func = source, module, func
+        self.name, self.names = name, list(names)
+        self.param_sizes = [8 if isinstance(p, _Buf) else p.dt.itemsize for p in params]
+        sizes = self.param_sizes + [8] * ndim
+        self.sizes = struct.pack(f"@{len(sizes)}N", *sizes)  # the native size_t array (_core.launch_kernel's)
+        self.buf_idx = [i for i, p in enumerate(params) if isinstance(p, _Buf)]
+        self.first_buf = self.buf_idx[0] if self.buf_idx else -1
+        self.first_itemsize = params[self.first_buf].dt.itemsize if self.buf_idx else 1
+        self.codes = "".join("P" if isinstance(p, _Buf) else _pack_code(p.dt) for p in params)
+        self.ndim = ndim
+
+    def plan(self, arg_types: tuple, dev: int) -> Any:
+        """The launch plan for arguments of exactly these Python types (dtype values for device memory)."""
+        return _shared.plan(self.func, self.name, self.codes, list(arg_types), self.param_sizes, self.names,
+                            self.ndim, self.first_itemsize, dev)
+
+
+def launch(k: Any, stream: Stream, args: tuple, global_size: Any, local_size: Any) -> None:
+    """Launch JitKernel k (JitKernel._launch): what stream.launch_kernel(k, *args, ...) runs."""
+    # Fastest path: the launch plan of the previous default-shaped launch; it checks, packs and launches in one
+    # C++ call, or returns None without launching (other argument types, freed memory, ...): then the full path.
+    if global_size is None and local_size is None:
+        plan = k._last_plan
+        if plan is None and k._last_valued is not None:
+            plan, vals = k._last_valued
+            if vals != k._values():
+                plan = None
+        if plan is not None and plan.device == stream.device.index and k._compiled_mode():
+            if plan.launch(args, stream.handle) is not None:
+                return
+    interp = k.interpret if k.interpret is not None else interpret_enabled()
+    if interp or global_size is not None or local_size is not None:
+        glob, local, ndim = _shared.shape(k.name, args, global_size, local_size)
+    else:
+        glob = local = None  # the common case, resolved below from the compiled entry (no per-call parsing)
+        ndim = 1
+    if interp:
+        k._signature(args, ndim)  # same argument checks as the compiled path
+        return _run_reference(k, stream, args, glob, local, ndim)
+    # Fast key: the Python types of the arguments (dtype for device memory); a miss takes the full path,
+    # which validates the arguments and compiles.
+    dev = stream.device.index
+    types = tuple([a._dtype if type(a) is DeviceMemory else type(a) for a in args])
+    vals = k._values()
+    fkey = (types, ndim, dev, vals)
+    c = k._fast.get(fkey)
+    if c is None:
+        key, params = k._signature(args, ndim)
+        c = k._fast[fkey] = k._get(key, params, ndim, dev)
+    plan = k._plans.get(fkey)
+    if plan is None:
+        plan = k._plans[fkey] = c.plan(types, dev)
+    # A strict launch: the arguments have the plan's types, and one whose value the kernel cannot take (freed
+    # memory, an integer out of range, ...) raises InvalidValueError.
+    if glob is None:
+        if c.first_buf < 0:
+            _shared.shape(k.name, args, None, None)  # raises: no buffer to take the global size from
+        plan.launch_strict(args, stream.handle)
+        if vals:
+            k._last_valued = (plan, vals)
+        else:
+            k._last_plan = plan
+    else:
+        plan.launch_shaped(args, stream.handle, glob[0], glob[1], glob[2], local[0], local[1], local[2], True)
