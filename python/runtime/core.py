@@ -27,16 +27,17 @@ _tls = threading.local()
 def init(options: Optional[str] = None, **kwargs: Any) -> None:
     """Initialise the runtime (optional: every call initialises on first use).
 
-    `options` is the C API's "key=value;..." string; keyword arguments are appended to it
-    (cpu_devices=2, cpu_memory="1G", executors=2, backend="cuda": the cuda devices come first, so device 0 is
-    cuda:0 when a GPU is present; cpu_stream_min_bytes="32M": launches of @runtime.jit kernels that write at least
-    this much through outputs written as whole rows stream them past the cache — default the last-level cache).
+    `options` is the C API's "key=value;..." string (rtInit: `cpu.devices=2;cuda.enable=0;backend=cuda`); keyword
+    arguments are appended to it, a backend's name and its key joined by "_" (cpu_devices=2, cpu_memory="1G",
+    cpu_executors=2, cpu_stream_min_bytes="32M", cuda_enable=0) and `backend="cuda"` (the cuda devices come first,
+    so device 0 is cuda:0 when a GPU is present). The library checks every key and value: an unknown one raises
+    InvalidValueError listing the known keys.
     """
     parts = [options] if options else []
-    known = ("cpu_devices", "cpu_memory", "executors", "backend", "cpu_stream_min_bytes")
     for key, value in kwargs.items():
-        if key not in known:
-            raise make_error(InvalidValueError, f"init: unknown option {key!r} (expected {', '.join(known)})")
+        backend, _, rest = key.partition("_")
+        if rest and backend in ("cpu", "cuda"):
+            key = f"{backend}.{rest}"  # the prefixed spelling: cpu_devices -> cpu.devices
         parts.append(f"{key}={value}")
     _core.init(";".join(parts) if parts else None)
 

@@ -143,3 +143,18 @@ def test_default_stream_of_another_device_is_refused_not_misrouted():
             s1.synchronize()
         print("ok")
     """)
+
+
+def test_init_keywords_are_the_backends_prefixed_options():
+    """cpu_devices=2 is rtInit's cpu.devices=2; a bad value names the key as the library spells it."""
+    runtime.finalize()
+    try:
+        runtime.init(cpu_devices=2, cuda_enable=0)
+        names = [runtime.get_device_properties(i).name for i in range(runtime.get_device_count())]
+        assert sum(n.startswith("cpu:") for n in names) == 2 and not any(n.startswith("cuda:") for n in names), names
+        runtime.finalize()
+        with pytest.raises(runtime.InvalidValueError, match="cpu.devices"):
+            runtime.init(cpu_devices="many")
+    finally:
+        runtime.finalize()
+        runtime.init()
