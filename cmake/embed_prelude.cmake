@@ -56,6 +56,7 @@ function(runtime_embed_prelude target)
     ${src}/kernels/dialect.cpp
     ${src}/kernels/disk_cache.cpp
     ${src}/kernels/target.cpp
+    ${src}/kernels/standalone.cpp
     ${src}/backends/cpu/cpu_target.cpp
     ${src}/backends/cpu/cpu_module.cpp)
   target_include_directories(runtime_kernel_compiler_objects

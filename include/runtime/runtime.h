@@ -286,13 +286,18 @@ typedef struct rtDim3 {
  *  `options`: NULL or space-separated -O0..-O3, -g, -fwrapv (signed overflow wraps; ignored on cuda),
  *  -DNAME[=V], -UNAME, -I<dir>. Compiled modules are cached
  *  in memory and on disk (RUNTIME_CACHE_DIR, default ~/.cache/runtime). A compile error returns
- *  RT_ERROR_COMPILE_FAILED with the compiler's diagnostics (lines of `source`) in rtGetLastErrorMessage(). */
+ *  RT_ERROR_COMPILE_FAILED with the compiler's diagnostics (lines of `source`) in rtGetLastErrorMessage().
+ *  The in-memory cache keeps the RUNTIME_MODULE_CACHE_LIMIT most recently loaded sources per device (default
+ *  256; 0: none), read when the cache is first used: an evicted module stays loaded while a handle or a queued
+ *  launch uses it, and a later load of its source comes from the disk cache. */
 RT_API rtError_t rtModuleLoadSource(rtModule_t* module, const char* source, const char* options);
 /** Load a precompiled module (runtime-compile's output: a shared object on cpu). */
 RT_API rtError_t rtModuleLoadFile(rtModule_t* module, const char* path);
 /** Look up a kernel (an RT_KERNEL function) by name: RT_ERROR_NOT_FOUND lists the module's kernels. */
 RT_API rtError_t rtModuleGetFunction(rtFunction_t* function, rtModule_t module, const char* name);
-/** Release the module; its functions become invalid. Launches already queued still complete. */
+/** Release the module; its functions become invalid (RT_ERROR_INVALID_HANDLE, as is a second unload).
+ *  Launches already queued still complete: the code is unloaded once they have run and nothing else (another
+ *  handle of the same source, the in-memory cache) holds it. Never waits. */
 RT_API rtError_t rtModuleUnload(rtModule_t module);
 /** Number of parameters of the kernel, and (if `sizes` is not NULL) the size in bytes of each,
  *  written to sizes[0 .. *count-1]; `*count` must be the capacity of `sizes` on entry when it is given. */

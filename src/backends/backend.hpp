@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -37,8 +38,15 @@ struct HostCall {
 void run_host_call(const HostCall& call) noexcept;
 /// Defined by the core: a queue reached a position armed by notify_at_impl. Any thread; never blocks.
 void notify_timeline() noexcept;
+/// Defined by the core: runs `action` once every stream has completed the work queued before the call (a backend
+/// releasing what queued work may still use, e.g. a module's code): at once, in the caller, when none is queued or
+/// no runtime is running (teardown, after all work); else on the core timeline's thread (queue context: `action`
+/// must not wait). Any thread; never blocks; do not call it holding a lock `action` takes. Returns false, running
+/// nothing, when it cannot defer (out of memory): the caller leaks rather than releases early.
+bool defer_after_queued_work(std::function<void()> action) noexcept;
 
-/// A kernel of a loaded module. The core validates launches against it; a Function keeps its module loaded.
+/// A kernel of a loaded module. The core validates launches against it; a Function keeps its module's code loaded
+/// (a queue keeps the functions of its queued launches alive; the code goes when the last reference does).
 class Function {
 public:
     virtual ~Function() = default;
@@ -141,6 +149,10 @@ public:
     /// queue's destructor runs). Called once, before any other call. A backend that runs operations itself skips
     /// them while the slot has a failure (AsyncErrorSlot::failed, count_skipped). Defaults to ignoring it.
     virtual void bind_error_slot_impl(AsyncErrorSlot* slot) { (void)slot; }
+    /// (optional) Lets go of kernels held past their launches (a queue may keep its latest launched function to
+    /// spare a reference count per launch), so an unloaded module's code goes once the launches queued so far have
+    /// run. Called by the core after a module unload, from any thread; never blocks. Defaults to nothing.
+    virtual void release_kernels_impl() {}
 };
 
 /// One device of a backend.

@@ -111,7 +111,7 @@ RT_API rtError_t rtModuleUnload(rtModule_t module) {
     return capi_call("rtModuleUnload", [&] {
         auto m = runtime().modules.erase(reinterpret_cast<uint64_t>(module));
         if (!m) fail(RT_ERROR_INVALID_HANDLE, "module %p is not a loaded module", static_cast<void*>(module));
-        m->release_functions();  // queued launches hold the backend function, which keeps the code loaded
+        m->unload();  // queued launches hold the backend function, which keeps the code loaded until they ran
     });
 }
 

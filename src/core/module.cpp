@@ -2,6 +2,7 @@
 #include "core/module.hpp"
 
 #include "core/runtime.hpp"
+#include "core/stream.hpp"
 
 namespace rt {
 
@@ -21,10 +22,15 @@ uint64_t CoreModule::function_handle(const std::string& name) {
     return handle;
 }
 
-void CoreModule::release_functions() {
-    std::lock_guard lock(mutex_);
-    for (auto& [name, handle] : functions_) runtime().functions.erase(handle);
-    functions_.clear();
+void CoreModule::unload() {
+    {
+        std::lock_guard lock(mutex_);
+        for (auto& [name, handle] : functions_) runtime().functions.erase(handle);
+        functions_.clear();
+    }
+    // A launch racing with the erase above holds the function until its queue has it; the queues then drop what
+    // they keep past their launches (outside any lock of ours: the last reference may unload the code).
+    for (const std::shared_ptr<Stream>& s : device_.streams()) s->queue().release_kernels_impl();
 }
 
 void launch_kernel(Stream& stream, const CoreFunction& function, backend::LaunchShape shape, void* const* args,

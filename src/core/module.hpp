@@ -21,8 +21,10 @@ public:
 
     /// The handle of kernel `name` (the same handle for repeated look-ups); throws NOT_FOUND listing the kernels.
     uint64_t function_handle(const std::string& name);
-    /// Invalidates every function handle given out (module unload).
-    void release_functions();
+    /// Module unload: invalidates every function handle given out, and has the device's queues let go of its
+    /// kernels once their queued launches have run (the code goes with the last reference: the in-process cache's,
+    /// another handle's, or a queued launch's).
+    void unload();
 
 private:
     CoreDevice& device_;

@@ -46,6 +46,19 @@ void notify_timeline() noexcept {
     if (Runtime* r = detail::g_runtime.load(std::memory_order_acquire)) r->timeline().wake();
 }
 
+bool defer_after_queued_work(std::function<void()> action) noexcept {
+    try {
+        // No runtime: none is being built or torn down past its final wait (rtFinalize waited for all work).
+        if (Runtime* r = detail::g_runtime.load(std::memory_order_acquire))
+            r->timeline().defer(unfinished_points(), std::move(action));
+        else
+            action();
+        return true;
+    } catch (...) {
+        return false;
+    }
+}
+
 void run_host_call(const HostCall& call) noexcept {
     if (!call.slot) {  // internal bookkeeping: never skipped, cannot fail
         call.fn(call.user_data);

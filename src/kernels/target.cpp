@@ -4,6 +4,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 
 #include "core/error.hpp"
@@ -47,6 +49,20 @@ Image compile(const Target& target, const Program& program, bool force) {
     return image;
 }
 
+size_t ModuleCache::limit_from_environment() {
+    const char* v = std::getenv("RUNTIME_MODULE_CACHE_LIMIT");
+    if (!v || !*v) return kDefaultLimit;
+    char* end = nullptr;
+    errno = 0;
+    unsigned long long n = std::strtoull(v, &end, 10);
+    if (errno || *end || *v == '-') {
+        std::fprintf(stderr, "runtime: RUNTIME_MODULE_CACHE_LIMIT='%s' is not a count of modules; using %zu\n", v,
+                     kDefaultLimit);
+        return kDefaultLimit;
+    }
+    return static_cast<size_t>(n);
+}
+
 std::shared_ptr<backend::Module> ModuleCache::load_source(Target& target, const std::string& source,
                                                           const std::string& options) {
     static const std::string kName = "kernel_source";
@@ -56,24 +72,87 @@ std::shared_ptr<backend::Module> ModuleCache::load_source(Target& target, const 
         std::lock_guard lock(mutex_);
         auto& s = slots_[key];
         if (!s) s = std::make_shared<Slot>();
+        if (s->module) {
+            lru_.splice(lru_.begin(), lru_, s->lru);
+            return s->module;
+        }
         slot = s;
     }
     std::lock_guard slot_lock(slot->mutex);
-    if (slot->module) return slot->module;
-    Program program = read_program(source, options, kName);
-    Image image = compile(target, program);
-    std::shared_ptr<backend::Module> module = target.load(image.path, false);
-    if (!module) {  // a damaged disk entry (a crashed older build, a driver that no longer accepts it): rebuild
-        image = compile(target, program, /*force=*/true);
-        module = target.load(image.path, /*precompiled=*/true);  // now a failure says why
+    {
+        std::lock_guard lock(mutex_);
+        if (slot->module) return slot->module;  // loaded by the caller this one waited for
     }
-    slot->module = module;
+    std::shared_ptr<backend::Module> module;
+    try {
+        Program program = read_program(source, options, kName);
+        Image image = compile(target, program);
+        module = target.load(image.path, false);
+        if (!module) {  // a damaged disk entry (a crashed older build, a driver that no longer accepts it): rebuild
+            image = compile(target, program, /*force=*/true);
+            module = target.load(image.path, /*precompiled=*/true);  // now a failure says why
+        }
+    } catch (...) {
+        std::lock_guard lock(mutex_);
+        auto it = slots_.find(key);
+        if (it != slots_.end() && it->second == slot) slots_.erase(it);  // a caller waiting on it retries
+        throw;
+    }
+    std::vector<std::shared_ptr<backend::Module>> dead;
+    {
+        std::lock_guard lock(mutex_);
+        auto it = slots_.find(key);
+        if (it != slots_.end() && it->second == slot) {  // not cleared meanwhile
+            if (limit_ == 0) {
+                slots_.erase(it);  // callers waiting on this slot load again (from the disk cache)
+            } else {
+                slot->module = module;
+                lru_.push_front(key);
+                slot->lru = lru_.begin();
+                trim(dead);
+            }
+        }
+    }
     return module;
 }
 
+void ModuleCache::trim(std::vector<std::shared_ptr<backend::Module>>& dead) {
+    while (lru_.size() > limit_) {
+        auto it = slots_.find(lru_.back());
+        dead.push_back(std::move(it->second->module));
+        slots_.erase(it);
+        lru_.pop_back();
+    }
+}
+
 void ModuleCache::clear() {
+    std::vector<std::shared_ptr<backend::Module>> dead;
+    std::unordered_map<std::string, std::shared_ptr<Slot>> slots;
+    {
+        std::lock_guard lock(mutex_);
+        for (auto& [key, slot] : slots_)
+            if (slot->module) dead.push_back(std::move(slot->module));
+        slots.swap(slots_);
+        lru_.clear();
+    }
+}
+
+void ModuleCache::set_limit(size_t limit) {
+    std::vector<std::shared_ptr<backend::Module>> dead;
     std::lock_guard lock(mutex_);
-    slots_.clear();
+    limit_ = limit;
+    trim(dead);
+    // `dead` is destroyed after the lock (declared before it)
+}
+
+size_t ModuleCache::limit() const {
+    std::lock_guard lock(mutex_);
+    return limit_;
+}
+
+size_t ModuleCache::size() const {
+    std::lock_guard lock(mutex_);
+    return lru_.size();
 }
 
 }  // namespace rt::kernels

@@ -6,10 +6,12 @@
 // embedded prelude and entry code) + the source's name + the source + the normalised options.
 #pragma once
 
+#include <list>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "backends/backend.hpp"
 #include "kernels/dialect.hpp"
@@ -54,23 +56,44 @@ std::string cache_key(const Target& target, const std::string& name, const std::
 Image compile(const Target& target, const Program& program, bool force = false);
 
 /// Modules loaded from source for one target (one device, or all devices that share code): a repeated load of
-/// the same source returns the same module without touching the disk. Thread-safe; concurrent loads of one key
-/// compile once, loads of other keys do not wait for them.
+/// the same source returns the same module without touching the disk. Bounded: the `limit` most recently used
+/// modules are kept (least recently used evicted first); an evicted module stays loaded while anything else holds
+/// it (a module handle, a queued launch) and is unloaded after, and a later load of its source comes from the disk
+/// cache. Thread-safe; concurrent loads of one key compile once, loads of other keys do not wait for them.
 class ModuleCache {
 public:
+    static constexpr size_t kDefaultLimit = 256;
+    /// The limit from $RUNTIME_MODULE_CACHE_LIMIT (a count; 0: nothing is kept in process), else kDefaultLimit.
+    static size_t limit_from_environment();
+
+    ModuleCache() : limit_(limit_from_environment()) {}
+    explicit ModuleCache(size_t limit) : limit_(limit) {}
+
     /// The module for (source, options) on `target`: from this cache, else the disk cache, else compiled.
     /// A damaged disk entry is compiled over. Throws rt::Error from read_program, compile and load.
     std::shared_ptr<backend::Module> load_source(Target& target, const std::string& source, const std::string& options);
     /// Forgets every module (loaded modules stay alive while referenced).
     void clear();
+    /// Changes the limit (evicting down to it at once).
+    void set_limit(size_t limit);
+    size_t limit() const;
+    /// Modules held now (at most limit()).
+    size_t size() const;
 
 private:
     struct Slot {
         std::mutex mutex;  // held while the slot's module is compiled: same-key callers wait, others don't
-        std::shared_ptr<backend::Module> module;
+        std::shared_ptr<backend::Module> module;  // under ModuleCache::mutex_
+        std::list<std::string>::iterator lru;      // its key's place in lru_, when module is set
     };
-    std::mutex mutex_;
-    std::unordered_map<std::string, std::shared_ptr<Slot>> slots_;
+    /// Evicts least recently used modules down to the limit, into `dead` (destroyed by the caller after the lock:
+    /// the last reference unloads the code). mutex_ held.
+    void trim(std::vector<std::shared_ptr<backend::Module>>& dead);
+
+    mutable std::mutex mutex_;
+    size_t limit_;
+    std::unordered_map<std::string, std::shared_ptr<Slot>> slots_;  // loaded, or being loaded
+    std::list<std::string> lru_;                                     // keys of loaded slots, most recent first
 };
 
 }  // namespace rt::kernels

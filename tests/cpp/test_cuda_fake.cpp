@@ -31,6 +31,8 @@ struct Fake {
     fake_cuda_inject_fault_fn inject_fault = nullptr;
     fake_cuda_live_allocations_fn live_allocations = nullptr;
     fake_cuda_live_host_allocations_fn live_host_allocations = nullptr;
+    fake_cuda_live_modules_fn live_modules = nullptr;
+    fake_cuda_unsafe_unloads_fn unsafe_unloads = nullptr;
     bool loaded = false;
 };
 
@@ -47,8 +49,10 @@ const Fake& fake() {
         r.live_allocations = reinterpret_cast<fake_cuda_live_allocations_fn>(::dlsym(h, "fake_cuda_live_allocations"));
         r.live_host_allocations =
             reinterpret_cast<fake_cuda_live_host_allocations_fn>(::dlsym(h, "fake_cuda_live_host_allocations"));
+        r.live_modules = reinterpret_cast<fake_cuda_live_modules_fn>(::dlsym(h, "fake_cuda_live_modules"));
+        r.unsafe_unloads = reinterpret_cast<fake_cuda_unsafe_unloads_fn>(::dlsym(h, "fake_cuda_unsafe_unloads"));
         r.loaded = r.launch_count && r.last_launch && r.reset_launches && r.inject_fault && r.live_allocations &&
-                   r.live_host_allocations;
+                   r.live_host_allocations && r.live_modules && r.unsafe_unloads;
         return r;
     }();
     return f;
@@ -591,6 +595,44 @@ TEST_F(FakeCuda, SourceKernelsGetTheExactGlobalSizeAheadOfTheirArguments) {
     EXPECT_EQ(l.param_u64[0], 192u);
     EXPECT_EQ(l.param_u64[2] & 0xffffffffu, 0x40000000u) << "a = 2.0f follows the pointer";
     ASSERT_RT_OK(rtModuleUnload(m));
+}
+
+// rtModuleUnload never waits: the CUmodule is unloaded once the streams have run the launches queued before (the
+// fake reports an unload with launches of the module still queued).
+TEST_F(FakeCuda, ModulesUnloadOnceTheirQueuedLaunchesRan) {
+    std::string path = temp_file(".ptx", kPtx);
+    const int live = fake().live_modules(), unsafe = fake().unsafe_unloads();
+    rtModule_t m = nullptr;
+    ASSERT_RT_OK(rtModuleLoadFile(&m, path.c_str()));
+    EXPECT_EQ(fake().live_modules(), live + 1);
+    rtFunction_t f = nullptr;
+    ASSERT_RT_OK(rtModuleGetFunction(&f, m, "add_k"));
+    rt_test::DevBuf x(256);
+    void* xp = x.get();
+    uint32_t v = 1;
+    void* args[] = {&xp, &v};
+    StreamGuard s;
+    Gate gate;
+    ASSERT_RT_OK(gate.launch(s));
+    ASSERT_RT_OK(rtLaunchKernel(f, rtDim3{1, 1, 1}, rtDim3{32, 1, 1}, args, 0, s));
+    ASSERT_RT_OK(rtModuleUnload(m));
+    EXPECT_RT_ERROR(RT_ERROR_INVALID_HANDLE, rtModuleUnload(m));
+    EXPECT_RT_ERROR(RT_ERROR_INVALID_HANDLE, rtLaunchKernel(f, rtDim3{1, 1, 1}, rtDim3{32, 1, 1}, args, 0, s));
+    EXPECT_EQ(fake().live_modules(), live + 1) << "a launch of it is still queued";
+    gate.open();
+    ASSERT_RT_OK(rtStreamSynchronize(s));  // runs what became due on the timeline
+    EXPECT_EQ(fake().live_modules(), live);
+    EXPECT_EQ(fake().unsafe_unloads(), unsafe);
+
+    // With nothing queued, the module goes at once (the stream's kept last kernel is let go of too).
+    ASSERT_RT_OK(rtModuleLoadFile(&m, path.c_str()));
+    ASSERT_RT_OK(rtModuleGetFunction(&f, m, "add_k"));
+    ASSERT_RT_OK(rtLaunchKernel(f, rtDim3{1, 1, 1}, rtDim3{32, 1, 1}, args, 0, s));
+    ASSERT_RT_OK(rtStreamSynchronize(s));
+    ASSERT_RT_OK(rtModuleUnload(m));
+    EXPECT_EQ(fake().live_modules(), live);
+    EXPECT_EQ(fake().unsafe_unloads(), unsafe);
+    std::remove(path.c_str());
 }
 
 TEST_F(FakeCuda, PtxFilesLoadAndLaunchesAreArityChecked) {

@@ -25,6 +25,8 @@
 //    `.entry` names. PTX `.param` lists and a cubin's EIATTR_KPARAM_INFO records (.nv.info.<kernel>) give
 //    cuFuncGetParamInfo sizes, as drivers 12.4+ do; NOT_SUPPORTED when neither is found. Launches run no code:
 //    they are recorded (fake_cuda.h) and complete in stream order.
+//  - Modules count the launches of their functions still queued: unloading one then is reported (a GPU would
+//    run freed code): fake_cuda_unsafe_unloads, with a line on stderr. fake_cuda_live_modules counts them.
 //  - fake_cuda_inject_fault(code): the next launch fails on its stream's worker and the context becomes sticky
 //    (every later call on it returns the code), as after a kernel's illegal address.
 #include <cuda.h>
@@ -179,6 +181,7 @@ struct CUevent_st {
 struct CUfunc_st;
 struct CUmod_st {
     CUctx_st* ctx = nullptr;
+    std::shared_ptr<std::atomic<int>> queued = std::make_shared<std::atomic<int>>(0);  // launches not run yet
     std::string image;
     bool ptx = false;
     std::vector<std::string> names;  // kernels, in image order
@@ -230,6 +233,7 @@ struct State {
     int launch_count = 0;
     FakeCudaLaunch last_launch{};
     int inject_fault = CUDA_SUCCESS;
+    int unsafe_unloads = 0;  // cuModuleUnload with launches of the module still queued
 };
 
 State& S() {
@@ -959,6 +963,10 @@ CUresult CUDAAPI cuModuleLoadData(CUmodule* pm, const void* image) {
 CUresult CUDAAPI cuModuleUnload(CUmodule m) {
     std::lock_guard lock(S().m);
     if (!m || !S().modules.erase(m)) return CUDA_ERROR_INVALID_HANDLE;
+    if (int q = m->queued->load()) {  // a GPU would run freed code
+        ++S().unsafe_unloads;
+        std::fprintf(stderr, "fake_cuda: cuModuleUnload of a module with %d launch(es) still queued\n", q);
+    }
     for (auto& [n, f] : m->functions) S().functions.erase(f.get());
     delete m;
     return CUDA_SUCCESS;
@@ -1057,7 +1065,12 @@ CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned
         fault = S().inject_fault;
         S().inject_fault = CUDA_SUCCESS;
     }
-    s->push([fault](bool) -> CUresult { return static_cast<CUresult>(fault); });  // runs no code
+    std::shared_ptr<std::atomic<int>> queued = f->module->queued;
+    ++*queued;
+    s->push([fault, queued](bool) -> CUresult {  // runs no code
+        --*queued;
+        return static_cast<CUresult>(fault);
+    });
     return CUDA_SUCCESS;
 }
 
@@ -1188,6 +1201,16 @@ void fake_cuda_inject_fault(int code) {
 int fake_cuda_live_allocations(void) {
     std::lock_guard lock(S().m);
     return static_cast<int>(S().allocs.size());
+}
+
+int fake_cuda_live_modules(void) {
+    std::lock_guard lock(S().m);
+    return static_cast<int>(S().modules.size());
+}
+
+int fake_cuda_unsafe_unloads(void) {
+    std::lock_guard lock(S().m);
+    return S().unsafe_unloads;
 }
 
 int fake_cuda_live_host_allocations(void) {

@@ -31,6 +31,10 @@ typedef void (*fake_cuda_inject_fault_fn)(int code);
 /** Device allocations (cuMemAlloc) and pinned host allocations (cuMemHostAlloc) currently live, all devices. */
 typedef int (*fake_cuda_live_allocations_fn)(void);
 typedef int (*fake_cuda_live_host_allocations_fn)(void);
+/** Modules loaded (cuModuleLoadData) and not unloaded, all contexts. */
+typedef int (*fake_cuda_live_modules_fn)(void);
+/** cuModuleUnload calls made while launches of the module were still queued (each also prints a line). */
+typedef int (*fake_cuda_unsafe_unloads_fn)(void);
 
 #ifdef __cplusplus
 }

@@ -205,6 +205,7 @@ private:
         bool reached_impl(uint64_t position) override { return q_->reached_impl(position); }
         void notify_at_impl(uint64_t position) override { q_->notify_at_impl(position); }
         void bind_error_slot_impl(AsyncErrorSlot* slot) override { q_->bind_error_slot_impl(slot); }
+        void release_kernels_impl() override { q_->release_kernels_impl(); }
 
     private:
         std::shared_ptr<CpuQueue> q_;

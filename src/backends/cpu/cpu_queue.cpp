@@ -132,6 +132,22 @@ void CpuQueue::launch_impl(const std::shared_ptr<backend::Function>& function, c
         &function);
 }
 
+void CpuQueue::release_kernels_impl() {
+    std::shared_ptr<backend::Function> idle;  // destroyed after the lock: it may be the last reference to the code
+    {
+        std::lock_guard lock(mutex_);
+        if (!last_function_) return;
+        if (completed_.load(std::memory_order_acquire) == submitted_.load(std::memory_order_relaxed))
+            idle = std::move(last_function_);  // nothing queued uses it
+    }
+    if (idle) return;
+    // Launches of it may be queued: it rides in a task behind them (unless a launch replaced it meanwhile).
+    emplace([&](Task& t) {
+        t.type = Task::Type::release;
+        t.ref = std::move(last_function_);
+    });
+}
+
 void CpuQueue::record_impl(backend::Event& event) {
     const std::shared_ptr<EventState>& ev = static_cast<CpuEvent&>(event).state();
     std::lock_guard elock(ev->mutex);  // order: event, then queue
@@ -260,6 +276,10 @@ void CpuQueue::run(uint64_t limit, size_t budget, bool host) {
 void CpuQueue::execute(Task& t) {
     // Work queued behind a failure that has not been reported yet is skipped (records and waits still run:
     // they carry the failure on). One acquire load per task.
+    if (t.type == Task::Type::release) {  // bookkeeping, not an operation of the stream: never counted as skipped
+        t.ref.reset();
+        return;
+    }
     if (slot_ && slot_->failed() && t.type != Task::Type::record && t.type != Task::Type::wait) {
         slot_->count_skipped();
         t.ref.reset();
@@ -318,6 +338,8 @@ void CpuQueue::execute(Task& t) {
                            "on " + r.message);
             break;
         }
+        case Task::Type::release:  // handled above
+            break;
         case Task::Type::launch: {
             const CpuFunction& function = *t.launch.function;
             const std::vector<size_t>& sizes = function.arg_sizes();

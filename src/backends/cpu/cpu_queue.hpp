@@ -55,7 +55,7 @@ private:
 /// One operation in a queue: a small record moved through the ring (no heap allocation per task). The
 /// payload is a union by type; `ref` keeps alive what the task points to.
 struct Task {
-    enum class Type : uint8_t { copy, fill, host_call, record, wait, launch };
+    enum class Type : uint8_t { copy, fill, host_call, record, wait, launch, release };  // release: only drops `ref`
     struct Memory {
         void* dst;
         const void* src;
@@ -71,7 +71,8 @@ struct Task {
     uint8_t value = 0;  // fill
     uint64_t seq = 0;
     std::shared_ptr<void> ref;  // record and wait: the RecordState written or waited for; launch: the function
-                                // launched before it on this queue, when it changed (see last_function_)
+                                // launched before it on this queue, when it changed (see last_function_);
+                                // release: the function last_function_ let go of (release_kernels_impl)
     union {
         Memory memory;              // copy, fill
         backend::HostCall call;     // host_call
@@ -104,6 +105,8 @@ public:
     bool reached_impl(uint64_t position) override { return completed() >= position; }
     void notify_at_impl(uint64_t position) override;
     void bind_error_slot_impl(AsyncErrorSlot* slot) override { slot_ = slot; }
+    /// Drops last_function_: at once when the queue is idle, else in a release task after the launches queued.
+    void release_kernels_impl() override;
 
     /// Sequence number of the last completed task (tasks complete in order).
     uint64_t completed() const { return completed_.load(std::memory_order_acquire); }

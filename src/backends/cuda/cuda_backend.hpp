@@ -47,7 +47,9 @@ struct HostWork {
 };
 
 /// A loaded CUmodule, shared by the module object and every function taken from it, so a function (and a
-/// queue's last launched function) keeps the code loaded.
+/// queue's last launched function) keeps the code loaded. The last reference unloads it once every stream has run
+/// what was queued before (launches of it may be queued: the driver does not keep the module for them), without
+/// waiting: on the core timeline.
 struct ModuleImage {
     const Driver& driver;
     CUcontext ctx;
@@ -144,6 +146,8 @@ public:
     uint64_t position_impl() override;
     bool reached_impl(uint64_t position) override;
     void bind_error_slot_impl(AsyncErrorSlot* slot) override { slot_ = slot; }
+    /// Drops the function kept for naming faults (its name stays).
+    void release_kernels_impl() override;
     CUstream handle() const { return stream_; }
 
 private:
@@ -160,6 +164,7 @@ private:
 
     SpinLock last_lock_;  // the last launch, for naming a kernel in an asynchronous fault
     std::shared_ptr<backend::Function> last_fn_;
+    std::string released_name_;  // last_fn_'s name after release_kernels_impl let go of it
     uint64_t last_op_ = 0;
     AsyncErrorSlot* slot_ = nullptr;  // the core stream's, bound once after construction
     std::atomic<int> pending_host_calls_{0};  // user host functions queued and not run yet

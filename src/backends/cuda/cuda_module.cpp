@@ -58,11 +58,14 @@ bool ptx_param_sizes(const std::string& ptx, const std::string& name, std::vecto
 
 ModuleImage::~ModuleImage() {
     if (!module) return;
-    // Launches of this module may still be queued on any stream of the context: unload only after them.
-    CUcontext cur = nullptr;
-    if (driver.cuCtxGetCurrent(&cur) != CUDA_SUCCESS || cur != ctx) driver.cuCtxSetCurrent(ctx);
-    driver.cuCtxSynchronize();
-    driver.cuModuleUnload(module);
+    // Launches of this module may still be queued on any stream of the context: unload only after them. The
+    // device outlives the timeline's actions (the runtime drains it before devices go).
+    const Driver* d = &driver;
+    backend::defer_after_queued_work([d, c = ctx, m = module] {
+        CUcontext cur = nullptr;
+        if (d->cuCtxGetCurrent(&cur) != CUDA_SUCCESS || cur != c) d->cuCtxSetCurrent(c);
+        d->cuModuleUnload(m);
+    });  // false (out of memory): the module stays loaded until the context goes, never unloaded early
 }
 
 CudaFunction::CudaFunction(std::shared_ptr<ModuleImage> image, CUfunction fn, std::string name, bool bounded,

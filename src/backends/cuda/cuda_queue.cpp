@@ -249,13 +249,29 @@ void CudaQueue::launch_impl(const std::shared_ptr<backend::Function>& function, 
         throw Error(translate(r) == RT_ERROR_UNKNOWN ? RT_ERROR_LAUNCH_FAILED : translate(r),
                     "cuLaunchKernel of kernel '" + f.name() + "' failed: " + describe(d_, r));
     }
+    std::shared_ptr<backend::Function> previous;  // released after the lock (it may hold the last reference)
     {
         // Remember the kernel for a fault reported later; the reference is swapped only when it changes.
         std::lock_guard lock(last_lock_);
-        if (last_fn_.get() != function.get()) last_fn_ = function;
+        if (last_fn_.get() != function.get()) {
+            previous = std::exchange(last_fn_, function);
+            if (!previous) released_name_.clear();
+        }
         last_op_ = report.op_index;
     }
     enqueued();
+}
+
+void CudaQueue::release_kernels_impl() {
+    // The driver keeps nothing of a launch's function: the module's unload waits for the streams itself
+    // (ModuleImage). Only the name stays, for a fault reported later.
+    std::shared_ptr<backend::Function> previous;
+    {
+        std::lock_guard lock(last_lock_);
+        if (!last_fn_) return;
+        released_name_ = last_fn_->name();
+        previous = std::move(last_fn_);
+    }
 }
 
 void CudaQueue::report_async(CUresult r, const char* what) noexcept {
@@ -264,7 +280,7 @@ void CudaQueue::report_async(CUresult r, const char* what) noexcept {
         uint64_t op = 0;
         {
             std::lock_guard lock(last_lock_);
-            if (last_fn_) kernel = last_fn_->name();
+            kernel = last_fn_ ? last_fn_->name() : released_name_;
             op = last_op_;
         }
         std::string msg = describe(d_, r);
