@@ -58,6 +58,7 @@ function(runtime_embed_prelude target)
     ${src}/kernels/target.cpp
     ${src}/kernels/standalone.cpp
     ${src}/backends/cpu/cpu_target.cpp
+    ${src}/backends/cpu/cpu_isa.cpp
     ${src}/backends/cpu/cpu_module.cpp)
   target_include_directories(runtime_kernel_compiler_objects
     PUBLIC ${src} ${PROJECT_SOURCE_DIR}/include)

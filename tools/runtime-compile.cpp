@@ -21,7 +21,8 @@
 namespace {
 
 const char* kUsage =
-    "usage: runtime-compile KERNEL.cpp -o MODULE.so [--backend cpu] [-O0..-O3|-Os] [-g] [-DNAME[=V]] [-UNAME] [-IDIR]\n"
+    "usage: runtime-compile KERNEL.cpp -o MODULE.so [--backend cpu] [--isa LIST] [-O0..-O3|-Os] [-g] [-DNAME[=V]]\n"
+    "                       [-UNAME] [-IDIR]\n"
     "       runtime-compile KERNEL.cu -o MODULE.cubin|MODULE.ptx --backend cuda [--arch sm_XY] [options as above]\n"
     "       runtime-compile --list-cache [--backend NAME]\n"
     "       runtime-compile --clear-cache [--backend NAME]\n"
@@ -31,6 +32,11 @@ const char* kUsage =
     "The compilation goes through the kernel cache ($RUNTIME_CACHE_DIR, else $XDG_CACHE_HOME/runtime, else\n"
     "~/.cache/runtime): compiling the same file with the same options again copies the cached module.\n"
     "The host compiler is $RUNTIME_CXX, else clang++ / c++ / g++ from PATH.\n"
+    "--isa: the instruction sets of a cpu module, comma-separated -march values (default native: this machine's,\n"
+    "the fastest here). A module records what it needs; loading it where a feature is missing fails with\n"
+    "RT_ERROR_NOT_SUPPORTED naming the features, before any of its code runs. To ship a module, list variants:\n"
+    "--isa x86-64-v2,x86-64-v3,x86-64-v4 builds one file holding all three (one compiler run each, side by side),\n"
+    "and the loader runs the best variant the machine supports; x86-64-v2 alone is a portable baseline.\n"
     "--backend cuda compiles with NVRTC (loaded at run time; no GPU needed) for --arch (default sm_90): a cubin,\n"
     "or PTX when the output name ends in .ptx. rtModuleLoadFile loads cubin, PTX and fatbin files on cuda.\n";
 
@@ -60,7 +66,7 @@ void copy_atomic(const std::string& src, const std::string& dst) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    std::string input, output, backend = "cpu", options, arch = "sm_90";
+    std::string input, output, backend = "cpu", options, arch = "sm_90", isa = "native";
     bool list = false, clear = false, backend_given = false;
     for (int i = 1; i < argc; ++i) {
         std::string a = argv[i];
@@ -82,6 +88,11 @@ int main(int argc, char** argv) {
             arch = argv[i];
         } else if (a.rfind("--arch=", 0) == 0) {
             arch = a.substr(7);
+        } else if (a == "--isa") {
+            if (++i >= argc) return usage_error("%s needs instruction sets (e.g. x86-64-v2,x86-64-v3)", "--isa");
+            isa = argv[i];
+        } else if (a.rfind("--isa=", 0) == 0) {
+            isa = a.substr(6);
         } else if (a == "--list-cache") {
             list = true;
         } else if (a == "--clear-cache") {
@@ -152,9 +163,21 @@ int main(int argc, char** argv) {
             what = (target->image_extension() == ".ptx" ? "PTX for " : "cubin for ") + arch;
         }
 #endif
-        if (!target) target = std::make_unique<rt::cpu::CpuTarget>();
+        if (!target) {
+            auto cpu = std::make_unique<rt::cpu::CpuTarget>(rt::cpu::parse_isa(isa));
+            what = "cpu module for " + rt::kernels::join(cpu->isa(), ",");
+            target = std::move(cpu);
+        }
         rt::kernels::Image image = rt::kernels::compile(*target, program);
-        if (backend == "cpu") (void)rt::cpu::CpuModule::from_file(image.path);  // proves it loads before publishing it
+        if (backend == "cpu") {
+            try {
+                (void)rt::cpu::CpuModule::from_file(image.path);  // proves it loads before publishing it
+            } catch (const rt::Error& e) {
+                if (e.code() != RT_ERROR_NOT_SUPPORTED) throw;
+                // Built for other machines: it is checked as far as this one can (its records were read).
+                std::fprintf(stderr, "runtime-compile: note: this machine cannot run it: %s\n", e.what());
+            }
+        }
         copy_atomic(image.path, output);
         std::printf("%s: %s %s (kernels: %s; %s)\n", output.c_str(), image.from_cache ? "from cache" : "compiled",
                     what.c_str(), rt::kernels::join(image.kernels).c_str(), image.path.c_str());

@@ -8,43 +8,88 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "backends/cpu/cpu_isa.hpp"
 #include "core/error.hpp"
+#include "kernels/dialect.hpp"
 
 namespace rt::cpu {
 
 namespace {
 
-/// Loads and validates; on failure sets `why` and returns nullptr (the handle is closed).
-void* open_module(const std::string& path, std::string& why, const rt_cpu_kernel_info*& kernels, int& count) {
+
+/// Why a module cannot be loaded; `code` NOT_SUPPORTED when this machine lacks what it needs.
+struct Refusal {
+    std::string why;
+    rtError_t code = RT_ERROR_INVALID_VALUE;
+};
+
+std::string describe_variants(const std::vector<IsaVariant>& variants) {
+    std::string s;
+    for (const IsaVariant& v : variants) s += (s.empty() ? "" : ", ") + v.name;
+    return s;
+}
+
+/// Checks the ISA records, then loads and validates; on failure fills `refusal` and returns nullptr (the handle is
+/// closed). No code of the module runs before its records say this machine can run it.
+void* open_module(const std::string& path, Refusal& refusal, const rt_cpu_kernel_info*& kernels, int& count,
+                  std::string& variant) {
     struct stat st {};
     if (::stat(path.c_str(), &st) != 0) {
-        why = std::strerror(errno);
+        refusal.why = std::strerror(errno);
         return nullptr;
     }
     if (!S_ISREG(st.st_mode)) {
-        why = "not a regular file";
+        refusal.why = "not a regular file";
         return nullptr;
+    }
+    std::string no_record;
+    const std::vector<IsaVariant> variants = read_isa_records(path, no_record);
+    const IsaVariant* chosen = nullptr;
+    if (!variants.empty()) {
+        std::vector<std::string> missing;
+        chosen = pick_variant(variants, missing);
+        if (!chosen) {
+            std::string unknown;
+            for (const std::string& f : missing)
+                if (!known_feature(f)) unknown += (unknown.empty() ? "" : ", ") + f;
+            refusal.code = RT_ERROR_NOT_SUPPORTED;
+            refusal.why = format("it was built for %s%s and needs CPU features this machine lacks: %s%s%s (build it "
+                                 "for this machine, or with runtime-compile --isa x86-64-v2,x86-64-v3,x86-64-v4 for "
+                                 "any x86-64 machine)",
+                                 variants.size() > 1 ? "the instruction sets " : "", describe_variants(variants).c_str(),
+                                 kernels::join(missing).c_str(), unknown.empty() ? "" : "; unknown to this runtime: ",
+                                 unknown.c_str());
+            return nullptr;
+        }
     }
     // A name without '/' would be searched on the library path: always load the named file.
     std::string load_path = path.find('/') == std::string::npos ? "./" + path : path;
     void* handle = ::dlopen(load_path.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!handle) {
         const char* err = ::dlerror();
-        why = std::string("not a loadable shared object: ") + (err ? err : "dlopen failed");
+        refusal.why = std::string("not a loadable shared object: ") + (err ? err : "dlopen failed");
         return nullptr;
     }
     auto abi = reinterpret_cast<rt_cpu_module_abi_fn>(::dlsym(handle, "rt_cpu_module_abi"));
-    auto list = reinterpret_cast<rt_cpu_module_kernels_fn>(::dlsym(handle, "rt_cpu_module_kernels"));
+    const std::string table = !chosen || chosen->index == 0 ? std::string("rt_cpu_module_kernels")
+                                                            : "rt_cpu_module_kernels_v" + std::to_string(chosen->index);
+    auto list = reinterpret_cast<rt_cpu_module_kernels_fn>(::dlsym(handle, table.c_str()));
     if (!abi || !list) {
-        why = "not a runtime cpu kernel module (it does not export rt_cpu_module_abi and rt_cpu_module_kernels)";
+        refusal.why = "not a runtime cpu kernel module (it does not export rt_cpu_module_abi and " + table + ")";
     } else if (int v = abi(); v != RT_CPU_ABI_VERSION) {
-        why = format("built for cpu kernel ABI version %d, this runtime uses version %d (rebuild it with this "
-                     "runtime's runtime-compile)", v, RT_CPU_ABI_VERSION);
+        refusal.why = format("built for cpu kernel ABI version %d, this runtime uses version %d (rebuild it with this "
+                             "runtime's runtime-compile)", v, RT_CPU_ABI_VERSION);
+    } else if (!chosen) {
+        refusal.why = no_record;
     } else {
         count = 0;
         kernels = list(&count);
-        if (count < 0 || (count > 0 && !kernels)) why = "its kernel table is malformed";
-        else return handle;
+        if (count < 0 || (count > 0 && !kernels)) {
+            refusal.why = "its kernel table is malformed";
+        } else {
+            variant = chosen->name;
+            return handle;
+        }
     }
     ::dlclose(handle);
     return nullptr;
@@ -52,23 +97,24 @@ void* open_module(const std::string& path, std::string& why, const rt_cpu_kernel
 
 }  // namespace
 
-CpuModule::CpuModule(void* handle, std::string path, const rt_cpu_kernel_info* kernels, int count)
-    : handle_(handle), path_(std::move(path)), kernels_(kernels), count_(count) {}
+CpuModule::CpuModule(void* handle, std::string path, const rt_cpu_kernel_info* kernels, int count, std::string variant)
+    : handle_(handle), path_(std::move(path)), kernels_(kernels), count_(count), variant_(std::move(variant)) {}
 
 CpuModule::~CpuModule() {
     if (handle_) ::dlclose(handle_);
 }
 
 std::shared_ptr<CpuModule> CpuModule::load(const std::string& path, bool from_cache) {
-    std::string why;
+    Refusal refusal;
     const rt_cpu_kernel_info* kernels = nullptr;
     int count = 0;
-    void* handle = open_module(path, why, kernels, count);
+    std::string variant;
+    void* handle = open_module(path, refusal, kernels, count, variant);
     if (!handle) {
         if (from_cache) return nullptr;  // caller recompiles over a damaged entry
-        fail(RT_ERROR_INVALID_VALUE, "cannot load cpu kernel module '%s': %s", path.c_str(), why.c_str());
+        fail(refusal.code, "cannot load cpu kernel module '%s': %s", path.c_str(), refusal.why.c_str());
     }
-    return std::shared_ptr<CpuModule>(new CpuModule(handle, path, kernels, count));
+    return std::shared_ptr<CpuModule>(new CpuModule(handle, path, kernels, count, std::move(variant)));
 }
 
 std::shared_ptr<CpuModule> CpuModule::from_file(const std::string& path) {

@@ -24,18 +24,23 @@ public:
     std::vector<std::string> kernel_names() const;
     /// The shared object this module was loaded from.
     const std::string& path() const { return path_; }
+    /// The instruction set of the variant loaded ("native", "x86-64-v3", ...: the best of the module's variants
+    /// this machine supports).
+    const std::string& variant() const { return variant_; }
 
     /// Loads a shared object; one that is not a valid module: nullptr when `from_cache` (the caller compiles
-    /// over it), else rt::Error(INVALID_VALUE) naming the file and why.
+    /// over it), else rt::Error naming the file and why: NOT_SUPPORTED when this machine lacks CPU features its
+    /// baseline variant needs (checked before any of its code runs), else INVALID_VALUE.
     static std::shared_ptr<CpuModule> load(const std::string& path, bool from_cache);
 
 private:
-    CpuModule(void* handle, std::string path, const rt_cpu_kernel_info* kernels, int count);
+    CpuModule(void* handle, std::string path, const rt_cpu_kernel_info* kernels, int count, std::string variant);
 
     void* handle_;
     std::string path_;
     const rt_cpu_kernel_info* kernels_;
     int count_;
+    std::string variant_;
 };
 
 class CpuFunction final : public backend::Function {

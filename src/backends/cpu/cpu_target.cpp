@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <chrono>
@@ -14,7 +15,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <system_error>
+#include <thread>
 
+#include "backends/cpu/cpu_isa.hpp"
 #include "backends/cpu/cpu_kernel_abi.h"
 #include "backends/cpu/cpu_module.hpp"
 #include "core/error.hpp"
@@ -136,8 +140,9 @@ const std::string& generator_identity() {
 /// The compiler's flags before the user's options (a user -O wins: it comes later).
 const std::vector<std::string>& default_flags() {
     // -O3, not -O2: GCC 12's -O2 cost model does not vectorise the work-group loop even for `out[i] = in[i] * 2`.
+    // -march comes per variant (CpuTarget::isa); -shared where the object is linked.
     static const std::vector<std::string> flags = {
-        "-std=c++17", "-O3",        "-march=native",       "-fPIC",       "-shared", "-fno-exceptions",
+        "-std=c++17", "-O3",        "-fPIC",       "-fno-exceptions",
         "-fno-rtti",  "-fno-math-errno", "-fvisibility=hidden", "-fdiagnostics-color=never", "-pipe"};
     return flags;
 }
@@ -180,7 +185,36 @@ HostCompiler host_compiler() {
     return hc;
 }
 
-std::string generate_translation_unit(const kernels::Program& program) {
+std::vector<std::string> parse_isa(const std::string& list) {
+    std::vector<std::string> out;
+    size_t start = 0;
+    for (;;) {
+        size_t end = list.find(',', start);
+        std::string item = list.substr(start, end == std::string::npos ? std::string::npos : end - start);
+        bool ok = !item.empty() && item[0] != '-';
+        for (char c : item) ok = ok && (std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.');
+        if (!ok)
+            fail(RT_ERROR_INVALID_VALUE,
+                 "--isa '%s': '%s' is not an instruction set (expected native, x86-64, x86-64-v2, x86-64-v3, x86-64-v4 "
+                 "or another -march value, comma-separated)",
+                 list.c_str(), item.c_str());
+        if (std::find(out.begin(), out.end(), item) == out.end()) out.push_back(item);
+        if (end == std::string::npos) break;
+        start = end + 1;
+    }
+    // The x86-64 levels nest: put them baseline first (a variant list the machine must support from its first entry).
+    auto level = [](const std::string& n) -> int {
+        if (n == "x86-64") return 1;
+        if (n.size() == 9 && n.compare(0, 8, "x86-64-v") == 0 && n[8] >= '2' && n[8] <= '4') return n[8] - '0';
+        return 0;
+    };
+    if (std::all_of(out.begin(), out.end(), [&](const std::string& n) { return level(n) > 0; }))
+        std::sort(out.begin(), out.end(), [&](const std::string& a, const std::string& b) { return level(a) < level(b); });
+    return out;
+}
+
+std::string generate_translation_unit(const kernels::Program& program, int index, const std::string& isa) {
+    const std::string suffix = index == 0 ? std::string() : "_v" + std::to_string(index);
     kernels::SplitSource split = kernels::split_includes(program.source, program.name);
     std::string tu;
     tu.reserve(split.body.size() + 24 * 1024);
@@ -200,8 +234,10 @@ std::string generate_translation_unit(const kernels::Program& program) {
     tu += cpu_entry_text();
     tu += kernels::line_directive("<rt generated entries>", 1);
     const std::vector<std::string> names = program.kernel_names();
+    // Variants of one module are linked together: their entries and tables have names of their own, and code they
+    // share (inline functions, templates not inlined) is variant 0's, the baseline (the linker keeps the first copy).
     for (const std::string& k : names) {
-        tu += "extern \"C\" __attribute__((flatten)) void rt_entry_" + k +
+        tu += "extern \"C\" __attribute__((flatten)) void rt_entry_" + k + suffix +
               "(const rt_cpu_launch* L, void* const* args) {\n"
               "    typedef rt_sig_<decltype(&rt_module_::" + k + ")> S;\n";
         if (has_staged_twin(program.source, k))
@@ -212,12 +248,15 @@ std::string generate_translation_unit(const kernels::Program& program) {
     }
     tu += "static const rt_cpu_kernel_info rt_kernels_[] = {\n";
     for (const std::string& k : names)
-        tu += "    {\"" + k + "\", &rt_entry_" + k + ", rt_sig_<decltype(&rt_module_::" + k +
+        tu += "    {\"" + k + "\", &rt_entry_" + k + suffix + ", rt_sig_<decltype(&rt_module_::" + k +
               ")>::count, rt_sig_<decltype(&rt_module_::" + k + ")>::sizes},\n";
-    tu += "};\n"
-          "extern \"C\" __attribute__((visibility(\"default\"))) int rt_cpu_module_abi(void) { return RT_CPU_ABI_VERSION; }\n"
-          "extern \"C\" __attribute__((visibility(\"default\"))) const rt_cpu_kernel_info* rt_cpu_module_kernels(int* count) {\n"
+    tu += "};\n";
+    if (index == 0)
+        tu += "extern \"C\" __attribute__((visibility(\"default\"))) int rt_cpu_module_abi(void) { return RT_CPU_ABI_VERSION; }\n";
+    tu += "extern \"C\" __attribute__((visibility(\"default\"))) const rt_cpu_kernel_info* rt_cpu_module_kernels" + suffix +
+          "(int* count) {\n"
           "    *count = " + std::to_string(names.size()) + ";\n    return rt_kernels_;\n}\n";
+    tu += isa_record_source(index, isa);
     return tu;
 }
 
@@ -228,38 +267,80 @@ std::string CpuTarget::identity() const {
     if (identity_compiler_ != hc.identity) {
         identity_ = generator_identity() + "|" + hc.identity;
         for (const std::string& f : default_flags()) identity_ += "|" + f;
+        identity_ += "|isa=" + kernels::join(isa_, ",");
         identity_compiler_ = hc.identity;
     }
     return identity_;
 }
 
 double CpuTarget::build(const kernels::Program& program, const std::string& out) const {
-    const std::string tu = generate_translation_unit(program);
     const HostCompiler hc = host_compiler();
-    const std::string src_path = out.substr(0, out.size() - image_extension().size()) + ".cpp";
-    kcache::store_bytes(src_path, tu);
-
-    std::vector<std::string> args = {hc.path};
-    args.insert(args.end(), default_flags().begin(), default_flags().end());
-    args.insert(args.end(), program.options.begin(), program.options.end());
-    args.insert(args.end(), {"-o", out, src_path});
-
-    std::string diagnostics;
+    const std::string stem = out.substr(0, out.size() - image_extension().size());
+    const size_t n = isa_.size();
+    // One translation unit per variant; a single variant is compiled and linked in one run (the JIT's path).
+    struct Run {
+        std::string source, object, diagnostics;
+        int status = -1;
+    };
+    std::vector<Run> runs(n);
+    for (size_t i = 0; i < n; ++i) {
+        runs[i].source = n == 1 ? stem + ".cpp" : stem + ".v" + std::to_string(i) + ".cpp";
+        runs[i].object = n == 1 ? out : stem + ".v" + std::to_string(i) + ".o";
+        kcache::store_bytes(runs[i].source, generate_translation_unit(program, static_cast<int>(i), isa_[i]));
+    }
+    auto compile_one = [&](size_t i) {
+        std::vector<std::string> args = {hc.path};
+        args.insert(args.end(), default_flags().begin(), default_flags().end());
+        args.push_back("-march=" + isa_[i]);
+        args.insert(args.end(), program.options.begin(), program.options.end());
+        args.push_back(n == 1 ? "-shared" : "-c");
+        args.insert(args.end(), {"-o", runs[i].object, runs[i].source});
+        runs[i].status = run_capture(args, runs[i].diagnostics);
+    };
     const auto t0 = std::chrono::steady_clock::now();
-    const int status = run_capture(args, diagnostics);
+    {
+        std::vector<std::thread> threads;  // the compilers run side by side: a variant list costs ~one compile
+        size_t next = 1;
+        try {
+            for (; next < n; ++next) threads.emplace_back(compile_one, next);
+        } catch (const std::system_error&) {  // no thread to spare: the rest run here
+        }
+        compile_one(0);
+        for (size_t i = next; i < n; ++i) compile_one(i);
+        for (std::thread& t : threads) t.join();
+    }
+    int status = 0;
+    std::string diagnostics, failed_isa;
+    for (size_t i = 0; i < n && status == 0; ++i)
+        if (runs[i].status != 0) {
+            status = runs[i].status;
+            diagnostics = runs[i].diagnostics;
+            failed_isa = isa_[i];
+        }
+    if (status == 0 && n > 1) {  // variant 0 first: its copies of shared code are the ones kept
+        std::vector<std::string> args = {hc.path, "-shared", "-o", out};
+        for (const Run& r : runs) args.push_back(r.object);
+        status = run_capture(args, diagnostics);
+        failed_isa = "the link";
+    }
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     const bool keep_source = std::getenv("RUNTIME_KEEP_KERNEL_SOURCE") != nullptr;
-    if (keep_source && status == 0) {
-        const std::string key = out.substr(out.rfind('/') + 1, 32);
-        kcache::publish(src_path, kcache::entry_path(cache_name(), key, ".cpp"));
-    } else if (!keep_source) {
-        ::unlink(src_path.c_str());
+    for (size_t i = 0; i < n; ++i) {
+        if (n > 1) ::unlink(runs[i].object.c_str());
+        if (keep_source && status == 0) {
+            const std::string key = out.substr(out.rfind('/') + 1, 32);
+            kcache::publish(runs[i].source,
+                            kcache::entry_path(cache_name(), key, n == 1 ? ".cpp" : ".v" + std::to_string(i) + ".cpp"));
+        } else if (!keep_source) {
+            ::unlink(runs[i].source.c_str());
+        }
     }
     if (status != 0)
         fail(RT_ERROR_COMPILE_FAILED,
-             "compiling cpu kernel module '%s' (kernels: %s; options: '%s') failed with %s (status %d):\n%s",
+             "compiling cpu kernel module '%s' (kernels: %s; options: '%s'; isa: %s) failed with %s (status %d%s%s):\n%s",
              program.name.c_str(), kernels::join(program.kernel_names()).c_str(), program.option_text.c_str(),
-             hc.path.c_str(), status, diagnostics.c_str());
+             kernels::join(isa_, ",").c_str(), hc.path.c_str(), status, n > 1 ? ", in " : "",
+             n > 1 ? failed_isa.c_str() : "", diagnostics.c_str());
     return seconds;
 }
 
