@@ -287,9 +287,9 @@ typedef struct rtDim3 {
  *  -DNAME[=V], -UNAME, -I<dir>. Compiled modules are cached
  *  in memory and on disk (RUNTIME_CACHE_DIR, default ~/.cache/runtime). A compile error returns
  *  RT_ERROR_COMPILE_FAILED with the compiler's diagnostics (lines of `source`) in rtGetLastErrorMessage().
- *  The in-memory cache keeps the RUNTIME_MODULE_CACHE_LIMIT most recently loaded sources per device (default
- *  256; 0: none), read when the cache is first used: an evicted module stays loaded while a handle or a queued
- *  launch uses it, and a later load of its source comes from the disk cache. */
+ *  The in-memory cache keeps the `module_cache_limit` (rtInit option; environment: RUNTIME_MODULE_CACHE_LIMIT)
+ *  most recently loaded sources per device (default 256; 0: none): an evicted module stays loaded while a handle
+ *  or a queued launch uses it, and a later load of its source comes from the disk cache. */
 RT_API rtError_t rtModuleLoadSource(rtModule_t* module, const char* source, const char* options);
 /** Load a precompiled module (runtime-compile's output: a shared object on cpu). */
 RT_API rtError_t rtModuleLoadFile(rtModule_t* module, const char* path);

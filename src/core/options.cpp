@@ -17,7 +17,7 @@ std::string trim(const std::string& s) {
 
 /// Every key rtInit accepts, for the message about an unknown one.
 std::string known_keys(const backend::Registry& reg) {
-    std::string out = "backend";
+    std::string out = "backend, module_cache_limit";
     for (const backend::BackendEntry& e : reg.entries()) {
         for (const backend::OptionKey& k : e.options) {
             out += ", " + e.name + "." + k.key;
@@ -39,6 +39,10 @@ public:
                 fail(RT_ERROR_INVALID_VALUE, "%sbackend='%s' is not a backend (expected %s)", origin_prefix.c_str(),
                      value.c_str(), reg_.names().c_str());
             first_backend_ = value;
+            return;
+        }
+        if (key == "module_cache_limit") {
+            module_cache_limit_ = parse_limit(value, origin_prefix + key);
             return;
         }
         const auto& entries = reg_.entries();
@@ -71,6 +75,8 @@ public:
                      reg_.names().c_str());
             first_backend_ = value;
         }
+        if (const char* v = std::getenv("RUNTIME_MODULE_CACHE_LIMIT"); v && *v)
+            module_cache_limit_ = parse_limit(trim(v), "RUNTIME_MODULE_CACHE_LIMIT");
         const auto& entries = reg_.entries();
         for (size_t i = 0; i < entries.size(); ++i)
             for (const backend::OptionKey& k : entries[i].options)
@@ -82,12 +88,19 @@ public:
         InitOptions o;
         const auto& entries = reg_.entries();
         o.first_backend = first_backend_.empty() && !entries.empty() ? entries.front().name : first_backend_;
+        o.module_cache_limit = module_cache_limit_;
         for (size_t i = 0; i < entries.size(); ++i)
             if (entries[i].absent_reason.empty()) o.backends.push_back({&entries[i], entries[i].parse(settings_[i])});
         return o;
     }
 
 private:
+    static size_t parse_limit(const std::string& value, const std::string& origin) {
+        const backend::Setting s{"module_cache_limit", value, origin};
+        return static_cast<size_t>(backend::parse_count(s, "a count of modules", 0, 1 << 20));
+    }
+
+    size_t module_cache_limit_ = InitOptions::kernels_default_module_cache_limit;
     const backend::Registry& reg_;
     std::vector<std::vector<backend::Setting>> settings_;
     std::string first_backend_;
@@ -96,7 +109,9 @@ private:
 }  // namespace
 
 bool InitOptions::same_as(const InitOptions& other) const {
-    if (first_backend != other.first_backend || backends.size() != other.backends.size()) return false;
+    if (first_backend != other.first_backend || backends.size() != other.backends.size() ||
+        module_cache_limit != other.module_cache_limit)
+        return false;
     for (size_t i = 0; i < backends.size(); ++i)
         if (backends[i].entry != other.backends[i].entry || !backends[i].options->same_as(*other.backends[i].options))
             return false;

@@ -20,12 +20,16 @@ struct InitOptions {
     };
     /// One per built backend, in the registry's order.
     std::vector<PerBackend> backends;
+    /// Modules loaded from source kept in process per kernel target (module_cache_limit=, $RUNTIME_MODULE_CACHE_LIMIT;
+    /// src/kernels/target.hpp); 0: none kept.
+    size_t module_cache_limit = kernels_default_module_cache_limit;
+    static constexpr size_t kernels_default_module_cache_limit = 256;
 
     /// True if both configure the same runtime (the same first backend, and every backend's options alike).
     bool same_as(const InitOptions& other) const;
 };
 
-/// Parses "key=value;..." over the environment's defaults. Keys: backend (the core's), `<backend>.<key>` and the
+/// Parses "key=value;..." over the environment's defaults. Keys: backend and module_cache_limit (the core's), `<backend>.<key>` and the
 /// older spellings each backend declares. Throws RT_ERROR_INVALID_VALUE: an unknown key (the message lists the
 /// known ones), an item without '=', a bad value (the backend names the key and what it expects).
 InitOptions parse_options(const char* text);

@@ -7,6 +7,8 @@
 #include <cstring>
 #include <mutex>
 
+#include "kernels/target.hpp"
+
 namespace rt {
 
 namespace detail {
@@ -75,6 +77,7 @@ Runtime::Runtime(InitOptions options) : options_(std::move(options)), timeline_(
     for (auto& b : backends_)
         for (int i = 0; i < b->device_count(); ++i)
             devices_.push_back(std::make_unique<CoreDevice>(static_cast<int>(devices_.size()), b->create_device(i)));
+    for (auto& d : devices_) d->impl().kernel_modules().set_limit(options_.module_cache_limit);
 }
 
 void Runtime::wait_all_idle() const {

@@ -390,3 +390,30 @@ TEST_F(Init, CudaOptionsAreTheCudaBackendsWhetherOrNotItIsBuilt) {
 }
 
 } // namespace
+
+// The in-process module cache's bound (src/kernels/target.hpp) is the core's option.
+TEST_F(Init, ModuleCacheLimitIsACoreOptionCheckedAtInit) {
+    const char* src = "RT_KERNEL void cache_limit_probe(int* o) { o[0] = 1; }";
+    ASSERT_RT_OK(rtInit("module_cache_limit=0"));
+    rtModule_t a = nullptr, b = nullptr;
+    ASSERT_RT_OK(rtModuleLoadSource(&a, src, nullptr));
+    ASSERT_RT_OK(rtModuleLoadSource(&b, src, nullptr));
+    rtFunction_t fa = nullptr, fb = nullptr;
+    ASSERT_RT_OK(rtModuleGetFunction(&fa, a, "cache_limit_probe"));
+    ASSERT_RT_OK(rtModuleGetFunction(&fb, b, "cache_limit_probe"));
+    ASSERT_RT_OK(rtModuleUnload(a));
+    ASSERT_RT_OK(rtModuleUnload(b));
+    ASSERT_RT_OK(rtFinalize());
+
+    EXPECT_RT_ERROR(RT_ERROR_INVALID_VALUE, rtInit("module_cache_limit=lots"));
+    EXPECT_TRUE(contains(last_message(), "module_cache_limit") && contains(last_message(), "a count of modules"))
+        << last_message();
+    {
+        EnvVar limit("RUNTIME_MODULE_CACHE_LIMIT", "-3");
+        EXPECT_RT_ERROR(RT_ERROR_INVALID_VALUE, rtInit(nullptr));
+        EXPECT_TRUE(contains(last_message(), "RUNTIME_MODULE_CACHE_LIMIT")) << last_message();
+    }
+    EXPECT_RT_ERROR(RT_ERROR_INVALID_VALUE, rtInit("colour=blue"));
+    EXPECT_TRUE(contains(last_message(), "module_cache_limit")) << "listed among the known keys: " << last_message();
+    ASSERT_RT_OK(rtInit("module_cache_limit=16"));
+}
