@@ -137,5 +137,5 @@ def test_staged_launches_compute_what_the_kernel_does(threshold, tmp_path):
 
 
 def test_the_threshold_option_is_checked():
-    with pytest.raises(runtime.InvalidValueError, match="cpu_stream_min_bytes"):
+    with pytest.raises(runtime.InvalidValueError, match="cpu.stream_min_bytes"):
         runtime.init(cpu_stream_min_bytes="lots")
