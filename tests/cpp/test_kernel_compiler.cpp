@@ -186,6 +186,29 @@ RT_KERNEL void sizes(unsigned* out) {
     EXPECT_EQ(s, (std::vector<unsigned>{2, 3, 4, 5, 6, 7, 10, 18, 28}));
 }
 
+// A module of a source without includes is linked without the C++ runtime library (it can use only the prelude);
+// one that includes a C++ header and uses what the library defines (operator new, here) still loads and runs.
+TEST(KernelCompiler, SourcesWithCxxHeadersLinkTheCxxRuntime) {
+    const char* src = R"(
+#include <vector>
+RT_KERNEL void with_vector(int* out, int n) {
+    std::vector<int> v;
+    for (int i = 0; i < n; ++i) v.push_back(i * i);
+    int sum = 0;
+    for (int x : v) sum += x;
+    out[get_global_id(0)] = sum;
+}
+)";
+    auto m = load_source(src, "");
+    const rt_cpu_kernel_info* k = m->find("with_vector");
+    ASSERT_NE(k, nullptr);
+    std::vector<int> out(2, 0);
+    int* po = out.data();
+    int n = 4;
+    run(k, {1}, {2}, {&po, &n});
+    EXPECT_EQ(out, (std::vector<int>{14, 14}));
+}
+
 TEST(KernelCompiler, EveryScalarTypeAndStructByValue) {
     const char* src = R"(
 #include <math.h>

@@ -15,6 +15,7 @@ namespace rt::cpu {
 struct HostCompiler {
     std::string path;      ///< the executable as found (a path); run by that name
     std::string identity;  ///< path, size and mtime of the executable, and the host CPU's identity
+    bool clang = false;    ///< the executable is clang's driver (it takes -nostdlib++)
 };
 /// Resolved once per process (again only if $RUNTIME_CXX changes); no subprocess. Thread-safe.
 /// Throws rt::Error(COMPILE_FAILED) when no compiler is found.
