@@ -691,6 +691,12 @@ TEST_F(FakeCuda, ModuleFilesThatAreNotCudaImagesAreRefused) {
     EXPECT_TRUE(contains(last_message(), "not a cubin")) << last_message();
     std::remove(path.c_str());
     EXPECT_RT_ERROR(RT_ERROR_INVALID_VALUE, rtModuleLoadFile(&m, "/nonexistent/k.cubin"));
+    // A host ELF (this test executable; a cpu module from runtime-compile is one too) is refused before the driver
+    // sees it: its e_machine is not EM_CUDA.
+    EXPECT_RT_ERROR(RT_ERROR_INVALID_VALUE, rtModuleLoadFile(&m, "/proc/self/exe"));
+    EXPECT_TRUE(contains(last_message(), "a host shared object, not a cubin")) << last_message();
+    EXPECT_TRUE(contains(last_message(), "/proc/self/exe")) << last_message();
+    EXPECT_EQ(m, nullptr);
 }
 
 // ------------------------------------------------------------------------------------------------ faults

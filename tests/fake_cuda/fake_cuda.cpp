@@ -27,9 +27,13 @@
 //    they are recorded (fake_cuda.h) and complete in stream order.
 //  - Modules count the launches of their functions still queued: unloading one then is reported (a GPU would
 //    run freed code): fake_cuda_unsafe_unloads, with a line on stderr. fake_cuda_live_modules counts them.
+//  - FAKE_CUDA_CUINIT_RESULT=<code>: cuInit returns it, as the toolkit's stub (34) or a compat library that does not
+//    fit (803) does; with FAKE_CUDA_CUINIT_RESULT_IN=<folder>, only copies of the fake loaded from that folder do (the
+//    driver search tests put one copy where a stub would be and another where the driver is).
 //  - fake_cuda_inject_fault(code): the next launch fails on its stream's worker and the context becomes sticky
 //    (every later call on it returns the code), as after a kernel's illegal address.
 #include <cuda.h>
+#include <dlfcn.h>
 #include <sys/mman.h>
 
 #include <algorithm>
@@ -469,6 +473,9 @@ const ErrorText kErrors[] = {
     E_(CUDA_ERROR_OUT_OF_MEMORY, "out of memory"),
     E_(CUDA_ERROR_NOT_INITIALIZED, "initialization error"),
     E_(CUDA_ERROR_DEINITIALIZED, "driver shutting down"),
+    E_(CUDA_ERROR_STUB_LIBRARY, "CUDA driver is a stub library"),
+    E_(CUDA_ERROR_SYSTEM_DRIVER_MISMATCH, "system has unsupported display driver / cuda driver combination"),
+    E_(CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE, "forward compatibility was attempted on non supported HW"),
     E_(CUDA_ERROR_NO_DEVICE, "no CUDA-capable device is detected"),
     E_(CUDA_ERROR_INVALID_DEVICE, "invalid device ordinal"),
     E_(CUDA_ERROR_INVALID_IMAGE, "device kernel image is invalid"),
@@ -561,6 +568,13 @@ extern "C" {
 
 CUresult CUDAAPI cuInit(unsigned int flags) {
     if (flags != 0) return CUDA_ERROR_INVALID_VALUE;
+    if (const char* forced = std::getenv("FAKE_CUDA_CUINIT_RESULT"); forced && *forced) {
+        const char* in = std::getenv("FAKE_CUDA_CUINIT_RESULT_IN");
+        Dl_info self{};
+        if (!in || !*in || (::dladdr(reinterpret_cast<void*>(&cuInit), &self) && self.dli_fname &&
+                            std::strncmp(self.dli_fname, in, std::strlen(in)) == 0))
+            return static_cast<CUresult>(std::atoi(forced));
+    }
     State& s = S();
     std::lock_guard lock(s.m);
     if (s.initialized) return CUDA_SUCCESS;
@@ -941,6 +955,9 @@ CUresult CUDAAPI cuModuleLoadData(CUmodule* pm, const void* image) {
     auto m = std::make_unique<CUmod_st>();
     m->ctx = c;
     if (std::memcmp(p, "\x7f" "ELF", 4) == 0) {
+        uint16_t machine = 0;
+        std::memcpy(&machine, p + 18, 2);
+        if (machine != 190 /* EM_CUDA */) return CUDA_ERROR_INVALID_IMAGE;  // a host ELF, as the driver refuses it
         size_t n = elf_size(p);
         if (!n) return CUDA_ERROR_INVALID_IMAGE;
         m->image.assign(reinterpret_cast<const char*>(p), n);

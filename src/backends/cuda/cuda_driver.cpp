@@ -1,8 +1,11 @@
-// The dlopen shim over libcuda: resolves the driver functions the backend uses, and translates driver errors.
+// The dlopen shim over libcuda: finds the driver (past stubs and compat libraries), resolves the functions the backend uses, and translates driver errors.
 #include "backends/cuda/cuda_driver.hpp"
 
 #include <dlfcn.h>
+#include <link.h>
+#include <sys/stat.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -18,16 +21,26 @@ namespace {
 /// The symbol name after cuda.h's versioning macros: RT_CU_STR_(cuMemAlloc) is "cuMemAlloc_v2".
 #define RT_CU_STR_(x) RT_CU_STR2_(x)
 
-/// Opens and resolves; on failure `d.why` says what is missing. Never throws.
-void load(Driver& d, const std::string& library) {
+/// How one library fared: not opened, opened without the API, or its cuInit's result.
+struct Attempt {
+    bool opened = false;
+    bool resolved = false;
+    CUresult init = CUDA_SUCCESS;
+};
+
+/// Opens and resolves one library, then cuInit; on failure `d.why` says what went wrong. Never throws.
+Attempt open_one(Driver& d, const std::string& library) {
+    Attempt a;
     d.library = library;
     void* h = ::dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!h) {
         const char* err = ::dlerror();
-        d.why = "the CUDA driver library '" + library + "' cannot be loaded (" + (err ? err : "dlopen failed") +
-                "): no NVIDIA driver is installed, or set RUNTIME_CUDA_DRIVER_LIB to its path";
-        return;
+        d.why = "the CUDA driver library '" + library + "' cannot be loaded (" + (err ? err : "dlopen failed") + ")";
+        return a;
     }
+    a.opened = true;
+    link_map* map = nullptr;  // the file the loader chose for a soname: says which libcuda a stub came from
+    if (::dlinfo(h, RTLD_DI_LINKMAP, &map) == 0 && map && map->l_name && *map->l_name) d.library = map->l_name;
     std::string missing;
     auto resolve = [&](auto& fn, const char* symbol, const char* fallback, bool required) {
         void* p = ::dlsym(h, symbol);
@@ -93,33 +106,91 @@ void load(Driver& d, const std::string& library) {
 #undef RT_REQ_
 #undef RT_OPT_
     if (!missing.empty()) {
-        d.why = "the CUDA driver library '" + library + "' lacks " + missing + " (driver too old for this runtime)";
-        return;  // the handle stays open: other Driver objects may share it, and closing a driver is unsafe
+        d.why = "the CUDA driver library '" + d.library + "' lacks " + missing + " (driver too old for this runtime)";
+        return a;  // the handle stays open: other Driver objects may share it, and closing a driver is unsafe
     }
-    CUresult r = d.cuInit(0);
-    if (r != CUDA_SUCCESS) {
-        d.why = "cuInit failed: " + describe(d, r);
-        return;
+    a.resolved = true;
+    a.init = d.cuInit(0);
+    if (a.init != CUDA_SUCCESS) {
+        d.why = "cuInit of '" + d.library + "' failed: " + describe(d, a.init);
+        return a;
     }
     d.cuDriverGetVersion(&d.version);
     d.available = true;
+    return a;
+}
+
+/// A library that is not the machine's driver: the toolkit's stub (lib64/stubs, on LD_LIBRARY_PATH by mistake), or a
+/// forward-compatibility libcuda (cuda/compat) that does not fit the kernel driver or the GPU.
+bool worth_another(const Attempt& a) {
+    return !a.opened || (a.resolved && (a.init == CUDA_ERROR_STUB_LIBRARY || a.init == CUDA_ERROR_SYSTEM_DRIVER_MISMATCH ||
+                                        a.init == CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE));
+}
+
+std::string real_path(const std::string& p) {
+    char* r = ::realpath(p.c_str(), nullptr);
+    std::string out = r ? r : p;
+    std::free(r);
+    return out;
 }
 
 }  // namespace
+
+std::vector<std::string> driver_fallbacks() {
+#if defined(__aarch64__)
+    return {"/usr/lib/aarch64-linux-gnu/libcuda.so.1", "/usr/local/nvidia/lib64/libcuda.so.1", "/usr/lib64/libcuda.so.1"};
+#else
+    return {"/usr/lib/x86_64-linux-gnu/libcuda.so.1", "/usr/local/nvidia/lib64/libcuda.so.1", "/usr/lib64/libcuda.so.1",
+            "/usr/lib/wsl/lib/libcuda.so.1"};
+#endif
+}
+
+void load_driver(Driver& d, const std::string& library, const std::vector<std::string>& fallbacks) {
+    Attempt a = open_one(d, library);
+    if (d.available || !worth_another(a)) return;
+    std::string tried;  // the fallbacks, each with what became of it
+    std::vector<std::string> opened = {real_path(d.library)};
+    for (const std::string& path : fallbacks) {
+        struct stat st {};
+        if (::stat(path.c_str(), &st) != 0) {
+            tried += (tried.empty() ? "" : ", ") + path + " (absent)";
+            continue;
+        }
+        const std::string real = real_path(path);
+        if (std::find(opened.begin(), opened.end(), real) != opened.end()) {
+            tried += (tried.empty() ? "" : ", ") + path + " (the same file)";
+            continue;
+        }
+        opened.push_back(real);
+        Driver next;
+        Attempt b = open_one(next, path);
+        if (next.available) {
+            d = next;
+            return;
+        }
+        tried += (tried.empty() ? "" : ", ") + path + " (" + next.why + ")";
+        if (!worth_another(b)) break;  // the machine's driver itself refuses: another copy will not do better
+    }
+    if (!tried.empty()) d.why += "; also tried " + tried;
+    if (!a.opened) d.why += ": no NVIDIA driver is installed, or set RUNTIME_CUDA_DRIVER_LIB to its path";
+}
 
 const Driver& driver() {
     // Never destroyed: kernels, streams and callbacks of the driver may outlive static destruction.
     static std::mutex* mutex = new std::mutex;
     static auto* loaded = new std::map<std::string, Driver*>;
     const char* env = std::getenv("RUNTIME_CUDA_DRIVER_LIB");
-    std::string library = env && *env ? env : "libcuda.so.1";
+    const bool named = env && *env;
+    std::string library = named ? env : "libcuda.so.1";
     std::lock_guard lock(*mutex);
     // One attempt per library name for the life of the process, successful or not: references handed out stay
     // valid, and a driver does not appear while a process runs (another name, e.g. a test's, is a new attempt).
     Driver*& d = (*loaded)[library];
     if (!d) {
         d = new Driver;
-        load(*d, library);
+        // A library named in the environment is used as it is; the default soname may be a stub or a compat
+        // library that shadows the real driver, which then lives at one of the usual absolute paths.
+        load_driver(*d, library, named ? std::vector<std::string>{} : driver_fallbacks());
     }
     return *d;
 }

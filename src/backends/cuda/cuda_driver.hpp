@@ -4,6 +4,7 @@
 #include <cuda.h>
 
 #include <string>
+#include <vector>
 
 #include "runtime/runtime.h"
 
@@ -77,12 +78,21 @@ struct Driver {
 };
 #undef RT_CU_FN_
 
-/// The driver for this process, loaded on first use from $RUNTIME_CUDA_DRIVER_LIB (a path or soname),
-/// else libcuda.so.1. Each distinct library name is tried once and never closed (the driver does not
-/// support unloading); the environment may name another library before a later rtInit.
-/// Thread-safe. (Turning the backend off, cuda.enable=0 or RUNTIME_CUDA=0, is an option of the backend: the
+/// The driver for this process, loaded on first use from $RUNTIME_CUDA_DRIVER_LIB (a path or soname, used as it is),
+/// else libcuda.so.1 with driver_fallbacks() behind it (load_driver). Each distinct library name is tried once and
+/// never closed (the driver does not support unloading); the environment may name another library before a later
+/// rtInit. Thread-safe. (Turning the backend off, cuda.enable=0 or RUNTIME_CUDA=0, is an option of the backend: the
 /// driver is then not opened at all.)
 const Driver& driver();
+
+/// Where the machine's driver lives when the loader's libcuda.so.1 is not it: /usr/lib/<arch>-linux-gnu,
+/// /usr/local/nvidia/lib64 (containers' driver mount), /usr/lib64, /usr/lib/wsl/lib.
+std::vector<std::string> driver_fallbacks();
+/// Opens `library` into `d`; when it cannot be opened, or its cuInit says it is the toolkit's stub
+/// (CUDA_ERROR_STUB_LIBRARY) or a compat library that does not fit (CUDA_ERROR_SYSTEM_DRIVER_MISMATCH,
+/// CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE), tries each existing file of `fallbacks` in turn. On failure `d.why`
+/// names the first library's problem and every fallback with its own. Never throws.
+void load_driver(Driver& d, const std::string& library, const std::vector<std::string>& fallbacks);
 
 /// "CUDA_ERROR_OUT_OF_MEMORY: out of memory" (the driver's own name and text; a number if unknown).
 std::string describe(const Driver& d, CUresult r);

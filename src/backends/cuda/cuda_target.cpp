@@ -44,11 +44,22 @@ bool read_file(const std::string& path, std::string& out, std::string& why) {
     return true;
 }
 
-enum class ImageKind { cubin, ptx, fatbin, unknown };
+enum class ImageKind { cubin, host_elf, ptx, fatbin, unknown };
 
-/// Tells the three formats the driver loads apart by their first bytes.
+constexpr unsigned kElfMachineCuda = 190;  // EM_CUDA: e_machine of a cubin
+
+/// e_machine of an ELF image (the 16-bit field at offset 18, in the byte order of e_ident[EI_DATA]); 0 if too short.
+unsigned elf_machine(const std::string& data) {
+    if (data.size() < 20) return 0;
+    const auto lo = static_cast<unsigned char>(data[18]), hi = static_cast<unsigned char>(data[19]);
+    return data[5] == 2 /* ELFDATA2MSB */ ? (lo << 8 | hi) : (hi << 8 | lo);
+}
+
+/// Tells the three formats the driver loads apart by their first bytes, and an ELF file for another machine (a host
+/// shared object, e.g. a cpu module from runtime-compile without --backend cuda) from a cubin.
 ImageKind image_kind(const std::string& data) {
-    if (data.size() >= 4 && std::memcmp(data.data(), "\x7f" "ELF", 4) == 0) return ImageKind::cubin;
+    if (data.size() >= 4 && std::memcmp(data.data(), "\x7f" "ELF", 4) == 0)
+        return elf_machine(data) == kElfMachineCuda ? ImageKind::cubin : ImageKind::host_elf;
     if (data.size() >= 4 && static_cast<unsigned char>(data[0]) == 0x50 && static_cast<unsigned char>(data[1]) == 0xed &&
         static_cast<unsigned char>(data[2]) == 0x55 && static_cast<unsigned char>(data[3]) == 0xba)
         return ImageKind::fatbin;  // fatbinary magic 0xBA55ED50, little-endian
@@ -186,6 +197,12 @@ std::shared_ptr<backend::Module> CudaTarget::load(const std::string& path, bool 
         fail(RT_ERROR_INVALID_VALUE,
              "cannot load cuda module '%s': not a cubin (ELF), PTX (text with .version/.target) or fatbin file "
              "(runtime-compile --backend cuda makes a cubin)", path.c_str());
+    }
+    if (kind == ImageKind::host_elf) {
+        if (!precompiled) return nullptr;
+        fail(RT_ERROR_INVALID_VALUE,
+             "cannot load cuda module '%s': a host shared object, not a cubin (ELF e_machine %u, a cubin's is %u; "
+             "runtime-compile --backend cuda makes a cubin)", path.c_str(), elf_machine(data), kElfMachineCuda);
     }
     if (kind == ImageKind::ptx) data.push_back('\0');  // cuModuleLoadData reads PTX as a C string
     make_current(*driver_, ctx_);

@@ -25,14 +25,43 @@ struct Nvrtc {
 
     bool available = false;
     int major = 0, minor = 0;
-    std::string library;  ///< the file that was opened
-    std::string why;      ///< when !available: every name tried and why each failed
+    std::string library;   ///< the file that was opened (its full path when the loader tells it)
+    std::string builtins;  ///< libnvrtc-builtins preloaded from the same folder; "" when none was found there
+    std::string why;       ///< when !available: every candidate tried and why each failed, and the folders searched
 };
 #undef RT_NVRTC_FN_
 
-/// NVRTC for this process: $RUNTIME_NVRTC_LIB (path or soname) if set, else the sonames of the toolkit
-/// this runtime was built against first, then newer and older ones (libnvrtc.so.13, .12, .11.2, libnvrtc.so).
-/// Tried once per distinct $RUNTIME_NVRTC_LIB value (failures included); thread-safe; never closed.
+/// Where NVRTC is looked for, in this order (nvrtc_candidates):
+///  1. `explicit_lib` ($RUNTIME_NVRTC_LIB): a file or soname, tried alone; or a folder, searched first;
+///  2. the toolkit folders of $CUDA_HOME and $CUDA_PATH (lib64, lib, targets/<arch>-linux/lib);
+///  3. the dynamic loader by soname (LD_LIBRARY_PATH, the ld.so cache, run paths);
+///  4. /usr/local/cuda/lib64 and /usr/local/cuda/targets/<arch>-linux/lib (toolkits not in the loader's path);
+///  5. the pip wheels (nvidia-cuda-nvrtc: nvidia/cu13/lib, nvidia/cuda_nvrtc/lib) under every Python package folder
+///     found without running Python: the site-/dist-packages folders of libraries already loaded in this process
+///     (the Python package's own libruntime lives in one), $VIRTUAL_ENV, $CONDA_PREFIX, $PYTHONPATH, ~/.local,
+///     /usr/local and /usr.
+/// In each folder the sonames libnvrtc.so.<toolkit major>, .13, .12, .11.2 and libnvrtc.so, existing files only.
+struct NvrtcSearch {
+    std::string explicit_lib;
+    std::vector<std::string> toolkit_roots;    ///< $CUDA_HOME, $CUDA_PATH
+    bool loader = true;
+    std::vector<std::string> fixed_roots;      ///< /usr/local/cuda
+    std::vector<std::string> python_packages;  ///< site-packages folders
+};
+
+/// The search of this process: its environment and the libraries loaded in it.
+NvrtcSearch nvrtc_search_from_environment();
+/// The libraries to try, in order: absolute paths of existing files, and bare sonames (the loader's search).
+std::vector<std::string> nvrtc_candidates(const NvrtcSearch& search);
+/// The folders a search looks into, in order (for messages).
+std::vector<std::string> nvrtc_search_folders(const NvrtcSearch& search);
+/// Opens the first of `candidates` that loads and has the API; then preloads (RTLD_GLOBAL) libnvrtc-builtins from
+/// the folder it came from, so NVRTC's own dlopen of the builtins by soname finds it even when that folder is not
+/// in the loader's path (otherwise every compile fails with NVRTC_ERROR_BUILTIN_OPERATION_FAILURE). Never throws.
+Nvrtc load_nvrtc(const std::vector<std::string>& candidates);
+
+/// NVRTC for this process: load_nvrtc(nvrtc_candidates(nvrtc_search_from_environment())). Tried once per distinct
+/// $RUNTIME_NVRTC_LIB value (failures included); thread-safe; never closed.
 const Nvrtc& nvrtc();
 
 }  // namespace rt::cuda
