@@ -12,7 +12,13 @@
  * get_local_size, get_num_groups. Types: int8_t … uint64_t (no header needed). Math (float and double
  * overloads): sqrt rsqrt cbrt exp exp2 expm1 log log2 log10 log1p sin cos tan asin acos atan atan2
  * sinh cosh tanh asinh acosh atanh pow fabs floor ceil round trunc fmod fmin fmax fma hypot erf erfc
- * copysign isnan isinf isfinite, and abs/min/max for int, int64 and float types.
+ * copysign isnan isinf isfinite, and abs/min/max for int, int64 and float types. min and max take two
+ * operands of one type: min(get_global_id(0), n) with an int n is refused on cpu as CUDA refuses it (its
+ * overloads make the call ambiguous); convert one operand, e.g. min(get_global_id(0), (size_t)n).
+ * Constants: RT_INF and RT_NAN (double), RT_INFF and RT_NANF (float) — a quiet NaN. A kernel may include
+ * <climits>/<limits.h> (INT_MAX, ...), <cfloat>/<float.h> (FLT_MAX, DBL_EPSILON, ...), <cmath> (the math
+ * above, also as std::sqrt, ...) and <cstdint>; on CUDA they are the runtime's own minimal versions, and the
+ * CUDA toolkit's headers (cuda_fp16.h, ...) are on the include path when the toolkit is found.
  * Atomics on global memory, returning the old value: atomic_add, atomic_min, atomic_max, atomic_cas(p,
  * expected, desired), atomic_exchange — for int32_t, uint32_t, int64_t, uint64_t, float and double.
  * rt_assert(cond): on failure the launch fails with the expression, file and line, and the failing
@@ -112,6 +118,12 @@ RT_BUILTIN_ bool rt_outside_(const rt_extent_& e) {
 
 /* Math: CUDA's device library already overloads sqrt, exp, …, abs, min, max for float and double. */
 
+/* Infinity and NaN by their bits: NVRTC has no __builtin_inf/__builtin_nan. */
+#define RT_INF __longlong_as_double(0x7ff0000000000000LL)
+#define RT_NAN __longlong_as_double(0x7ff8000000000000LL)
+#define RT_INFF __int_as_float(0x7f800000)
+#define RT_NANF __int_as_float(0x7fc00000)
+
 /* GCC's byte-copy builtins, which portable kernels use for type punning: NVRTC has memcpy/memset built in. */
 #if defined(__CUDACC_RTC__) && !defined(__builtin_memcpy)
 #define __builtin_memcpy memcpy
@@ -184,6 +196,11 @@ template <class T> RT_BUILTIN_ T atomic_max(T* p, typename rt_same_<T>::type v) 
 #define RT_KERNEL
 #define RT_DEVICE
 #define RT_BUILTIN_ static inline __attribute__((always_inline))
+
+#define RT_INF __builtin_inf()
+#define RT_NAN __builtin_nan("")
+#define RT_INFF __builtin_inff()
+#define RT_NANF __builtin_nanf("")
 
 /* The work-item being run; written by the generated entry loop (local[0] innermost). */
 struct rt_item_ {
@@ -279,8 +296,12 @@ struct rt_kernel_base_ {
     RT_BUILTIN_ long long abs(long long x) { return x < 0 ? -x : x; }
     RT_BUILTIN_ float abs(float x) { return __builtin_fabsf(x); }
     RT_BUILTIN_ double abs(double x) { return __builtin_fabs(x); }
-    template <class T> RT_BUILTIN_ T min(T a, typename rt_same_<T>::type b) { return b < a ? b : a; }
-    template <class T> RT_BUILTIN_ T max(T a, typename rt_same_<T>::type b) { return a < b ? b : a; }
+    /* One operand type, as CUDA's overloads allow portably: operands of two types are refused (deleted), where
+     * CUDA would find the call ambiguous. */
+    template <class T> RT_BUILTIN_ T min(T a, T b) { return b < a ? b : a; }
+    template <class T> RT_BUILTIN_ T max(T a, T b) { return a < b ? b : a; }
+    template <class A, class B> static void min(A, B) = delete;
+    template <class A, class B> static void max(A, B) = delete;
 
     /* Atomics: the generic __atomic builtins; floating-point add/min/max by compare-and-swap. */
     template <class T> RT_BUILTIN_ T atomic_add(T* p, typename rt_same_<T>::type v) {

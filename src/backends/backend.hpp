@@ -193,7 +193,8 @@ public:
     virtual const char* name() const = 0;
     virtual int device_count() const = 0;
     virtual std::unique_ptr<Device> create_device(int ordinal) = 0;
-    /// (optional) Why device_count() is 0, in words ("libcuda.so.1 cannot be loaded ..."); defaults to "".
+    /// (optional) Why device_count() is 0, or why some devices were left out, in words ("libcuda.so.1 cannot be
+    /// loaded ...", "cuda:1 cannot be used ..."); defaults to "".
     virtual std::string unavailable_reason() const { return {}; }
 };
 

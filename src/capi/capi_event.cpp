@@ -32,8 +32,11 @@ RT_API rtError_t rtEventCreate(rtEvent_t* event) { return rtEventCreateWithFlags
 
 RT_API rtError_t rtEventDestroy(rtEvent_t event) {
     return capi_call("rtEventDestroy", [&] {
-        if (!runtime().events.erase(reinterpret_cast<uint64_t>(event)))
-            fail(RT_ERROR_INVALID_HANDLE, "event %p is not a live event", static_cast<void*>(event));
+        Runtime& r = runtime();
+        std::shared_ptr<Event> e = r.events.erase(reinterpret_cast<uint64_t>(event));
+        if (!e) fail(RT_ERROR_INVALID_HANDLE, "event %p is not a live event", static_cast<void*>(event));
+        // On a driver's callback thread the backend event cannot be destroyed: the timeline's thread drops it.
+        if (in_driver_thread()) r.timeline().defer({}, [e = std::move(e)] {});
     });
 }
 

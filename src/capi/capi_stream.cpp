@@ -31,8 +31,9 @@ RT_API rtError_t rtStreamDestroy(rtStream_t stream) {
         if (!s) fail(RT_ERROR_INVALID_HANDLE, "stream %p is not a live stream", static_cast<void*>(stream));
         // Like cudaStreamDestroy, returns at once. The stream stays on its device's list until its queued work
         // has completed, so frees meanwhile still see that work; then the timeline unlists it.
-        std::vector<StreamPoint> after = unfinished_point(*s);
-        r.timeline().defer(std::move(after), [s = std::move(s)] { s->device().remove_stream(s.get()); });
+        Stream* raw = s.get();
+        r.timeline().defer_after([raw] { return unfinished_point(*raw); },
+                                 [s = std::move(s)] { s->device().remove_stream(s.get()); });
     });
 }
 
@@ -79,7 +80,7 @@ extern "C" RT_API rtError_t rtStreamDeferRelease(rtStream_t stream, rtHostFn_t r
     return capi_call("rtStreamDeferRelease", [&] {
         if (!release) fail(RT_ERROR_INVALID_VALUE, "release is NULL (expected a function to call)");
         Runtime& r = runtime();
-        std::vector<StreamPoint> after = unfinished_point(*r.stream(stream));
-        r.timeline().defer(std::move(after), [release, user_data] { release(user_data); });
+        std::shared_ptr<Stream> s = r.stream(stream);
+        r.timeline().defer_after([s] { return unfinished_point(*s); }, [release, user_data] { release(user_data); });
     });
 }

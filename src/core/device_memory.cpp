@@ -98,6 +98,12 @@ void* DeviceMemory::allocate(size_t bytes, Stream* stream, bool* pooled, const c
 }
 
 void DeviceMemory::release(void* p, size_t bytes, bool pooled, Stream* stream) {
+    // On a driver's callback thread no stream can be asked where it is: the timeline's thread releases it (after
+    // every stream's work, as rtFree; the statistics count it until then).
+    if (in_driver_thread()) {
+        runtime().timeline().defer({}, [this, p, bytes, pooled] { release(p, bytes, pooled, nullptr); });
+        return;
+    }
     // rtFreeAsync: later work on `stream` is ordered after the free, other streams wait for it to pass this
     // point. rtFree: every stream must pass what it has queued so far (peer copies may use any memory).
     std::vector<StreamPoint> after = stream ? unfinished_point(*stream) : unfinished_points();

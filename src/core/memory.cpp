@@ -103,7 +103,7 @@ void free_pinned_host(void* ptr) {
     // Queued copies may still read or write it: the timeline returns it once they have run.
     CoreDevice* device = a->device;
     size_t size = a->size;
-    r.timeline().defer(unfinished_points(), [device, ptr, size] { device->impl().free_host_impl(ptr, size); });
+    r.timeline().defer_after(unfinished_points, [device, ptr, size] { device->impl().free_host_impl(ptr, size); });
 }
 
 void register_host(CoreDevice& device, void* ptr, size_t bytes) {

@@ -158,9 +158,11 @@ int Runtime::find_device(const std::string& name) const {
         if (b->device_count() == 0)
             fail(RT_ERROR_INVALID_DEVICE, "no device '%s': the %s backend has no devices (%s); available: %s",
                  name.c_str(), backend_name.c_str(), b->unavailable_reason().c_str(), available.c_str());
-        fail(RT_ERROR_INVALID_DEVICE, "no device '%s': the %s backend has %d device(s) (%s:0..%d); available: %s",
-             name.c_str(), backend_name.c_str(), b->device_count(), backend_name.c_str(), b->device_count() - 1,
-             available.c_str());
+        // Devices left out (a GPU that failed to start) are why the ordinals may not run from 0.
+        std::string why = b->unavailable_reason();
+        if (why.empty()) why = format("%s:0..%d", backend_name.c_str(), b->device_count() - 1);
+        fail(RT_ERROR_INVALID_DEVICE, "no device '%s': the %s backend has %d device(s) (%s); available: %s",
+             name.c_str(), backend_name.c_str(), b->device_count(), why.c_str(), available.c_str());
     }
     if (const backend::BackendEntry* e = backend::registry().find(backend_name))
         fail(RT_ERROR_INVALID_DEVICE, "no device '%s': this build of the runtime has no %s backend (%s); available: %s",

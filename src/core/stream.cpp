@@ -14,8 +14,16 @@ void Stream::synchronize() {
 }
 
 bool Stream::query() {
+    // The queue first: a failure it finds now (an asynchronous fault) is reported by this very call.
+    bool idle = false;
+    try {
+        idle = queue_->query_impl();
+    } catch (...) {
+        errors_.take_and_throw();  // a failure the stream already had is the one to report
+        throw;
+    }
     errors_.take_and_throw();
-    return queue_->query_impl();
+    return idle;
 }
 
 void Stream::wait_idle() {

@@ -11,11 +11,16 @@ namespace rt {
 
 namespace {
 thread_local int t_queue_context = 0;
+thread_local int t_driver_thread = 0;
 }
 
 bool in_queue_context() { return t_queue_context > 0; }
 QueueContext::QueueContext() { ++t_queue_context; }
 QueueContext::~QueueContext() { --t_queue_context; }
+
+bool in_driver_thread() { return t_driver_thread > 0; }
+DriverThread::DriverThread() { ++t_driver_thread; }
+DriverThread::~DriverThread() { --t_driver_thread; }
 
 void refuse_wait_in_queue_context(const char* api) {
     if (t_queue_context > 0)
@@ -29,8 +34,11 @@ bool StreamPoint::reached() const {
     if (!s) return true;
     try {
         return s->queue().reached_impl(position);
-    } catch (...) {
+    } catch (const Error& e) {
+        if (e.code() == RT_ERROR_NOT_PERMITTED) return false;  // not askable here (a driver thread): not known reached
         return true;  // a lost device completes nothing more: what waited for it may go
+    } catch (...) {
+        return true;
     }
 }
 
@@ -116,8 +124,10 @@ void Timeline::run_all(std::vector<Action>& actions) {
 }
 
 void Timeline::defer(std::vector<StreamPoint> after, Action action) {
+    // A driver thread asks no stream anything (nor runs actions that would call the driver): the thread looks.
+    const bool driver_thread = in_driver_thread();
     // Stopped (teardown: all work has completed): nothing is left to wait for.
-    if (stop_.load() || all_reached(after)) {
+    if (!driver_thread && (stop_.load() || all_reached(after))) {
         std::vector<Action> now;
         now.push_back(std::move(action));
         run_all(now);
@@ -127,9 +137,20 @@ void Timeline::defer(std::vector<StreamPoint> after, Action action) {
         std::lock_guard lock(mutex_);
         pending_.push_back({after, std::move(action)});
         pending_count_.store(pending_.size());
-        if (!thread_.joinable()) thread_ = std::thread([this] { thread_main(); });
+        if (!thread_.joinable() && !stop_.load()) thread_ = std::thread([this] { thread_main(); });
     }
-    arm(after);
+    if (driver_thread) wake();  // the thread arms what is still ahead
+    else arm(after);
+}
+
+void Timeline::defer_after(std::function<std::vector<StreamPoint>()> points, Action action) {
+    if (!in_driver_thread()) {
+        defer(points(), std::move(action));
+        return;
+    }
+    defer({}, [this, points = std::move(points), action = std::move(action)]() mutable {
+        defer(points(), std::move(action));
+    });
 }
 
 void Timeline::arm(const std::vector<StreamPoint>& points) {
@@ -175,6 +196,7 @@ void Timeline::run_taken(std::vector<Action>& actions) {
 
 void Timeline::run_due() {
     if (pending_count_.load() == 0 && in_flight_.load() == 0) return;
+    if (in_driver_thread()) return;  // due actions may call the driver: the timeline's thread runs them
     std::vector<Action> due;
     {
         std::lock_guard lock(mutex_);

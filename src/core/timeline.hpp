@@ -44,10 +44,15 @@ public:
     /// Joins the thread; later defers run at once, wake() stays harmless (queues may still call it).
     void stop();
 
-    /// Runs `action` once every point in `after` is reached: at once, in the caller, if they all are.
+    /// Runs `action` once every point in `after` is reached: at once, in the caller, if they all are — except on a
+    /// driver thread (in_driver_thread), where nothing is asked of the streams: the timeline's thread looks.
     void defer(std::vector<StreamPoint> after, Action action);
+    /// defer(points(), action) — with the points taken by the timeline's thread, later, when called on a driver
+    /// thread, where streams cannot be asked where they are (later points: the action only ever waits longer).
+    void defer_after(std::function<std::vector<StreamPoint>()> points, Action action);
     /// Runs the actions that are due now, in the caller; outside queue context it then waits for the ones the
     /// timeline's thread is running (they never wait themselves), so that what was due has run when it returns.
+    /// Does nothing on a driver thread.
     void run_due();
     /// Blocks until every action deferred before the call has run. Never from queue context.
     void drain();
@@ -95,5 +100,22 @@ public:
 };
 /// Throws RT_ERROR_NOT_PERMITTED naming `api` when called from queue context.
 void refuse_wait_in_queue_context(const char* api);
+
+/// Driver thread: the calling thread is a driver's own callback thread (CUDA runs host functions on one), where
+/// that backend must not be called at all — not even to ask a stream where it is (the backend refuses with
+/// NOT_PERMITTED). Queue context too. Releases requested there are taken over by the timeline's thread
+/// (Timeline::defer_after), and the timeline runs no action on such a thread.
+bool in_driver_thread();
+/// RAII marker for a driver thread, set by the backend's trampoline around what it runs (nests).
+class DriverThread {
+public:
+    DriverThread();
+    ~DriverThread();
+    DriverThread(const DriverThread&) = delete;
+    DriverThread& operator=(const DriverThread&) = delete;
+
+private:
+    QueueContext queue_context_;
+};
 
 }  // namespace rt

@@ -14,6 +14,7 @@
 #include "test_util.hpp"
 
 #ifdef RUNTIME_HAVE_CUDA
+#include "backends/cuda/cuda_driver.hpp"
 #include "backends/cuda/cuda_target.hpp"
 #include "backends/cuda/nvrtc.hpp"
 #include "core/error.hpp"
@@ -209,6 +210,122 @@ RT_KERNEL void everything(float* f, double* d, int32_t* i, uint32_t* u, int64_t*
     CudaCompileResult r = compile(src, "-O3 -g -DUNUSED=1", "sm_90");
     EXPECT_TRUE(r.cubin);
     EXPECT_EQ(r.kernels, std::vector<std::string>{"everything"});
+}
+
+/// Compiles `source` on cpu:0 through the public API; the error code (and message in `why`).
+rtError_t compile_on_cpu(const char* source, std::string* why = nullptr) {
+    int cpu = -1;
+    if (rtError_t e = rtGetDeviceByName(&cpu, "cpu:0")) return e;
+    if (rtError_t e = rtSetDevice(cpu)) return e;
+    rtModule_t m = nullptr;
+    rtError_t e = rtModuleLoadSource(&m, source, nullptr);
+    if (why) *why = rtGetLastErrorMessage();
+    if (e == RT_SUCCESS) rtModuleUnload(m);
+    return e;
+}
+
+// What a kernel takes from the standard headers, and the prelude's constants, on both backends.
+constexpr const char* kStandardHeaders = R"(#include <climits>
+#include <limits.h>
+#include <cfloat>
+#include <float.h>
+#include <cmath>
+#include <math.h>
+#include <cstdint>
+#include <cstddef>
+RT_KERNEL void limits_and_math(float* f, double* d, int32_t* i, int64_t* l, uint32_t* u, std::size_t n) {
+    std::int32_t k = (std::int32_t)get_global_id(0);
+    if ((std::size_t)k >= n) return;
+    i[k] = INT_MAX - SHRT_MAX + CHAR_BIT + (INT_MIN < 0 ? 0 : 1);
+    u[k] = UINT_MAX - (uint32_t)UCHAR_MAX;
+    l[k] = LLONG_MAX / 2 + LONG_MIN / 4 + (int64_t)(ULLONG_MAX >> 60);
+    f[k] = FLT_MAX * 0.5f + FLT_MIN + FLT_EPSILON + std::sqrt(f[k]) + std::fabs(f[k]) + std::fmax(f[k], 1.0f)
+         + std::pow(f[k], 2.0f) + (std::isnan(f[k]) ? 1.0f : 0.0f) + (std::isinf(f[k]) ? RT_INFF : RT_NANF);
+    d[k] = DBL_MAX * 0.5 + DBL_MIN + DBL_EPSILON + std::exp(d[k]) + std::abs(d[k]) + (d[k] > 0 ? RT_INF : -RT_INF)
+         + (std::isfinite(d[k]) ? 0.0 : RT_NAN);
+}
+)";
+
+TEST_F(CudaCompiler, StandardLimitsMathAndInfNanCompileOnBothBackends) {
+    CudaCompileResult r = compile(kStandardHeaders, "", "sm_90");
+    EXPECT_TRUE(r.cubin);
+    EXPECT_EQ(r.kernels, std::vector<std::string>{"limits_and_math"});
+    std::string why;
+    EXPECT_EQ(compile_on_cpu(kStandardHeaders, &why), RT_SUCCESS) << why;
+}
+
+// RT_TEST_EXPECT_COMPILE_ERROR: min/max of two types are refused on every backend.
+constexpr const char* kMixedMinMax = R"(// RT_TEST_EXPECT_COMPILE_ERROR
+RT_KERNEL void mixed(float* out, int n) {
+    size_t i = get_global_id(0);
+    out[i] = (float)min(i, n);
+}
+)";
+
+TEST_F(CudaCompiler, MixedTypeMinMaxIsRefusedOnBothBackends) {
+    try {
+        compile(kMixedMinMax, "", "sm_90");
+        ADD_FAILURE() << "NVRTC accepted min(size_t, int)";
+    } catch (const rt::Error& e) {
+        EXPECT_EQ(e.code(), RT_ERROR_COMPILE_FAILED);
+        EXPECT_TRUE(contains(e.what(), "min")) << e.what();
+    }
+    std::string why;
+    EXPECT_EQ(compile_on_cpu(kMixedMinMax, &why), RT_ERROR_COMPILE_FAILED) << "cpu must refuse what CUDA refuses";
+    EXPECT_TRUE(contains(why, "deleted")) << why;
+    // One type, by a cast, compiles on both.
+    const char* fixed = "RT_KERNEL void fixed(float* out, int n) {\n"
+                        "    size_t i = get_global_id(0);\n"
+                        "    out[i] = (float)min(i, (size_t)n) + max(1.0f, out[i]);\n"
+                        "}\n";
+    EXPECT_TRUE(compile(fixed, "", "sm_90").cubin);
+    EXPECT_EQ(compile_on_cpu(fixed, &why), RT_SUCCESS) << why;
+}
+
+TEST_F(CudaCompiler, ToolkitHeadersAreIncludable) {
+    const std::string& inc = rt::cuda::CudaTarget::toolkit_include();
+    if (inc.empty()) GTEST_SKIP() << "no CUDA toolkit headers found (CUDA_HOME, CUDA_PATH, /usr/local/cuda, next to NVRTC)";
+    const char* src = "#ifdef __CUDACC__\n"
+                      "#include <cuda_fp16.h>\n"
+                      "#endif\n"
+                      "RT_KERNEL void halves(float* out) {\n"
+                      "#ifdef __CUDACC__\n"
+                      "    out[get_global_id(0)] = __half2float(__float2half(out[get_global_id(0)]));\n"
+                      "#endif\n"
+                      "}\n";
+    EXPECT_TRUE(compile(src, "", "sm_90").cubin);
+    rt::cuda::CudaTarget target("sm_90");
+    EXPECT_TRUE(contains(target.identity(), inc)) << "the include directory is part of the target's identity";
+    std::vector<std::string> args = target.nvrtc_arguments(rt::kernels::read_program(kScale, "-I/tmp/mine", "k"));
+    ASSERT_FALSE(args.empty());
+    EXPECT_EQ(args.back(), "-I" + inc) << "the toolkit's directory comes after the program's own";
+    EXPECT_NE(std::find(args.begin(), args.end(), "-I/tmp/mine"), args.end());
+}
+
+TEST(CudaDriver, TranslateCoversTheErrorsTheBackendMeets) {
+    using rt::cuda::translate;
+    EXPECT_EQ(translate(CUDA_ERROR_NOT_INITIALIZED), RT_ERROR_INVALID_DEVICE);
+    EXPECT_EQ(translate(CUDA_ERROR_DEINITIALIZED), RT_ERROR_INVALID_DEVICE);
+    EXPECT_EQ(translate(CUDA_ERROR_DEVICE_UNAVAILABLE), RT_ERROR_INVALID_DEVICE);
+    EXPECT_EQ(translate(CUDA_ERROR_NOT_PERMITTED), RT_ERROR_NOT_PERMITTED);
+    EXPECT_EQ(translate(CUDA_ERROR_NOT_SUPPORTED), RT_ERROR_NOT_SUPPORTED);
+    EXPECT_EQ(translate(CUDA_ERROR_INVALID_IMAGE), RT_ERROR_INVALID_VALUE);
+    EXPECT_EQ(translate(CUDA_ERROR_NO_BINARY_FOR_GPU), RT_ERROR_INVALID_VALUE);
+    EXPECT_EQ(translate(CUDA_ERROR_INVALID_PTX), RT_ERROR_COMPILE_FAILED);
+    EXPECT_EQ(translate(CUDA_ERROR_UNKNOWN), RT_ERROR_LAUNCH_FAILED);
+    EXPECT_TRUE(rt::cuda::is_sticky(CUDA_ERROR_UNKNOWN));
+    EXPECT_TRUE(rt::cuda::is_sticky(CUDA_ERROR_ILLEGAL_ADDRESS));
+    EXPECT_FALSE(rt::cuda::is_sticky(CUDA_ERROR_NOT_PERMITTED));
+    // The message says what the error means here (a driver without functions: the number stands for the name).
+    rt::cuda::Driver none;
+    try {
+        rt::cuda::throw_driver_error(none, CUDA_ERROR_NOT_PERMITTED, "cuMemAlloc");
+        ADD_FAILURE() << "did not throw";
+    } catch (const rt::Error& e) {
+        EXPECT_EQ(e.code(), RT_ERROR_NOT_PERMITTED);
+        EXPECT_TRUE(contains(e.what(), "cuMemAlloc failed: CUDA error 800")) << e.what();
+        EXPECT_TRUE(contains(e.what(), "host function")) << e.what();
+    }
 }
 
 TEST_F(CudaCompiler, CompileErrorCarriesNvrtcLogWithUserLines) {

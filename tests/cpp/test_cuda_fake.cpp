@@ -22,6 +22,7 @@ using rt_test::pattern;
 using rt_test::StreamGuard;
 
 constexpr int kIllegalAddress = 700;  // CUDA_ERROR_ILLEGAL_ADDRESS (the test does not include cuda.h)
+constexpr int kUnknown = 999;         // CUDA_ERROR_UNKNOWN: what a context returns after an Xid fault
 
 /// The fake's query API, from the library the runtime loaded (dlopen of the same path: the same instance).
 struct Fake {
@@ -33,6 +34,7 @@ struct Fake {
     fake_cuda_live_host_allocations_fn live_host_allocations = nullptr;
     fake_cuda_live_modules_fn live_modules = nullptr;
     fake_cuda_unsafe_unloads_fn unsafe_unloads = nullptr;
+    fake_cuda_drain_fn drain = nullptr;
     bool loaded = false;
 };
 
@@ -51,8 +53,9 @@ const Fake& fake() {
             reinterpret_cast<fake_cuda_live_host_allocations_fn>(::dlsym(h, "fake_cuda_live_host_allocations"));
         r.live_modules = reinterpret_cast<fake_cuda_live_modules_fn>(::dlsym(h, "fake_cuda_live_modules"));
         r.unsafe_unloads = reinterpret_cast<fake_cuda_unsafe_unloads_fn>(::dlsym(h, "fake_cuda_unsafe_unloads"));
+        r.drain = reinterpret_cast<fake_cuda_drain_fn>(::dlsym(h, "fake_cuda_drain"));
         r.loaded = r.launch_count && r.last_launch && r.reset_launches && r.inject_fault && r.live_allocations &&
-                   r.live_host_allocations && r.live_modules && r.unsafe_unloads;
+                   r.live_host_allocations && r.live_modules && r.unsafe_unloads && r.drain;
         return r;
     }();
     return f;
@@ -751,6 +754,272 @@ TEST_F(FakeCuda, AsyncFaultIsReportedNamingTheKernelAndLosesTheDevice) {
     ASSERT_RT_OK(rtMemset(p, 1, 256));
     ASSERT_RT_OK(rtDeviceSynchronize());
     ASSERT_RT_OK(rtFree(p));
+}
+
+/// Loads kKernels' noop, launches it on `s` with a fault injected, and waits until the fake ran it: the context is
+/// then sticky, and the runtime has not looked yet.
+void fault_behind_the_runtimes_back(rtStream_t s, rtModule_t* m, int code = kIllegalAddress) {
+    ASSERT_RT_OK(rtModuleLoadSource(m, kKernels, nullptr));
+    rtFunction_t f = nullptr;
+    ASSERT_RT_OK(rtModuleGetFunction(&f, *m, "noop"));
+    fake().inject_fault(code);
+    ASSERT_RT_OK(rtLaunchKernel(f, rtDim3{1, 1, 1}, rtDim3{1, 1, 1}, nullptr, 0, s));
+    fake().drain();
+}
+
+TEST_F(FakeCuda, QueryReportsAnAsyncFaultOnTheFirstCall) {
+    StreamGuard s;
+    rtModule_t m = nullptr;
+    ASSERT_NO_FATAL_FAILURE(fault_behind_the_runtimes_back(s, &m));
+    // The fault happened on the GPU; the very first query finds it (not a second one).
+    EXPECT_RT_ERROR(RT_ERROR_LAUNCH_FAILED, rtStreamQuery(s));
+    EXPECT_TRUE(contains(last_message(), "kernel 'noop'")) << last_message();
+    EXPECT_TRUE(contains(last_message(), "CUDA_ERROR_ILLEGAL_ADDRESS")) << last_message();
+    // Reported once; the device is lost from then on.
+    EXPECT_RT_ERROR(RT_ERROR_LAUNCH_FAILED, rtStreamQuery(s));
+    EXPECT_TRUE(contains(last_message(), "unusable")) << last_message();
+    rtModuleUnload(m);
+}
+
+TEST_F(FakeCuda, StickyErrorsFromAnyCallMarkTheDeviceLost) {
+    StreamGuard s;
+    rt_test::DevBuf buf(256);
+    rtModule_t m = nullptr;
+    ASSERT_NO_FATAL_FAILURE(fault_behind_the_runtimes_back(s, &m));
+    // No synchronize or query saw the fault: the allocation is the first call to meet the sticky error.
+    void* p = nullptr;
+    EXPECT_RT_ERROR(RT_ERROR_LAUNCH_FAILED, rtMalloc(&p, 256));
+    std::string msg = last_message();
+    EXPECT_TRUE(contains(msg, "unusable") && contains(msg, "cuMemAlloc")) << msg;
+    EXPECT_TRUE(contains(msg, "CUDA_ERROR_ILLEGAL_ADDRESS")) << msg;
+    // The primary-context caveat of a fresh start is stated.
+    EXPECT_TRUE(contains(msg, "last reference")) << msg;
+    // Every later operation on the device fails at once with the same story.
+    EXPECT_RT_ERROR(RT_ERROR_LAUNCH_FAILED, rtMemsetAsync(buf.get(), 0, 1, s));
+    EXPECT_RT_ERROR(RT_ERROR_LAUNCH_FAILED, rtStreamQuery(s));
+    EXPECT_TRUE(contains(last_message(), "unusable")) << last_message();
+    rtModuleUnload(m);
+}
+
+TEST_F(FakeCuda, AnUnknownErrorIsStickyToo) {
+    // CUDA_ERROR_UNKNOWN (999) is what a context returns after an Xid fault: it does not recover either.
+    StreamGuard s;
+    rtModule_t m = nullptr;
+    ASSERT_NO_FATAL_FAILURE(fault_behind_the_runtimes_back(s, &m, kUnknown));
+    EXPECT_RT_ERROR(RT_ERROR_LAUNCH_FAILED, rtStreamSynchronize(s));
+    void* p = nullptr;
+    EXPECT_RT_ERROR(RT_ERROR_LAUNCH_FAILED, rtMalloc(&p, 256));
+    EXPECT_TRUE(contains(last_message(), "unusable")) << last_message();
+    rtModuleUnload(m);
+}
+
+TEST_F(FakeCuda, ALostGpuDoesNotBreakPooledFreesOnOtherDevices) {
+    StreamGuard s;
+    rt_test::DevBuf queued(4096);
+    rtModule_t m = nullptr;
+    ASSERT_NO_FATAL_FAILURE(fault_behind_the_runtimes_back(s, &m));
+    EXPECT_RT_ERROR(RT_ERROR_LAUNCH_FAILED, rtStreamQuery(s));  // the device is lost now
+    // rtFree of pooled memory takes the position of every stream of every device, the lost GPU's included.
+    ASSERT_RT_OK(rtSetDevice(cpu_));
+    ASSERT_RT_OK(rtEnableMemoryReuse(1));
+    for (int round = 0; round < 3; ++round) {
+        void* p = nullptr;
+        ASSERT_RT_OK(rtMalloc(&p, 1 << 16));
+        ASSERT_RT_OK(rtMemset(p, round, 1 << 16));
+        ASSERT_RT_OK(rtFree(p)) << "round " << round;
+    }
+    rtMemStats st{};
+    ASSERT_RT_OK(rtMemGetStats(&st));
+    EXPECT_GE(st.num_cache_hits, 1u) << "pooled frees came back for reuse";
+    if (env_int("FAKE_CUDA_DEVICES", 1) >= 2) {
+        int cuda1 = -1;
+        ASSERT_RT_OK(rtGetDeviceByName(&cuda1, "cuda:1"));
+        ASSERT_RT_OK(rtSetDevice(cuda1));
+        ASSERT_RT_OK(rtEnableMemoryReuse(1));
+        void* p = nullptr;
+        ASSERT_RT_OK(rtMalloc(&p, 1 << 16));
+        ASSERT_RT_OK(rtFree(p));
+        ASSERT_RT_OK(rtDeviceSynchronize());
+    }
+    ASSERT_RT_OK(rtSetDevice(cuda_));
+    rtModuleUnload(m);
+}
+
+TEST_F(FakeCuda, AGpuThatFailsToStartIsLeftOutWithTheReason) {
+    ASSERT_RT_OK(rtFinalize());
+    ::setenv("FAKE_CUDA_FAIL_RETAIN", "0", 1);  // cuda:0 is in exclusive use elsewhere
+    struct Unset {
+        ~Unset() { ::unsetenv("FAKE_CUDA_FAIL_RETAIN"); }
+    } unset;
+    ASSERT_RT_OK(rtInit(nullptr)) << "one bad GPU does not take the runtime down";
+    int d = -1;
+    EXPECT_RT_ERROR(RT_ERROR_INVALID_DEVICE, rtGetDeviceByName(&d, "cuda:0"));
+    std::string msg = last_message();
+    EXPECT_TRUE(contains(msg, "cuda:0 cannot be used") && contains(msg, "cuDevicePrimaryCtxRetain")) << msg;
+    EXPECT_TRUE(contains(msg, "CUDA_ERROR_DEVICE_UNAVAILABLE") && contains(msg, "exclusive")) << msg;
+    // The cpu devices work.
+    ASSERT_RT_OK(rtGetDeviceByName(&d, "cpu:0"));
+    ASSERT_RT_OK(rtSetDevice(d));
+    void* p = nullptr;
+    ASSERT_RT_OK(rtMalloc(&p, 256));
+    ASSERT_RT_OK(rtMemset(p, 1, 256));
+    ASSERT_RT_OK(rtFree(p));
+    if (env_int("FAKE_CUDA_DEVICES", 1) >= 2) {
+        // So do the other GPUs, under their own names.
+        ASSERT_RT_OK(rtGetDeviceByName(&d, "cuda:1"));
+        ASSERT_RT_OK(rtSetDevice(d));
+        ASSERT_RT_OK(rtMalloc(&p, 256));
+        ASSERT_RT_OK(rtMemset(p, 1, 256));
+        ASSERT_RT_OK(rtFree(p));
+        rtDeviceProp prop{};
+        ASSERT_RT_OK(rtGetDeviceProperties(&prop, d));
+        EXPECT_TRUE(contains(prop.name, "cuda:1")) << prop.name;
+    }
+    // Once the GPU is free again, a fresh start has it.
+    ::unsetenv("FAKE_CUDA_FAIL_RETAIN");
+    ASSERT_RT_OK(rtFinalize());
+    ASSERT_RT_OK(rtGetDeviceByName(&d, "cuda:0"));
+}
+
+// ------------------------------------------------------------------------------------------------ host functions
+
+/// What a host function on a cuda stream found when it called the runtime.
+struct InCallback {
+    int cuda = -1, cpu = -1;
+    rtStream_t stream = nullptr;
+    void* to_free = nullptr;
+    rtError_t set = RT_ERROR_UNKNOWN, malloc = RT_ERROR_UNKNOWN, fill = RT_ERROR_UNKNOWN, query = RT_ERROR_UNKNOWN;
+    rtError_t sync = RT_ERROR_UNKNOWN, free = RT_ERROR_UNKNOWN, cpu_work = RT_ERROR_UNKNOWN;
+    std::string malloc_message;
+};
+
+TEST_F(FakeCuda, CudaCallsFromAHostFunctionFailFastAndItsFreesAreDeferred) {
+    StreamGuard s;
+    void* d = nullptr;
+    ASSERT_RT_OK(rtMalloc(&d, 4096));
+    const int live = fake().live_allocations();
+    InCallback in;
+    in.cuda = cuda_;
+    in.cpu = cpu_;
+    in.stream = s;
+    in.to_free = d;
+    auto fn = [](void* p) {
+        auto* in = static_cast<InCallback*>(p);
+        in->set = rtSetDevice(in->cuda);
+        void* x = nullptr;
+        in->malloc = rtMalloc(&x, 256);
+        in->malloc_message = rtGetLastErrorMessage();
+        in->fill = rtMemsetAsync(in->to_free, 0, 64, in->stream);
+        in->query = rtStreamQuery(in->stream);
+        in->sync = rtStreamSynchronize(in->stream);
+        in->free = rtFree(in->to_free);  // the C++ keep-alive idiom's free: must neither wait nor call CUDA here
+        // Other backends are not the driver's: a cpu device works from here.
+        in->cpu_work = rtSetDevice(in->cpu);
+        void* c = nullptr;
+        if (in->cpu_work == RT_SUCCESS) in->cpu_work = rtMalloc(&c, 256);
+        if (in->cpu_work == RT_SUCCESS) in->cpu_work = rtFree(c);
+    };
+    ASSERT_RT_OK(rtLaunchHostFunc(s, fn, &in));
+    ASSERT_RT_OK(rtStreamSynchronize(s)) << "the host function's refused calls do not fail the stream";
+    EXPECT_RT_OK(in.set);
+    EXPECT_EQ(in.malloc, RT_ERROR_NOT_PERMITTED) << in.malloc_message;
+    EXPECT_TRUE(contains(in.malloc_message, "host function")) << in.malloc_message;
+    EXPECT_EQ(in.fill, RT_ERROR_NOT_PERMITTED);
+    EXPECT_EQ(in.query, RT_ERROR_NOT_PERMITTED);
+    EXPECT_EQ(in.sync, RT_ERROR_NOT_PERMITTED);
+    EXPECT_RT_OK(in.free);
+    EXPECT_RT_OK(in.cpu_work);
+    // The free happens on the runtime's own thread once the stream's work has run (a condition, not a delay).
+    EXPECT_TRUE(rt_test::wait_until([&] { return fake().live_allocations() == live - 1; }, std::chrono::seconds(20)))
+        << "the memory freed in the host function was never released";
+    // The stream and device stay usable.
+    rt_test::DevBuf after(256);
+    ASSERT_RT_OK(rtMemsetAsync(after.get(), 3, 256, s));
+    ASSERT_RT_OK(rtStreamSynchronize(s));
+}
+
+TEST_F(FakeCuda, StreamsAndEventsReleasedInAHostFunctionGoLater) {
+    StreamGuard s;
+    struct Handles {
+        rtStream_t stream = nullptr;
+        rtEvent_t event = nullptr;
+        void* pinned = nullptr;
+        rtError_t stream_destroy = RT_ERROR_UNKNOWN, event_destroy = RT_ERROR_UNKNOWN, free_host = RT_ERROR_UNKNOWN;
+    } h;
+    ASSERT_RT_OK(rtStreamCreate(&h.stream));
+    ASSERT_RT_OK(rtEventCreate(&h.event));
+    ASSERT_RT_OK(rtMallocHost(&h.pinned, 4096));
+    const int live_host = fake().live_host_allocations();
+    auto fn = [](void* p) {
+        auto* h = static_cast<Handles*>(p);
+        h->stream_destroy = rtStreamDestroy(h->stream);
+        h->event_destroy = rtEventDestroy(h->event);
+        h->free_host = rtFreeHost(h->pinned);
+    };
+    ASSERT_RT_OK(rtLaunchHostFunc(s, fn, &h));
+    ASSERT_RT_OK(rtStreamSynchronize(s));
+    EXPECT_RT_OK(h.stream_destroy);
+    EXPECT_RT_OK(h.event_destroy);
+    EXPECT_RT_OK(h.free_host);
+    EXPECT_TRUE(rt_test::wait_until([&] { return fake().live_host_allocations() == live_host - 1; },
+                                    std::chrono::seconds(20)))
+        << "pinned memory freed in the host function was never released";
+    EXPECT_RT_ERROR(RT_ERROR_INVALID_HANDLE, rtStreamQuery(h.stream));
+}
+
+TEST_F(FakeCuda, HostFunctionsOfAllStreamsRunOnOneDriverThread) {
+    // As the driver does: one callback thread per context, whatever the stream (so a blocked host function holds up
+    // every stream's host functions — the tests' gates must not rely on the opposite).
+    StreamGuard a, b;
+    struct Seen {
+        std::mutex m;
+        std::vector<std::thread::id> ids;
+    } seen;
+    auto note = [](void* p) {
+        auto* s = static_cast<Seen*>(p);
+        std::lock_guard lock(s->m);
+        s->ids.push_back(std::this_thread::get_id());
+    };
+    for (int i = 0; i < 4; ++i) {
+        ASSERT_RT_OK(rtLaunchHostFunc(a, note, &seen));
+        ASSERT_RT_OK(rtLaunchHostFunc(b, note, &seen));
+        ASSERT_RT_OK(rtLaunchHostFunc(nullptr, note, &seen));
+    }
+    ASSERT_RT_OK(rtDeviceSynchronize());
+    ASSERT_EQ(seen.ids.size(), 12u);
+    for (const std::thread::id& id : seen.ids) EXPECT_EQ(id, seen.ids[0]);
+    EXPECT_NE(seen.ids[0], std::this_thread::get_id());
+}
+
+// ------------------------------------------------------------------------------------------------ module images
+
+TEST_F(FakeCuda, PtxTheJitRefusesCarriesTheJitLog) {
+    std::string ptx = kPtx;
+    ptx.replace(ptx.find(".target sm_90"), 13, ".target sm_120");
+    std::string path = temp_file(".ptx", ptx);
+    rtModule_t m = nullptr;
+    EXPECT_RT_ERROR(RT_ERROR_COMPILE_FAILED, rtModuleLoadFile(&m, path.c_str()));
+    std::string msg = last_message();
+    std::remove(path.c_str());
+    EXPECT_TRUE(contains(msg, "CUDA_ERROR_INVALID_PTX")) << msg;
+    EXPECT_TRUE(contains(msg, "JIT's log") && contains(msg, ".target sm_120 is newer")) << msg;
+    EXPECT_TRUE(contains(msg, path)) << msg;
+}
+
+TEST_F(FakeCuda, ACubinTheDriverCannotLoadIsAnInvalidValue) {
+    // A CUDA ELF header (e_machine EM_CUDA = 190) with nothing behind it: the driver's INVALID_IMAGE.
+    std::string elf(64, '\0');
+    elf.replace(0, 4, "\x7f" "ELF");
+    elf[4] = 2;   // 64-bit
+    elf[5] = 1;   // little-endian
+    elf[6] = 1;   // version
+    elf[16] = 2;  // ET_EXEC
+    elf[18] = static_cast<char>(190);
+    std::string path = temp_file(".cubin", elf);
+    rtModule_t m = nullptr;
+    EXPECT_RT_ERROR(RT_ERROR_INVALID_VALUE, rtModuleLoadFile(&m, path.c_str()));
+    std::remove(path.c_str());
+    EXPECT_TRUE(contains(last_message(), path)) << last_message();
 }
 
 // ------------------------------------------------------------------------------------------------ misuse

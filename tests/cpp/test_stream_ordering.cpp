@@ -16,13 +16,19 @@ TEST_P(Ordering, WorkAfterWaitDoesNotRunBeforeTheRecordedWork) {
     EventGuard e;
     ASSERT_RT_OK(e.status());
     Gate gate;
-    std::atomic<bool> b_ran{false}, b_before_wait_ran{false};
-    ASSERT_RT_OK(rtLaunchHostFunc(b, rt_test::set_flag, &b_before_wait_ran));  // not held back
+    std::atomic<bool> b_ran{false};
+    // B's work before the wait is a fill observed through an event, not a host function: CUDA may run the host
+    // functions of all streams on one thread, where the gate on A would hold it up ("may be serialized").
+    rt_test::DevBuf buf(4096);
+    EventGuard before;
+    ASSERT_RT_OK(before.status());
+    ASSERT_RT_OK(rtMemsetAsync(buf.get(), 1, 4096, b));  // not held back
+    ASSERT_RT_OK(rtEventRecord(before, b));
     ASSERT_RT_OK(gate.launch(a));
     ASSERT_RT_OK(rtEventRecord(e, a));
     ASSERT_RT_OK(rtStreamWaitEvent(b, e));
     ASSERT_RT_OK(rtLaunchHostFunc(b, rt_test::set_flag, &b_ran));
-    EXPECT_TRUE(rt_test::wait_until([&] { return b_before_wait_ran.load(); }, std::chrono::milliseconds(5000)))
+    EXPECT_TRUE(rt_test::wait_until([&] { return rtEventQuery(before) == RT_SUCCESS; }, std::chrono::milliseconds(5000)))
         << "work queued on B before the wait was held back";
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
     EXPECT_TRUE(gate.entered());
@@ -47,9 +53,10 @@ TEST_P(Ordering, WaitUsesTheRecordAtTheTimeOfTheWait) {
     Gate gate;
     ASSERT_RT_OK(gate.launch(a));
     ASSERT_RT_OK(rtEventRecord(e, a));  // this record is blocked by the gate
-    std::atomic<bool> b_ran{false};
-    ASSERT_RT_OK(rtLaunchHostFunc(b, rt_test::set_flag, &b_ran));
-    EXPECT_TRUE(rt_test::wait_until([&] { return b_ran.load(); }, std::chrono::milliseconds(5000)))
+    // B's work is a fill, not a host function (CUDA may serialise the host functions of all streams).
+    rt_test::DevBuf buf(4096);
+    ASSERT_RT_OK(rtMemsetAsync(buf.get(), 1, 4096, b));
+    EXPECT_TRUE(rt_test::wait_until([&] { return rtStreamQuery(b) == RT_SUCCESS; }, std::chrono::milliseconds(5000)))
         << "B waited for a record made after its rtStreamWaitEvent";
     gate.open();
     ASSERT_RT_OK(rtStreamSynchronize(a));

@@ -21,6 +21,10 @@
 //  - Streams are asynchronous FIFO queues, one worker thread each (never the legacy NULL stream: the backend
 //    promises not to use it, so the fake refuses it). Events capture (stream, position) and a timestamp taken
 //    when the worker reaches them; stream waits block the waiting stream's worker until the event completes.
+//  - Host functions (cuLaunchHostFunc) of all streams of a context run one at a time on that context's one
+//    callback thread, as the driver runs them ("may be serialized"): a host function that blocks holds up the
+//    host functions of every other stream. On that thread every driver call fails with CUDA_ERROR_NOT_PERMITTED
+//    (cuda.h: host functions must not call CUDA; the driver "may" say so — the fake always does).
 //  - Modules keep the image (cubin/ELF, PTX text, fatbin); functions are the ELF's entry symbols or the PTX
 //    `.entry` names. PTX `.param` lists and a cubin's EIATTR_KPARAM_INFO records (.nv.info.<kernel>) give
 //    cuFuncGetParamInfo sizes, as drivers 12.4+ do; NOT_SUPPORTED when neither is found. Launches run no code:
@@ -32,6 +36,10 @@
 //    driver search tests put one copy where a stub would be and another where the driver is).
 //  - fake_cuda_inject_fault(code): the next launch fails on its stream's worker and the context becomes sticky
 //    (every later call on it returns the code), as after a kernel's illegal address.
+//  - FAKE_CUDA_FAIL_RETAIN=<ordinal>[,<ordinal>...] (read at each call): cuDevicePrimaryCtxRetain of those devices
+//    fails with CUDA_ERROR_DEVICE_UNAVAILABLE, as for a GPU in exclusive-process mode that another process holds.
+//  - PTX whose `.target sm_XY` is newer than the device (9.0) is refused by the "JIT" with CUDA_ERROR_INVALID_PTX
+//    and, through cuModuleLoadDataEx, an error log saying so.
 #include <cuda.h>
 #include <dlfcn.h>
 #include <sys/mman.h>
@@ -79,11 +87,57 @@ size_t env_size(const char* name, size_t fallback) {
 // ---------------------------------------------------------------------------------------------- handle types
 // cuda.h declares these as incomplete structs; the fake completes them.
 
+namespace {
+
+/// True on a context's callback thread while it runs a host function: driver calls fail with NOT_PERMITTED.
+thread_local bool tl_in_callback = false;
+
+/// The one thread that runs a context's host functions, in the order the streams hand them over.
+struct CallbackThread {
+    std::mutex m;
+    std::condition_variable cv;
+    std::deque<std::function<void()>> jobs;
+    bool stop = false;
+    std::thread thread{[this] { run(); }};
+
+    void run() {
+        for (;;) {
+            std::function<void()> job;
+            {
+                std::unique_lock lock(m);
+                cv.wait(lock, [&] { return stop || !jobs.empty(); });
+                if (jobs.empty()) return;
+                job = std::move(jobs.front());
+                jobs.pop_front();
+            }
+            tl_in_callback = true;
+            job();
+            tl_in_callback = false;
+        }
+    }
+    void push(std::function<void()> job) {
+        std::lock_guard lock(m);
+        jobs.push_back(std::move(job));
+        cv.notify_all();
+    }
+    ~CallbackThread() {
+        {
+            std::lock_guard lock(m);
+            stop = true;
+            cv.notify_all();
+        }
+        thread.join();
+    }
+};
+
+}  // namespace
+
 struct CUctx_st {
     int ordinal = 0;
     int refs = 0;  // primary-context retains; 0: destroyed (inactive)
     std::atomic<int> sticky{CUDA_SUCCESS};
     size_t used = 0;  // bytes of cuMemAlloc + cuMemCreate, against the capacity (g_mutex)
+    std::unique_ptr<CallbackThread> callbacks;  // started by the first host function (g_mutex)
 };
 
 namespace {
@@ -250,6 +304,7 @@ thread_local CUctx_st* tl_current = nullptr;
 /// The calling thread's context, usable: INVALID_CONTEXT without one, CONTEXT_IS_DESTROYED after its last
 /// release, the sticky fault when it has one (`allow_sticky`: teardown calls that still work).
 CUresult current(CUctx_st** out, bool allow_sticky = false) {
+    if (tl_in_callback) return CUDA_ERROR_NOT_PERMITTED;
     CUctx_st* c = tl_current;
     if (!c) return CUDA_ERROR_INVALID_CONTEXT;
     {
@@ -288,12 +343,14 @@ int device_range(uintptr_t p, size_t n) {
 
 /// A stream handle the fake created and has not destroyed (the NULL stream is refused: see the header).
 CUresult check_stream(CUstream s) {
+    if (tl_in_callback) return CUDA_ERROR_NOT_PERMITTED;
     if (!s) return CUDA_ERROR_INVALID_HANDLE;
     std::lock_guard lock(S().m);
     return S().streams.count(s) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
 }
 
 CUresult check_event(CUevent e) {
+    if (tl_in_callback) return CUDA_ERROR_NOT_PERMITTED;
     if (!e) return CUDA_ERROR_INVALID_HANDLE;
     std::lock_guard lock(S().m);
     return S().events.count(e) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
@@ -478,6 +535,7 @@ const ErrorText kErrors[] = {
     E_(CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE, "forward compatibility was attempted on non supported HW"),
     E_(CUDA_ERROR_NO_DEVICE, "no CUDA-capable device is detected"),
     E_(CUDA_ERROR_INVALID_DEVICE, "invalid device ordinal"),
+    E_(CUDA_ERROR_DEVICE_UNAVAILABLE, "CUDA-capable device(s) is/are busy or unavailable"),
     E_(CUDA_ERROR_INVALID_IMAGE, "device kernel image is invalid"),
     E_(CUDA_ERROR_INVALID_CONTEXT, "invalid device context"),
     E_(CUDA_ERROR_NO_BINARY_FOR_GPU, "no kernel image is available for execution on the device"),
@@ -526,6 +584,12 @@ void destroy_context(CUctx_st* c) {
         s->shutdown();
         delete s;
     }
+    std::unique_ptr<CallbackThread> callbacks;
+    {
+        std::lock_guard lock(S().m);
+        callbacks = std::move(c->callbacks);
+    }
+    callbacks.reset();  // every stream drained: it runs nothing more
     std::lock_guard lock(S().m);
     State& st = S();
     for (auto it = st.allocs.begin(); it != st.allocs.end();) {
@@ -668,9 +732,23 @@ CUresult CUDAAPI cuDeviceGetAttribute(int* pi, CUdevice_attribute a, CUdevice de
     return CUDA_SUCCESS;
 }
 
+/// Whether FAKE_CUDA_FAIL_RETAIN lists `dev`.
+bool retain_fails(CUdevice dev) {
+    const char* e = std::getenv("FAKE_CUDA_FAIL_RETAIN");
+    for (const char* p = e; p && *p;) {
+        char* end = nullptr;
+        long v = std::strtol(p, &end, 10);
+        if (end == p) break;
+        if (v == dev) return true;
+        p = *end == ',' ? end + 1 : end;
+    }
+    return false;
+}
+
 CUresult CUDAAPI cuDevicePrimaryCtxRetain(CUcontext* pctx, CUdevice dev) {
     if (!pctx) return CUDA_ERROR_INVALID_VALUE;
     if (CUresult r = check_device(dev)) return r;
+    if (retain_fails(dev)) return CUDA_ERROR_DEVICE_UNAVAILABLE;
     std::lock_guard lock(S().m);
     CUctx_st* c = S().contexts[static_cast<size_t>(dev)].get();
     ++c->refs;
@@ -679,6 +757,7 @@ CUresult CUDAAPI cuDevicePrimaryCtxRetain(CUcontext* pctx, CUdevice dev) {
 }
 
 CUresult CUDAAPI cuDevicePrimaryCtxRelease(CUdevice dev) {
+    if (tl_in_callback) return CUDA_ERROR_NOT_PERMITTED;
     if (CUresult r = check_device(dev)) return r;
     CUctx_st* c;
     {
@@ -692,12 +771,14 @@ CUresult CUDAAPI cuDevicePrimaryCtxRelease(CUdevice dev) {
 }
 
 CUresult CUDAAPI cuCtxGetCurrent(CUcontext* pctx) {
+    if (tl_in_callback) return CUDA_ERROR_NOT_PERMITTED;
     if (!pctx) return CUDA_ERROR_INVALID_VALUE;
     *pctx = tl_current;
     return CUDA_SUCCESS;
 }
 
 CUresult CUDAAPI cuCtxSetCurrent(CUcontext ctx) {
+    if (tl_in_callback) return CUDA_ERROR_NOT_PERMITTED;
     if (ctx) {
         std::lock_guard lock(S().m);
         bool known = false;
@@ -770,6 +851,7 @@ CUresult CUDAAPI cuMemHostAlloc(void** pp, size_t bytes, unsigned int) {
 }
 
 CUresult CUDAAPI cuMemFreeHost(void* p) {
+    if (tl_in_callback) return CUDA_ERROR_NOT_PERMITTED;
     std::lock_guard lock(S().m);
     if (!S().host_allocs.erase(p)) return CUDA_ERROR_INVALID_VALUE;
     std::free(p);
@@ -868,8 +950,23 @@ CUresult CUDAAPI cuLaunchHostFunc(CUstream s, CUhostFn fn, void* user) {
     if (!fn) return CUDA_ERROR_INVALID_VALUE;
     if (CUresult r = check_stream(s)) return r;
     if (CUresult r = sticky_of(s->ctx)) return r;
-    s->push([fn, user](bool ok) -> CUresult {
-        if (ok) fn(user);  // "the function will not be called in the event of an error in the CUDA context"
+    CUctx_st* c = s->ctx;
+    s->push([c, fn, user](bool ok) -> CUresult {
+        if (!ok) return CUDA_SUCCESS;  // "the function will not be called in the event of an error in the CUDA context"
+        CallbackThread* t;
+        {
+            std::lock_guard lock(S().m);
+            if (!c->callbacks) c->callbacks = std::make_unique<CallbackThread>();
+            t = c->callbacks.get();
+        }
+        // The stream goes on once the context's callback thread has run it (after the host functions that other
+        // streams handed over first).
+        auto done = std::make_shared<Record>();
+        t->push([fn, user, done] {
+            fn(user);
+            done->complete();
+        });
+        done->wait();
         return CUDA_SUCCESS;
     });
     return CUDA_SUCCESS;
@@ -890,6 +987,7 @@ CUresult CUDAAPI cuEventCreate(CUevent* pe, unsigned int flags) {
 }
 
 CUresult CUDAAPI cuEventDestroy(CUevent e) {
+    if (tl_in_callback) return CUDA_ERROR_NOT_PERMITTED;
     std::lock_guard lock(S().m);
     if (!e || !S().events.erase(e)) return CUDA_ERROR_INVALID_HANDLE;
     delete e;  // a queued record or wait holds the Record, not the event
@@ -947,7 +1045,8 @@ CUresult CUDAAPI cuEventElapsedTime(float* ms, CUevent start, CUevent end) {
     return CUDA_SUCCESS;
 }
 
-CUresult CUDAAPI cuModuleLoadData(CUmodule* pm, const void* image) {
+/// Loads an image; PTX the "JIT" refuses (a .target newer than the device's sm_90) leaves a line in `log`.
+static CUresult load_module(CUmodule* pm, const void* image, std::string* log) {
     if (!pm || !image) return CUDA_ERROR_INVALID_VALUE;
     CUctx_st* c = nullptr;
     if (CUresult r = current(&c)) return r;
@@ -966,8 +1065,16 @@ CUresult CUDAAPI cuModuleLoadData(CUmodule* pm, const void* image) {
         return CUDA_ERROR_NOT_SUPPORTED;  // fatbins: not modelled (the runtime makes cubins)
     } else {
         m->image = reinterpret_cast<const char*>(p);  // PTX: a C string
-        if (m->image.find(".version") == std::string::npos || m->image.find(".target") == std::string::npos)
+        size_t target = m->image.find(".target");
+        if (m->image.find(".version") == std::string::npos || target == std::string::npos)
             return CUDA_ERROR_INVALID_IMAGE;
+        size_t sm = m->image.find("sm_", target);
+        if (sm != std::string::npos && sm < m->image.find('\n', target) && std::atoi(m->image.c_str() + sm + 3) > 90) {
+            if (log)
+                *log = "fake ptx JIT: error: .target " + m->image.substr(sm, m->image.find_first_of(" ,\n", sm) - sm) +
+                       " is newer than this device (sm_90)";
+            return CUDA_ERROR_INVALID_PTX;
+        }
         m->ptx = true;
         m->names = ptx_entries(m->image);
     }
@@ -977,7 +1084,26 @@ CUresult CUDAAPI cuModuleLoadData(CUmodule* pm, const void* image) {
     return CUDA_SUCCESS;
 }
 
+CUresult CUDAAPI cuModuleLoadData(CUmodule* pm, const void* image) { return load_module(pm, image, nullptr); }
+
+/// Only the error-log options are modelled (others are accepted and ignored).
+CUresult CUDAAPI cuModuleLoadDataEx(CUmodule* pm, const void* image, unsigned int n, CUjit_option* options,
+                                    void** values) {
+    if (n && (!options || !values)) return CUDA_ERROR_INVALID_VALUE;
+    char* buffer = nullptr;
+    size_t size = 0;
+    for (unsigned i = 0; i < n; ++i) {
+        if (options[i] == CU_JIT_ERROR_LOG_BUFFER) buffer = static_cast<char*>(values[i]);
+        if (options[i] == CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES) size = reinterpret_cast<uintptr_t>(values[i]);
+    }
+    std::string log;
+    CUresult r = load_module(pm, image, &log);
+    if (buffer && size) std::snprintf(buffer, size, "%s", log.c_str());
+    return r;
+}
+
 CUresult CUDAAPI cuModuleUnload(CUmodule m) {
+    if (tl_in_callback) return CUDA_ERROR_NOT_PERMITTED;
     std::lock_guard lock(S().m);
     if (!m || !S().modules.erase(m)) return CUDA_ERROR_INVALID_HANDLE;
     if (int q = m->queued->load()) {  // a GPU would run freed code
@@ -1228,6 +1354,15 @@ int fake_cuda_live_modules(void) {
 int fake_cuda_unsafe_unloads(void) {
     std::lock_guard lock(S().m);
     return S().unsafe_unloads;
+}
+
+void fake_cuda_drain(void) {
+    std::vector<CUstream_st*> streams;
+    {
+        std::lock_guard lock(S().m);
+        streams.assign(S().streams.begin(), S().streams.end());
+    }
+    for (CUstream_st* s : streams) s->drain();  // streams are destroyed only by their owner, not during a test's drain
 }
 
 int fake_cuda_live_host_allocations(void) {

@@ -28,6 +28,8 @@ typedef void (*fake_cuda_reset_launches_fn)(void);
 /** The next cuLaunchKernel is accepted, then fails on its stream's worker with `code` (a CUresult, e.g.
  *  CUDA_ERROR_ILLEGAL_ADDRESS = 700): the context becomes unusable (sticky), as a faulting kernel leaves it. */
 typedef void (*fake_cuda_inject_fault_fn)(int code);
+/** Waits until every stream has run what was queued on it (an injected fault has then happened). */
+typedef void (*fake_cuda_drain_fn)(void);
 /** Device allocations (cuMemAlloc) and pinned host allocations (cuMemHostAlloc) currently live, all devices. */
 typedef int (*fake_cuda_live_allocations_fn)(void);
 typedef int (*fake_cuda_live_host_allocations_fn)(void);

@@ -51,6 +51,17 @@ def test_saxpy(monkeypatch, rng):
     np.testing.assert_allclose(c[2], np.float32(2.5) * x + y, rtol=1e-5, atol=1e-6)  # FMA contraction
 
 
+def test_inf_and_nan_literals_match_the_reference(monkeypatch):
+    x = np.array([1, 2, 3, 4, -np.inf, -np.inf, -np.inf, -np.inf, 0, np.inf, 5, 6, np.nan, 7, -1, 2],
+                 np.float32)
+    c, r = run_both(monkeypatch, K.inf_nan_max4, [x, np.zeros(4, np.float32)], global_size=4)
+    assert_same(c, r)
+    np.testing.assert_array_equal(c[1], np.array([4, -np.inf, np.nan, 7], np.float32))
+    for target in ("cpu", "cuda"):
+        src = K.inf_nan_max4.source(runtime.to_device(x), runtime.to_device(np.zeros(4, np.float32)), target=target)
+        assert "RT_INF" in src and "RT_NAN" in src and "__builtin_inf" not in src, src
+
+
 @pytest.mark.parametrize("dt", [np.int32, np.int64])
 def test_int_floor_semantics(monkeypatch, rng, dt):
     a = rng.integers(-1000, 1000, N).astype(dt)

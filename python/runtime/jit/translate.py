@@ -766,10 +766,11 @@ class _Translator(ast.NodeVisitor):
 
 
 def _float_literal(v: float) -> str:
+    # The prelude's constants (kernel.h): NVRTC has no __builtin_inf/__builtin_nan.
     if math.isnan(v):
-        return "__builtin_nan(\"\")"
+        return "RT_NAN"
     if math.isinf(v):
-        return "__builtin_inf()" if v > 0 else "(-__builtin_inf())"
+        return "RT_INF" if v > 0 else "(-RT_INF)"
     r = repr(v)
     if "e" not in r and "." not in r:
         r += ".0"

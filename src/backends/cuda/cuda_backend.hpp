@@ -17,6 +17,7 @@
 #include "backends/cuda/cuda_driver.hpp"
 #include "backends/cuda/cuda_target.hpp"
 #include "core/spin_lock.hpp"
+#include "core/timeline.hpp"
 
 namespace rt::cuda {
 
@@ -201,33 +202,49 @@ public:
     CUcontext context() const { return ctx_; }
     /// "sm_90": the NVRTC target for this device's compute capability.
     const std::string& arch() const { return arch_; }
-    /// Makes the device's context current; throws LAUNCH_FAILED if the device was lost to a sticky fault.
+    /// Makes the device's context current; throws LAUNCH_FAILED if the device was lost to a sticky fault, and
+    /// NOT_PERMITTED on the driver's callback thread (a host function), where CUDA forbids every call.
     void enter() const {
+        if (in_driver_thread()) refuse_in_callback();
         if (lost_.load(std::memory_order_acquire)) throw_lost();
         make_current(d_, ctx_);
     }
-    /// Makes the context current without the lost check (teardown, frees).
-    void enter_for_release() const noexcept {
+    /// Makes the context current without the lost check (teardown, frees); NOT_PERMITTED on the callback thread.
+    void enter_for_release() const {
+        if (in_driver_thread()) refuse_in_callback();
+        enter_quietly();
+    }
+    /// enter_for_release for destructors: never throws (the core releases nothing on a callback thread).
+    void enter_quietly() const noexcept {
         CUcontext cur = nullptr;
         if (d_.cuCtxGetCurrent(&cur) != CUDA_SUCCESS || cur != ctx_) d_.cuCtxSetCurrent(ctx_);
     }
+    /// Whether a sticky fault was seen: nothing queued on the device completes any more.
+    bool lost() const { return lost_.load(std::memory_order_acquire); }
+    /// The checked driver call of a device: throws for `r` != CUDA_SUCCESS (throw_driver_error), and first marks
+    /// the device lost when `r` is sticky — any call may be the first to see a context's fault.
+    void check(CUresult r, const char* what) const {
+        if (r != CUDA_SUCCESS) fail_call(r, what);
+    }
     /// Records that the context hit a sticky error: every later operation on the device fails with `why`.
-    void mark_lost(const std::string& why) noexcept;
+    void mark_lost(const std::string& why) const noexcept;
     /// Host work handed to the driver: kept until it ran (forget_host_work frees it) or the context is released.
     HostWork* track_host_work(std::unique_ptr<HostWork> work);
     void forget_host_work(HostWork* work) noexcept;
 
 private:
     [[noreturn]] void throw_lost() const;
+    [[noreturn]] void refuse_in_callback() const;
+    [[noreturn]] void fail_call(CUresult r, const char* what) const;
 
     const Driver& d_;
     CUdevice dev_ = 0;
     CUcontext ctx_ = nullptr;
     backend::DeviceInfo info_;
     std::string arch_;
-    std::atomic<bool> lost_{false};
+    mutable std::atomic<bool> lost_{false};
     mutable std::mutex lost_mutex_;
-    std::string lost_why_;
+    mutable std::string lost_why_;
 
     SpinLock host_work_lock_;
     std::unordered_set<HostWork*> host_work_;  // queued with cuLaunchHostFunc, not yet run
@@ -248,3 +265,6 @@ private:
 };
 
 }  // namespace rt::cuda
+
+/// CU_CHECK for a call on a device's context: a sticky result marks `dev` (a CudaDevice) lost before it throws.
+#define CU_DEVICE_CHECK(dev, call) (dev).check((dev).driver().call, #call)

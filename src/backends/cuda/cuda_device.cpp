@@ -81,7 +81,7 @@ void CudaDevice::forget_host_work(HostWork* work) noexcept {
     delete work;
 }
 
-void CudaDevice::mark_lost(const std::string& why) noexcept {
+void CudaDevice::mark_lost(const std::string& why) const noexcept {
     try {
         std::lock_guard lock(lost_mutex_);
         if (lost_why_.empty()) lost_why_ = why;
@@ -98,8 +98,24 @@ void CudaDevice::throw_lost() const {
     }
     fail(RT_ERROR_LAUNCH_FAILED,
          "%s is unusable: its CUDA context was lost to an earlier fault (%s); a CUDA context cannot recover from "
-         "it, so every later operation on this device fails (rtFinalize then rtInit starts a fresh context)",
+         "it, so every later operation on this device fails (rtFinalize then rtInit starts a fresh context, but only "
+         "if the runtime held the last reference to the device's primary context: another library of the process "
+         "that uses the GPU, such as CuPy or PyTorch, keeps the context, and its fault, alive)",
          info_.name.c_str(), why.c_str());
+}
+
+void CudaDevice::refuse_in_callback() const {
+    fail(RT_ERROR_NOT_PERMITTED,
+         "%s: CUDA cannot be called from inside a host function: the driver runs host functions on its own thread "
+         "and forbids every CUDA call there (one that waits would deadlock); queue the work from another thread, or "
+         "record an event and act on it there (memory freed in a host function is released later)",
+         info_.name.c_str());
+}
+
+void CudaDevice::fail_call(CUresult r, const char* what) const {
+    if (!is_sticky(r)) throw_driver_error(d_, r, what);
+    mark_lost(std::string(what) + " returned " + describe(d_, r));
+    throw_lost();
 }
 
 void* CudaDevice::allocate_impl(size_t bytes) {
@@ -107,7 +123,7 @@ void* CudaDevice::allocate_impl(size_t bytes) {
     CUdeviceptr p = 0;
     CUresult r = d_.cuMemAlloc(&p, bytes);
     if (r == CUDA_ERROR_OUT_OF_MEMORY) return nullptr;  // the core reports it with the figures
-    if (r != CUDA_SUCCESS) throw_driver_error(d_, r, "cuMemAlloc");
+    check(r, "cuMemAlloc");
     return reinterpret_cast<void*>(p);
 }
 
@@ -121,7 +137,7 @@ void* CudaDevice::allocate_host_impl(size_t bytes) {
     void* p = nullptr;
     CUresult r = d_.cuMemHostAlloc(&p, bytes, CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP);
     if (r == CUDA_ERROR_OUT_OF_MEMORY) return nullptr;
-    if (r != CUDA_SUCCESS) throw_driver_error(d_, r, "cuMemHostAlloc");
+    check(r, "cuMemHostAlloc");
     return p;
 }
 
@@ -132,7 +148,7 @@ void CudaDevice::free_host_impl(void* ptr, size_t) {
 
 void CudaDevice::mem_info_impl(size_t* free_bytes, size_t* total_bytes) {
     enter();
-    CU_CHECK(d_, cuMemGetInfo(free_bytes, total_bytes));
+    CU_DEVICE_CHECK(*this, cuMemGetInfo(free_bytes, total_bytes));
 }
 
 void* CudaDevice::reserve_impl(size_t bytes) {
@@ -253,6 +269,8 @@ std::unique_ptr<backend::Options> parse_cuda_options(const std::vector<backend::
 }  // namespace
 
 /// The cuda backend over the driver: no devices (and a reason) when the driver cannot be used or cuda.enable=0.
+/// Every GPU is started here (its primary context retained); one that fails to start — exclusive-process mode,
+/// out of memory, a GPU off the bus — is left out, with the reason, and the others (and the cpu devices) work.
 class CudaBackend final : public backend::Backend {
 public:
     explicit CudaBackend(const CudaOptions& o) : d_(o.enable ? &driver() : nullptr) {
@@ -264,24 +282,35 @@ public:
             why_ = d_->why;
             return;
         }
-        CUresult r = d_->cuDeviceGetCount(&count_);
+        int count = 0;
+        CUresult r = d_->cuDeviceGetCount(&count);
         if (r != CUDA_SUCCESS) {
             why_ = "cuDeviceGetCount failed: " + describe(*d_, r);
-            count_ = 0;
-        } else if (count_ == 0) {
+            return;
+        }
+        if (count == 0) {
             why_ = "the CUDA driver (" + d_->library + ") reports no devices";
+            return;
+        }
+        for (int i = 0; i < count; ++i) {
+            try {
+                devices_.push_back(std::make_unique<CudaDevice>(*d_, i));
+            } catch (const std::exception& e) {
+                why_ += (why_.empty() ? "" : "; ") + format("cuda:%d cannot be used (left out): %s", i, e.what());
+            }
         }
     }
     const char* name() const override { return "cuda"; }
-    int device_count() const override { return count_; }
-    std::unique_ptr<backend::Device> create_device(int ordinal) override {
-        return std::make_unique<CudaDevice>(*d_, ordinal);
+    int device_count() const override { return static_cast<int>(devices_.size()); }
+    /// The i-th GPU that started (its backend ordinal is the driver's: cuda:1 stays cuda:1 when cuda:0 failed).
+    std::unique_ptr<backend::Device> create_device(int index) override {
+        return std::move(devices_.at(static_cast<size_t>(index)));
     }
     std::string unavailable_reason() const override { return why_; }
 
 private:
     const Driver* d_;  ///< null when disabled: the driver is not even opened
-    int count_ = 0;
+    std::vector<std::unique_ptr<CudaDevice>> devices_;  ///< started, handed to the core by create_device
     std::string why_;
 };
 

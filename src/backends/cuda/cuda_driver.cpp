@@ -103,6 +103,7 @@ Attempt open_one(Driver& d, const std::string& library) {
     RT_OPT_(cuMemUnmap);
     RT_OPT_(cuMemSetAccess);
     RT_OPT_(cuMemGetAllocationGranularity);
+    RT_OPT_(cuModuleLoadDataEx);
 #undef RT_REQ_
 #undef RT_OPT_
     if (!missing.empty()) {
@@ -218,6 +219,7 @@ bool is_sticky(CUresult r) {
         case CUDA_ERROR_LAUNCH_TIMEOUT:
         case CUDA_ERROR_ECC_UNCORRECTABLE:
         case CUDA_ERROR_CONTEXT_IS_DESTROYED:
+        case CUDA_ERROR_UNKNOWN:  // in practice what a context returns after an Xid fault: it does not recover
             return true;
         default:
             return false;
@@ -233,13 +235,16 @@ rtError_t translate(CUresult r) {
         case CUDA_ERROR_INVALID_HANDLE:
         case CUDA_ERROR_INVALID_CONTEXT: return RT_ERROR_INVALID_HANDLE;
         case CUDA_ERROR_NO_DEVICE:
-        case CUDA_ERROR_INVALID_DEVICE: return RT_ERROR_INVALID_DEVICE;
-        case CUDA_ERROR_NOT_SUPPORTED:
-        case CUDA_ERROR_NOT_PERMITTED: return RT_ERROR_NOT_SUPPORTED;
+        case CUDA_ERROR_INVALID_DEVICE:
+        case CUDA_ERROR_DEVICE_UNAVAILABLE:
+        case CUDA_ERROR_NOT_INITIALIZED:
+        case CUDA_ERROR_DEINITIALIZED: return RT_ERROR_INVALID_DEVICE;
+        case CUDA_ERROR_NOT_PERMITTED: return RT_ERROR_NOT_PERMITTED;
+        case CUDA_ERROR_NOT_SUPPORTED: return RT_ERROR_NOT_SUPPORTED;
         case CUDA_ERROR_NOT_FOUND: return RT_ERROR_NOT_FOUND;
         case CUDA_ERROR_INVALID_IMAGE:
+        case CUDA_ERROR_NO_BINARY_FOR_GPU: return RT_ERROR_INVALID_VALUE;  // the file, not a compile, is at fault
         case CUDA_ERROR_INVALID_PTX:
-        case CUDA_ERROR_NO_BINARY_FOR_GPU:
         case CUDA_ERROR_UNSUPPORTED_PTX_VERSION:
         case CUDA_ERROR_JIT_COMPILER_NOT_FOUND:
         case CUDA_ERROR_SHARED_OBJECT_SYMBOL_NOT_FOUND: return RT_ERROR_COMPILE_FAILED;
@@ -248,10 +253,30 @@ rtError_t translate(CUresult r) {
     }
 }
 
+namespace {
+/// What an error means for a runtime call, where the driver's own text does not say it.
+const char* hint(CUresult r) {
+    switch (r) {
+        case CUDA_ERROR_NOT_PERMITTED:
+            return "CUDA refuses calls from inside a host function (cuLaunchHostFunc's callback thread): queue the work "
+                   "from another thread";
+        case CUDA_ERROR_NOT_INITIALIZED:
+        case CUDA_ERROR_DEINITIALIZED: return "the CUDA driver is not initialised or is shutting down (process exit?)";
+        case CUDA_ERROR_DEVICE_UNAVAILABLE:
+            return "the GPU is in use by another process (exclusive-process compute mode) or cannot be reached";
+        case CUDA_ERROR_NO_BINARY_FOR_GPU: return "the module holds no code for this GPU's architecture";
+        case CUDA_ERROR_UNKNOWN: return "after a GPU fault (see the kernel log, Xid): the context is not usable";
+        default: return nullptr;
+    }
+}
+}  // namespace
+
 void throw_driver_error(const Driver& d, CUresult r, const char* what) {
     rtError_t code = translate(r);
     if (code == RT_SUCCESS || code == RT_ERROR_NOT_READY) code = RT_ERROR_UNKNOWN;  // callers handle NOT_READY
-    throw Error(code, std::string(what) + " failed: " + describe(d, r));
+    std::string msg = std::string(what) + " failed: " + describe(d, r);
+    if (const char* h = hint(r)) msg += std::string(" (") + h + ")";
+    throw Error(code, msg);
 }
 
 }  // namespace rt::cuda

@@ -70,6 +70,7 @@ struct Driver {
     RT_CU_FN_(cuMemUnmap);
     RT_CU_FN_(cuMemSetAccess);
     RT_CU_FN_(cuMemGetAllocationGranularity);
+    RT_CU_FN_(cuModuleLoadDataEx);          // PTX loads with the JIT's error log (cuModuleLoadData without it)
 
     bool available = false;  ///< loaded, every required symbol resolved, cuInit succeeded
     int version = 0;         ///< cuDriverGetVersion, e.g. 12040
@@ -97,13 +98,18 @@ void load_driver(Driver& d, const std::string& library, const std::vector<std::s
 /// "CUDA_ERROR_OUT_OF_MEMORY: out of memory" (the driver's own name and text; a number if unknown).
 std::string describe(const Driver& d, CUresult r);
 
-/// Throws rt::Error(code for `r`, "<what>: <describe(r)>"); `r` != CUDA_SUCCESS. The code follows
-/// the driver's error: out of memory → RT_ERROR_OUT_OF_MEMORY, invalid value/handle → INVALID_VALUE/HANDLE,
-/// faults in kernels → LAUNCH_FAILED, no device → INVALID_DEVICE, not supported → NOT_SUPPORTED.
+/// Throws rt::Error(code for `r`, "<what> failed: <describe(r)>[ (hint)]"); `r` != CUDA_SUCCESS. The code follows
+/// the driver's error (translate); a hint says what the error means here when the driver's text does not (a call
+/// from a host function, a driver shutting down, a device in exclusive use).
 [[noreturn]] void throw_driver_error(const Driver& d, CUresult r, const char* what);
-/// The rtError_t a driver result maps to (see throw_driver_error).
+/// The rtError_t a driver result maps to: out of memory → OUT_OF_MEMORY; invalid value → INVALID_VALUE; invalid
+/// handle/context → INVALID_HANDLE; no device, an unavailable device (exclusive mode, fell off the bus), a driver
+/// not initialised or shutting down → INVALID_DEVICE; not permitted (a CUDA call from a host function) →
+/// NOT_PERMITTED; not supported → NOT_SUPPORTED; a module image the driver cannot load (not an image, no code for
+/// this GPU) → INVALID_VALUE; PTX the JIT rejects → COMPILE_FAILED; sticky faults → LAUNCH_FAILED.
 rtError_t translate(CUresult r);
-/// True for the errors after which the CUDA context is unusable (illegal address, trap, assert, ...).
+/// True for the errors after which the CUDA context is unusable (illegal address, trap, assert, an unknown
+/// error — what drivers return after an Xid fault —, ...).
 bool is_sticky(CUresult r);
 
 }  // namespace rt::cuda

@@ -1,5 +1,6 @@
 // cuda modules and functions: CUmodule loading (cubin, PTX, fatbin), kernel names, parameter sizes.
 #include <cctype>
+#include <cstdint>
 #include <cstring>
 
 #include "backends/cuda/cuda_backend.hpp"
@@ -101,7 +102,25 @@ CudaFunction::CudaFunction(std::shared_ptr<ModuleImage> image, CUfunction fn, st
 }
 
 CudaModule::CudaModule(const Driver& d, CUcontext ctx, const std::string& image) : image_(new ModuleImage{d, ctx, nullptr}) {
-    CU_CHECK(d, cuModuleLoadData(&image_->module, image.data()));
+    const bool text = std::strlen(image.c_str()) + 1 >= image.size();
+    if (text && d.cuModuleLoadDataEx) {
+        // PTX is compiled by the driver's JIT here: ask for its error log, which says what it rejected and where.
+        char log[8192] = {};
+        CUjit_option options[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+        void* values[] = {log, reinterpret_cast<void*>(static_cast<uintptr_t>(sizeof log - 1))};
+        CUresult r = d.cuModuleLoadDataEx(&image_->module, image.data(), 2, options, values);
+        if (r != CUDA_SUCCESS) {
+            log[sizeof log - 1] = '\0';
+            try {
+                throw_driver_error(d, r, "cuModuleLoadDataEx (PTX)");
+            } catch (const Error& e) {
+                if (!log[0]) throw;
+                throw Error(e.code(), std::string(e.what()) + "; the PTX JIT's log:\n" + log);
+            }
+        }
+    } else {
+        CU_CHECK(d, cuModuleLoadData(&image_->module, image.data()));
+    }
     CUfunction marker = nullptr;
     bounded_ = d.cuModuleGetFunction(&marker, image_->module, kBoundedMarker) == CUDA_SUCCESS;
     unsigned count = 0;
@@ -115,7 +134,6 @@ CudaModule::CudaModule(const Driver& d, CUcontext ctx, const std::string& image)
             }
         }
     }
-    const bool text = std::strlen(image.c_str()) + 1 >= image.size();
     if (text) ptx_ = image.c_str();
     if (names_.empty() && text) names_ = ptx_entries(image);
     std::erase(names_, std::string(kBoundedMarker));

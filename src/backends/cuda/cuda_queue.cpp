@@ -8,8 +8,11 @@ namespace rt::cuda {
 
 namespace {
 
-/// Runs queued host work on the driver's callback thread, then lets the device forget and free it.
+/// Runs queued host work on the driver's callback thread, then lets the device forget and free it. The thread is
+/// marked a driver thread meanwhile: CUDA calls from the work are refused (NOT_PERMITTED) instead of deadlocking,
+/// and releases it asks for are handed to the timeline's thread.
 void CUDA_CB host_work_trampoline(void* p) {
+    DriverThread driver_thread;
     auto* work = static_cast<HostWork*>(p);
     if (work->is_copy) {
         std::memmove(work->copy.dst, work->copy.src, work->copy.bytes);  // H2H, in stream order
@@ -46,12 +49,11 @@ rtError_t CudaEvent::failure_impl(std::string* message) {
 
 CudaEvent::CudaEvent(CudaDevice& device, bool timing, bool blocking_sync) : device_(device) {
     unsigned flags = (timing ? CU_EVENT_DEFAULT : CU_EVENT_DISABLE_TIMING) | (blocking_sync ? CU_EVENT_BLOCKING_SYNC : 0);
-    const Driver& d = device_.driver();
-    CU_CHECK(d, cuEventCreate(&event_, flags));
+    CU_DEVICE_CHECK(device_, cuEventCreate(&event_, flags));
 }
 
 CudaEvent::~CudaEvent() {
-    device_.enter_for_release();
+    device_.enter_quietly();
     device_.driver().cuEventDestroy(event_);
 }
 
@@ -60,34 +62,30 @@ bool CudaEvent::query_impl() {
     CUresult r = device_.driver().cuEventQuery(event_);
     if (r == CUDA_SUCCESS) return true;
     if (r == CUDA_ERROR_NOT_READY) return false;
-    if (is_sticky(r)) device_.mark_lost(describe(device_.driver(), r));
-    throw_driver_error(device_.driver(), r, "cuEventQuery");
+    device_.check(r, "cuEventQuery");
+    return true;
 }
 
 void CudaEvent::synchronize_impl() {
     device_.enter();
-    CUresult r = device_.driver().cuEventSynchronize(event_);
-    if (r == CUDA_SUCCESS) return;
-    if (is_sticky(r)) device_.mark_lost(describe(device_.driver(), r));
-    throw_driver_error(device_.driver(), r, "cuEventSynchronize");
+    device_.check(device_.driver().cuEventSynchronize(event_), "cuEventSynchronize");
 }
 
 float CudaEvent::elapsed_ms_impl(backend::Event& end) {
     device_.enter();
     float ms = 0;
-    const Driver& d = device_.driver();
-    CU_CHECK(d, cuEventElapsedTime(&ms, event_, static_cast<CudaEvent&>(end).event_));
+    CU_DEVICE_CHECK(device_, cuEventElapsedTime(&ms, event_, static_cast<CudaEvent&>(end).event_));
     return ms;
 }
 
 // ------------------------------------------------------------------------------------------------ queues
 
 CudaQueue::CudaQueue(CudaDevice& device) : device_(device), d_(device.driver()) {
-    CU_CHECK(d_, cuStreamCreate(&stream_, CU_STREAM_NON_BLOCKING));
+    CU_DEVICE_CHECK(device_, cuStreamCreate(&stream_, CU_STREAM_NON_BLOCKING));
 }
 
 CudaQueue::~CudaQueue() {
-    device_.enter_for_release();
+    device_.enter_quietly();
     d_.cuStreamSynchronize(stream_);  // the core synchronized already; failures were reported there
     for (auto& [pos, ev] : marks_) d_.cuEventDestroy(ev);
     for (CUevent ev : spare_marks_) d_.cuEventDestroy(ev);
@@ -103,7 +101,7 @@ void CudaQueue::copy_impl(void* dst, const void* src, size_t bytes, backend::Cop
         case backend::CopyKind::device_to_device:
             // Unified addressing: the driver tells pinned, pageable and device memory (of any GPU) apart. Pageable
             // host memory is staged by the driver (H2D returns once the source was read, D2H once it arrived).
-            CU_CHECK(d_, cuMemcpyAsync(D(dst), D(src), bytes, stream_));
+            CU_DEVICE_CHECK(device_, cuMemcpyAsync(D(dst), D(src), bytes, stream_));
             break;
         case backend::CopyKind::host_to_host: {
             // Host-to-host copies run in stream order on the callback thread: correct for pinned and pageable memory.
@@ -119,7 +117,7 @@ void CudaQueue::copy_impl(void* dst, const void* src, size_t bytes, backend::Cop
 
 void CudaQueue::fill_impl(void* dst, uint8_t value, size_t bytes) {
     device_.enter();
-    CU_CHECK(d_, cuMemsetD8Async(reinterpret_cast<CUdeviceptr>(dst), value, bytes, stream_));
+    CU_DEVICE_CHECK(device_, cuMemsetD8Async(reinterpret_cast<CUdeviceptr>(dst), value, bytes, stream_));
     enqueued();
 }
 
@@ -144,7 +142,7 @@ void CudaQueue::launch_host_work(std::unique_ptr<HostWork> work, const char* wha
     CUresult r = d_.cuLaunchHostFunc(stream_, host_work_trampoline, p);
     if (r != CUDA_SUCCESS) {
         device_.forget_host_work(p);
-        throw_driver_error(d_, r, what);
+        device_.check(r, what);
     }
 }
 
@@ -170,14 +168,14 @@ void CudaQueue::record_impl(backend::Event& event) {
         launch_host_work(std::move(work), "cuLaunchHostFunc (event record)");
         enqueued();  // positions taken from now on come after the capture
     }
-    CU_CHECK(d_, cuEventRecord(e.handle(), stream_));
+    CU_DEVICE_CHECK(device_, cuEventRecord(e.handle(), stream_));
     e.set_record(std::move(r));
 }
 
 void CudaQueue::wait_impl(backend::Event& event) {
     device_.enter();
     auto& e = static_cast<CudaEvent&>(event);
-    CU_CHECK(d_, cuStreamWaitEvent(stream_, e.handle(), 0));
+    CU_DEVICE_CHECK(device_, cuStreamWaitEvent(stream_, e.handle(), 0));
     enqueued();
     // A failed producer fails this stream, in stream order: its later host functions are skipped and its next
     // synchronize reports "dependency failed" (its kernels and copies are already the GPU's).
@@ -319,18 +317,30 @@ bool CudaQueue::query_impl() {
 uint64_t CudaQueue::position_impl() {
     std::lock_guard lock(marks_mutex_);
     if (!dirty_.exchange(false, std::memory_order_relaxed)) return next_position_;  // nothing new since the last mark
+    // A lost device completes nothing more, and records nothing: what was queued counts as reached, so frees
+    // of every device (which take the positions of every stream) go on.
+    auto give_up = [&] {
+        reached_.store(next_position_, std::memory_order_release);
+        return next_position_;
+    };
+    if (device_.lost()) return give_up();
     device_.enter();
     CUevent ev = nullptr;
     if (!spare_marks_.empty()) {
         ev = spare_marks_.back();
         spare_marks_.pop_back();
-    } else {
-        CU_CHECK(d_, cuEventCreate(&ev, CU_EVENT_DISABLE_TIMING));
+    } else if (CUresult r = d_.cuEventCreate(&ev, CU_EVENT_DISABLE_TIMING); r != CUDA_SUCCESS) {
+        dirty_.store(true, std::memory_order_relaxed);
+        if (is_sticky(r)) device_.mark_lost("cuEventCreate returned " + describe(d_, r));
+        if (device_.lost()) return give_up();
+        throw_driver_error(d_, r, "cuEventCreate (stream position)");
     }
     CUresult r = d_.cuEventRecord(ev, stream_);
     if (r != CUDA_SUCCESS) {
         spare_marks_.push_back(ev);
         dirty_.store(true, std::memory_order_relaxed);
+        if (is_sticky(r)) device_.mark_lost("cuEventRecord returned " + describe(d_, r));
+        if (device_.lost()) return give_up();
         throw_driver_error(d_, r, "cuEventRecord (stream position)");
     }
     marks_.emplace_back(++next_position_, ev);
@@ -345,7 +355,8 @@ bool CudaQueue::reached_impl(uint64_t position) {
         CUresult r = d_.cuEventQuery(marks_.front().second);
         if (r == CUDA_ERROR_NOT_READY) break;
         // Complete, or failed (a lost context never completes anything: treat it as reached so memory can go).
-        reached_.store(marks_.front().first, std::memory_order_release);
+        if (marks_.front().first > reached_.load(std::memory_order_relaxed))
+            reached_.store(marks_.front().first, std::memory_order_release);
         spare_marks_.push_back(marks_.front().second);
         marks_.pop_front();
     }

@@ -1,10 +1,16 @@
 // The cuda target: bounded kernels (exact global sizes), NVRTC into the disk cache, and loading images into a context.
 #include "backends/cuda/cuda_target.hpp"
 
+#include <dlfcn.h>
+#include <sys/stat.h>
+
 #include <chrono>
+#include <climits>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
+#include <utility>
 
 #include "backends/cuda/cuda_backend.hpp"
 #include "backends/cuda/nvrtc.hpp"
@@ -42,6 +48,118 @@ bool read_file(const std::string& path, std::string& out, std::string& why) {
     ss << in.rdbuf();
     out = ss.str();
     return true;
+}
+
+// NVRTC has no C or C++ standard headers. What a kernel may take from the usual ones is built into NVRTC or the
+// prelude, or given here: the limits of <climits>/<cfloat> (values of the LP64 ABI and IEEE-754 binary32/64, as
+// the cpu target's headers have them), the dialect's math functions in namespace std for <cmath>, and the
+// fixed-width types in namespace std for <cstdint>/<cstddef>. The other headers are empty.
+constexpr const char* kLimitsHeader = R"(#ifndef RT_NVRTC_LIMITS_H_
+#define RT_NVRTC_LIMITS_H_
+#define CHAR_BIT 8
+#define SCHAR_MIN (-128)
+#define SCHAR_MAX 127
+#define UCHAR_MAX 255
+#define CHAR_MIN SCHAR_MIN
+#define CHAR_MAX SCHAR_MAX
+#define SHRT_MIN (-32767 - 1)
+#define SHRT_MAX 32767
+#define USHRT_MAX 65535
+#define INT_MIN (-2147483647 - 1)
+#define INT_MAX 2147483647
+#define UINT_MAX 4294967295U
+#define LONG_MIN (-9223372036854775807L - 1L)
+#define LONG_MAX 9223372036854775807L
+#define ULONG_MAX 18446744073709551615UL
+#define LLONG_MIN (-9223372036854775807LL - 1LL)
+#define LLONG_MAX 9223372036854775807LL
+#define ULLONG_MAX 18446744073709551615ULL
+#endif
+)";
+constexpr const char* kFloatHeader = R"(#ifndef RT_NVRTC_FLOAT_H_
+#define RT_NVRTC_FLOAT_H_
+#define FLT_RADIX 2
+#define FLT_MANT_DIG 24
+#define DBL_MANT_DIG 53
+#define FLT_DIG 6
+#define DBL_DIG 15
+#define FLT_MIN_EXP (-125)
+#define DBL_MIN_EXP (-1021)
+#define FLT_MAX_EXP 128
+#define DBL_MAX_EXP 1024
+#define FLT_MIN_10_EXP (-37)
+#define DBL_MIN_10_EXP (-307)
+#define FLT_MAX_10_EXP 38
+#define DBL_MAX_10_EXP 308
+#define FLT_MAX 3.40282346638528859812e+38F
+#define DBL_MAX 1.79769313486231570815e+308
+#define FLT_MIN 1.17549435082228750797e-38F
+#define DBL_MIN 2.22507385850720138309e-308
+#define FLT_EPSILON 1.1920928955078125e-07F
+#define DBL_EPSILON 2.22044604925031308085e-16
+#define FLT_TRUE_MIN 1.40129846432481707092e-45F
+#define DBL_TRUE_MIN 4.94065645841246544177e-324
+#endif
+)";
+constexpr const char* kCmathHeader = R"(#ifndef RT_NVRTC_CMATH_
+#define RT_NVRTC_CMATH_
+namespace std {
+using ::sqrt; using ::cbrt; using ::exp; using ::exp2; using ::expm1; using ::log; using ::log2; using ::log10;
+using ::log1p; using ::sin; using ::cos; using ::tan; using ::asin; using ::acos; using ::atan; using ::atan2;
+using ::sinh; using ::cosh; using ::tanh; using ::asinh; using ::acosh; using ::atanh; using ::pow; using ::fabs;
+using ::floor; using ::ceil; using ::round; using ::trunc; using ::fmod; using ::fmin; using ::fmax; using ::fma;
+using ::hypot; using ::erf; using ::erfc; using ::copysign; using ::isnan; using ::isinf; using ::isfinite;
+using ::abs;
+}
+#endif
+)";
+constexpr const char* kCstdintHeader = R"(#ifndef RT_NVRTC_CSTDINT_
+#define RT_NVRTC_CSTDINT_
+namespace std {
+using ::int8_t; using ::int16_t; using ::int32_t; using ::int64_t;
+using ::uint8_t; using ::uint16_t; using ::uint32_t; using ::uint64_t;
+}
+#endif
+)";
+constexpr const char* kCstddefHeader = R"(#ifndef RT_NVRTC_CSTDDEF_
+#define RT_NVRTC_CSTDDEF_
+namespace std { using ::size_t; using ::ptrdiff_t; }
+#endif
+)";
+constexpr const char* kEmptyHeader = "/* provided by NVRTC and the runtime's kernel prelude */\n";
+
+/// The standard headers a kernel may include, as NVRTC gets them.
+constexpr std::pair<const char*, const char*> kStandardHeaders[] = {
+    {"math.h", kEmptyHeader},    {"cmath", kCmathHeader},     {"stdint.h", kEmptyHeader},
+    {"cstdint", kCstdintHeader}, {"stddef.h", kEmptyHeader},  {"cstddef", kCstddefHeader},
+    {"stdio.h", kEmptyHeader},   {"cstdio", kEmptyHeader},    {"float.h", kFloatHeader},
+    {"cfloat", kFloatHeader},    {"limits.h", kLimitsHeader}, {"climits", kLimitsHeader}};
+
+bool is_file(const std::string& path) {
+    struct stat st {};
+    return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/// The CUDA toolkit's include directory (the one with cuda_fp16.h), or "": next to the NVRTC in use first (its
+/// headers match it: <toolkit>/lib64/../include, <toolkit>/targets/<arch>/lib/../include, the pip wheel's
+/// nvidia/<pkg>/lib/../include), then $CUDA_HOME, $CUDA_PATH and /usr/local/cuda.
+std::string find_toolkit_include(const Nvrtc& n) {
+    std::vector<std::string> candidates;
+    Dl_info info{};
+    if (n.available && n.nvrtcVersion && ::dladdr(reinterpret_cast<void*>(n.nvrtcVersion), &info) && info.dli_fname) {
+        std::string lib = info.dli_fname;
+        size_t slash = lib.rfind('/');
+        if (slash != std::string::npos) candidates.push_back(lib.substr(0, slash) + "/../include");
+    }
+    for (const char* var : {"CUDA_HOME", "CUDA_PATH"})
+        if (const char* v = std::getenv(var); v && *v) candidates.push_back(std::string(v) + "/include");
+    candidates.push_back("/usr/local/cuda/include");
+    for (const std::string& dir : candidates) {
+        if (!is_file(dir + "/cuda_fp16.h")) continue;
+        char real[PATH_MAX];
+        return ::realpath(dir.c_str(), real) ? std::string(real) : dir;
+    }
+    return {};
 }
 
 enum class ImageKind { cubin, host_elf, ptx, fatbin, unknown };
@@ -100,21 +218,35 @@ bool CudaTarget::emits_cubin() const {
 
 std::string CudaTarget::image_extension() const { return emits_cubin() ? ".cubin" : ".ptx"; }
 
+const std::string& CudaTarget::toolkit_include() {
+    static const std::string dir = find_toolkit_include(nvrtc());  // where NVRTC is does not change in a process
+    return dir;
+}
+
 std::string CudaTarget::identity() const {
-    static const std::string prelude = kcache::Hasher().add(kernel_prelude_text()).add(kBoundedMarker).hex();
+    // The standard headers given to NVRTC are part of the prelude; the toolkit's headers are found by directory.
+    static const std::string prelude = [] {
+        kcache::Hasher h;
+        h.add(kernel_prelude_text()).add(kBoundedMarker);
+        for (const auto& [name, text] : kStandardHeaders) h.add(name).add(text);
+        return h.hex();
+    }();
     const Nvrtc& n = nvrtc();
-    return prelude + format("|nvrtc %d.%d|", n.major, n.minor) + arch_ + image_extension();
+    return prelude + format("|nvrtc %d.%d|", n.major, n.minor) + arch_ + image_extension() + "|" + toolkit_include();
 }
 
 std::vector<std::string> CudaTarget::nvrtc_arguments(const kernels::Program& program) const {
     const std::string gpu_arch = (emits_cubin() ? "sm_" : "compute_") + arch_.substr(arch_.find('_') + 1);
     std::vector<std::string> args = {"--gpu-architecture=" + gpu_arch, "-std=c++17", "-default-device",
                                      "--device-as-default-execution-space"};
+    // The toolkit's own headers (cuda_fp16.h, ...), after the program's -I directories.
+    const std::string& toolkit = toolkit_include();
     for (const std::string& o : program.options) {
         if (o == "-g") args.push_back("-lineinfo");
         else if (o.rfind("-O", 0) == 0 || o == "-fwrapv") continue;
         else args.push_back(o);
     }
+    if (!toolkit.empty()) args.push_back("-I" + toolkit);
     return args;
 }
 
@@ -125,18 +257,15 @@ double CudaTarget::build(const kernels::Program& program, const std::string& out
     const std::vector<std::string> args = nvrtc_arguments(program);
     const std::string text = bounded_source(program);
 
-    // NVRTC has no C or C++ standard headers. What a kernel may take from the usual ones — math functions, fixed-width
-    // integers, size_t, printf — is built into NVRTC or the prelude, so those includes resolve to empty headers (the
-    // cpu target compiles the same source with the real ones). The prelude is a named header: the user's own
-    // `#include "runtime/kernel.h"` resolves to it (and its include guard).
+    // The standard headers NVRTC lacks are given (kStandardHeaders; the cpu target compiles the same source with
+    // the real ones). The prelude is a named header: the user's own `#include "runtime/kernel.h"` resolves to it
+    // (and its include guard).
     const char* prelude = kernel_prelude_text();
-    static const char* const kEmptyHeaders[] = {"math.h", "cmath", "stdint.h", "cstdint", "stddef.h", "cstddef",
-                                                "stdio.h", "cstdio", "float.h", "cfloat", "limits.h", "climits"};
     std::vector<const char*> header_sources = {prelude, prelude, prelude};
     std::vector<const char*> header_names = {"runtime/kernel.h", "kernel.h", "include/runtime/kernel.h"};
-    for (const char* h : kEmptyHeaders) {
-        header_sources.push_back("/* provided by NVRTC and the runtime's kernel prelude */\n");
-        header_names.push_back(h);
+    for (const auto& [name, text] : kStandardHeaders) {
+        header_sources.push_back(text);
+        header_names.push_back(name);
     }
     ProgramGuard prog{n};
     const auto t0 = std::chrono::steady_clock::now();

@@ -35,9 +35,14 @@ public:
     std::shared_ptr<backend::Module> load(const std::string& path, bool precompiled) override;
 
     /// NVRTC's arguments for a program's options: -D/-U/-I pass through, -g becomes -lineinfo, -O levels and
-    /// -fwrapv are dropped (NVRTC always optimises; code that needs wrapping spells it out).
+    /// -fwrapv are dropped (NVRTC always optimises; code that needs wrapping spells it out); then -I<toolkit
+    /// include> when one is found (toolkit_include).
     std::vector<std::string> nvrtc_arguments(const kernels::Program& program) const;
     const std::string& arch() const { return arch_; }
+    /// The CUDA toolkit's include directory given to NVRTC (so kernels may include cuda_fp16.h and the like):
+    /// the one next to the NVRTC library in use, else $CUDA_HOME/include, $CUDA_PATH/include or
+    /// /usr/local/cuda/include — the first that has cuda_fp16.h; "" when none does. Part of identity(). Found once.
+    static const std::string& toolkit_include();
 
 private:
     bool emits_cubin() const;
