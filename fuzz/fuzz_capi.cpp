@@ -527,7 +527,9 @@ private:
             c.num_args = num_args;
             c.arg_sizes = in_.u8() % 2 ? sizes : nullptr;
             switch (in_.u8() % 16) {
-                case 0: c.size = in_.u8() % 2 ? in_.u8() : in_.u64(); break;            // too small, or not set
+                case 0:  // a prefix of the struct (too small, or an older version), or never set (implausible)
+                    c.size = in_.u8() % 2 ? in_.u8() % sizeof c : size_t{4097} + in_.u64() % (size_t{1} << 40);
+                    break;
                 case 1: c.size = sizeof c + in_.u8() % sizeof ext.tail; break;          // later version, zero tail
                 case 2:                                                                 // later version, a field set
                     c.size = sizeof c + 1 + in_.u8() % (sizeof ext.tail - 1);
