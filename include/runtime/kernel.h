@@ -22,9 +22,9 @@
  * Atomics on global memory, returning the old value: atomic_add, atomic_min, atomic_max, atomic_cas(p,
  * expected, desired), atomic_exchange — for int32_t, uint32_t, int64_t, uint64_t, float and double.
  * rt_assert(cond): on failure the launch fails with the expression, file and line, and the failing
- * work-item stops there: nothing after the assert runs for it (CUDA: printf + __trap(), which ends the
- * thread and the launch; cpu: the work-item's piece of the launch ends at once, other items already
- * running finish their pieces, and no further work-group starts).
+ * work-item stops there: nothing after the assert runs for it (CUDA: the thread records the failure for the
+ * runtime and exits, the launch's other threads run on, and the device stays usable; cpu: the work-item's piece
+ * of the launch ends at once, other items already running finish their pieces, and no further work-group starts).
  *
  * Faults on cpu. A fault raised by the CPU inside kernel code — SIGSEGV, SIGBUS, SIGFPE (integer division
  * by zero), SIGILL — a stack overflow (deep recursion, a huge local array; reported as such), and a failed
@@ -180,12 +180,57 @@ template <class T> RT_BUILTIN_ T atomic_max(T* p, typename rt_same_<T>::type v) 
     else return (T)atomicMax((rt_ull_*)p, (rt_ull_)v);
 }
 
-#define rt_assert(cond)                                                                                  \
-    ((cond) ? (void)0                                                                                   \
-            : (printf("%s:%d: rt_assert(%s) failed in block (%u,%u,%u) thread (%u,%u,%u)\n", __FILE__,  \
-                      __LINE__, #cond, blockIdx.x, blockIdx.y, blockIdx.z, threadIdx.x, threadIdx.y,   \
-                      threadIdx.z),                                                                     \
-               __trap()))
+/* rt_assert: the first failing thread of the device claims the runtime's fault record (pinned host memory the GPU
+ * writes through: rt_cuda_fault_record_, which the cuda target defines in every program it builds and the runtime
+ * points at the device's record when it loads the module), writes the expression, file, line and its ids into it,
+ * and ends; every failing thread ends (PTX exit), the launch's other threads run on, and the context stays usable.
+ * The queue reads the record after its next synchronize or query. Without a record (a kernel built outside the
+ * runtime, or a module whose record could not be set): printf + __trap(), which loses the context.
+ * Layout: src/backends/cuda/cuda_fault_record.h (same size and offsets). */
+struct rt_cuda_fault_ {
+    unsigned claimed, ready;
+    int line;
+    unsigned block[3], thread[3];
+    char expr[240];
+    char file[236];
+};
+/* Only 4-byte members, in the host's order: the size fixes every offset (NVRTC has no offsetof). */
+static_assert(sizeof(rt_cuda_fault_) == 512, "the layout of RtCudaFaultRecord (src/backends/cuda/cuda_fault_record.h)");
+#ifdef RT_CUDA_FAULT_RECORD_
+extern "C" __device__ rt_cuda_fault_* rt_cuda_fault_record_;
+#endif
+RT_BUILTIN_ void rt_fault_text_(char* dst, const char* src, unsigned n) {
+    unsigned i = 0;
+    for (; i + 1 < n && src[i]; ++i) dst[i] = src[i];
+    dst[i] = '\0';
+}
+static __device__ __noinline__ void rt_assert_fail_(const char* expr, const char* file, int line) {
+#ifdef RT_CUDA_FAULT_RECORD_
+    rt_cuda_fault_* f = rt_cuda_fault_record_;
+    if (f) {
+#if __CUDA_ARCH__ >= 600
+        const bool first = atomicCAS_system(&f->claimed, 0u, 1u) == 0u;  // the host clears it: system scope
+#else
+        const bool first = atomicCAS(&f->claimed, 0u, 1u) == 0u;
+#endif
+        if (first) {
+            rt_fault_text_(f->expr, expr, sizeof f->expr);
+            rt_fault_text_(f->file, file, sizeof f->file);
+            f->line = line;
+            f->block[0] = blockIdx.x, f->block[1] = blockIdx.y, f->block[2] = blockIdx.z;
+            f->thread[0] = threadIdx.x, f->thread[1] = threadIdx.y, f->thread[2] = threadIdx.z;
+            __threadfence_system();  // the fields reach host memory before `ready` does
+            *(volatile unsigned*)&f->ready = 1u;
+        }
+        asm volatile("exit;");  // ends this thread only: no trap, so the context is not lost
+        return;
+    }
+#endif
+    printf("%s:%d: rt_assert(%s) failed in block (%u,%u,%u) thread (%u,%u,%u)\n", file, line, expr, blockIdx.x,
+           blockIdx.y, blockIdx.z, threadIdx.x, threadIdx.y, threadIdx.z);
+    __trap();
+}
+#define rt_assert(cond) ((cond) ? (void)0 : rt_assert_fail_(#cond, __FILE__, __LINE__))
 
 #undef RT_BUILTIN_
 

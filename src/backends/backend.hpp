@@ -96,6 +96,10 @@ struct DeviceInfo {
     int compute_capability_minor = 0;
     size_t max_shared_bytes = 48 * 1024;
     bool host_addressable = false;  ///< device pointers can be dereferenced by the host
+    /// allocate_host_impl's memory is page-locked for every device of this backend and plain host memory to every
+    /// other backend: rtMallocHost takes it from the first such device whichever device is current (cuda's PORTABLE
+    /// pinned memory; a cpu device's copies gain nothing from pinning).
+    bool portable_host_memory = false;
 };
 
 /// A recorded point in a queue. Created by Device::create_event_impl; recorded by Queue::record_impl.
@@ -171,7 +175,7 @@ public:
     /// device cannot (the default): the pool then asks allocate_impl for its whole size up front.
     virtual void* reserve_impl(size_t bytes) { (void)bytes; return nullptr; }
     /// (optional) Commits [ptr, ptr+bytes) of a reservation (block-aligned); false if the device is out
-    /// of memory. Counts against the device's capacity.
+    /// of memory (any other failure throws). Counts against the device's capacity.
     virtual bool commit_impl(void* ptr, size_t bytes) { (void)ptr; (void)bytes; return false; }
     /// (optional) Returns committed memory of a reservation to the system; the range stays reserved.
     virtual void decommit_impl(void* ptr, size_t bytes) { (void)ptr; (void)bytes; }

@@ -89,9 +89,27 @@ void free_device(void* ptr, Stream* stream, const char* api) {
 
 void* allocate_pinned_host(CoreDevice& device, size_t bytes) {
     if (bytes == 0) return nullptr;
-    void* p = device.impl().allocate_host_impl(bytes);
+    Runtime& r = runtime();
+    // Pinned for the backends that pin (cuda's portable memory serves every GPU and is plain memory to the cpu
+    // devices), whichever device is current; the current device's own kind when none can, or when that fails (a
+    // lost GPU).
+    CoreDevice* owner = &device;
+    void* p = nullptr;
+    if (!device.info().portable_host_memory) {
+        for (int i = 0; i < r.device_count() && !p; ++i) {
+            CoreDevice& d = r.device(i);
+            if (!d.info().portable_host_memory) continue;
+            try {
+                if ((p = d.impl().allocate_host_impl(bytes))) owner = &d;
+            } catch (const Error&) {
+            }
+        }
+    }
+    if (!p) p = device.impl().allocate_host_impl(bytes);
     if (!p) fail(RT_ERROR_OUT_OF_MEMORY, "out of host memory: requested %zu bytes of pinned host memory", bytes);
-    runtime().registry.insert({reinterpret_cast<uintptr_t>(p), bytes, MemoryKind::pinned_host, &device, false});
+    Allocation a{reinterpret_cast<uintptr_t>(p), bytes, MemoryKind::pinned_host, &device, false};
+    a.host_owner = owner;
+    r.registry.insert(a);
     return p;
 }
 
@@ -101,7 +119,7 @@ void free_pinned_host(void* ptr) {
     std::optional<Allocation> a = r.registry.erase(reinterpret_cast<uintptr_t>(ptr), MemoryKind::pinned_host);
     if (!a) refuse_release("rtFreeHost", ptr, "a pointer returned by rtMallocHost");
     // Queued copies may still read or write it: the timeline returns it once they have run.
-    CoreDevice* device = a->device;
+    CoreDevice* device = a->host_owner ? a->host_owner : a->device;
     size_t size = a->size;
     r.timeline().defer_after(unfinished_points, [device, ptr, size] { device->impl().free_host_impl(ptr, size); });
 }

@@ -26,6 +26,9 @@ struct Allocation {
     MemoryKind kind = MemoryKind::device;
     CoreDevice* device = nullptr;
     bool pooled = false;  ///< served by the device's pool (device memory only)
+    /// Pinned host memory: the device whose allocate_host_impl made it, which frees it (null: `device`). rtMallocHost
+    /// takes it from a device with portable host memory whichever device is current (DeviceInfo).
+    CoreDevice* host_owner = nullptr;
 };
 
 /// Where a pointer lies: inside a live allocation (with the bytes left from it), or nowhere known.

@@ -109,7 +109,7 @@ Runtime::~Runtime() {
         if (a.kind == MemoryKind::device && !a.pooled)
             a.device->impl().free_impl(reinterpret_cast<void*>(a.base), a.size);
         else if (a.kind == MemoryKind::pinned_host)
-            a.device->impl().free_host_impl(reinterpret_cast<void*>(a.base), a.size);
+            (a.host_owner ? a.host_owner : a.device)->impl().free_host_impl(reinterpret_cast<void*>(a.base), a.size);
     }
     devices_.clear();
     backends_.clear();

@@ -35,6 +35,10 @@ struct Fake {
     fake_cuda_live_modules_fn live_modules = nullptr;
     fake_cuda_unsafe_unloads_fn unsafe_unloads = nullptr;
     fake_cuda_drain_fn drain = nullptr;
+    fake_cuda_assert_next_launch_fn assert_next_launch = nullptr;
+    fake_cuda_set_access_count_fn set_access_count = nullptr;
+    fake_cuda_fail_next_map_fn fail_next_map = nullptr;
+    fake_cuda_host_func_count_fn host_func_count = nullptr;
     bool loaded = false;
 };
 
@@ -54,8 +58,14 @@ const Fake& fake() {
         r.live_modules = reinterpret_cast<fake_cuda_live_modules_fn>(::dlsym(h, "fake_cuda_live_modules"));
         r.unsafe_unloads = reinterpret_cast<fake_cuda_unsafe_unloads_fn>(::dlsym(h, "fake_cuda_unsafe_unloads"));
         r.drain = reinterpret_cast<fake_cuda_drain_fn>(::dlsym(h, "fake_cuda_drain"));
+        r.assert_next_launch =
+            reinterpret_cast<fake_cuda_assert_next_launch_fn>(::dlsym(h, "fake_cuda_assert_next_launch"));
+        r.set_access_count = reinterpret_cast<fake_cuda_set_access_count_fn>(::dlsym(h, "fake_cuda_set_access_count"));
+        r.fail_next_map = reinterpret_cast<fake_cuda_fail_next_map_fn>(::dlsym(h, "fake_cuda_fail_next_map"));
+        r.host_func_count = reinterpret_cast<fake_cuda_host_func_count_fn>(::dlsym(h, "fake_cuda_host_func_count"));
         r.loaded = r.launch_count && r.last_launch && r.reset_launches && r.inject_fault && r.live_allocations &&
-                   r.live_host_allocations && r.live_modules && r.unsafe_unloads && r.drain;
+                   r.live_host_allocations && r.live_modules && r.unsafe_unloads && r.drain && r.assert_next_launch &&
+                   r.set_access_count && r.fail_next_map && r.host_func_count;
         return r;
     }();
     return f;
@@ -286,6 +296,52 @@ TEST_F(FakeCuda, PinnedHostMemoryComesFromTheDriver) {
     EXPECT_RT_ERROR(RT_ERROR_INVALID_VALUE, rtFreeHost(h));
 }
 
+// E1: rtMallocHost is pinned for CUDA (the driver's portable memory) whichever device is current; a lost GPU leaves
+// the current device's own host memory.
+TEST_F(FakeCuda, PinnedHostMemoryIsTheDriversWhicheverDeviceIsCurrent) {
+    rt_test::DevBuf d(1 << 16);  // on cuda:0
+    ASSERT_RT_OK(rtSetDevice(cpu_));
+    int live = fake().live_host_allocations();
+    void* h = nullptr;
+    ASSERT_RT_OK(rtMallocHost(&h, 1 << 16));
+    EXPECT_EQ(fake().live_host_allocations(), live + 1) << "cuMemHostAlloc, though cpu:0 is current";
+    auto src = pattern(1 << 16, 5);
+    std::memcpy(h, src.data(), src.size());
+    // Host memory of cpu:0 to the registry (a cpu:0 host-to-host copy works), usable by cuda:0's copies.
+    std::vector<unsigned char> copy(src.size());
+    ASSERT_RT_OK(rtMemcpy(copy.data(), h, copy.size(), RT_MEMCPY_HOST_TO_HOST));
+    EXPECT_EQ(rt_test::first_mismatch(copy.data(), src.data(), src.size()), -1);
+    ASSERT_RT_OK(rtSetDevice(cuda_));
+    ASSERT_RT_OK(rtMemcpy(d.get(), h, src.size(), RT_MEMCPY_HOST_TO_DEVICE));
+    std::vector<unsigned char> back(src.size());
+    ASSERT_RT_OK(rtMemcpy(back.data(), d.get(), back.size(), RT_MEMCPY_DEVICE_TO_HOST));
+    EXPECT_EQ(rt_test::first_mismatch(back.data(), src.data(), src.size()), -1);
+    ASSERT_RT_OK(rtSetDevice(cpu_));
+    ASSERT_RT_OK(rtFreeHost(h));
+    ASSERT_RT_OK(rtDeviceSynchronize());
+    EXPECT_EQ(fake().live_host_allocations(), live) << "freed by the device that allocated it";
+    EXPECT_RT_ERROR(RT_ERROR_INVALID_VALUE, rtFreeHost(h));
+}
+
+void fault_behind_the_runtimes_back(rtStream_t s, rtModule_t* m, int code = kIllegalAddress);
+
+// A lost GPU cannot pin: rtMallocHost from a cpu device takes another GPU's, else the cpu device's own host memory.
+TEST_F(FakeCuda, PinnedHostMemoryFallsBackWhenTheGpuIsLost) {
+    StreamGuard s;
+    rtModule_t m = nullptr;
+    ASSERT_NO_FATAL_FAILURE(fault_behind_the_runtimes_back(s, &m, kIllegalAddress));
+    EXPECT_RT_ERROR(RT_ERROR_LAUNCH_FAILED, rtStreamSynchronize(s));
+    ASSERT_RT_OK(rtSetDevice(cpu_));
+    int live = fake().live_host_allocations();
+    void* h = nullptr;
+    ASSERT_RT_OK(rtMallocHost(&h, 4096));
+    const bool other_gpu = env_int("FAKE_CUDA_DEVICES", 1) > 1;  // cuda:1 can still pin it
+    EXPECT_EQ(fake().live_host_allocations(), live + (other_gpu ? 1 : 0)) << "not from the lost GPU";
+    std::memset(h, 1, 4096);
+    ASSERT_RT_OK(rtFreeHost(h));
+    rtModuleUnload(m);
+}
+
 TEST_F(FakeCuda, CopiesAndFillsRoundTripSynchronously) {
     const size_t n = 1 << 20;
     rt_test::DevBuf a(n), b(n);
@@ -393,7 +449,81 @@ TEST_F(FakeCuda, PoolAllocatorCommitsThroughVirtualMemory) {
     EXPECT_EQ(free_after, total) << "every chunk was unmapped and released";
 }
 
+// E2: a run of new chunks is mapped chunk by chunk and made accessible by one cuMemSetAccess.
+TEST_F(FakeCuda, PoolCommitsGrantAccessOncePerRunOfChunks) {
+    ASSERT_RT_OK(rtEnablePoolAllocator(64 << 20, 1 << 20, RT_POOL_DEFAULT));
+    const size_t n = 9 << 20;  // five 2 MiB chunks
+    const int calls = fake().set_access_count();
+    void* p = nullptr;
+    ASSERT_RT_OK(rtMalloc(&p, n));
+    EXPECT_EQ(fake().set_access_count() - calls, 1) << "one cuMemSetAccess over the run, not one per chunk";
+    auto src = pattern(n, 4);
+    std::vector<unsigned char> back(n);
+    ASSERT_RT_OK(rtMemcpy(p, src.data(), n, RT_MEMCPY_HOST_TO_DEVICE)) << "every chunk of the run is accessible";
+    ASSERT_RT_OK(rtMemcpy(back.data(), p, n, RT_MEMCPY_DEVICE_TO_HOST));
+    EXPECT_EQ(rt_test::first_mismatch(back.data(), src.data(), n), -1);
+    ASSERT_RT_OK(rtFree(p));
+    ASSERT_RT_OK(rtEnablePoolAllocator(0, 0, RT_POOL_DEFAULT));
+    size_t free_after = 0, total = 0;
+    ASSERT_RT_OK(rtMemGetInfo(&free_after, &total));
+    EXPECT_EQ(free_after, total) << "every chunk was unmapped and released";
+}
+
+// E2: only out of memory is "full"; another failure of a commit is reported as itself, and undone.
+TEST_F(FakeCuda, PoolCommitFailuresOtherThanOutOfMemoryAreReported) {
+    constexpr int kNotSupported = 801;  // CUDA_ERROR_NOT_SUPPORTED
+    ASSERT_RT_OK(rtEnablePoolAllocator(64 << 20, 1 << 20, RT_POOL_DEFAULT));
+    rtMemStats s0{}, s1{};
+    ASSERT_RT_OK(rtMemGetStats(&s0));
+    fake().fail_next_map(kNotSupported);
+    void* p = nullptr;
+    EXPECT_RT_ERROR(RT_ERROR_NOT_SUPPORTED, rtMalloc(&p, 5 << 20));
+    EXPECT_TRUE(contains(last_message(), "cuMemMap")) << last_message();
+    EXPECT_TRUE(contains(last_message(), "CUDA_ERROR_NOT_SUPPORTED")) << last_message();
+    ASSERT_RT_OK(rtMemGetStats(&s1));
+    EXPECT_EQ(s1.num_ooms, s0.num_ooms) << "not counted as out of memory";
+    size_t free_now = 0, total = 0;
+    ASSERT_RT_OK(rtMemGetInfo(&free_now, &total));
+    EXPECT_EQ(free_now, total) << "the chunks mapped before the failure were released";
+    ASSERT_RT_OK(rtMalloc(&p, 5 << 20)) << "the next commit works";
+    ASSERT_RT_OK(rtMemset(p, 1, 5 << 20));
+    ASSERT_RT_OK(rtFree(p));
+    // Out of memory stays out of memory.
+    ASSERT_RT_OK(rtEnablePoolAllocator(0, 0, RT_POOL_DEFAULT));
+    ASSERT_RT_OK(rtEnablePoolAllocator(size_t(4) << 30, 1 << 20, RT_POOL_DEFAULT));
+    EXPECT_RT_ERROR(RT_ERROR_OUT_OF_MEMORY, rtMalloc(&p, size_t(2) << 30));
+    ASSERT_RT_OK(rtMemGetStats(&s1));
+    EXPECT_EQ(s1.num_ooms, s0.num_ooms + 1);
+}
+
 // ------------------------------------------------------------------------------------------------ streams, events
+
+// E5: a host-to-host copy between two pinned blocks goes to cuMemcpyAsync, not to the shared callback thread;
+// pageable memory still goes through a host function (in stream order, without blocking the caller).
+TEST_F(FakeCuda, HostToHostCopiesBetweenPinnedBlocksSkipTheCallbackThread) {
+    const size_t n = 1 << 20;
+    void* a = nullptr;
+    void* b = nullptr;
+    ASSERT_RT_OK(rtMallocHost(&a, n));
+    ASSERT_RT_OK(rtMallocHost(&b, n));
+    auto src = pattern(n, 6);
+    std::memcpy(a, src.data(), n);
+    StreamGuard s;
+    const int calls = fake().host_func_count();
+    ASSERT_RT_OK(rtMemcpyAsync(b, a, n, RT_MEMCPY_HOST_TO_HOST, s));
+    ASSERT_RT_OK(rtMemcpyAsync(static_cast<char*>(b) + 16, a, n - 16, RT_MEMCPY_HOST_TO_HOST, s)) << "inside blocks";
+    ASSERT_RT_OK(rtStreamSynchronize(s));
+    EXPECT_EQ(fake().host_func_count(), calls) << "no host function for pinned memory";
+    EXPECT_EQ(std::memcmp(b, src.data(), 16), 0);
+    EXPECT_EQ(std::memcmp(static_cast<char*>(b) + 16, src.data(), n - 16), 0);
+    std::vector<unsigned char> pageable(n, 0);
+    ASSERT_RT_OK(rtMemcpyAsync(pageable.data(), a, n, RT_MEMCPY_HOST_TO_HOST, s));
+    ASSERT_RT_OK(rtStreamSynchronize(s));
+    EXPECT_EQ(fake().host_func_count(), calls + 1) << "pageable memory: a host function";
+    EXPECT_EQ(rt_test::first_mismatch(pageable.data(), src.data(), n), -1);
+    ASSERT_RT_OK(rtFreeHost(a));
+    ASSERT_RT_OK(rtFreeHost(b));
+}
 
 TEST_F(FakeCuda, EventsOrderTwoStreams) {
     const size_t n = 64 << 10;
@@ -758,7 +888,7 @@ TEST_F(FakeCuda, AsyncFaultIsReportedNamingTheKernelAndLosesTheDevice) {
 
 /// Loads kKernels' noop, launches it on `s` with a fault injected, and waits until the fake ran it: the context is
 /// then sticky, and the runtime has not looked yet.
-void fault_behind_the_runtimes_back(rtStream_t s, rtModule_t* m, int code = kIllegalAddress) {
+void fault_behind_the_runtimes_back(rtStream_t s, rtModule_t* m, int code) {
     ASSERT_RT_OK(rtModuleLoadSource(m, kKernels, nullptr));
     rtFunction_t f = nullptr;
     ASSERT_RT_OK(rtModuleGetFunction(&f, *m, "noop"));
@@ -779,6 +909,81 @@ TEST_F(FakeCuda, QueryReportsAnAsyncFaultOnTheFirstCall) {
     EXPECT_RT_ERROR(RT_ERROR_LAUNCH_FAILED, rtStreamQuery(s));
     EXPECT_TRUE(contains(last_message(), "unusable")) << last_message();
     rtModuleUnload(m);
+}
+
+// B1 + F4: a failed rt_assert on cuda writes the device's fault record and ends its thread (no trap): the launch
+// fails at the next synchronize naming the expression, file and line, and the stream and the device go on.
+TEST_F(FakeCuda, FailedAssertIsReportedAtTheNextSynchronizeAndTheDeviceStaysUsable) {
+    rtModule_t m = nullptr;
+    ASSERT_RT_OK(rtModuleLoadSource(&m, kKernels, nullptr));
+    rtFunction_t f = nullptr;
+    ASSERT_RT_OK(rtModuleGetFunction(&f, m, "noop"));
+    StreamGuard s;
+    fake().assert_next_launch("data[i] != 12345", "kernels.cu", 42);
+    ASSERT_RT_OK(rtLaunchKernel(f, rtDim3{1, 1, 1}, rtDim3{1, 1, 1}, nullptr, 0, s));
+    EXPECT_RT_ERROR(RT_ERROR_LAUNCH_FAILED, rtStreamSynchronize(s));
+    std::string msg = last_message();
+    EXPECT_TRUE(contains(msg, "rt_assert(data[i] != 12345) failed at kernels.cu:42")) << msg;
+    EXPECT_TRUE(contains(msg, "kernel 'noop'")) << msg;
+    EXPECT_TRUE(contains(msg, "cuda:0")) << msg;
+    // Reported once: the same stream and the device work on.
+    ASSERT_RT_OK(rtLaunchKernel(f, rtDim3{1, 1, 1}, rtDim3{1, 1, 1}, nullptr, 0, s));
+    ASSERT_RT_OK(rtStreamSynchronize(s));
+    rt_test::DevBuf buf(4096);
+    ASSERT_RT_OK(rtMemsetAsync(buf.get(), 7, 4096, s));
+    ASSERT_RT_OK(rtStreamSynchronize(s));
+    // A second failure is reported too (the record was cleared), this time by the first query.
+    fake().assert_next_launch("n > 0", "other.cu", 7);
+    ASSERT_RT_OK(rtLaunchKernel(f, rtDim3{1, 1, 1}, rtDim3{1, 1, 1}, nullptr, 0, s));
+    fake().drain();
+    EXPECT_RT_ERROR(RT_ERROR_LAUNCH_FAILED, rtStreamQuery(s));
+    EXPECT_TRUE(contains(last_message(), "rt_assert(n > 0) failed at other.cu:7")) << last_message();
+    EXPECT_RT_OK(rtStreamQuery(s));
+    ASSERT_RT_OK(rtModuleUnload(m));
+}
+
+// The record is the device's: a stream that launched no kernel does not take it; an event recorded behind the
+// launch carries it, and the launching stream still reports it.
+TEST_F(FakeCuda, FailedAssertGoesToStreamsThatLaunchedAndEventsBehindThem) {
+    rtModule_t m = nullptr;
+    ASSERT_RT_OK(rtModuleLoadSource(&m, kKernels, nullptr));
+    rtFunction_t f = nullptr;
+    ASSERT_RT_OK(rtModuleGetFunction(&f, m, "noop"));
+    StreamGuard s, copies;
+    EventGuard e;
+    rt_test::DevBuf buf(4096);
+    fake().assert_next_launch("x < 4", "k.cu", 3);
+    ASSERT_RT_OK(rtLaunchKernel(f, rtDim3{1, 1, 1}, rtDim3{1, 1, 1}, nullptr, 0, s));
+    ASSERT_RT_OK(rtEventRecord(e, s));
+    ASSERT_RT_OK(rtMemsetAsync(buf.get(), 1, 4096, copies));
+    fake().drain();
+    ASSERT_RT_OK(rtStreamSynchronize(copies)) << "a stream without kernels is not blamed";
+    EXPECT_RT_ERROR(RT_ERROR_LAUNCH_FAILED, rtEventSynchronize(e));
+    EXPECT_TRUE(contains(last_message(), "rt_assert(x < 4) failed at k.cu:3")) << last_message();
+    EXPECT_RT_ERROR(RT_ERROR_LAUNCH_FAILED, rtStreamSynchronize(s));
+    EXPECT_TRUE(contains(last_message(), "kernel 'noop'")) << last_message();
+    ASSERT_RT_OK(rtStreamSynchronize(s));
+    ASSERT_RT_OK(rtModuleUnload(m));
+}
+
+// A kernel whose module has no record (a foreign PTX file) keeps the prelude's fallback, printf + __trap(): the
+// context is lost, as on a GPU.
+TEST_F(FakeCuda, FailedAssertWithoutARecordTrapsAndLosesTheDevice) {
+    rtModule_t m = nullptr;
+    const std::string path = temp_file(".ptx", kPtx);
+    ASSERT_RT_OK(rtModuleLoadFile(&m, path.c_str()));
+    rtFunction_t f = nullptr;
+    ASSERT_RT_OK(rtModuleGetFunction(&f, m, "none_k"));
+    StreamGuard s;
+    fake().assert_next_launch("never", "x.cu", 1);
+    ASSERT_RT_OK(rtLaunchKernel(f, rtDim3{1, 1, 1}, rtDim3{1, 1, 1}, nullptr, 0, s));
+    EXPECT_RT_ERROR(RT_ERROR_LAUNCH_FAILED, rtStreamSynchronize(s));
+    EXPECT_TRUE(contains(last_message(), "CUDA_ERROR_LAUNCH_FAILED")) << last_message();
+    void* p = nullptr;
+    EXPECT_RT_ERROR(RT_ERROR_LAUNCH_FAILED, rtMalloc(&p, 256));
+    EXPECT_TRUE(contains(last_message(), "unusable")) << last_message();
+    rtModuleUnload(m);
+    std::remove(path.c_str());
 }
 
 TEST_F(FakeCuda, StickyErrorsFromAnyCallMarkTheDeviceLost) {

@@ -38,6 +38,10 @@
 //    (every later call on it returns the code), as after a kernel's illegal address.
 //  - FAKE_CUDA_FAIL_RETAIN=<ordinal>[,<ordinal>...] (read at each call): cuDevicePrimaryCtxRetain of those devices
 //    fails with CUDA_ERROR_DEVICE_UNAVAILABLE, as for a GPU in exclusive-process mode that another process holds.
+//  - Module globals (cuModuleGetGlobal: PTX `.global` names, a cubin's OBJECT symbols) are zeroed host memory of the
+//    symbol's size, written by cuMemcpyHtoD. fake_cuda_assert_next_launch makes the next launch write rt_assert's
+//    fault record through its module's RT_CUDA_FAULT_RECORD_SYMBOL, as a failing kernel would.
+//  - cuMemHostGetDevicePointer returns the host address (unified addressing).
 //  - PTX whose `.target sm_XY` is newer than the device (9.0) is refused by the "JIT" with CUDA_ERROR_INVALID_PTX
 //    and, through cuModuleLoadDataEx, an error log saying so.
 #include <cuda.h>
@@ -59,8 +63,10 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
+#include "../../src/backends/cuda/cuda_fault_record.h"
 #include "fake_cuda.h"
 
 namespace {
@@ -244,6 +250,7 @@ struct CUmod_st {
     bool ptx = false;
     std::vector<std::string> names;  // kernels, in image order
     std::map<std::string, std::unique_ptr<CUfunc_st>> functions;
+    std::map<std::string, std::vector<uint64_t>> globals;  // cuModuleGetGlobal's backing, 8-byte aligned (S().m)
 };
 
 struct CUfunc_st {
@@ -292,6 +299,15 @@ struct State {
     FakeCudaLaunch last_launch{};
     int inject_fault = CUDA_SUCCESS;
     int unsafe_unloads = 0;  // cuModuleUnload with launches of the module still queued
+    std::map<uintptr_t, size_t> globals;  // module globals' backing, by address (cuMemcpyHtoD targets)
+    struct {
+        bool armed = false;
+        std::string expr, file;
+        int line = 0;
+    } assert_next;           // fake_cuda_assert_next_launch
+    int set_access_calls = 0;
+    int fail_next_map = CUDA_SUCCESS;
+    int host_func_calls = 0;
 };
 
 State& S() {
@@ -518,6 +534,49 @@ bool ptx_params(const std::string& t, const std::string& name, std::vector<size_
     return false;
 }
 
+/// Size of the global `name` a PTX text declares (`[.visible] .global [.align N] .TYPE name[[COUNT]] ...;`); 0 if none.
+size_t ptx_global_size(const std::string& t, const std::string& name) {
+    for (size_t p = t.find(name); p != std::string::npos; p = t.find(name, p + 1)) {
+        size_t e = p + name.size();
+        if ((p > 0 && ident_char(t[p - 1])) || (e < t.size() && ident_char(t[e]))) continue;
+        size_t line = t.rfind('\n', p);
+        std::string decl = t.substr(line == std::string::npos ? 0 : line + 1, p - (line == std::string::npos ? 0 : line + 1));
+        if (decl.find(".global") == std::string::npos) continue;
+        size_t elem = 0;
+        for (auto [type, bytes] : {std::pair{"64", 8}, {"32", 4}, {"16", 2}, {"8", 1}})
+            if (!elem && decl.find(std::string(".u") + type) != std::string::npos) elem = bytes;
+        for (auto [type, bytes] : {std::pair{"64", 8}, {"32", 4}, {"16", 2}, {"8", 1}})
+            if (!elem && (decl.find(std::string(".b") + type) != std::string::npos ||
+                          decl.find(std::string(".s") + type) != std::string::npos))
+                elem = bytes;
+        if (!elem) return 0;
+        size_t count = e < t.size() && t[e] == '[' ? std::strtoull(t.c_str() + e + 1, nullptr, 10) : 1;
+        return elem * count;
+    }
+    return 0;
+}
+
+/// st_size of the OBJECT symbol `name` of a cubin (any binding); 0 if none.
+size_t elf_object_size(const std::string& b, const std::string& name) {
+    uint64_t shoff = rd64(b, 0x28);
+    uint16_t shnum = rd16(b, 0x3C);
+    for (size_t i = 0; i < shnum; ++i) {
+        size_t sh = shoff + i * 64;
+        if (rd32(b, sh + 4) != 2 /* SHT_SYMTAB */) continue;
+        uint64_t off = rd64(b, sh + 24), size = rd64(b, sh + 32);
+        uint32_t link = rd32(b, sh + 40);
+        if (link >= shnum || off + size > b.size()) continue;
+        uint64_t stroff = rd64(b, shoff + link * 64 + 24), strsize = rd64(b, shoff + link * 64 + 32);
+        if (stroff + strsize > b.size()) continue;
+        for (uint64_t s = off; s + 24 <= off + size; s += 24) {
+            uint32_t n = rd32(b, s);
+            if ((static_cast<unsigned char>(b[s + 4]) & 0xf) != 1 /* STT_OBJECT */ || n >= strsize) continue;
+            if (name == b.c_str() + stroff + n) return rd64(b, s + 16);
+        }
+    }
+    return 0;
+}
+
 struct ErrorText {
     CUresult code;
     const char* name;
@@ -611,6 +670,7 @@ void destroy_context(CUctx_st* c) {
     for (auto it = st.modules.begin(); it != st.modules.end();) {
         if ((*it)->ctx == c) {
             for (auto& [n, f] : (*it)->functions) st.functions.erase(f.get());
+            for (auto& [n, g] : (*it)->globals) st.globals.erase(reinterpret_cast<uintptr_t>(g.data()));
             delete *it;
             it = st.modules.erase(it);
         } else {
@@ -850,6 +910,34 @@ CUresult CUDAAPI cuMemHostAlloc(void** pp, size_t bytes, unsigned int) {
     return CUDA_SUCCESS;
 }
 
+CUresult CUDAAPI cuMemHostGetDevicePointer(CUdeviceptr* pdptr, void* p, unsigned int flags) {
+    if (!pdptr || flags != 0) return CUDA_ERROR_INVALID_VALUE;
+    CUctx_st* c = nullptr;
+    if (CUresult r = current(&c)) return r;
+    std::lock_guard lock(S().m);
+    if (!S().host_allocs.count(p)) return CUDA_ERROR_INVALID_VALUE;  // the fake knows only the blocks' starts
+    *pdptr = reinterpret_cast<CUdeviceptr>(p);  // unified addressing: the same address
+    return CUDA_SUCCESS;
+}
+
+/// Synchronous; into device memory or a module global.
+CUresult CUDAAPI cuMemcpyHtoD(CUdeviceptr dst, const void* src, size_t n) {
+    CUctx_st* c = nullptr;
+    if (CUresult r = current(&c)) return r;
+    if (n == 0) return CUDA_SUCCESS;
+    if (!src) return CUDA_ERROR_INVALID_VALUE;
+    std::lock_guard lock(S().m);
+    bool ok = device_range(dst, n) == 1;
+    auto g = S().globals.upper_bound(dst);
+    if (!ok && g != S().globals.begin()) {
+        --g;
+        ok = dst >= g->first && dst - g->first < g->second && n <= g->second - (dst - g->first);
+    }
+    if (!ok) return CUDA_ERROR_INVALID_VALUE;
+    std::memcpy(reinterpret_cast<void*>(dst), src, n);
+    return CUDA_SUCCESS;
+}
+
 CUresult CUDAAPI cuMemFreeHost(void* p) {
     if (tl_in_callback) return CUDA_ERROR_NOT_PERMITTED;
     std::lock_guard lock(S().m);
@@ -950,6 +1038,10 @@ CUresult CUDAAPI cuLaunchHostFunc(CUstream s, CUhostFn fn, void* user) {
     if (!fn) return CUDA_ERROR_INVALID_VALUE;
     if (CUresult r = check_stream(s)) return r;
     if (CUresult r = sticky_of(s->ctx)) return r;
+    {
+        std::lock_guard lock(S().m);
+        ++S().host_func_calls;
+    }
     CUctx_st* c = s->ctx;
     s->push([c, fn, user](bool ok) -> CUresult {
         if (!ok) return CUDA_SUCCESS;  // "the function will not be called in the event of an error in the CUDA context"
@@ -1111,7 +1203,25 @@ CUresult CUDAAPI cuModuleUnload(CUmodule m) {
         std::fprintf(stderr, "fake_cuda: cuModuleUnload of a module with %d launch(es) still queued\n", q);
     }
     for (auto& [n, f] : m->functions) S().functions.erase(f.get());
+    for (auto& [n, g] : m->globals) S().globals.erase(reinterpret_cast<uintptr_t>(g.data()));
     delete m;
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuModuleGetGlobal(CUdeviceptr* dptr, size_t* bytes, CUmodule m, const char* name) {
+    if (!name) return CUDA_ERROR_INVALID_VALUE;
+    std::lock_guard lock(S().m);
+    if (!m || !S().modules.count(m)) return CUDA_ERROR_INVALID_HANDLE;
+    auto it = m->globals.find(name);
+    if (it == m->globals.end()) {
+        size_t size = m->ptx ? ptx_global_size(m->image, name) : elf_object_size(m->image, name);
+        if (!size) return CUDA_ERROR_NOT_FOUND;
+        it = m->globals.emplace(name, std::vector<uint64_t>((size + 7) / 8, 0)).first;
+        S().globals.emplace(reinterpret_cast<uintptr_t>(it->second.data()), size);
+    }
+    const uintptr_t at = reinterpret_cast<uintptr_t>(it->second.data());
+    if (dptr) *dptr = at;
+    if (bytes) *bytes = S().globals.at(at);
     return CUDA_SUCCESS;
 }
 
@@ -1189,6 +1299,11 @@ CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned
         return CUDA_ERROR_INVALID_VALUE;
     FakeCudaLaunch rec{};
     int fault = CUDA_SUCCESS;
+    struct {
+        RtCudaFaultRecord* record = nullptr;
+        std::string expr, file;
+        int line = 0;
+    } failed_assert;
     {
         std::lock_guard lock(S().m);
         if (!f || !S().functions.count(f)) return CUDA_ERROR_INVALID_HANDLE;
@@ -1207,11 +1322,35 @@ CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned
         ++S().launch_count;
         fault = S().inject_fault;
         S().inject_fault = CUDA_SUCCESS;
+        if (S().assert_next.armed) {
+            S().assert_next.armed = false;
+            auto g = f->module->globals.find(RT_CUDA_FAULT_RECORD_SYMBOL);
+            if (g != f->module->globals.end() && g->second[0]) {
+                failed_assert.record = reinterpret_cast<RtCudaFaultRecord*>(g->second[0]);
+                failed_assert.expr = S().assert_next.expr;
+                failed_assert.file = S().assert_next.file;
+                failed_assert.line = S().assert_next.line;
+            } else if (fault == CUDA_SUCCESS) {
+                fault = CUDA_ERROR_LAUNCH_FAILED;  // no record to write: the prelude's printf + __trap()
+            }
+        }
     }
     std::shared_ptr<std::atomic<int>> queued = f->module->queued;
     ++*queued;
-    s->push([fault, queued](bool) -> CUresult {  // runs no code
+    s->push([fault, queued, failed_assert](bool ok) -> CUresult {  // runs no code
         --*queued;
+        if (ok && failed_assert.record) {
+            // What the prelude's rt_assert does on the GPU: claim, write the fields, publish.
+            RtCudaFaultRecord* rec = failed_assert.record;
+            unsigned expected = 0;
+            if (__atomic_compare_exchange_n(&rec->claimed, &expected, 1u, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+                std::snprintf(rec->expr, sizeof rec->expr, "%s", failed_assert.expr.c_str());
+                std::snprintf(rec->file, sizeof rec->file, "%s", failed_assert.file.c_str());
+                rec->line = failed_assert.line;
+                for (int d = 0; d < 3; ++d) rec->block[d] = rec->thread[d] = 0;
+                __atomic_store_n(&rec->ready, 1u, __ATOMIC_RELEASE);
+            }
+        }
         return static_cast<CUresult>(fault);
     });
     return CUDA_SUCCESS;
@@ -1283,6 +1422,7 @@ CUresult CUDAAPI cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGene
                           unsigned long long flags) {
     if (offset || flags || size == 0 || ptr % kGranularity) return CUDA_ERROR_INVALID_VALUE;
     std::lock_guard lock(S().m);
+    if (int r = std::exchange(S().fail_next_map, CUDA_SUCCESS)) return static_cast<CUresult>(r);
     auto hv = S().vm_handles.find(h);
     if (hv == S().vm_handles.end() || hv->second.bytes != size) return CUDA_ERROR_INVALID_VALUE;
     auto r = S().reservations.upper_bound(ptr);
@@ -1296,13 +1436,16 @@ CUresult CUDAAPI cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGene
     return CUDA_SUCCESS;
 }
 
+/// Over one mapping or several adjacent ones: "the range must be a fully mapped address range".
 CUresult CUDAAPI cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc* desc, size_t count) {
-    if (!desc || count == 0) return CUDA_ERROR_INVALID_VALUE;
+    if (!desc || count == 0 || size == 0) return CUDA_ERROR_INVALID_VALUE;
     std::lock_guard lock(S().m);
+    ++S().set_access_calls;
     auto m = S().mappings.find(ptr);
-    if (m == S().mappings.end() || m->second.bytes != size) return CUDA_ERROR_INVALID_VALUE;
+    for (uintptr_t at = ptr; at < ptr + size; at += m->second.bytes, ++m)
+        if (m == S().mappings.end() || m->first != at || at + m->second.bytes > ptr + size) return CUDA_ERROR_INVALID_VALUE;
     if (::mprotect(reinterpret_cast<void*>(ptr), size, PROT_READ | PROT_WRITE) != 0) return CUDA_ERROR_OUT_OF_MEMORY;
-    m->second.accessible = true;
+    for (m = S().mappings.find(ptr); m != S().mappings.end() && m->first < ptr + size; ++m) m->second.accessible = true;
     return CUDA_SUCCESS;
 }
 
@@ -1363,6 +1506,29 @@ void fake_cuda_drain(void) {
         streams.assign(S().streams.begin(), S().streams.end());
     }
     for (CUstream_st* s : streams) s->drain();  // streams are destroyed only by their owner, not during a test's drain
+}
+
+void fake_cuda_assert_next_launch(const char* expr, const char* file, int line) {
+    std::lock_guard lock(S().m);
+    S().assert_next.armed = true;
+    S().assert_next.expr = expr ? expr : "";
+    S().assert_next.file = file ? file : "";
+    S().assert_next.line = line;
+}
+
+void fake_cuda_fail_next_map(int code) {
+    std::lock_guard lock(S().m);
+    S().fail_next_map = code;
+}
+
+int fake_cuda_set_access_count(void) {
+    std::lock_guard lock(S().m);
+    return S().set_access_calls;
+}
+
+int fake_cuda_host_func_count(void) {
+    std::lock_guard lock(S().m);
+    return S().host_func_calls;
 }
 
 int fake_cuda_live_host_allocations(void) {

@@ -37,6 +37,17 @@ typedef int (*fake_cuda_live_host_allocations_fn)(void);
 typedef int (*fake_cuda_live_modules_fn)(void);
 /** cuModuleUnload calls made while launches of the module were still queued (each also prints a line). */
 typedef int (*fake_cuda_unsafe_unloads_fn)(void);
+/** The next cuLaunchKernel "fails an rt_assert" when it runs: it writes (expr, file, line) into the fault record its
+ *  module's RT_CUDA_FAULT_RECORD_SYMBOL points at (set by the runtime with cuMemcpyHtoD), as the prelude's CUDA
+ *  rt_assert does (src/backends/cuda/cuda_fault_record.h), and completes; the context stays usable. A module whose
+ *  pointer is unset gets the prelude's fallback instead: a trap (CUDA_ERROR_LAUNCH_FAILED, sticky). */
+typedef void (*fake_cuda_assert_next_launch_fn)(const char* expr, const char* file, int line);
+/** cuMemSetAccess calls since the library was loaded. */
+typedef int (*fake_cuda_set_access_count_fn)(void);
+/** The next cuMemMap fails with `code` (a CUresult), as a driver refusing virtual memory management would. */
+typedef void (*fake_cuda_fail_next_map_fn)(int code);
+/** cuLaunchHostFunc calls accepted since the library was loaded. */
+typedef int (*fake_cuda_host_func_count_fn)(void);
 
 #ifdef __cplusplus
 }

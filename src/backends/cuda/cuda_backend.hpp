@@ -15,6 +15,7 @@
 
 #include "backends/backend.hpp"
 #include "backends/cuda/cuda_driver.hpp"
+#include "backends/cuda/cuda_fault_record.h"
 #include "backends/cuda/cuda_target.hpp"
 #include "core/spin_lock.hpp"
 #include "core/timeline.hpp"
@@ -29,6 +30,10 @@ inline void make_current(const Driver& d, CUcontext ctx) {
 }
 
 class CudaDevice;
+
+/// True when [ptr, ptr+bytes) lies in one block of host memory the backend page-locked (cuMemHostAlloc, PORTABLE:
+/// pinned for every context): a copy between two such blocks can run on a copy engine in stream order. Thread-safe.
+bool is_pinned_host(const void* ptr, size_t bytes);
 
 /// One host function or host-to-host copy queued with cuLaunchHostFunc. The driver does not call host functions
 /// queued behind a context error ("the function will not be called in the event of an error in the CUDA
@@ -83,8 +88,9 @@ private:
 class CudaModule final : public backend::Module {
 public:
     /// Loads `image` (cubin, PTX with its NUL, or fatbin) into `ctx`. Its kernels are enumerated from the module
-    /// (driver 12.4+) or the PTX text; it is bounded when it holds kBoundedMarker (built by the cuda target).
-    CudaModule(const Driver& d, CUcontext ctx, const std::string& image);
+    /// (driver 12.4+) or the PTX text; it is bounded when it holds kBoundedMarker (built by the cuda target), and then
+    /// its rt_assert record pointer (RT_CUDA_FAULT_RECORD_SYMBOL) is set to `fault_record` (a device address; 0: not).
+    CudaModule(const Driver& d, CUcontext ctx, const std::string& image, CUdeviceptr fault_record = 0);
     std::shared_ptr<backend::Function> get_function_impl(const std::string& name) override;
     std::vector<std::string> kernel_names() const override { return names_; }
 
@@ -105,6 +111,7 @@ struct CudaRecord {
     rtError_t code = RT_SUCCESS;
     std::string message;
     bool capturing = false;  ///< a capture is queued: waits must check in stream order too
+    bool after_launch = false;  ///< its stream had launched kernels: a failed rt_assert found later is carried too
 };
 
 class CudaEvent final : public backend::Event {
@@ -122,6 +129,9 @@ public:
     void set_record(std::shared_ptr<CudaRecord> r);
 
 private:
+    /// After the record completed: a failed rt_assert on the device, when the record's stream had launched kernels.
+    void carry_assert();
+
     CudaDevice& device_;
     CUevent event_ = nullptr;
     mutable std::mutex mutex_;
@@ -158,6 +168,9 @@ private:
     /// and marks the device lost when the error is sticky. Never throws (called from destructors too).
     void report_async(CUresult r, const char* what) noexcept;
     void enqueued() { dirty_.store(true, std::memory_order_relaxed); }
+    /// After a successful synchronize/query of a stream that launched kernels: a failed rt_assert the device
+    /// recorded becomes the stream's failure, naming the last kernel launched on it. Never throws.
+    void report_assert() noexcept;
 
     CudaDevice& device_;
     const Driver& d_;
@@ -169,6 +182,7 @@ private:
     uint64_t last_op_ = 0;
     AsyncErrorSlot* slot_ = nullptr;  // the core stream's, bound once after construction
     std::atomic<int> pending_host_calls_{0};  // user host functions queued and not run yet
+    std::atomic<bool> launched_{false};       // a kernel was launched on the stream (rt_assert records may be its)
 
     std::mutex marks_mutex_;
     std::deque<std::pair<uint64_t, CUevent>> marks_;  // recorded, not yet seen complete, in order
@@ -228,6 +242,10 @@ public:
     }
     /// Records that the context hit a sticky error: every later operation on the device fails with `why`.
     void mark_lost(const std::string& why) const noexcept;
+    /// A failed rt_assert's record, when a kernel left one (a host read, no driver call): "rt_assert(expr) failed at
+    /// file:line in block (..) thread (..)" in `what`. `take`: the record is cleared for the next failure (one caller
+    /// gets it); else it stays. False when there is none. Thread-safe.
+    bool read_assert(std::string* what, bool take);
     /// Host work handed to the driver: kept until it ran (forget_host_work frees it) or the context is released.
     HostWork* track_host_work(std::unique_ptr<HostWork> work);
     void forget_host_work(HostWork* work) noexcept;
@@ -248,6 +266,10 @@ private:
 
     SpinLock host_work_lock_;
     std::unordered_set<HostWork*> host_work_;  // queued with cuLaunchHostFunc, not yet run
+
+    RtCudaFaultRecord* fault_record_ = nullptr;  // rt_assert's record, pinned and mapped; null: kernels trap instead
+    CUdeviceptr fault_record_device_ = 0;        // its device address, which module loading sets in each module
+    std::mutex fault_mutex_;                     // one reader of the record at a time (it is cleared under it)
 
     std::unique_ptr<CudaTarget> target_;  // this device's architecture and context
     kernels::ModuleCache modules_;        // source modules loaded into this device's context

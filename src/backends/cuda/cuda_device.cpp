@@ -1,5 +1,6 @@
 // The cuda backend: enumeration over the driver, device properties, memory (cuMemAlloc, pinned, VMM pool hooks).
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -44,8 +45,24 @@ CudaDevice::CudaDevice(const Driver& d, int ordinal) : d_(d) {
     info_.max_shared_bytes =
         static_cast<size_t>(attribute(d_, dev_, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK, 48 * 1024));
     info_.host_addressable = false;
+    info_.portable_host_memory = true;  // cuMemHostAlloc(PORTABLE): pinned for every context, plain memory for cpu
     arch_ = "sm_" + std::to_string(info_.compute_capability_major) + std::to_string(info_.compute_capability_minor);
-    target_ = std::make_unique<CudaTarget>(arch_, false, &d_, ctx_);
+
+    // rt_assert's record: pinned host memory the GPU writes through its device address (kernel.h). Without it
+    // (the driver refused) kernels fall back to printf + trap, which loses the context.
+    make_current(d_, ctx_);
+    void* record = nullptr;
+    if (d_.cuMemHostAlloc(&record, sizeof(RtCudaFaultRecord), CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP) ==
+        CUDA_SUCCESS) {
+        std::memset(record, 0, sizeof(RtCudaFaultRecord));
+        if (d_.cuMemHostGetDevicePointer(&fault_record_device_, record, 0) == CUDA_SUCCESS) {
+            fault_record_ = static_cast<RtCudaFaultRecord*>(record);
+        } else {
+            fault_record_device_ = 0;
+            d_.cuMemFreeHost(record);
+        }
+    }
+    target_ = std::make_unique<CudaTarget>(arch_, false, &d_, ctx_, fault_record_device_);
 
     // Pool reservations through virtual memory management, when the driver and device support it.
     if (d_.cuMemAddressReserve && d_.cuMemAddressFree && d_.cuMemCreate && d_.cuMemRelease && d_.cuMemMap &&
@@ -62,6 +79,10 @@ CudaDevice::CudaDevice(const Driver& d, int ordinal) : d_(d) {
 
 CudaDevice::~CudaDevice() {
     modules_.clear();
+    if (fault_record_) {
+        enter_quietly();
+        d_.cuMemFreeHost(fault_record_);
+    }
     d_.cuDevicePrimaryCtxRelease(dev_);  // the last release destroys the context: a lost device starts afresh
     // Every stream was synchronized and destroyed: what remains was dropped by the driver after a context error.
     for (HostWork* w : host_work_) delete w;
@@ -79,6 +100,24 @@ void CudaDevice::forget_host_work(HostWork* work) noexcept {
         host_work_.erase(work);
     }
     delete work;
+}
+
+bool CudaDevice::read_assert(std::string* what, bool take) {
+    if (!fault_record_) return false;
+    std::lock_guard lock(fault_mutex_);
+    // The failing thread writes the fields, fences, then sets `ready`; nothing writes them again until `claimed` is
+    // cleared here.
+    std::atomic_ref<unsigned> ready(fault_record_->ready);
+    if (ready.load(std::memory_order_acquire) != 1) return false;
+    const RtCudaFaultRecord& f = *fault_record_;
+    const std::string expr(f.expr, strnlen(f.expr, sizeof f.expr)), file(f.file, strnlen(f.file, sizeof f.file));
+    *what = format("rt_assert(%s) failed at %s:%d in block (%u,%u,%u) thread (%u,%u,%u)", expr.c_str(), file.c_str(),
+                   f.line, f.block[0], f.block[1], f.block[2], f.thread[0], f.thread[1], f.thread[2]);
+    if (take) {
+        ready.store(0, std::memory_order_relaxed);
+        std::atomic_ref<unsigned>(fault_record_->claimed).store(0, std::memory_order_release);
+    }
+    return true;
 }
 
 void CudaDevice::mark_lost(const std::string& why) const noexcept {
@@ -132,17 +171,50 @@ void CudaDevice::free_impl(void* ptr, size_t) {
     d_.cuMemFree(reinterpret_cast<CUdeviceptr>(ptr));  // fails only on a lost context, where memory is gone anyway
 }
 
+namespace {
+/// The host memory the backend page-locked (cuMemHostAlloc, PORTABLE: pinned for every context), by address.
+struct PinnedRanges {
+    SpinLock lock;  // held for a map lookup
+    std::map<uintptr_t, size_t> ranges;
+};
+PinnedRanges& pinned_ranges() {
+    static PinnedRanges* p = new PinnedRanges;  // never destroyed: frees may come during static destruction
+    return *p;
+}
+}  // namespace
+
+bool is_pinned_host(const void* ptr, size_t bytes) {
+    const auto p = reinterpret_cast<uintptr_t>(ptr);
+    PinnedRanges& pr = pinned_ranges();
+    std::lock_guard lock(pr.lock);
+    auto it = pr.ranges.upper_bound(p);
+    if (it == pr.ranges.begin()) return false;
+    --it;
+    return p - it->first < it->second && bytes <= it->second - (p - it->first);
+}
+
 void* CudaDevice::allocate_host_impl(size_t bytes) {
     enter();
     void* p = nullptr;
     CUresult r = d_.cuMemHostAlloc(&p, bytes, CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP);
     if (r == CUDA_ERROR_OUT_OF_MEMORY) return nullptr;
     check(r, "cuMemHostAlloc");
+    try {
+        std::lock_guard lock(pinned_ranges().lock);
+        pinned_ranges().ranges[reinterpret_cast<uintptr_t>(p)] = bytes;
+    } catch (...) {
+        d_.cuMemFreeHost(p);
+        return nullptr;
+    }
     return p;
 }
 
 void CudaDevice::free_host_impl(void* ptr, size_t) {
     enter_for_release();
+    {
+        std::lock_guard lock(pinned_ranges().lock);
+        pinned_ranges().ranges.erase(reinterpret_cast<uintptr_t>(ptr));
+    }
     d_.cuMemFreeHost(ptr);
 }
 
@@ -163,7 +235,9 @@ void* CudaDevice::reserve_impl(size_t bytes) {
 
 // Physical memory is mapped in chunks of the allocation granularity (2 MiB on current GPUs), each counting
 // the committed bytes of pool blocks inside it: blocks smaller than a chunk share it, and a chunk is
-// unmapped when its last committed block is decommitted (cuMemUnmap cannot unmap part of a mapping).
+// unmapped when its last committed block is decommitted (cuMemUnmap cannot unmap part of a mapping). A run of new
+// chunks is mapped chunk by chunk (one handle each, so each can go on its own) and made accessible by one
+// cuMemSetAccess over the run: cuda.h marks it synchronising, so once per run, not once per chunk.
 bool CudaDevice::commit_impl(void* ptr, size_t bytes) {
     enter();
     const uintptr_t begin = reinterpret_cast<uintptr_t>(ptr), end = begin + bytes, g = granularity_;
@@ -175,28 +249,43 @@ bool CudaDevice::commit_impl(void* ptr, size_t bytes) {
     access.location = prop.location;
     access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
     std::lock_guard lock(vmm_mutex_);
-    for (uintptr_t c = begin / g * g; c < end; c += g) {
-        size_t overlap = std::min<uintptr_t>(end, c + g) - std::max<uintptr_t>(begin, c);
-        auto it = chunks_.find(c);
-        if (it == chunks_.end()) {
-            CUmemGenericAllocationHandle h = 0;
-            bool ok = d_.cuMemCreate(&h, g, &prop, 0) == CUDA_SUCCESS;
-            if (ok && d_.cuMemMap(c, g, 0, h, 0) != CUDA_SUCCESS) {
-                d_.cuMemRelease(h);
-                ok = false;
-            } else if (ok && d_.cuMemSetAccess(c, g, &access, 1) != CUDA_SUCCESS) {
-                d_.cuMemUnmap(c, g);
-                d_.cuMemRelease(h);
-                ok = false;
-            }
-            if (!ok) {
-                if (c > begin) release_range(begin, c - begin);  // undo this call's earlier chunks
-                return false;
-            }
-            it = chunks_.emplace(c, Chunk{h, 0}).first;
+    std::vector<uintptr_t> fresh;  // chunks this call mapped, undone on failure
+    CUresult r = CUDA_SUCCESS;
+    const char* what = "";
+    for (uintptr_t c = begin / g * g; c < end && r == CUDA_SUCCESS;) {
+        if (chunks_.count(c)) {
+            c += g;
+            continue;
         }
-        it->second.committed += overlap;
+        const uintptr_t run = c;
+        for (; c < end && !chunks_.count(c); c += g) {
+            CUmemGenericAllocationHandle h = 0;
+            if ((r = d_.cuMemCreate(&h, g, &prop, 0)) != CUDA_SUCCESS) {
+                what = "cuMemCreate";
+                break;
+            }
+            if ((r = d_.cuMemMap(c, g, 0, h, 0)) != CUDA_SUCCESS) {
+                d_.cuMemRelease(h);
+                what = "cuMemMap";
+                break;
+            }
+            chunks_.emplace(c, Chunk{h, 0});
+            fresh.push_back(c);
+        }
+        if (r == CUDA_SUCCESS && (r = d_.cuMemSetAccess(run, c - run, &access, 1)) != CUDA_SUCCESS) what = "cuMemSetAccess";
     }
+    if (r != CUDA_SUCCESS) {
+        for (uintptr_t c : fresh) {
+            auto it = chunks_.find(c);
+            d_.cuMemUnmap(c, g);
+            d_.cuMemRelease(it->second.handle);
+            chunks_.erase(it);
+        }
+        if (r == CUDA_ERROR_OUT_OF_MEMORY) return false;  // the pool trims its cache and retries, or reports it
+        check(r, what);  // anything else is not "full": it says what failed
+    }
+    for (uintptr_t c = begin / g * g; c < end; c += g)
+        chunks_.at(c).committed += std::min<uintptr_t>(end, c + g) - std::max<uintptr_t>(begin, c);
     return true;
 }
 

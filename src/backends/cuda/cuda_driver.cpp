@@ -69,6 +69,8 @@ Attempt open_one(Driver& d, const std::string& library) {
     RT_REQ_(cuMemFree);
     RT_REQ_(cuMemHostAlloc);
     RT_REQ_(cuMemFreeHost);
+    RT_REQ_(cuMemHostGetDevicePointer);
+    RT_REQ_(cuMemcpyHtoD);
     RT_REQ_(cuMemcpyAsync);
     RT_REQ_(cuMemcpyHtoDAsync);
     RT_REQ_(cuMemcpyDtoHAsync);
@@ -90,6 +92,7 @@ Attempt open_one(Driver& d, const std::string& library) {
     RT_REQ_(cuModuleLoadData);
     RT_REQ_(cuModuleUnload);
     RT_REQ_(cuModuleGetFunction);
+    RT_REQ_(cuModuleGetGlobal);
     RT_REQ_(cuLaunchKernel);
     RT_OPT_(cuFuncGetParamInfo);
     RT_OPT_(cuModuleGetFunctionCount);

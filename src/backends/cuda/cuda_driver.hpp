@@ -36,6 +36,8 @@ struct Driver {
     RT_CU_FN_(cuMemFree);
     RT_CU_FN_(cuMemHostAlloc);
     RT_CU_FN_(cuMemFreeHost);
+    RT_CU_FN_(cuMemHostGetDevicePointer);
+    RT_CU_FN_(cuMemcpyHtoD);
     RT_CU_FN_(cuMemcpyAsync);
     RT_CU_FN_(cuMemcpyHtoDAsync);
     RT_CU_FN_(cuMemcpyDtoHAsync);
@@ -56,6 +58,7 @@ struct Driver {
     RT_CU_FN_(cuModuleLoadData);
     RT_CU_FN_(cuModuleUnload);
     RT_CU_FN_(cuModuleGetFunction);
+    RT_CU_FN_(cuModuleGetGlobal);
     RT_CU_FN_(cuLaunchKernel);
     // ---- optional
     RT_CU_FN_(cuFuncGetParamInfo);          // 12.4+: parameter sizes (arity checks)

@@ -101,7 +101,8 @@ CudaFunction::CudaFunction(std::shared_ptr<ModuleImage> image, CUfunction fn, st
     num_args_ = static_cast<int>(sizes_.size());
 }
 
-CudaModule::CudaModule(const Driver& d, CUcontext ctx, const std::string& image) : image_(new ModuleImage{d, ctx, nullptr}) {
+CudaModule::CudaModule(const Driver& d, CUcontext ctx, const std::string& image, CUdeviceptr fault_record)
+    : image_(new ModuleImage{d, ctx, nullptr}) {
     const bool text = std::strlen(image.c_str()) + 1 >= image.size();
     if (text && d.cuModuleLoadDataEx) {
         // PTX is compiled by the driver's JIT here: ask for its error log, which says what it rejected and where.
@@ -123,6 +124,16 @@ CudaModule::CudaModule(const Driver& d, CUcontext ctx, const std::string& image)
     }
     CUfunction marker = nullptr;
     bounded_ = d.cuModuleGetFunction(&marker, image_->module, kBoundedMarker) == CUDA_SUCCESS;
+    if (bounded_ && fault_record) {
+        // Where a failed rt_assert writes (kernel.h): set once, before any launch of the module.
+        CUdeviceptr global = 0;
+        size_t bytes = 0;
+        CUresult r = d.cuModuleGetGlobal(&global, &bytes, image_->module, RT_CUDA_FAULT_RECORD_SYMBOL);
+        if (r == CUDA_SUCCESS && bytes == sizeof fault_record)
+            CU_CHECK(d, cuMemcpyHtoD(global, &fault_record, sizeof fault_record));
+        else if (r != CUDA_SUCCESS && r != CUDA_ERROR_NOT_FOUND)  // not found: a module without rt_assert's record
+            throw_driver_error(d, r, "cuModuleGetGlobal (" RT_CUDA_FAULT_RECORD_SYMBOL ")");
+    }
     unsigned count = 0;
     if (d.cuModuleGetFunctionCount && d.cuModuleEnumerateFunctions && d.cuFuncGetName &&
         d.cuModuleGetFunctionCount(&count, image_->module) == CUDA_SUCCESS && count > 0) {

@@ -60,7 +60,10 @@ CudaEvent::~CudaEvent() {
 bool CudaEvent::query_impl() {
     device_.enter();
     CUresult r = device_.driver().cuEventQuery(event_);
-    if (r == CUDA_SUCCESS) return true;
+    if (r == CUDA_SUCCESS) {
+        carry_assert();
+        return true;
+    }
     if (r == CUDA_ERROR_NOT_READY) return false;
     device_.check(r, "cuEventQuery");
     return true;
@@ -69,6 +72,21 @@ bool CudaEvent::query_impl() {
 void CudaEvent::synchronize_impl() {
     device_.enter();
     device_.check(device_.driver().cuEventSynchronize(event_), "cuEventSynchronize");
+    carry_assert();
+}
+
+void CudaEvent::carry_assert() {
+    // A failed rt_assert the device recorded (not yet reported by a stream) may be of a kernel this record captured:
+    // the event carries it; the stream that launched it still reports it at its synchronize.
+    std::shared_ptr<CudaRecord> r = record();
+    if (!r || !r->after_launch) return;
+    std::string what;
+    if (!device_.read_assert(&what, /*take=*/false)) return;
+    std::lock_guard lock(r->mutex);
+    if (r->code == RT_SUCCESS) {
+        r->code = RT_ERROR_LAUNCH_FAILED;
+        r->message = "a kernel on " + device_.info().name + ": " + what;
+    }
 }
 
 float CudaEvent::elapsed_ms_impl(backend::Event& end) {
@@ -104,7 +122,14 @@ void CudaQueue::copy_impl(void* dst, const void* src, size_t bytes, backend::Cop
             CU_DEVICE_CHECK(device_, cuMemcpyAsync(D(dst), D(src), bytes, stream_));
             break;
         case backend::CopyKind::host_to_host: {
-            // Host-to-host copies run in stream order on the callback thread: correct for pinned and pageable memory.
+            // Between two blocks of pinned memory a copy engine does it in stream order (unified addressing), and the
+            // callback thread, shared by every stream's host functions, stays free.
+            if (is_pinned_host(dst, bytes) && is_pinned_host(src, bytes)) {
+                CU_DEVICE_CHECK(device_, cuMemcpyAsync(D(dst), D(src), bytes, stream_));
+                break;
+            }
+            // Pageable memory: cuMemcpyAsync would copy it at the call, synchronously (behind a blocked stream the
+            // caller would wait): the copy runs in stream order on the callback thread instead.
             auto work = std::make_unique<HostWork>();
             work->is_copy = true;
             work->copy = {dst, src, bytes};
@@ -156,6 +181,7 @@ void CudaQueue::record_impl(backend::Event& event) {
     // The record carries the stream's failure not yet reported: known now, or — with user host functions still in
     // flight — captured in stream order just before the CUevent.
     auto r = std::make_shared<CudaRecord>();
+    r->after_launch = launched_.load(std::memory_order_relaxed);
     if (slot_ && slot_->failed()) {
         r->code = slot_->peek(&r->message);
     } else if (slot_ && pending_host_calls_.load() > 0) {
@@ -257,6 +283,7 @@ void CudaQueue::launch_impl(const std::shared_ptr<backend::Function>& function, 
         }
         last_op_ = report.op_index;
     }
+    launched_.store(true, std::memory_order_relaxed);
     enqueued();
 }
 
@@ -299,16 +326,43 @@ void CudaQueue::report_async(CUresult r, const char* what) noexcept {
     }
 }
 
+void CudaQueue::report_assert() noexcept {
+    if (!slot_ || !launched_.load(std::memory_order_relaxed)) return;  // a stream without kernels cannot have failed one
+    try {
+        std::string what;
+        if (!device_.read_assert(&what, /*take=*/true)) return;
+        std::string kernel;
+        uint64_t op = 0;
+        {
+            std::lock_guard lock(last_lock_);
+            kernel = last_fn_ ? last_fn_->name() : released_name_;
+            op = last_op_;
+        }
+        slot_->set(RT_ERROR_LAUNCH_FAILED,
+                   format("kernel '%s' (operation #%llu on the stream, the last kernel launched on it before the "
+                          "failure was seen) %s on %s; that thread ended there, the launch's other threads ran on, "
+                          "and the device stays usable",
+                          kernel.c_str(), static_cast<unsigned long long>(op), what.c_str(),
+                          device_.info().name.c_str()));
+    } catch (...) {
+        slot_->set(RT_ERROR_LAUNCH_FAILED, {});
+    }
+}
+
 void CudaQueue::synchronize_impl() {
     device_.enter_for_release();
     CUresult r = d_.cuStreamSynchronize(stream_);
     if (r != CUDA_SUCCESS) report_async(r, "cuStreamSynchronize");
+    else report_assert();
 }
 
 bool CudaQueue::query_impl() {
     device_.enter();
     CUresult r = d_.cuStreamQuery(stream_);
-    if (r == CUDA_SUCCESS) return true;
+    if (r == CUDA_SUCCESS) {
+        report_assert();
+        return true;
+    }
     if (r == CUDA_ERROR_NOT_READY) return false;
     report_async(r, "cuStreamQuery");
     return true;

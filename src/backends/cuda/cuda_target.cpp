@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "backends/cuda/cuda_backend.hpp"
+#include "backends/cuda/cuda_fault_record.h"
 #include "backends/cuda/nvrtc.hpp"
 #include "core/error.hpp"
 #include "kernels/disk_cache.hpp"
@@ -197,12 +198,14 @@ std::string bounded_source(const kernels::Program& program) {
         else
             text.insert(k->params_open + 1, "rt_extent_ rt_extent_, ");
     }
-    return "#include \"runtime/kernel.h\"\n" + kernels::line_directive(program.name, 1) + text + "\n" +
+    // The fault record's pointer (rt_assert, cuda_fault_record.h) is defined once per program, set at module load.
+    return "#define RT_CUDA_FAULT_RECORD_ 1\n#include \"runtime/kernel.h\"\n__device__ rt_cuda_fault_* " +
+           std::string(RT_CUDA_FAULT_RECORD_SYMBOL) + " = nullptr;\n" + kernels::line_directive(program.name, 1) + text + "\n" +
            kernels::line_directive("<rt generated>", 1) + "extern \"C\" __global__ void " + kBoundedMarker + "() {}\n";
 }
 
-CudaTarget::CudaTarget(std::string arch, bool ptx, const Driver* driver, CUcontext ctx)
-    : arch_(std::move(arch)), ptx_(ptx), driver_(driver), ctx_(ctx) {
+CudaTarget::CudaTarget(std::string arch, bool ptx, const Driver* driver, CUcontext ctx, CUdeviceptr fault_record)
+    : arch_(std::move(arch)), ptx_(ptx), driver_(driver), ctx_(ctx), fault_record_(fault_record) {
     if (arch_.size() < 4 || (arch_.rfind("sm_", 0) != 0 && arch_.rfind("compute_", 0) != 0))
         fail(RT_ERROR_INVALID_VALUE, "cuda architecture '%s' is not of the form sm_XY (e.g. sm_90)", arch_.c_str());
 }
@@ -227,7 +230,7 @@ std::string CudaTarget::identity() const {
     // The standard headers given to NVRTC are part of the prelude; the toolkit's headers are found by directory.
     static const std::string prelude = [] {
         kcache::Hasher h;
-        h.add(kernel_prelude_text()).add(kBoundedMarker);
+        h.add(kernel_prelude_text()).add(kBoundedMarker).add(RT_CUDA_FAULT_RECORD_SYMBOL);
         for (const auto& [name, text] : kStandardHeaders) h.add(name).add(text);
         return h.hex();
     }();
@@ -336,7 +339,7 @@ std::shared_ptr<backend::Module> CudaTarget::load(const std::string& path, bool 
     if (kind == ImageKind::ptx) data.push_back('\0');  // cuModuleLoadData reads PTX as a C string
     make_current(*driver_, ctx_);
     try {
-        return std::make_shared<CudaModule>(*driver_, ctx_, data);
+        return std::make_shared<CudaModule>(*driver_, ctx_, data, fault_record_);
     } catch (const Error& e) {
         if (!precompiled) return nullptr;  // a damaged entry, or one this driver no longer accepts: compiled over
         throw Error(e.code(), "cannot load cuda module '" + path + "': " + e.what());

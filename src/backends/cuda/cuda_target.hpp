@@ -14,7 +14,8 @@ namespace rt::cuda {
 /// The program NVRTC compiles for `program`: the prelude (as the header runtime/kernel.h), then the source with
 /// every kernel bounded — a leading parameter `rt_extent_ rt_extent_` (the launch's exact global size, passed by
 /// the queue ahead of the kernel's own arguments) and, first in its body, `if (rt_outside_(rt_extent_)) return;`,
-/// both inserted on the kernel's own lines so diagnostics keep the source's line numbers — and the marker kernel
+/// both inserted on the kernel's own lines so diagnostics keep the source's line numbers — the definition of the
+/// rt_assert record's pointer (RT_CUDA_FAULT_RECORD_SYMBOL, set when the module is loaded), and the marker kernel
 /// that tells a module built so (kBoundedMarker).
 std::string bounded_source(const kernels::Program& program);
 
@@ -27,7 +28,9 @@ class CudaTarget final : public kernels::Target {
 public:
     /// `arch`: sm_XY (cubin, or PTX where NVRTC cannot emit cubin) or compute_XY (PTX); `ptx`: PTX in any case.
     /// Throws rt::Error(INVALID_VALUE) for an architecture not of that form.
-    explicit CudaTarget(std::string arch, bool ptx = false, const Driver* driver = nullptr, CUcontext ctx = nullptr);
+    /// `fault_record`: the device address of the device's rt_assert record, set in every module loaded (0: none).
+    explicit CudaTarget(std::string arch, bool ptx = false, const Driver* driver = nullptr, CUcontext ctx = nullptr,
+                        CUdeviceptr fault_record = 0);
     const char* cache_name() const override { return "cuda"; }
     std::string image_extension() const override;
     std::string identity() const override;
@@ -51,6 +54,7 @@ private:
     bool ptx_;
     const Driver* driver_;
     CUcontext ctx_;
+    CUdeviceptr fault_record_;
 };
 
 }  // namespace rt::cuda
