@@ -129,14 +129,16 @@ TEST_P(Stream, DefaultStreamCannotBeDestroyed) {
 }
 
 TEST_P(Stream, DefaultStreamIsIndependentOfOtherStreams) {
-    // A blocked created stream does not hold up the default stream (all streams are independent).
+    // A blocked created stream does not hold up the default stream (all streams are independent). The default
+    // stream's work is a fill, not a host function: CUDA may run the host functions of all streams one at a time
+    // on one thread, so one blocked host function holds up every other (cuLaunchHostFunc: "may be serialized").
     rt_test::StreamGuard s;
     ASSERT_RT_OK(s.status());
+    rt_test::DevBuf buf(4096);
     Gate gate;
     ASSERT_RT_OK(gate.launch(s));
-    std::atomic<bool> ran{false};
-    ASSERT_RT_OK(rtLaunchHostFunc(nullptr, rt_test::set_flag, &ran));
-    EXPECT_TRUE(rt_test::wait_until([&] { return ran.load(); }, std::chrono::milliseconds(5000)))
+    ASSERT_RT_OK(rtMemsetAsync(buf.get(), 7, 4096, nullptr));
+    EXPECT_TRUE(rt_test::wait_until([&] { return rtStreamQuery(nullptr) == RT_SUCCESS; }, std::chrono::milliseconds(5000)))
         << "default stream waited for a blocked created stream";
     gate.open();
     ASSERT_RT_OK(rtStreamSynchronize(nullptr));

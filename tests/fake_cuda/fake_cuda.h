@@ -28,6 +28,9 @@ typedef void (*fake_cuda_reset_launches_fn)(void);
 /** The next cuLaunchKernel is accepted, then fails on its stream's worker with `code` (a CUresult, e.g.
  *  CUDA_ERROR_ILLEGAL_ADDRESS = 700): the context becomes unusable (sticky), as a faulting kernel leaves it. */
 typedef void (*fake_cuda_inject_fault_fn)(int code);
+/** Whether launched kernels run their code: always 0 here (launches are recorded and complete in stream order).
+ *  Tests that need a kernel to do something (rt_test::Gate's device-side spin) look for this name to know. */
+typedef int (*fake_cuda_launches_execute_fn)(void);
 /** Device allocations (cuMemAlloc) and pinned host allocations (cuMemHostAlloc) currently live, all devices. */
 typedef int (*fake_cuda_live_allocations_fn)(void);
 typedef int (*fake_cuda_live_host_allocations_fn)(void);
