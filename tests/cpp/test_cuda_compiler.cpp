@@ -1,5 +1,6 @@
 // test_cuda_compiler.cpp — the cuda kernel compiler without a GPU: NVRTC through the shim, cubin/PTX, diagnostics, disk cache.
-// Every kernel source of the C++ test suite (raw string literals with RT_KERNEL in tests/cpp/*.cpp) must compile for
+// Every kernel source of the C++ test suite (raw string literals with RT_KERNEL in tests/cpp/*.cpp, and
+// rt_test::Gate's device-side kernel in test_util.hpp) must compile for
 // sm_90 — the dialect's CUDA branch is checked on every CI run, not only on GPU machines. Skipped (visibly) when the
 // build has no cuda backend or NVRTC cannot be loaded.
 #include <sys/stat.h>
@@ -107,7 +108,9 @@ TEST_F(CudaCompiler, EveryKernelSourceOfTheTestSuiteCompilesForSm90) {
     std::vector<std::string> files;
     while (dirent* e = ::readdir(d)) {
         std::string n = e->d_name;
-        if (n.rfind("test_", 0) == 0 && n.size() > 4 && n.compare(n.size() - 4, 4, ".cpp") == 0) files.push_back(n);
+        if ((n.rfind("test_", 0) == 0 && n.size() > 4 && n.compare(n.size() - 4, 4, ".cpp") == 0) ||
+            n == "test_util.hpp")  // rt_test::Gate's device-side kernel
+            files.push_back(n);
     }
     ::closedir(d);
     std::sort(files.begin(), files.end());

@@ -365,23 +365,110 @@ TEST_F(FakeCuda, AsyncCopiesRunInStreamOrderAfterTheHost) {
     rt_test::DevBuf a(n), b(n);
     StreamGuard s;
     ASSERT_RT_OK(s.status());
-    auto src = pattern(n, 2);
-    std::vector<unsigned char> back(n, 0);
+    // Pinned host memory: copies with pageable memory are synchronous (PageableCopiesAreSynchronousAsOnAGpu).
+    rt_test::HostBuf src(n), back(n);
+    ASSERT_RT_OK(src.status());
+    ASSERT_RT_OK(back.status());
+    rt_test::fill_pattern(src.get(), n, 2);
+    std::memset(back.get(), 0, n);
     Gate gate;
     ASSERT_RT_OK(gate.launch(s));
-    ASSERT_RT_OK(rtMemcpyAsync(a.get(), src.data(), n, RT_MEMCPY_HOST_TO_DEVICE, s));
+    ASSERT_RT_OK(rtMemcpyAsync(a.get(), src.get(), n, RT_MEMCPY_HOST_TO_DEVICE, s));
     ASSERT_RT_OK(rtMemsetAsync(a.get(), 0x5A, 4096, s));
     ASSERT_RT_OK(rtMemcpyAsync(b.get(), a.get(), n, RT_MEMCPY_DEVICE_TO_DEVICE, s));
-    ASSERT_RT_OK(rtMemcpyAsync(back.data(), b.get(), n, RT_MEMCPY_DEVICE_TO_HOST, s));
+    ASSERT_RT_OK(rtMemcpyAsync(back.get(), b.get(), n, RT_MEMCPY_DEVICE_TO_HOST, s));
     ASSERT_TRUE(rt_test::wait_until([&] { return gate.entered(); }));
     EXPECT_RT_ERROR(RT_ERROR_NOT_READY, rtStreamQuery(s)) << "the gate holds the stream: work is queued, not done";
-    EXPECT_EQ(back[0], 0) << "nothing ran past the gate";
+    EXPECT_EQ(back.get()[0], 0) << "nothing ran past the gate";
     gate.open();
     ASSERT_RT_OK(rtStreamSynchronize(s));
     EXPECT_RT_OK(rtStreamQuery(s));
-    auto want = src;
+    std::vector<unsigned char> want(src.get(), src.get() + n);
     std::memset(want.data(), 0x5A, 4096);
-    EXPECT_EQ(rt_test::first_mismatch(back.data(), want.data(), n), -1);
+    EXPECT_EQ(rt_test::first_mismatch(back.get(), want.data(), n), -1);
+}
+
+TEST_F(FakeCuda, GatesAreHostFunctionsHereAndTheDeviceSideGateLaunches) {
+    // The fake runs no kernel code, so rt_test::Gate is a host function on it; on a GPU it is the spin kernel, whose
+    // launch (NVRTC compile, parameters, pinned flags) is checked here as far as the fake can.
+    int dev = -1;
+    ASSERT_RT_OK(rtGetDevice(&dev));
+    EXPECT_FALSE(rt_test::launches_execute(dev));
+    StreamGuard s;
+    ASSERT_RT_OK(s.status());
+    {
+        Gate gate;
+        ASSERT_RT_OK(gate.launch(s));
+        EXPECT_FALSE(gate.on_device());
+        EXPECT_TRUE(rt_test::wait_until([&] { return gate.entered(); }));
+        EXPECT_RT_ERROR(RT_ERROR_NOT_READY, rtStreamQuery(s));
+        gate.open();
+        ASSERT_RT_OK(rtStreamSynchronize(s));
+    }
+    fake().reset_launches();
+    Gate gate;
+    ASSERT_RT_OK(gate.launch_on_device(s, dev));
+    EXPECT_TRUE(gate.on_device());
+    ASSERT_RT_OK(rtStreamSynchronize(s));
+    FakeCudaLaunch l{};
+    ASSERT_EQ(fake().launch_count(), 1);
+    ASSERT_EQ(fake().last_launch(&l), 1);
+    EXPECT_STREQ(l.kernel, "rt_test_gate");
+    EXPECT_EQ(l.grid[0] * l.grid[1] * l.grid[2] * l.block[0] * l.block[1] * l.block[2], 1u) << "one thread spins";
+    ASSERT_EQ(l.num_params, 3) << "the extent, the flags, the timeout";
+    EXPECT_NE(l.param_u64[1], 0u) << "the pinned flags";
+    EXPECT_EQ(l.param_u64[2], 20000000000ull * static_cast<unsigned>(rt_test::Watchdog::scale())) << "20 s, in ns";
+}
+
+TEST_F(FakeCuda, PageableCopiesAreSynchronousAsOnAGpu) {
+    // The driver's "API synchronization behavior", modelled by the fake at its strictest: a copy from pageable
+    // memory reads the source at the call (staged), a copy into pageable memory returns once it has completed;
+    // pinned memory (rtMallocHost) copies in stream order without blocking the caller.
+    const size_t n = 4096;
+    rt_test::DevBuf d(n);
+    StreamGuard s;
+    ASSERT_RT_OK(s.status());
+    std::vector<unsigned char> pageable(n, 1);
+    {
+        Gate gate;
+        ASSERT_RT_OK(gate.launch(s));
+        ASSERT_RT_OK(rtMemcpyAsync(d.get(), pageable.data(), n, RT_MEMCPY_HOST_TO_DEVICE, s));
+        std::memset(pageable.data(), 2, n);  // after the call: the copy already took the source
+        gate.open();
+        ASSERT_RT_OK(rtStreamSynchronize(s));
+        std::vector<unsigned char> got(n, 0);
+        ASSERT_RT_OK(rtMemcpy(got.data(), d.get(), n, RT_MEMCPY_DEVICE_TO_HOST));
+        EXPECT_EQ(got, std::vector<unsigned char>(n, 1)) << "a pageable source is read at the call";
+    }
+    {
+        Gate gate;
+        ASSERT_RT_OK(gate.launch(s));
+        std::atomic<bool> returned{false};
+        std::atomic<rtError_t> result{RT_ERROR_UNKNOWN};
+        std::thread t([&] {
+            result = rtMemcpyAsync(pageable.data(), d.get(), n, RT_MEMCPY_DEVICE_TO_HOST, s);
+            returned = true;
+        });
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        EXPECT_FALSE(returned.load()) << "a copy into pageable memory returned before it ran (the gate holds it)";
+        gate.open();
+        t.join();
+        EXPECT_RT_OK(result.load());
+        EXPECT_EQ(pageable, std::vector<unsigned char>(n, 1)) << "the data had arrived when the call returned";
+        ASSERT_RT_OK(rtStreamSynchronize(s));
+    }
+    {
+        rt_test::HostBuf pinned(n);
+        ASSERT_RT_OK(pinned.status());
+        std::memset(pinned.get(), 0, n);
+        Gate gate;
+        ASSERT_RT_OK(gate.launch(s));
+        ASSERT_RT_OK(rtMemcpyAsync(pinned.get(), d.get(), n, RT_MEMCPY_DEVICE_TO_HOST, s));  // returns at once
+        EXPECT_EQ(pinned.get()[0], 0);
+        gate.open();
+        ASSERT_RT_OK(rtStreamSynchronize(s));
+        EXPECT_EQ(pinned.get()[n - 1], 1);
+    }
 }
 
 TEST_F(FakeCuda, MemoryStatisticsAreExact) {
@@ -531,15 +618,18 @@ TEST_F(FakeCuda, EventsOrderTwoStreams) {
     StreamGuard s1, s2;
     EventGuard e;
     ASSERT_RT_OK(e.status());
-    auto src = pattern(n, 3);
-    std::vector<unsigned char> back(n, 0);
+    rt_test::HostBuf src(n), back(n);  // pinned: pageable copies are synchronous
+    ASSERT_RT_OK(src.status());
+    ASSERT_RT_OK(back.status());
+    rt_test::fill_pattern(src.get(), n, 3);
+    std::memset(back.get(), 0, n);
     Gate gate;
     ASSERT_RT_OK(gate.launch(s1));
-    ASSERT_RT_OK(rtMemcpyAsync(a.get(), src.data(), n, RT_MEMCPY_HOST_TO_DEVICE, s1));
+    ASSERT_RT_OK(rtMemcpyAsync(a.get(), src.get(), n, RT_MEMCPY_HOST_TO_DEVICE, s1));
     ASSERT_RT_OK(rtEventRecord(e, s1));
     ASSERT_RT_OK(rtStreamWaitEvent(s2, e));
     ASSERT_RT_OK(rtMemcpyAsync(b.get(), a.get(), n, RT_MEMCPY_DEVICE_TO_DEVICE, s2));
-    ASSERT_RT_OK(rtMemcpyAsync(back.data(), b.get(), n, RT_MEMCPY_DEVICE_TO_HOST, s2));
+    ASSERT_RT_OK(rtMemcpyAsync(back.get(), b.get(), n, RT_MEMCPY_DEVICE_TO_HOST, s2));
     ASSERT_TRUE(rt_test::wait_until([&] { return gate.entered(); }));
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
     EXPECT_RT_ERROR(RT_ERROR_NOT_READY, rtEventQuery(e));
@@ -547,7 +637,7 @@ TEST_F(FakeCuda, EventsOrderTwoStreams) {
     gate.open();
     ASSERT_RT_OK(rtStreamSynchronize(s2));
     EXPECT_RT_OK(rtEventQuery(e));
-    EXPECT_EQ(rt_test::first_mismatch(back.data(), src.data(), n), -1) << "s2 copied after s1's upload";
+    EXPECT_EQ(rt_test::first_mismatch(back.get(), src.get(), n), -1) << "s2 copied after s1's upload";
 }
 
 TEST_F(FakeCuda, ElapsedTimeMeasuresTheWorkBetweenEvents) {

@@ -50,8 +50,9 @@ TEST_P(HostFunc, RunInSubmissionOrder) {
     for (int i = 0; i < kN; ++i) ASSERT_EQ(log[static_cast<size_t>(i)], i);
 }
 
-TEST_P(HostFunc, OrderedWithCopies) {
-    // host fn writes v=1 → H2D copies v → host fn writes v=2 → D2H: the device saw exactly 1.
+/// host fn writes *v=1 → H2D copies *v → host fn writes *v=2 → D2H into *out → host fn reads *out: the device saw
+/// exactly 1, and the last host function ran after the D2H had landed.
+void ordered_with_copies(int* v, int* out) {
     StreamGuard s;
     ASSERT_RT_OK(s.status());
     rt_test::DevBuf d(sizeof(int));
@@ -64,21 +65,40 @@ TEST_P(HostFunc, OrderedWithCopies) {
         auto* st = static_cast<Store*>(p);
         *st->where = st->value;
     };
-    int v = 0, out = -1, seen_by_fn = -1;
-    Store one{&v, 1}, two{&v, 2};
+    *v = 0;
+    *out = -1;
+    int seen_by_fn = -1;
+    Store one{v, 1}, two{v, 2};
     struct Peek {
         int* from;
         int* to;
-    } peek{&out, &seen_by_fn};
+    } peek{out, &seen_by_fn};
     ASSERT_RT_OK(rtLaunchHostFunc(s, store, &one));
-    ASSERT_RT_OK(rtMemcpyAsync(d.get(), &v, sizeof v, RT_MEMCPY_HOST_TO_DEVICE, s));
+    ASSERT_RT_OK(rtMemcpyAsync(d.get(), v, sizeof *v, RT_MEMCPY_HOST_TO_DEVICE, s));
     ASSERT_RT_OK(rtLaunchHostFunc(s, store, &two));
-    ASSERT_RT_OK(rtMemcpyAsync(&out, d.get(), sizeof out, RT_MEMCPY_DEVICE_TO_HOST, s));
+    ASSERT_RT_OK(rtMemcpyAsync(out, d.get(), sizeof *out, RT_MEMCPY_DEVICE_TO_HOST, s));
     ASSERT_RT_OK(rtLaunchHostFunc(s, [](void* p) { auto* k = static_cast<Peek*>(p); *k->to = *k->from; }, &peek));
     ASSERT_RT_OK(rtStreamSynchronize(s));
-    EXPECT_EQ(out, 1);
-    EXPECT_EQ(v, 2);
+    EXPECT_EQ(*out, 1);
+    EXPECT_EQ(*v, 2);
     EXPECT_EQ(seen_by_fn, 1) << "host function ran before the preceding D2H copy completed";
+}
+
+TEST_P(HostFunc, OrderedWithCopies) {
+    // Pinned host memory on every backend: on cuda a pageable source may be read at the call (before the host
+    // function that writes it ran) and a copy into pageable memory is synchronous (docs/cuda.md).
+    rt_test::HostBuf pinned(2 * sizeof(int));
+    ASSERT_RT_OK(pinned.status());
+    {
+        SCOPED_TRACE("pinned host memory");
+        ordered_with_copies(reinterpret_cast<int*>(pinned.get()), reinterpret_cast<int*>(pinned.get()) + 1);
+    }
+    // Pageable memory where pageable copies run in stream order (cpu).
+    if (rt_test::pageable_copies_are_stream_ordered(device())) {
+        SCOPED_TRACE("pageable host memory");
+        int v = 0, out = 0;
+        ordered_with_copies(&v, &out);
+    }
 }
 
 TEST_P(HostFunc, RunsOnTheDefaultStream) {

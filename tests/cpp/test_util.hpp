@@ -1,6 +1,7 @@
 // test_util.hpp — shared helpers of the C API tests: rtError_t assertions, a fixture over every device, gates and watchdogs.
 #pragma once
 
+#include <dlfcn.h>
 #include <runtime/runtime.h>
 
 #include <gtest/gtest.h>
@@ -19,6 +20,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "../fake_cuda/fake_cuda.h"
 
 namespace rt_test {
 
@@ -189,9 +192,53 @@ inline bool wait_until(const std::function<bool()>& pred, std::chrono::milliseco
     return true;
 }
 
-/// A host function that blocks its stream until the test opens it (or 20 s pass, so a failing
-/// test never wedges an executor forever). State is shared-owned: the queued host function keeps
-/// it alive even when the test returns early on a failed assertion.
+/// The backend of `device` ("cpu", "cuda"; "" if it cannot be queried).
+inline std::string backend_of(int device) {
+    rtDeviceProp p{};
+    if (rtGetDeviceProperties(&p, device) != RT_SUCCESS) return "";
+    return p.backend;
+}
+
+/// The current device, or -1.
+inline int current_device() {
+    int d = -1;
+    return rtGetDevice(&d) == RT_SUCCESS ? d : -1;
+}
+
+/// Whether the cuda backend runs on the fake driver (tests/fake_cuda), which records launches but runs no kernel
+/// code: it answers fake_cuda_launches_execute() with 0. The library the runtime loaded is the one
+/// RUNTIME_CUDA_DRIVER_LIB names (dlopen of the same path reaches the same instance; RTLD_NOLOAD loads nothing).
+inline bool cuda_is_the_fake_driver() {
+    const char* lib = std::getenv("RUNTIME_CUDA_DRIVER_LIB");
+    if (!lib || !*lib) return false;
+    void* h = ::dlopen(lib, RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
+    if (!h) return false;
+    auto f = reinterpret_cast<fake_cuda_launches_execute_fn>(::dlsym(h, "fake_cuda_launches_execute"));
+    bool fake = f && f() == 0;
+    ::dlclose(h);
+    return fake;
+}
+
+/// Whether kernels launched on `device` run their code (every device but those of the fake CUDA driver).
+inline bool launches_execute(int device) { return backend_of(device) != "cuda" || !cuda_is_the_fake_driver(); }
+
+/// Whether asynchronous copies with pageable host memory (not from rtMallocHost) run in stream order on `device`,
+/// reading and writing host memory when the stream reaches them. cpu: yes. cuda: no — the driver may read a pageable
+/// source at the call and returns from a copy into pageable memory only once it has completed (docs/cuda.md), so a
+/// pageable copy queued behind blocked work blocks the thread that would unblock it. Tests that queue copies behind
+/// a Gate use pinned memory (HostBuf) there.
+inline bool pageable_copies_are_stream_ordered(int device) { return backend_of(device) == "cpu"; }
+
+/// A point in a stream that holds back everything queued behind it until the test opens it (or 20 s pass, so a
+/// failing test never wedges a stream forever).
+///  - On cuda devices whose kernels run (a GPU), it is a device-side spin: a one-thread kernel that polls a word of
+///    pinned host memory (rtMallocHost) until the host stores 1 there. It blocks its stream only — CUDA may run the
+///    host functions of all streams of a context on one thread ("may be serialized"), so a blocking host function
+///    would hold up every other stream's host functions too.
+///  - Elsewhere (cpu, and the fake CUDA driver, which runs no kernel code) it is a host function that spins.
+/// Either way the state (opened, entered, left, timed out) outlives the test: a test that returns early on a failed
+/// assertion still lets the stream drain. Tests that need host-function semantics specifically use host functions
+/// of their own.
 class Gate {
 public:
     struct State {
@@ -202,24 +249,93 @@ public:
     };
 
     Gate() : state_(std::make_shared<State>()) {}
-    /// Opens the gate: a test that exits early still lets the stream drain.
-    ~Gate() { open(); }
+    /// Opens the gate: a test that exits early still lets the stream drain. Pinned memory goes once the work queued
+    /// before the free has run (rtFreeHost), the gate kernel included.
+    ~Gate() {
+        open();
+        if (flags_) rtFreeHost(flags_);
+    }
     Gate(const Gate&) = delete;
     Gate& operator=(const Gate&) = delete;
 
-    /// Queues the blocking host function on `stream`.
-    rtError_t launch(rtStream_t stream) {
+    /// Queues the gate on `stream`, a stream of `device` (-1: the current device, whose default stream NULL is).
+    rtError_t launch(rtStream_t stream, int device = -1) {
+        if (device < 0) device = current_device();
+        if (backend_of(device) == "cuda" && launches_execute(device)) return launch_on_device(stream, device);
         auto* ref = new std::shared_ptr<State>(state_);
         rtError_t e = rtLaunchHostFunc(stream, &Gate::run, ref);
         if (e != RT_SUCCESS) delete ref;
         return e;
     }
-    void open() { state_->open.store(true); }
-    bool entered() const { return state_->entered.load(); }
-    bool left() const { return state_->left.load(); }
-    bool timed_out() const { return state_->timed_out.load(); }
+    void open() {
+        state_->open.store(true);
+        if (flags_) std::atomic_ref<int>(flags_[kOpen]).store(1);
+    }
+    bool entered() const { return state_->entered.load() || flag(kEntered); }
+    bool left() const { return state_->left.load() || flag(kLeft); }
+    bool timed_out() const { return state_->timed_out.load() || flag(kTimedOut); }
+    /// Whether this gate is the device-side kernel (a host function otherwise).
+    bool on_device() const { return flags_ != nullptr; }
+
+    /// The gate kernel (compiled for cuda only; test_cuda_compiler compiles it with the suite's other sources).
+    static constexpr const char* kSource = R"(
+RT_DEVICE unsigned long long rt_test_now_ns() {
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+// flags: [0] opened by the host, [1] entered, [2] left, [3] timed out. Volatile: every poll reads host memory.
+RT_KERNEL void rt_test_gate(volatile int* flags, unsigned long long timeout_ns) {
+    flags[1] = 1;
+    __threadfence_system();
+    unsigned long long start = rt_test_now_ns();
+    while (!flags[0]) {
+        if (rt_test_now_ns() - start > timeout_ns) {
+            flags[3] = 1;
+            break;
+        }
+        __nanosleep(1000);
+    }
+    __threadfence_system();
+    flags[2] = 1;
+    __threadfence_system();
+}
+)";
+
+    /// Queues the device-side gate kernel on `stream` of the cuda device `device`, whatever launch() would pick: for
+    /// tests of the gate itself (on the fake driver the kernel is launched but runs nothing, so it does not hold).
+    rtError_t launch_on_device(rtStream_t stream, int device) {
+        int previous = current_device();
+        rtError_t e = rtSetDevice(device);  // the module and the pinned words for the stream's device
+        if (e != RT_SUCCESS) return e;
+        if (!flags_) {
+            void* p = nullptr;
+            e = rtMallocHost(&p, kFlags * sizeof(int));
+            if (e == RT_SUCCESS) {
+                flags_ = static_cast<int*>(p);
+                std::memset(flags_, 0, kFlags * sizeof(int));
+                if (state_->open.load()) flags_[kOpen] = 1;
+            }
+        }
+        rtModule_t m = nullptr;
+        if (e == RT_SUCCESS) e = rtModuleLoadSource(&m, kSource, nullptr);  // cached after the first gate
+        rtFunction_t f = nullptr;
+        if (e == RT_SUCCESS) e = rtModuleGetFunction(&f, m, "rt_test_gate");
+        if (e == RT_SUCCESS) {
+            void* flags = flags_;
+            unsigned long long timeout_ns = 20000000000ull * static_cast<unsigned long long>(Watchdog::scale());
+            void* args[] = {&flags, &timeout_ns};
+            e = rtLaunchKernel(f, rtDim3{1, 1, 1}, rtDim3{1, 1, 1}, args, 0, stream);
+        }
+        if (m) rtModuleUnload(m);  // the queued launch keeps the code until it has run
+        if (previous >= 0) rtSetDevice(previous);
+        return e;
+    }
 
 private:
+    enum { kOpen, kEntered, kLeft, kTimedOut, kFlags };
+    bool flag(int i) const { return flags_ && std::atomic_ref<int>(flags_[i]).load() != 0; }
+
     static void run(void* p) {
         std::unique_ptr<std::shared_ptr<State>> ref(static_cast<std::shared_ptr<State>*>(p));
         State& s = **ref;
@@ -235,6 +351,7 @@ private:
         s.left.store(true);
     }
     std::shared_ptr<State> state_;
+    int* flags_ = nullptr;  // the device-side gate's pinned words (rtMallocHost), once launched as a kernel
 };
 
 /// Host function that sets an atomic<bool>.

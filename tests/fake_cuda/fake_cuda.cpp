@@ -18,6 +18,11 @@
 //    with a line on stderr — a use-after-free a GPU might silently survive. Capacity is enforced
 //    (CUDA_ERROR_OUT_OF_MEMORY). Virtual memory management (reserve/create/map/set access) is mmap + mprotect
 //    with a 2 MiB granularity.
+//  - Copies with pageable host memory (not from cuMemHostAlloc) behave as the driver's "API synchronization
+//    behavior" page allows at its strictest: a copy into pageable memory (D2H) returns only once it has completed,
+//    host-to-host copies are fully synchronous, and a copy from pageable memory (H2D) reads the source at the call
+//    (into a staging buffer) and returns, the transfer running in stream order. Only pinned memory overlaps:
+//    tests that queue pageable copies behind blocked work hang or read early here, as they would on a GPU.
 //  - Streams are asynchronous FIFO queues, one worker thread each (never the legacy NULL stream: the backend
 //    promises not to use it, so the fake refuses it). Events capture (stream, position) and a timestamp taken
 //    when the worker reaches them; stream waits block the waiting stream's worker until the event completes.
@@ -284,7 +289,7 @@ struct State {
     size_t capacity = size_t(1) << 30;
     std::vector<std::unique_ptr<CUctx_st>> contexts;  // one primary context per device, never freed
     std::map<uintptr_t, Alloc> allocs;                 // cuMemAlloc, by address
-    std::set<void*> host_allocs;                       // cuMemHostAlloc
+    std::map<uintptr_t, size_t> host_allocs;           // cuMemHostAlloc, by address: bytes
     std::map<uintptr_t, size_t> reservations;          // cuMemAddressReserve
     std::map<unsigned long long, VmHandle> vm_handles; // cuMemCreate
     unsigned long long next_handle = 1;
@@ -374,32 +379,63 @@ CUresult check_event(CUevent e) {
 
 CUresult sticky_of(CUctx_st* c) { return static_cast<CUresult>(c->sticky.load()); }
 
-/// Copy `bytes` from src to dst when the worker reaches it. `dst_device`/`src_device`: the operand must be
-/// device memory (1), must not be (the H side of HtoD/DtoH is not checked: pinned or pageable), or either (-1).
+/// Whether [p, p+n) lies in one cuMemHostAlloc allocation (S().m held): pinned, as opposed to pageable, host memory.
+bool pinned_range(uintptr_t p, size_t n) {
+    auto it = S().host_allocs.upper_bound(p);
+    if (it == S().host_allocs.begin()) return false;
+    --it;
+    return p + n <= it->first + it->second;
+}
+
+/// Copy `bytes` from src to dst in stream order. `dst_device`/`src_device`: the operand must be device memory (1),
+/// must not be (the H side of HtoD/DtoH is not checked: pinned or pageable), or either (-1). Pageable host memory
+/// makes the call synchronous as the driver's "API synchronization behavior" describes (see the header): a copy into
+/// it, or between two host buffers, returns once it has completed (the sticky fault, if the context failed before);
+/// a copy from it reads the source now, into a staging buffer, and the transfer runs in stream order.
 CUresult enqueue_copy(CUstream s, uintptr_t dst, uintptr_t src, size_t bytes, int dst_device, int src_device) {
     if (CUresult r = check_stream(s)) return r;
     if (CUresult r = sticky_of(s->ctx)) return r;
     if (bytes == 0) return CUDA_SUCCESS;
     if (!dst || !src) return CUDA_ERROR_INVALID_VALUE;
+    bool host_dst, host_src, pageable_dst, pageable_src;
     {
         std::lock_guard lock(S().m);
         int d = device_range(dst, bytes), r = device_range(src, bytes);
         if (d < 0 || r < 0) return CUDA_ERROR_INVALID_VALUE;  // runs past an allocation
         if ((dst_device == 1 && d != 1) || (src_device == 1 && r != 1)) return CUDA_ERROR_INVALID_VALUE;
+        host_dst = d == 0;
+        host_src = r == 0;
+        pageable_dst = host_dst && !pinned_range(dst, bytes);
+        pageable_src = host_src && !pinned_range(src, bytes);
     }
+    const bool blocking = pageable_dst || (host_dst && host_src);
+    std::shared_ptr<std::vector<unsigned char>> staged;
+    if (pageable_src && !blocking) {  // H2D from pageable memory: the source as it is at the call
+        auto* from = reinterpret_cast<const unsigned char*>(src);
+        staged = std::make_shared<std::vector<unsigned char>>(from, from + bytes);
+    }
+    std::shared_ptr<Record> done = blocking ? std::make_shared<Record>() : nullptr;
     s->push([=](bool ok) -> CUresult {
+        struct Complete {  // the blocked caller goes on whatever happens to the copy
+            Record* r;
+            ~Complete() {
+                if (r) r->complete();
+            }
+        } complete{done.get()};
         if (!ok) return CUDA_SUCCESS;
         std::lock_guard lock(S().m);  // a cuMemFree racing this copy waits; one that came first is caught here
-        int d = device_range(dst, bytes), r = device_range(src, bytes);
+        int d = device_range(dst, bytes), r = staged ? 0 : device_range(src, bytes);
         if (d < 0 || r < 0 || (dst_device == 1 && d != 1) || (src_device == 1 && r != 1)) {
             std::fprintf(stderr, "fake_cuda: queued copy of %zu bytes %#llx -> %#llx touches freed device memory\n",
                          bytes, static_cast<unsigned long long>(src), static_cast<unsigned long long>(dst));
             return CUDA_ERROR_ILLEGAL_ADDRESS;
         }
-        std::memmove(reinterpret_cast<void*>(dst), reinterpret_cast<const void*>(src), bytes);
+        std::memmove(reinterpret_cast<void*>(dst), staged ? staged->data() : reinterpret_cast<const void*>(src), bytes);
         return CUDA_SUCCESS;
     });
-    return CUDA_SUCCESS;
+    if (!done) return CUDA_SUCCESS;
+    done->wait();
+    return sticky_of(s->ctx);
 }
 
 // ---------------------------------------------------------------------------------------------- modules
@@ -905,7 +941,7 @@ CUresult CUDAAPI cuMemHostAlloc(void** pp, size_t bytes, unsigned int) {
     void* p = std::aligned_alloc(kAlign, (bytes + kAlign - 1) / kAlign * kAlign);
     if (!p) return CUDA_ERROR_OUT_OF_MEMORY;
     std::lock_guard lock(S().m);
-    S().host_allocs.insert(p);
+    S().host_allocs.emplace(reinterpret_cast<uintptr_t>(p), bytes);
     *pp = p;
     return CUDA_SUCCESS;
 }
@@ -915,7 +951,7 @@ CUresult CUDAAPI cuMemHostGetDevicePointer(CUdeviceptr* pdptr, void* p, unsigned
     CUctx_st* c = nullptr;
     if (CUresult r = current(&c)) return r;
     std::lock_guard lock(S().m);
-    if (!S().host_allocs.count(p)) return CUDA_ERROR_INVALID_VALUE;  // the fake knows only the blocks' starts
+    if (!S().host_allocs.count(reinterpret_cast<uintptr_t>(p))) return CUDA_ERROR_INVALID_VALUE;  // only the blocks' starts
     *pdptr = reinterpret_cast<CUdeviceptr>(p);  // unified addressing: the same address
     return CUDA_SUCCESS;
 }
@@ -941,7 +977,7 @@ CUresult CUDAAPI cuMemcpyHtoD(CUdeviceptr dst, const void* src, size_t n) {
 CUresult CUDAAPI cuMemFreeHost(void* p) {
     if (tl_in_callback) return CUDA_ERROR_NOT_PERMITTED;
     std::lock_guard lock(S().m);
-    if (!S().host_allocs.erase(p)) return CUDA_ERROR_INVALID_VALUE;
+    if (!S().host_allocs.erase(reinterpret_cast<uintptr_t>(p))) return CUDA_ERROR_INVALID_VALUE;
     std::free(p);
     return CUDA_SUCCESS;
 }
@@ -1530,6 +1566,8 @@ int fake_cuda_host_func_count(void) {
     std::lock_guard lock(S().m);
     return S().host_func_calls;
 }
+
+int fake_cuda_launches_execute(void) { return 0; }
 
 int fake_cuda_live_host_allocations(void) {
     std::lock_guard lock(S().m);

@@ -30,6 +30,9 @@ typedef void (*fake_cuda_reset_launches_fn)(void);
 typedef void (*fake_cuda_inject_fault_fn)(int code);
 /** Waits until every stream has run what was queued on it (an injected fault has then happened). */
 typedef void (*fake_cuda_drain_fn)(void);
+/** Whether launched kernels run their code: always 0 here (launches are recorded and complete in stream order).
+ *  Tests that need a kernel to do something (rt_test::Gate's device-side spin) look for this name to know. */
+typedef int (*fake_cuda_launches_execute_fn)(void);
 /** Device allocations (cuMemAlloc) and pinned host allocations (cuMemHostAlloc) currently live, all devices. */
 typedef int (*fake_cuda_live_allocations_fn)(void);
 typedef int (*fake_cuda_live_host_allocations_fn)(void);

@@ -10,6 +10,44 @@ import runtime
 REPO = pathlib.Path(__file__).resolve().parents[2]
 
 
+def device_name(dev=0):
+    """The short name of a device ("cpu:0", "cuda:0"), as the library's messages and memory_summary spell it."""
+    return runtime.get_device_properties(dev).name.split(" ")[0]
+
+
+def host_addressable(dev=0):
+    """Whether the device's memory is host-addressable (cpu): numpy can view it, zero copy maps host memory."""
+    return bool(runtime.get_device_properties(dev).unified_addressing)
+
+
+def launches_execute(dev=0):
+    """Whether kernels launched on the device run their code: not on the fake CUDA driver (tests/fake_cuda, named by
+    RUNTIME_CUDA_DRIVER_LIB), which records launches and runs nothing; it says so through fake_cuda_launches_execute."""
+    if runtime.get_device_properties(dev).backend != "cuda":
+        return True
+    lib = os.environ.get("RUNTIME_CUDA_DRIVER_LIB")
+    if not lib:
+        return True
+    import ctypes
+    try:
+        fake = ctypes.CDLL(lib, mode=os.RTLD_NOLOAD | os.RTLD_LOCAL)
+    except OSError:
+        return True
+    return not hasattr(fake, "fake_cuda_launches_execute") or fake.fake_cuda_launches_execute() != 0
+
+
+def skip_unless_host_addressable(why, dev=0):
+    """Skips, saying why, a test whose subject needs host-addressable device memory (the cpu backend's)."""
+    if not host_addressable(dev):
+        pytest.skip(f"{device_name(dev)} memory is not host-addressable: {why} (cpu only)")
+
+
+def skip_unless_kernels_run(dev=0):
+    """Skips a test that checks what kernels compute where they compute nothing (the fake CUDA driver)."""
+    if not launches_execute(dev):
+        pytest.skip(f"{device_name(dev)} is on the fake CUDA driver, which runs no kernel code: checked on a GPU")
+
+
 @pytest.fixture
 def stream():
     s = runtime.Stream()

@@ -160,7 +160,7 @@ def test_memset_async(stream):
     d = runtime.alloc(64)
     stream.memset(d, 7)
     stream.synchronize()
-    assert (np.from_dlpack(d.view(np.uint8)) == 7).all()
+    assert (d.view(np.uint8).numpy() == 7).all()  # a copy: device memory need not be host-addressable
     with pytest.raises(runtime.InvalidValueError):
         stream.memset(d, 256)
     with pytest.raises(runtime.InvalidValueError):
