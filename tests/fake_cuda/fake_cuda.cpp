@@ -461,9 +461,8 @@ size_t elf_size(const unsigned char* p) {
     return end < (1u << 30) ? end : 0;
 }
 
-/// Entry functions of a cubin: FUNC symbols marked STO_CUDA_ENTRY (0x10) in st_other.
-std::vector<std::string> elf_entries(const std::string& b) {
-    std::vector<std::string> names;
+/// Calls f(name, st_info, st_other, st_size) for every symbol of every symbol table of a cubin.
+template <class F> void for_each_symbol(const std::string& b, F&& f) {
     uint64_t shoff = rd64(b, 0x28);
     uint16_t shnum = rd16(b, 0x3C);
     for (size_t i = 0; i < shnum; ++i) {
@@ -476,11 +475,19 @@ std::vector<std::string> elf_entries(const std::string& b) {
         if (stroff + strsize > b.size()) continue;
         for (uint64_t s = off; s + 24 <= off + size; s += 24) {
             uint32_t name = rd32(b, s);
-            unsigned char info = static_cast<unsigned char>(b[s + 4]), other = static_cast<unsigned char>(b[s + 5]);
-            if ((info & 0xf) != 2 /* STT_FUNC */ || !(other & 0x10) || name >= strsize) continue;
-            names.emplace_back(b.c_str() + stroff + name);
+            if (name >= strsize) continue;
+            f(b.c_str() + stroff + name, static_cast<unsigned char>(b[s + 4]), static_cast<unsigned char>(b[s + 5]),
+              rd64(b, s + 16));
         }
     }
+}
+
+/// Entry functions of a cubin: FUNC symbols marked STO_CUDA_ENTRY (0x10) in st_other.
+std::vector<std::string> elf_entries(const std::string& b) {
+    std::vector<std::string> names;
+    for_each_symbol(b, [&](const char* name, unsigned char info, unsigned char other, uint64_t) {
+        if ((info & 0xf) == 2 /* STT_FUNC */ && (other & 0x10)) names.emplace_back(name);
+    });
     return names;
 }
 
@@ -594,23 +601,11 @@ size_t ptx_global_size(const std::string& t, const std::string& name) {
 
 /// st_size of the OBJECT symbol `name` of a cubin (any binding); 0 if none.
 size_t elf_object_size(const std::string& b, const std::string& name) {
-    uint64_t shoff = rd64(b, 0x28);
-    uint16_t shnum = rd16(b, 0x3C);
-    for (size_t i = 0; i < shnum; ++i) {
-        size_t sh = shoff + i * 64;
-        if (rd32(b, sh + 4) != 2 /* SHT_SYMTAB */) continue;
-        uint64_t off = rd64(b, sh + 24), size = rd64(b, sh + 32);
-        uint32_t link = rd32(b, sh + 40);
-        if (link >= shnum || off + size > b.size()) continue;
-        uint64_t stroff = rd64(b, shoff + link * 64 + 24), strsize = rd64(b, shoff + link * 64 + 32);
-        if (stroff + strsize > b.size()) continue;
-        for (uint64_t s = off; s + 24 <= off + size; s += 24) {
-            uint32_t n = rd32(b, s);
-            if ((static_cast<unsigned char>(b[s + 4]) & 0xf) != 1 /* STT_OBJECT */ || n >= strsize) continue;
-            if (name == b.c_str() + stroff + n) return rd64(b, s + 16);
-        }
-    }
-    return 0;
+    size_t found = 0;
+    for_each_symbol(b, [&](const char* n, unsigned char info, unsigned char, uint64_t size) {
+        if (!found && (info & 0xf) == 1 /* STT_OBJECT */ && name == n) found = size;
+    });
+    return found;
 }
 
 struct ErrorText {
