@@ -57,8 +57,8 @@
  * Launch size. A launch runs exactly its global size of work-items in each dimension, on every backend:
  * rtLaunchConfig.global when given, else grid x block. Items of a partial last work-group past the global size
  * never run, so a kernel launched over exactly n items needs no `if (i < n)` test; a CUDA-style kernel that
- * keeps one (launched over whole groups with rtLaunchKernel) is just as fast on cpu, where the item loop is
- * vectorised with masked stores. Names starting with rt_ are the runtime's in kernel sources.
+ * keeps one works unchanged (launched over whole groups with rtLaunchKernel). Names starting with rt_ are the
+ * runtime's in kernel sources. Kernels are written out: one produced by a macro is not found.
  */
 #ifndef RUNTIME_KERNEL_H
 #define RUNTIME_KERNEL_H

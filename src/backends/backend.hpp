@@ -131,7 +131,8 @@ public:
     /// Work queued after this waits for `event`'s current record; never blocks the host.
     virtual void wait_impl(Event& event) = 0;
     /// Launch `function` with CUDA's argument convention (args[i] points at argument i; the values are
-    /// copied before returning). Arity and shape were checked by the core.
+    /// copied before returning). Arity and shape were checked by the core. The caller only borrows `function`:
+    /// the queue keeps it (and so its module's code) alive until the launch has run.
     virtual void launch_impl(const std::shared_ptr<Function>& function, const LaunchShape& shape, void* const* args,
                              const LaunchReport& report) = 0;
     /// Blocks until all work queued before the call has completed.

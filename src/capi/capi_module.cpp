@@ -68,7 +68,7 @@ rtModule_t insert_module(CoreDevice& device, std::shared_ptr<backend::Module> im
 void launch(rtFunction_t function, const backend::LaunchShape& shape, void** args, int num_args,
             const size_t* arg_sizes, rtStream_t stream) {
     // Borrowed, not counted: no reference-count traffic per launch. The queue keeps what it needs
-    // alive past this call (see CpuQueue::last_function_).
+    // alive past this call (backend::Queue::launch_impl).
     Runtime& r = runtime();
     auto f = r.functions.borrow(reinterpret_cast<uint64_t>(function));
     if (!f) refuse_function(function);

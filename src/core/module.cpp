@@ -8,6 +8,8 @@ namespace rt {
 
 uint64_t CoreModule::function_handle(const std::string& name) {
     std::lock_guard lock(mutex_);
+    // Looked up by a thread that found the module just before another unloaded it: no handle outlives the unload.
+    if (unloaded_) fail(RT_ERROR_INVALID_HANDLE, "the module was unloaded (while '%s' was being looked up)", name.c_str());
     auto it = functions_.find(name);
     if (it != functions_.end()) return it->second;
     std::shared_ptr<backend::Function> f = impl_->get_function_impl(name);
@@ -25,6 +27,7 @@ uint64_t CoreModule::function_handle(const std::string& name) {
 void CoreModule::unload() {
     {
         std::lock_guard lock(mutex_);
+        unloaded_ = true;
         for (auto& [name, handle] : functions_) runtime().functions.erase(handle);
         functions_.clear();
     }

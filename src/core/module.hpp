@@ -31,6 +31,7 @@ private:
     std::shared_ptr<backend::Module> impl_;
     std::mutex mutex_;
     std::unordered_map<std::string, uint64_t> functions_;
+    bool unloaded_ = false;  // under mutex_: unload() ran
 };
 
 class CoreFunction {

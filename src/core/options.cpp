@@ -100,7 +100,7 @@ private:
         return static_cast<size_t>(backend::parse_count(s, "a count of modules", 0, 1 << 20));
     }
 
-    size_t module_cache_limit_ = InitOptions::kernels_default_module_cache_limit;
+    size_t module_cache_limit_ = kernels::ModuleCache::kDefaultLimit;
     const backend::Registry& reg_;
     std::vector<std::vector<backend::Setting>> settings_;
     std::string first_backend_;

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "backends/registry.hpp"
+#include "kernels/target.hpp"
 
 namespace rt {
 
@@ -22,8 +23,7 @@ struct InitOptions {
     std::vector<PerBackend> backends;
     /// Modules loaded from source kept in process per kernel target (module_cache_limit=, $RUNTIME_MODULE_CACHE_LIMIT;
     /// src/kernels/target.hpp); 0: none kept.
-    size_t module_cache_limit = kernels_default_module_cache_limit;
-    static constexpr size_t kernels_default_module_cache_limit = 256;
+    size_t module_cache_limit = kernels::ModuleCache::kDefaultLimit;
 
     /// True if both configure the same runtime (the same first backend, and every backend's options alike).
     bool same_as(const InitOptions& other) const;

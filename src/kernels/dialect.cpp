@@ -114,7 +114,25 @@ std::vector<std::string> parse_options(const std::string& options) {
 }
 
 std::vector<KernelDecl> scan_kernels(const std::string& source) {
-    const std::string code = code_only(source);
+    // Preprocessor directives are blanked too (with their '\\' continuations): a kernel written inside a #define is
+    // not a kernel of the source until the macro is expanded, which the front end does not do.
+    std::string code = code_only(source);
+    for (size_t line = 0; line < code.size();) {
+        size_t end = code.find('\n', line);
+        if (end == std::string::npos) end = code.size();
+        size_t first = code.find_first_not_of(" \t", line);
+        if (first < end && code[first] == '#') {
+            for (;;) {
+                const bool continued = end > line && source[end - 1] == '\\';
+                for (size_t i = line; i < end; ++i) code[i] = ' ';
+                if (!continued || end >= code.size()) break;
+                line = end + 1;
+                end = code.find('\n', line);
+                if (end == std::string::npos) end = code.size();
+            }
+        }
+        line = end + 1;
+    }
     std::vector<KernelDecl> kernels;
     auto skip_ws = [&](size_t& p) {
         while (p < code.size() && std::isspace(static_cast<unsigned char>(code[p]))) ++p;
@@ -148,8 +166,22 @@ std::vector<KernelDecl> scan_kernels(const std::string& source) {
             while (e > b && std::isspace(static_cast<unsigned char>(code[e - 1]))) --e;
             k.no_params = b == e || code.compare(b, e - b, "void") == 0;
         }
-        skip_ws(p);
-        k.body_open = p < code.size() && code[p] == '{' ? p : std::string::npos;
+        // The body is the first '{' at parenthesis depth 0 (attributes may come first); a ';' first makes this a
+        // declaration, which is not a kernel of the source (its definition is).
+        int depth_after = 0;
+        size_t q = p;
+        for (; q < code.size(); ++q) {
+            if (code[q] == '(') ++depth_after;
+            else if (code[q] == ')') --depth_after;
+            else if (depth_after == 0 && (code[q] == '{' || code[q] == ';')) break;
+        }
+        if (q >= code.size() || code[q] == ';') continue;
+        k.body_open = q;
+        for (size_t w = code.find("noexcept", p); w != std::string::npos && w < q; w = code.find("noexcept", w + 8))
+            if ((w == 0 || !is_ident(code[w - 1])) && (w + 8 >= code.size() || !is_ident(code[w + 8])))
+                fail(RT_ERROR_INVALID_VALUE,
+                     "kernel '%s' is declared noexcept, which the dialect does not take (kernels never throw: remove it)",
+                     k.name.c_str());
         for (const KernelDecl& other : kernels)
             if (other.name == k.name)
                 fail(RT_ERROR_INVALID_VALUE, "kernel '%s' is defined more than once (kernels cannot be overloaded)",
@@ -174,29 +206,109 @@ std::string line_directive(const std::string& name, size_t line) {
     return out + "\"\n";
 }
 
+namespace {
+
+/// The directive a line starts with ("include", "if", "define", ...), "" for a line that is not one. `code` is the
+/// line with comments and literals blanked, so a directive inside a comment is not one.
+std::string directive_of(const std::string& code) {
+    size_t i = code.find_first_not_of(" \t");
+    if (i == std::string::npos || code[i] != '#') return {};
+    i = code.find_first_not_of(" \t", i + 1);
+    if (i == std::string::npos) return "#";  // a null directive
+    size_t e = i;
+    while (e < code.size() && is_ident(code[e])) ++e;
+    return code.substr(i, e - i);
+}
+
+bool is_blank(const std::string& code) { return code.find_first_not_of(" \t\r") == std::string::npos; }
+
+std::vector<std::string> split_lines(const std::string& text) {
+    std::vector<std::string> lines;
+    size_t pos = 0;
+    while (pos < text.size()) {
+        size_t end = text.find('\n', pos);
+        if (end == std::string::npos) end = text.size();
+        lines.push_back(text.substr(pos, end - pos));
+        pos = end + 1;
+    }
+    return lines;
+}
+
+}  // namespace
+
 SplitSource split_includes(const std::string& source, const std::string& name) {
+    const std::vector<std::string> lines = split_lines(source), code = split_lines(code_only(source));
+    const size_t n = lines.size();
+    // What moves: every include at file scope; a conditional block at file scope made of directives only that holds
+    // an include (`#ifdef __CUDACC__ / #include <cuda_fp16.h> / #endif`), whole; and the #define/#undef lines at
+    // file scope before the last include that moves, so the headers see the macros they saw in the source. Lines
+    // continued with '\' go with their directive.
+    std::vector<char> moves(n, 0);
+    std::vector<std::string> kind(n);
+    for (size_t i = 0; i < n; ++i) kind[i] = directive_of(code[i]);
+    auto continued = [&](size_t i) { return !lines[i].empty() && lines[i].back() == '\\'; };
+    size_t last_moved = 0;
+    bool any = false;
+    int depth = 0;
+    for (size_t i = 0; i < n; ++i) {
+        const std::string& k = kind[i];
+        if (depth == 0 && (k == "if" || k == "ifdef" || k == "ifndef")) {
+            size_t j = i;
+            int d = 0;
+            bool directives_only = true, has_include = false;
+            for (; j < n; ++j) {
+                const std::string& kj = kind[j];
+                if (kj == "if" || kj == "ifdef" || kj == "ifndef") ++d;
+                else if (kj == "endif" && --d == 0) break;
+                if (kj == "include") has_include = true;
+                if (kj.empty() && !is_blank(code[j]) && !(j > 0 && continued(j - 1))) directives_only = false;
+            }
+            if (j < n && directives_only && has_include) {
+                for (size_t m = i; m <= j; ++m) moves[m] = 1;
+                last_moved = j;
+                any = true;
+                i = j;
+                continue;
+            }
+        }
+        if (k == "if" || k == "ifdef" || k == "ifndef") ++depth;
+        else if (k == "endif" && depth > 0) --depth;
+        if (depth == 0 && k == "include") {
+            moves[i] = 1;
+            last_moved = i;
+            any = true;
+        }
+    }
+    if (any) {
+        depth = 0;
+        for (size_t i = 0; i < last_moved; ++i) {
+            const std::string& k = kind[i];
+            if (k == "if" || k == "ifdef" || k == "ifndef") ++depth;
+            else if (k == "endif" && depth > 0) --depth;
+            if (depth == 0 && !moves[i] && (k == "define" || k == "undef"))
+                for (size_t m = i; m < n; ++m) {
+                    moves[m] = 1;
+                    if (!continued(m)) break;
+                }
+        }
+    }
     SplitSource out;
     out.body.reserve(source.size() + 64);
-    size_t line_no = 1, pos = 0;
     std::string target;
-    while (pos < source.size()) {
-        size_t end = source.find('\n', pos);
-        if (end == std::string::npos) end = source.size();
-        std::string line = source.substr(pos, end - pos);
-        if (include_target(line, target)) {
-            if (!is_prelude_include(target)) {
-                out.includes += line_directive(name, line_no);
-                out.includes += line + "\n";
-            }
-            out.body += "\n";
-        } else {
-            out.body += line + "\n";
+    for (size_t i = 0; i < n; ++i) {
+        if (!moves[i]) {
+            out.body += lines[i] + "\n";
+            continue;
         }
-        pos = end + 1;
-        ++line_no;
+        out.body += "\n";  // the line stays, blank: the numbering of the rest is unchanged
+        if (kind[i] == "include" && include_target(lines[i], target) && is_prelude_include(target)) continue;
+        if (i == 0 || !moves[i - 1] || continued(i - 1) == false) out.includes += line_directive(name, i + 1);
+        out.includes += lines[i] + "\n";
     }
     return out;
 }
+
+bool Program::includes_files() const { return !split_includes(source, name).includes.empty(); }
 
 std::vector<std::string> Program::kernel_names() const {
     std::vector<std::string> names;

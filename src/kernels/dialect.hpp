@@ -17,12 +17,13 @@ struct KernelDecl {
     std::string name;
     size_t params_open = 0;   ///< offset of the '(' of the parameter list in the source
     size_t params_close = 0;  ///< offset of its matching ')'
-    size_t body_open = 0;     ///< offset of the body's '{'; npos for a declaration without a body
+    size_t body_open = 0;     ///< offset of the body's '{' (after any attributes between ')' and it)
     bool no_params = false;   ///< the list holds nothing but `void` (comments and whitespace aside)
 };
 
-/// The kernels of `source`, in source order. A name defined twice: rt::Error(INVALID_VALUE) (kernels cannot be
-/// overloaded: a name is what rtModuleGetFunction looks up on every backend).
+/// The kernel definitions of `source`, in source order (a declaration without a body is not one). A name defined
+/// twice: rt::Error(INVALID_VALUE) (kernels cannot be overloaded: a name is what rtModuleGetFunction looks up on every
+/// backend); `noexcept`: INVALID_VALUE. Kernels must be written out: one produced by a macro is not found.
 std::vector<KernelDecl> scan_kernels(const std::string& source);
 /// The names of scan_kernels(source).
 std::vector<std::string> find_kernel_names(const std::string& source);
@@ -31,9 +32,11 @@ std::vector<std::string> find_kernel_names(const std::string& source);
 std::string line_directive(const std::string& name, size_t line);
 
 /// A source's `#include` lines, split from the rest so a target can place them outside its wrapper: `includes`
-/// holds them (each after a #line giving its own position), `body` the source with each such line left blank
-/// (the line numbers of the rest do not change). An include of the prelude itself (runtime/kernel.h) is dropped:
-/// every target includes it first.
+/// holds them (each after a #line giving its own position) — the includes at file scope, the conditional blocks at
+/// file scope made only of directives that hold one (`#ifdef __CUDACC__` / `#include <cuda_fp16.h>` / `#endif`),
+/// and the file-scope #define/#undef lines before the last of those — and `body` the source with each such line
+/// left blank (the line numbers of the rest do not change). Directives inside comments are not seen. An include
+/// of the prelude itself (runtime/kernel.h) is dropped: every target includes it first.
 struct SplitSource {
     std::string includes;
     std::string body;
@@ -48,6 +51,8 @@ struct Program {
     std::vector<std::string> options; ///< parse_options(option_text)
     std::vector<KernelDecl> kernels;  ///< at least one
     std::vector<std::string> kernel_names() const;
+    /// True if the source includes a file other than the prelude (whose contents a cache key does not cover).
+    bool includes_files() const;
 };
 
 /// Reads a source: validates the options and finds the kernels. No kernel, or a bad option: INVALID_VALUE.

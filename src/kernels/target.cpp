@@ -13,10 +13,16 @@
 
 namespace rt::kernels {
 
+namespace {
+/// Bumped whenever the front end or a target changes what it generates from the same inputs in a way the embedded
+/// texts do not show (kernel discovery, the cuda rewrite): old cache entries are then never loaded.
+constexpr uint64_t kGeneratorVersion = 2;
+}  // namespace
+
 std::string cache_key(const Target& target, const std::string& name, const std::string& source,
                       const std::vector<std::string>& options) {
     kcache::Hasher h;
-    h.add(target.cache_name())
+    h.add(kGeneratorVersion).add(target.cache_name())
         .add(format("%d.%d.%d", RUNTIME_VERSION_MAJOR, RUNTIME_VERSION_MINOR, RUNTIME_VERSION_PATCH))
         .add(target.identity())
         .add(name)
@@ -32,8 +38,10 @@ Image compile(const Target& target, const Program& program, bool force) {
     image.key = cache_key(target, program.name, program.source, program.options);
     const std::string ext = target.image_extension();
     image.path = kcache::entry_path(target.cache_name(), image.key, ext);
-    // An entry another user could have written is never loaded: it is compiled over.
-    if (!force && kcache::trusted_entry(image.path)) {
+    // An entry another user could have written is never loaded: it is compiled over. Neither is one of a source that
+    // includes files: what they hold is not in the key (a changed header, another directory's file of the same
+    // name), so such a source is compiled again in every process (the in-process cache still holds it).
+    if (!force && !program.includes_files() && kcache::trusted_entry(image.path)) {
         image.from_cache = true;
         return image;
     }
@@ -47,20 +55,6 @@ Image compile(const Target& target, const Program& program, bool force) {
     ::chmod(temp.c_str(), 0755);  // under umask 002 it would be group-writable, which the cache never loads
     kcache::publish(temp, image.path);
     return image;
-}
-
-size_t ModuleCache::limit_from_environment() {
-    const char* v = std::getenv("RUNTIME_MODULE_CACHE_LIMIT");
-    if (!v || !*v) return kDefaultLimit;
-    char* end = nullptr;
-    errno = 0;
-    unsigned long long n = std::strtoull(v, &end, 10);
-    if (errno || *end || *v == '-') {
-        std::fprintf(stderr, "runtime: RUNTIME_MODULE_CACHE_LIMIT='%s' is not a count of modules; using %zu\n", v,
-                     kDefaultLimit);
-        return kDefaultLimit;
-    }
-    return static_cast<size_t>(n);
 }
 
 std::shared_ptr<backend::Module> ModuleCache::load_source(Target& target, const std::string& source,

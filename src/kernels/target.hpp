@@ -51,8 +51,8 @@ struct Image {
 std::string cache_key(const Target& target, const std::string& name, const std::string& source,
                       const std::vector<std::string>& options);
 
-/// Builds `program` into the disk cache unless an entry for its key exists (`force`: build anyway and replace
-/// it). Thread- and process-safe: a finished entry appears atomically (rename).
+/// Builds `program` into the disk cache unless an entry for its key exists (`force`, or a program that includes files:
+/// build anyway and replace it). Thread- and process-safe: a finished entry appears atomically (rename).
 Image compile(const Target& target, const Program& program, bool force = false);
 
 /// Modules loaded from source for one target (one device, or all devices that share code): a repeated load of
@@ -63,10 +63,9 @@ Image compile(const Target& target, const Program& program, bool force = false);
 class ModuleCache {
 public:
     static constexpr size_t kDefaultLimit = 256;
-    /// The limit from $RUNTIME_MODULE_CACHE_LIMIT (a count; 0: nothing is kept in process), else kDefaultLimit.
-    static size_t limit_from_environment();
 
-    ModuleCache() : limit_(limit_from_environment()) {}
+    /// The runtime sets the limit it was initialised with (rtInit module_cache_limit, $RUNTIME_MODULE_CACHE_LIMIT).
+    ModuleCache() : limit_(kDefaultLimit) {}
     explicit ModuleCache(size_t limit) : limit_(limit) {}
 
     /// The module for (source, options) on `target`: from this cache, else the disk cache, else compiled.

@@ -779,6 +779,42 @@ constexpr const char* kBoundedMarker = "rt_bounded_module_v1_";
 
 // Exact global sizes on cuda: the cuda target gives every kernel the launch's extent as a leading parameter (and
 // the test that returns for items past it); the queue passes it ahead of the user's arguments.
+// A kernel the front end cannot see (produced by a macro) is not bounded: it gets its arguments as written, and an
+// exact global size it cannot honour is refused, never shifted into its first parameter.
+TEST_F(FakeCuda, KernelsTheFrontEndDidNotBoundKeepCudasConvention) {
+    const char* src = "#define MAKE(name) RT_KERNEL void name(float* x) { x[0] = 1.0f; }\nMAKE(made)\n"
+                      "RT_KERNEL void written(float* x) { x[0] = 2.0f; }\n";
+    rtModule_t m = nullptr;
+    ASSERT_RT_OK(rtModuleLoadSource(&m, src, nullptr));
+    rtFunction_t made = nullptr, written = nullptr;
+    ASSERT_RT_OK(rtModuleGetFunction(&made, m, "made"));
+    ASSERT_RT_OK(rtModuleGetFunction(&written, m, "written"));
+    int count = 4;
+    size_t sizes[4] = {};
+    ASSERT_RT_OK(rtFunctionGetParamInfo(made, &count, sizes));
+    EXPECT_EQ(count, 1);
+    count = 4;
+    ASSERT_RT_OK(rtFunctionGetParamInfo(written, &count, sizes));
+    EXPECT_EQ(count, 1);
+    rt_test::DevBuf x(4096);
+    void* xp = x.get();
+    void* args[] = {&xp};
+    EXPECT_RT_ERROR(RT_ERROR_NOT_SUPPORTED,
+                    rt_test::launch_ex(made, rtDim3{2, 1, 1}, rtDim3{32, 1, 1}, args, 1, nullptr, 0, nullptr, 40));
+    ASSERT_RT_OK(rtLaunchKernel(made, rtDim3{1, 1, 1}, rtDim3{32, 1, 1}, args, 0, nullptr));
+    ASSERT_RT_OK(rtDeviceSynchronize());
+    FakeCudaLaunch l{};
+    ASSERT_TRUE(fake().last_launch(&l));
+    EXPECT_EQ(l.num_params, 1);
+    EXPECT_EQ(l.param_u64[0], reinterpret_cast<uintptr_t>(xp)) << "the pointer is the first argument";
+    ASSERT_RT_OK(rt_test::launch_ex(written, rtDim3{2, 1, 1}, rtDim3{32, 1, 1}, args, 1, nullptr, 0, nullptr, 40));
+    ASSERT_RT_OK(rtDeviceSynchronize());
+    ASSERT_TRUE(fake().last_launch(&l));
+    EXPECT_EQ(l.num_params, 2);
+    EXPECT_EQ(l.param_u64[0], 40u) << "the bounded kernel gets the extent first";
+    ASSERT_RT_OK(rtModuleUnload(m));
+}
+
 TEST_F(FakeCuda, SourceKernelsGetTheExactGlobalSizeAheadOfTheirArguments) {
     rtModule_t m = nullptr;
     ASSERT_RT_OK(rtModuleLoadSource(&m, kKernels, nullptr));

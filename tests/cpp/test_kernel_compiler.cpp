@@ -188,6 +188,55 @@ RT_KERNEL void sizes(unsigned* out) {
 
 // A module of a source without includes is linked without the C++ runtime library (it can use only the prelude);
 // one that includes a C++ header and uses what the library defines (operator new, here) still loads and runs.
+// The front end: a declaration is not a definition, attributes may sit between ')' and '{', noexcept is refused.
+TEST(KernelCompiler, KernelDiscoverySeesDefinitionsOnly) {
+    const std::string src = "/* RT_KERNEL void a(int* o); is a declaration: */ RT_KERNEL void c(int* o);\n"
+                            "RT_KERNEL void a(int* o) __attribute__((hot)) { o[0] = 1; }\n"
+                            "RT_KERNEL void b(int* o) { o[0] = 2; }\n";
+    const auto kernels = rt::kernels::scan_kernels(src);
+    ASSERT_EQ(kernels.size(), 2u);
+    EXPECT_EQ(kernels[0].name, "a");
+    EXPECT_EQ(src[kernels[0].body_open], '{');
+    EXPECT_EQ(src.compare(kernels[0].body_open - 2, 3, ") {"), 0) << "the body after the attribute";
+    auto m = load_source(src, "");
+    ASSERT_NE(m->find("a"), nullptr);
+    std::vector<int> out(1, 0);
+    int* po = out.data();
+    run(m->find("a"), {1}, {1}, {&po});
+    EXPECT_EQ(out[0], 1);
+    rt::Error e = expect_error([] { rt::kernels::scan_kernels("RT_KERNEL void k(int* o) noexcept { o[0] = 1; }"); });
+    EXPECT_EQ(e.code(), RT_ERROR_INVALID_VALUE);
+    EXPECT_NE(std::string(e.what()).find("noexcept"), std::string::npos) << e.what();
+}
+
+// Includes move before the kernel struct with what they need (a guarding #ifdef, the #defines before them);
+// an include in a comment stays a comment.
+TEST(KernelCompiler, IncludesMoveWithTheirGuardsAndMacros) {
+    const std::string src = "#define RT_TEST_WIDTH 3\n"
+                            "#ifdef __CUDACC__\n#include <cuda_fp16.h>\n#endif\n"
+                            "/*\n#include \"no_such_header.h\"\n*/\n"
+                            "#include <math.h>\n"
+                            "RT_KERNEL void w(int* o) { o[0] = RT_TEST_WIDTH + (int)sqrt(16.0); }\n";
+    const rt::kernels::SplitSource split = rt::kernels::split_includes(src, "inc.cpp");
+    EXPECT_NE(split.includes.find("#define RT_TEST_WIDTH 3"), std::string::npos) << split.includes;
+    const size_t guard = split.includes.find("#ifdef __CUDACC__\n");
+    ASSERT_NE(guard, std::string::npos) << split.includes;
+    const size_t header = split.includes.find("#include <cuda_fp16.h>\n", guard);
+    ASSERT_NE(header, std::string::npos) << split.includes;
+    EXPECT_NE(split.includes.find("#endif\n", header), std::string::npos) << "the guard moves with it: " << split.includes;
+    EXPECT_EQ(split.includes.find("no_such_header"), std::string::npos) << "a commented-out include: " << split.includes;
+    EXPECT_EQ(std::count(split.body.begin(), split.body.end(), '\n'), std::count(src.begin(), src.end(), '\n'))
+        << "the body keeps the source's line count";
+    auto m = load_source(src, "");
+    std::vector<int> out(1, 0);
+    int* po = out.data();
+    run(m->find("w"), {1}, {1}, {&po});
+    EXPECT_EQ(out[0], 7);
+    // What included files hold is not in the key: such a source is compiled again rather than taken from the disk.
+    EXPECT_FALSE(compile(src, "").from_cache);
+    EXPECT_FALSE(compile(src, "").from_cache);
+}
+
 TEST(KernelCompiler, SourcesWithCxxHeadersLinkTheCxxRuntime) {
     const char* src = R"(// cpu only (RT_TEST_EXPECT_COMPILE_ERROR for NVRTC: it has no C++ standard library)
 #include <vector>

@@ -375,14 +375,4 @@ TEST(ModuleCacheLimit, ZeroKeepsNothingInProcess) {
     EXPECT_TRUE(w.expired());
 }
 
-TEST(ModuleCacheLimit, EnvironmentVariableSetsTheLimit) {
-    ASSERT_TRUE(kEnvironmentSet);
-    EXPECT_EQ(rt::kernels::ModuleCache::limit_from_environment(), kCacheLimit);
-    ::setenv("RUNTIME_MODULE_CACHE_LIMIT", "0", 1);
-    EXPECT_EQ(rt::kernels::ModuleCache::limit_from_environment(), 0u);
-    ::unsetenv("RUNTIME_MODULE_CACHE_LIMIT");
-    EXPECT_EQ(rt::kernels::ModuleCache::limit_from_environment(), rt::kernels::ModuleCache::kDefaultLimit);
-    ::setenv("RUNTIME_MODULE_CACHE_LIMIT", std::to_string(kCacheLimit).c_str(), 1);
-}
-
 }  // namespace

@@ -147,7 +147,9 @@ CudaModule::CudaModule(const Driver& d, CUcontext ctx, const std::string& image,
     }
     if (text) ptx_ = image.c_str();
     if (names_.empty() && text) names_ = ptx_entries(image);
-    std::erase(names_, std::string(kBoundedMarker));
+    std::erase_if(names_, [](const std::string& n) {
+        return n == kBoundedMarker || n.rfind(kBoundedKernelPrefix, 0) == 0;  // the runtime's, not kernels
+    });
 }
 
 std::shared_ptr<backend::Function> CudaModule::get_function_impl(const std::string& name) {
@@ -157,12 +159,15 @@ std::shared_ptr<backend::Function> CudaModule::get_function_impl(const std::stri
     const Driver& d = image_->driver;
     CUcontext cur = nullptr;
     if (d.cuCtxGetCurrent(&cur) != CUDA_SUCCESS || cur != image_->ctx) CU_CHECK(d, cuCtxSetCurrent(image_->ctx));
-    if (name == kBoundedMarker) return nullptr;  // the runtime's, not a kernel
+    if (name == kBoundedMarker || name.rfind(kBoundedKernelPrefix, 0) == 0) return nullptr;  // the runtime's
     CUfunction fn = nullptr;
     CUresult r = d.cuModuleGetFunction(&fn, image_->module, name.c_str());
     if (r == CUDA_ERROR_NOT_FOUND) return nullptr;  // the core lists the module's kernels
     if (r != CUDA_SUCCESS) throw_driver_error(d, r, "cuModuleGetFunction");
-    auto f = std::make_shared<CudaFunction>(image_, fn, name, bounded_, ptx_);
+    CUfunction marker = nullptr;  // this kernel takes the extent only if the target bounded it
+    const bool bounded =
+        bounded_ && d.cuModuleGetFunction(&marker, image_->module, (kBoundedKernelPrefix + name).c_str()) == CUDA_SUCCESS;
+    auto f = std::make_shared<CudaFunction>(image_, fn, name, bounded, ptx_);
     functions_.emplace(name, f);
     return f;
 }

@@ -188,6 +188,15 @@ ImageKind image_kind(const std::string& data) {
 
 }  // namespace
 
+namespace {
+std::string bounded_markers(const kernels::Program& program) {
+    std::string out = "extern \"C\" __global__ void " + std::string(kBoundedMarker) + "() {}\n";
+    for (const kernels::KernelDecl& k : program.kernels)
+        out += "extern \"C\" __global__ void " + std::string(kBoundedKernelPrefix) + k.name + "() {}\n";
+    return out;
+}
+}  // namespace
+
 std::string bounded_source(const kernels::Program& program) {
     // Insert back to front, so the offsets of earlier kernels stay valid; nothing inserted contains a newline.
     std::string text = program.source;
@@ -201,7 +210,7 @@ std::string bounded_source(const kernels::Program& program) {
     // The fault record's pointer (rt_assert, cuda_fault_record.h) is defined once per program, set at module load.
     return "#define RT_CUDA_FAULT_RECORD_ 1\n#include \"runtime/kernel.h\"\n__device__ rt_cuda_fault_* " +
            std::string(RT_CUDA_FAULT_RECORD_SYMBOL) + " = nullptr;\n" + kernels::line_directive(program.name, 1) + text + "\n" +
-           kernels::line_directive("<rt generated>", 1) + "extern \"C\" __global__ void " + kBoundedMarker + "() {}\n";
+           kernels::line_directive("<rt generated>", 1) + bounded_markers(program);
 }
 
 CudaTarget::CudaTarget(std::string arch, bool ptx, const Driver* driver, CUcontext ctx, CUdeviceptr fault_record)
@@ -228,14 +237,21 @@ const std::string& CudaTarget::toolkit_include() {
 
 std::string CudaTarget::identity() const {
     // The standard headers given to NVRTC are part of the prelude; the toolkit's headers are found by directory.
+    // So is what the target generates around a source (extent, guard, fault record, markers): a sample program's
+    // bounded text stands for it, so a change to the generator gives new keys. The NVRTC arguments of a program
+    // without options cover the fixed ones.
     static const std::string prelude = [] {
         kcache::Hasher h;
         h.add(kernel_prelude_text()).add(kBoundedMarker).add(RT_CUDA_FAULT_RECORD_SYMBOL);
         for (const auto& [name, text] : kStandardHeaders) h.add(name).add(text);
+        h.add(bounded_source(kernels::read_program("RT_KERNEL void k(int* p) { p[0] = 1; }", "", "sample")));
         return h.hex();
     }();
     const Nvrtc& n = nvrtc();
-    return prelude + format("|nvrtc %d.%d|", n.major, n.minor) + arch_ + image_extension() + "|" + toolkit_include();
+    std::string id = prelude + format("|nvrtc %d.%d|", n.major, n.minor) + arch_ + image_extension() + "|" + toolkit_include();
+    kernels::Program none;
+    for (const std::string& a : nvrtc_arguments(none)) id += "|" + a;
+    return id;
 }
 
 std::vector<std::string> CudaTarget::nvrtc_arguments(const kernels::Program& program) const {

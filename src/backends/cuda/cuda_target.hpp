@@ -22,6 +22,10 @@ std::string bounded_source(const kernels::Program& program);
 /// The empty kernel every module the cuda target builds contains: a module without it (a foreign cubin or PTX)
 /// follows CUDA's convention, takes no extent parameter, and cannot run fewer items than grid x block.
 inline constexpr const char* kBoundedMarker = "rt_bounded_module_v1_";
+/// With it, one empty kernel `<kBoundedKernelPrefix><name>` per kernel the front end found and bounded: only those
+/// take the extent (a kernel the scan missed — one produced by a macro — follows CUDA's convention instead, so
+/// its arguments are never shifted).
+inline constexpr const char* kBoundedKernelPrefix = "rt_bounded_v1_";
 
 /// One per cuda device (its architecture and context), or without a driver for compiling only (runtime-compile).
 class CudaTarget final : public kernels::Target {
