@@ -5,9 +5,7 @@
 #include <cstdio>
 #include <cstring>
 #include <ctime>
-#include <fstream>
 #include <memory>
-#include <sstream>
 #include <string>
 
 #include "backends/cpu/cpu_target.hpp"
@@ -47,19 +45,10 @@ int usage_error(const char* fmt, const char* arg) {
     return 2;
 }
 
-bool read_file(const std::string& path, std::string& out) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) return false;
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    out = ss.str();
-    return true;
-}
-
 /// Copies via a temporary name + rename, so a reader of `dst` never sees half a module.
 void copy_atomic(const std::string& src, const std::string& dst) {
-    std::string data;
-    if (!read_file(src, data)) rt::fail(RT_ERROR_INVALID_VALUE, "cannot read '%s'", src.c_str());
+    std::string data, why;
+    if (!rt::kcache::read_bytes(src, data, why)) rt::fail(RT_ERROR_INVALID_VALUE, "cannot read '%s': %s", src.c_str(), why.c_str());
     rt::kcache::store_bytes(dst, data);
 }
 
@@ -145,8 +134,9 @@ int main(int argc, char** argv) {
         }
 
         std::string source;
-        if (!read_file(input, source)) {
-            std::fprintf(stderr, "runtime-compile: cannot read '%s': %s\n", input.c_str(), std::strerror(errno));
+        std::string why;
+        if (!rt::kcache::read_bytes(input, source, why)) {
+            std::fprintf(stderr, "runtime-compile: cannot read '%s': %s\n", input.c_str(), why.c_str());
             return 1;
         }
         // Quoted includes resolve relative to the source file, as they would in a normal compilation.

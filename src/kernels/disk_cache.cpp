@@ -13,8 +13,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <map>
 #include <mutex>
+#include <sstream>
 
 #include "core/error.hpp"
 
@@ -223,6 +225,22 @@ void publish(const std::string& temp_path, const std::string& final_path) {
         fail(RT_ERROR_INVALID_VALUE, "kernel cache: cannot rename '%s' to '%s': %s", temp_path.c_str(),
              final_path.c_str(), why.c_str());
     }
+}
+
+bool read_bytes(const std::string& path, std::string& out, std::string& why) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) {
+        why = std::strerror(errno);
+        return false;
+    }
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    if (in.bad()) {
+        why = "read error";
+        return false;
+    }
+    out = ss.str();
+    return true;
 }
 
 void store_bytes(const std::string& final_path, std::string_view data) {

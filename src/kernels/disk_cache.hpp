@@ -54,6 +54,9 @@ void publish(const std::string& temp_path, const std::string& final_path);
 /// Writes `data` to a temporary name in the final file's directory, then publish()es it.
 void store_bytes(const std::string& final_path, std::string_view data);
 
+/// The whole file at `path` into `out`; false with the reason (strerror) in `why` if it cannot be read.
+bool read_bytes(const std::string& path, std::string& out, std::string& why);
+
 struct Entry {
     std::string path;
     uint64_t size = 0;

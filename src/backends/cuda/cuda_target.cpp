@@ -8,8 +8,6 @@
 #include <climits>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 #include <utility>
 
 #include "backends/cuda/cuda_backend.hpp"
@@ -38,18 +36,6 @@ struct ProgramGuard {
         if (p) n.nvrtcDestroyProgram(&p);
     }
 };
-
-bool read_file(const std::string& path, std::string& out, std::string& why) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) {
-        why = std::strerror(errno);
-        return false;
-    }
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    out = ss.str();
-    return true;
-}
 
 // NVRTC has no C or C++ standard headers. What a kernel may take from the usual ones is built into NVRTC or the
 // prelude, or given here: the limits of <climits>/<cfloat> (values of the LP64 ABI and IEEE-754 binary32/64, as
@@ -335,7 +321,7 @@ std::shared_ptr<backend::Module> CudaTarget::load(const std::string& path, bool 
     if (!driver_) fail(RT_ERROR_NOT_SUPPORTED, "this cuda target compiles only (it has no device to load '%s' on)", path.c_str());
     if (path.empty()) fail(RT_ERROR_INVALID_VALUE, "cannot load cuda module: the path is empty");
     std::string data, why;
-    if (!read_file(path, data, why)) {
+    if (!kcache::read_bytes(path, data, why)) {
         if (!precompiled) return nullptr;
         fail(RT_ERROR_INVALID_VALUE, "cannot load cuda module '%s': %s", path.c_str(), why.c_str());
     }
