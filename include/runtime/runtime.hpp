@@ -547,6 +547,18 @@ public:
         check(rtModuleGetFunction(&f, handle_, name.c_str()));
         return Kernel(f);
     }
+    /// A module-scope variable (RT_GLOBAL): its device address and size (rtModuleGetGlobal).
+    struct Global {
+        void* ptr;
+        size_t bytes;
+    };
+    /// The module global `name`, device memory for copies while the module is loaded; an unknown name throws
+    /// RT_ERROR_INVALID_VALUE listing the module's globals.
+    Global global(const std::string& name) const {
+        Global g{nullptr, 0};
+        check(rtModuleGetGlobal(&g.ptr, &g.bytes, handle_, name.c_str()));
+        return g;
+    }
 
 private:
     explicit Module(rtModule_t handle) noexcept : handle_(handle) {}

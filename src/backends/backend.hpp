@@ -64,6 +64,21 @@ public:
     /// The kernel of that name, or nullptr. Repeated calls may return the same object.
     virtual std::shared_ptr<Function> get_function_impl(const std::string& name) = 0;
     virtual std::vector<std::string> kernel_names() const = 0;
+
+    /// A module-scope variable (RT_GLOBAL): its device address (for the backend's copies and kernels) and size.
+    struct GlobalSymbol {
+        void* address = nullptr;
+        size_t bytes = 0;
+    };
+    /// The module's global `name`, if it has one; names starting with rt_ (the runtime's own) are never found.
+    /// The memory lives as long as this module (and its functions).
+    virtual bool find_global(const std::string& name, GlobalSymbol& out) {
+        (void)name;
+        (void)out;
+        return false;
+    }
+    /// The names of the module's globals, for messages (empty where the module cannot tell, e.g. a foreign cubin).
+    virtual std::vector<std::string> global_names() const { return {}; }
 };
 
 /// Shape of a launch, validated by the core against DeviceInfo limits.

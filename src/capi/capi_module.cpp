@@ -115,6 +115,16 @@ RT_API rtError_t rtModuleUnload(rtModule_t module) {
     });
 }
 
+RT_API rtError_t rtModuleGetGlobal(void** ptr, size_t* bytes, rtModule_t module, const char* name) {
+    return capi_call("rtModuleGetGlobal", [&] {
+        require_out(ptr, "ptr");
+        if (!name) fail(RT_ERROR_INVALID_VALUE, "name is NULL (expected the name of an RT_GLOBAL variable)");
+        const backend::Module::GlobalSymbol g = find_module(module)->global(name);
+        *ptr = g.address;
+        if (bytes) *bytes = g.bytes;
+    });
+}
+
 RT_API rtError_t rtFunctionGetParamInfo(rtFunction_t function, int* count, size_t* sizes) {
     return capi_call("rtFunctionGetParamInfo", [&] {
         require_out(count, "count");

@@ -32,6 +32,9 @@ const char* kind_words(MemoryKind k) {
 std::string describe(const void* ptr, const PointerInfo& info) {
     if (info.allocation) {
         const Allocation& a = *info.allocation;
+        if (a.module_global)
+            return format("a module global of %s (rtModuleGetGlobal: %p, %zu bytes)", a.device->label().c_str(),
+                          reinterpret_cast<void*>(a.base), a.size);
         return format("%s memory of %s (allocation %p of %zu bytes)", kind_words(a.kind), a.device->label().c_str(),
                       reinterpret_cast<void*>(a.base), a.size);
     }

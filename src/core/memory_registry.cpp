@@ -19,10 +19,25 @@ void MemoryRegistry::insert(const Allocation& allocation) {
     live_.insert(std::move(node));
 }
 
+void MemoryRegistry::retain_module_global(const Allocation& allocation) {
+    std::lock_guard lock(mutex_);
+    auto [it, inserted] = live_.try_emplace(allocation.base, allocation);
+    if (inserted) it->second.refs = 0;
+    it->second.module_global = true;
+    ++it->second.refs;
+}
+
+void MemoryRegistry::release_module_global(uintptr_t base) {
+    std::lock_guard lock(mutex_);
+    auto it = live_.find(base);
+    if (it == live_.end() || !it->second.module_global) return;
+    if (--it->second.refs == 0) live_.erase(it);
+}
+
 std::optional<Allocation> MemoryRegistry::erase(uintptr_t base, MemoryKind kind) {
     std::lock_guard lock(mutex_);
     auto it = live_.find(base);
-    if (it == live_.end() || it->second.kind != kind) return std::nullopt;
+    if (it == live_.end() || it->second.kind != kind || it->second.module_global) return std::nullopt;
     Allocation out = it->second;
     if (spare_nodes_.size() < 64) spare_nodes_.push_back(live_.extract(it));
     else live_.erase(it);
@@ -76,9 +91,9 @@ std::vector<Allocation> MemoryRegistry::take_all() {
 
 size_t MemoryRegistry::count(const CoreDevice* device) const {
     std::lock_guard lock(mutex_);
-    if (!device) return live_.size();
-    return static_cast<size_t>(std::count_if(live_.begin(), live_.end(),
-                                             [&](const auto& kv) { return kv.second.device == device; }));
+    return static_cast<size_t>(std::count_if(live_.begin(), live_.end(), [&](const auto& kv) {
+        return !kv.second.module_global && (!device || kv.second.device == device);
+    }));
 }
 
 }  // namespace rt

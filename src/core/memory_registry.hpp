@@ -29,6 +29,10 @@ struct Allocation {
     /// Pinned host memory: the device whose allocate_host_impl made it, which frees it (null: `device`). rtMallocHost
     /// takes it from a device with portable host memory whichever device is current (DeviceInfo).
     CoreDevice* host_owner = nullptr;
+    /// A module's RT_GLOBAL (rtModuleGetGlobal; kind device): memory of the module, never freed through the registry
+    /// (rtFree refuses it, teardown leaves it, statistics do not count it); `refs` module handles registered it.
+    bool module_global = false;
+    uint32_t refs = 0;
 };
 
 /// Where a pointer lies: inside a live allocation (with the bytes left from it), or nowhere known.
@@ -41,7 +45,11 @@ struct PointerInfo {
 class MemoryRegistry {
 public:
     void insert(const Allocation& allocation);
-    /// Removes the allocation starting exactly at `base`; returns it, or nullopt if none.
+    /// Registers a module global (allocation.module_global), or counts one more handle of one registered already.
+    void retain_module_global(const Allocation& allocation);
+    /// One handle less of the module global at `base`; the last removes it.
+    void release_module_global(uintptr_t base);
+    /// Removes the allocation starting exactly at `base` (never a module global); returns it, or nullopt if none.
     std::optional<Allocation> erase(uintptr_t base, MemoryKind kind);
     PointerInfo lookup(const void* ptr) const;
     /// A live allocation intersecting [ptr, ptr + bytes), if any.
@@ -50,7 +58,7 @@ public:
     bool recently_freed(const void* ptr) const;
     /// Removes and returns every live allocation (teardown).
     std::vector<Allocation> take_all();
-    /// Live allocations of `device` (all devices if null), for statistics and teardown.
+    /// Live allocations of `device` (all devices if null), module globals not counted, for statistics and teardown.
     size_t count(const CoreDevice* device) const;
 
 private:

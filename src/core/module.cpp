@@ -24,10 +24,47 @@ uint64_t CoreModule::function_handle(const std::string& name) {
     return handle;
 }
 
+backend::Module::GlobalSymbol CoreModule::global(const std::string& name) {
+    std::lock_guard lock(mutex_);
+    if (unloaded_) fail(RT_ERROR_INVALID_HANDLE, "the module was unloaded (while global '%s' was being looked up)", name.c_str());
+    auto it = globals_.find(name);
+    if (it != globals_.end()) return it->second;
+    backend::Module::GlobalSymbol g;
+    if (!impl_->find_global(name, g) || !g.address || g.bytes == 0) {
+        const std::vector<std::string> names = impl_->global_names();
+        std::string list;
+        for (const std::string& n : names) list += (list.empty() ? "" : ", ") + n;
+        fail(RT_ERROR_INVALID_VALUE, "the module has no global named '%s' (%s%s)", name.c_str(),
+             names.empty() ? "it declares no RT_GLOBAL variable" : "its globals: ", list.c_str());
+    }
+    // Loads of one source share the module, hence its globals: the registry counts the handles that registered them.
+    Allocation a;
+    a.base = reinterpret_cast<uintptr_t>(g.address);
+    a.size = g.bytes;
+    a.kind = MemoryKind::device;
+    a.device = &device_;
+    a.module_global = true;
+    registry_ = &runtime().registry;
+    registry_->retain_module_global(a);
+    globals_.emplace(name, g);
+    return g;
+}
+
+void CoreModule::release_globals() {
+    for (auto& [name, g] : globals_) registry_->release_module_global(reinterpret_cast<uintptr_t>(g.address));
+    globals_.clear();
+}
+
+CoreModule::~CoreModule() {
+    std::lock_guard lock(mutex_);
+    release_globals();
+}
+
 void CoreModule::unload() {
     {
         std::lock_guard lock(mutex_);
         unloaded_ = true;
+        release_globals();
         for (auto& [name, handle] : functions_) runtime().functions.erase(handle);
         functions_.clear();
     }

@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "backends/backend.hpp"
+#include "core/memory_registry.hpp"
 
 namespace rt {
 
@@ -25,12 +26,21 @@ public:
     /// kernels once their queued launches have run (the code goes with the last reference: the in-process cache's,
     /// another handle's, or a queued launch's).
     void unload();
+    ~CoreModule();
+
+    /// The module global `name` (RT_GLOBAL): its device address and size, registered as device memory of the
+    /// module's device for as long as this handle is loaded (copies accept it; rtFree refuses it). Unknown name:
+    /// INVALID_VALUE listing the module's globals; after unload(): INVALID_HANDLE.
+    backend::Module::GlobalSymbol global(const std::string& name);
 
 private:
+    void release_globals();  // mutex_ held
     CoreDevice& device_;
     std::shared_ptr<backend::Module> impl_;
     std::mutex mutex_;
     std::unordered_map<std::string, uint64_t> functions_;
+    std::unordered_map<std::string, backend::Module::GlobalSymbol> globals_;  // registered by global()
+    MemoryRegistry* registry_ = nullptr;  // where they are registered (the destructor may run in the runtime's)
     bool unloaded_ = false;  // under mutex_: unload() ran
 };
 

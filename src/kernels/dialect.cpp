@@ -1,6 +1,7 @@
 // The kernel dialect's front end: option rules, kernel discovery (outside comments and literals), include splitting.
 #include "kernels/dialect.hpp"
 
+#include <algorithm>
 #include <cctype>
 
 #include "core/error.hpp"
@@ -113,9 +114,10 @@ std::vector<std::string> parse_options(const std::string& options) {
     return out;
 }
 
-std::vector<KernelDecl> scan_kernels(const std::string& source) {
-    // Preprocessor directives are blanked too (with their '\\' continuations): a kernel written inside a #define is
-    // not a kernel of the source until the macro is expanded, which the front end does not do.
+namespace {
+/// code_only(source) with the preprocessor directives blanked too (with their '\\' continuations): a kernel written
+/// inside a #define is not a kernel of the source until the macro is expanded, which the front end does not do.
+std::string declarations_only(const std::string& source) {
     std::string code = code_only(source);
     for (size_t line = 0; line < code.size();) {
         size_t end = code.find('\n', line);
@@ -133,6 +135,63 @@ std::vector<KernelDecl> scan_kernels(const std::string& source) {
         }
         line = end + 1;
     }
+    return code;
+}
+
+size_t line_of(const std::string& text, size_t offset) {
+    size_t line = 1;
+    for (size_t i = 0; i < offset && i < text.size(); ++i) line += text[i] == '\n';
+    return line;
+}
+
+/// Offsets of the whole-word occurrences of `word` in `code`, each with the brace depth there.
+std::vector<std::pair<size_t, int>> find_words(const std::string& code, const std::string& word) {
+    std::vector<std::pair<size_t, int>> out;
+    int depth = 0;
+    for (size_t i = 0; i < code.size(); ++i) {
+        const char c = code[i];
+        if (c == '{') ++depth;
+        else if (c == '}') --depth;
+        else if (c == word[0] && code.compare(i, word.size(), word) == 0 && (i == 0 || !is_ident(code[i - 1])) &&
+                 (i + word.size() >= code.size() || !is_ident(code[i + word.size()]))) {
+            out.emplace_back(i, depth);
+            i += word.size() - 1;
+        }
+    }
+    return out;
+}
+
+/// True if `template <...>` ends just before `pos` (whitespace between).
+bool after_template_header(const std::string& code, size_t pos) {
+    size_t p = pos;
+    while (p > 0 && std::isspace(static_cast<unsigned char>(code[p - 1]))) --p;
+    if (p == 0 || code[p - 1] != '>') return false;
+    int depth = 0;
+    size_t q = p;
+    while (q > 0) {
+        --q;
+        if (code[q] == '>') ++depth;
+        else if (code[q] == '<' && --depth == 0) break;
+    }
+    if (depth != 0) return false;
+    while (q > 0 && std::isspace(static_cast<unsigned char>(code[q - 1]))) --q;
+    return q >= 8 && code.compare(q - 8, 8, "template") == 0 && (q == 8 || !is_ident(code[q - 9]));
+}
+
+std::string collapse_spaces(const std::string& text) {
+    std::string out;
+    for (char c : text) {
+        const bool space = std::isspace(static_cast<unsigned char>(c));
+        if (space && (out.empty() || out.back() == ' ')) continue;
+        out += space ? ' ' : c;
+    }
+    while (!out.empty() && out.back() == ' ') out.pop_back();
+    return out;
+}
+}  // namespace
+
+std::vector<KernelDecl> scan_kernels(const std::string& source) {
+    const std::string code = declarations_only(source);
     std::vector<KernelDecl> kernels;
     auto skip_ws = [&](size_t& p) {
         while (p < code.size() && std::isspace(static_cast<unsigned char>(code[p]))) ++p;
@@ -150,6 +209,8 @@ std::vector<KernelDecl> scan_kernels(const std::string& source) {
         if (p == start || !is_ident_start(code[start])) continue;
         KernelDecl k;
         k.name = code.substr(start, p - start);
+        k.keyword = pos;
+        k.is_template = after_template_header(code, pos);
         skip_ws(p);
         if (p >= code.size() || code[p] != '(') continue;
         k.params_open = p;
@@ -193,7 +254,8 @@ std::vector<KernelDecl> scan_kernels(const std::string& source) {
 
 std::vector<std::string> find_kernel_names(const std::string& source) {
     std::vector<std::string> names;
-    for (const KernelDecl& k : scan_kernels(source)) names.push_back(k.name);
+    for (const KernelDecl& k : scan_kernels(source))
+        if (!k.is_template) names.push_back(k.name);
     return names;
 }
 
@@ -310,19 +372,131 @@ SplitSource split_includes(const std::string& source, const std::string& name) {
 
 bool Program::includes_files() const { return !split_includes(source, name).includes.empty(); }
 
+std::vector<Program::EntryPoint> Program::entry_points() const {
+    std::vector<EntryPoint> out;
+    for (const KernelDecl& k : kernels)
+        if (!k.is_template) out.push_back({k.name, k.name});
+    for (const Instantiation& i : instantiations) out.push_back({i.name, i.expression});
+    return out;
+}
+
 std::vector<std::string> Program::kernel_names() const {
     std::vector<std::string> names;
-    for (const KernelDecl& k : kernels) names.push_back(k.name);
+    for (const EntryPoint& e : entry_points()) names.push_back(e.name);
     return names;
+}
+
+std::vector<Instantiation> scan_instantiations(const std::string& source, const std::vector<KernelDecl>& kernels) {
+    static const std::string kWord = "RT_KERNEL_INSTANTIATE";
+    const std::string code = declarations_only(source);
+    std::vector<std::string> templates, names;
+    for (const KernelDecl& k : kernels) (k.is_template ? templates : names).push_back(k.name);
+    std::vector<Instantiation> out;
+    for (const auto& [pos, depth] : find_words(code, kWord)) {
+        const size_t line = line_of(code, pos);
+        auto refuse = [&](const std::string& why) {
+            fail(RT_ERROR_INVALID_VALUE, "RT_KERNEL_INSTANTIATE at line %zu: %s (expected `RT_KERNEL_INSTANTIATE(name, "
+                 "template<arguments>);` at file scope, e.g. RT_KERNEL_INSTANTIATE(axpy_f32, axpy<float>);)", line,
+                 why.c_str());
+        };
+        if (depth != 0) refuse("it is not at file scope");
+        size_t open = pos + kWord.size();
+        while (open < code.size() && std::isspace(static_cast<unsigned char>(code[open]))) ++open;
+        if (open >= code.size() || code[open] != '(') refuse("no argument list follows");
+        size_t close = open, comma = std::string::npos;
+        int d = 0;
+        for (; close < code.size(); ++close) {
+            if (code[close] == '(') ++d;
+            else if (code[close] == ')' && --d == 0) break;
+            else if (code[close] == ',' && d == 1 && comma == std::string::npos) comma = close;
+        }
+        if (close >= code.size()) refuse("its argument list is not closed");
+        if (comma == std::string::npos) refuse("it takes two arguments, the kernel's name and the instantiation");
+        Instantiation inst;
+        inst.name = collapse_spaces(code.substr(open + 1, comma - open - 1));
+        inst.expression = collapse_spaces(code.substr(comma + 1, close - comma - 1));
+        bool ident = !inst.name.empty() && is_ident_start(inst.name[0]);
+        for (char c : inst.name) ident = ident && is_ident(c);
+        if (!ident) refuse("the name '" + inst.name + "' is not an identifier");
+        const size_t lt = inst.expression.find('<');
+        inst.templ = collapse_spaces(inst.expression.substr(0, lt));
+        if (lt == std::string::npos || inst.expression.back() != '>')
+            refuse("'" + inst.expression + "' is not a template with its arguments (e.g. axpy<float>)");
+        if (std::find(templates.begin(), templates.end(), inst.templ) == templates.end())
+            refuse("'" + inst.templ + "' is not a kernel template of the source (its kernel templates: " +
+                   (templates.empty() ? std::string("none") : join(templates)) + ")");
+        if (std::find(names.begin(), names.end(), inst.name) != names.end())
+            refuse("the kernel name '" + inst.name + "' is already taken (a kernel or an instantiation has it)");
+        names.push_back(inst.name);
+        out.push_back(std::move(inst));
+    }
+    return out;
+}
+
+std::vector<std::string> scan_globals(const std::string& source) {
+    const std::string code = declarations_only(source);
+    std::vector<std::string> out;
+    for (const auto& [pos, depth] : find_words(code, "RT_GLOBAL")) {
+        const size_t line = line_of(code, pos);
+        auto refuse = [&](const std::string& why) {
+            fail(RT_ERROR_INVALID_VALUE, "RT_GLOBAL at line %zu: %s (expected one variable at file scope: `RT_GLOBAL "
+                 "type name = value;` or `RT_GLOBAL type name[count];`)", line, why.c_str());
+        };
+        if (depth != 0) refuse("it is not at file scope (module globals are declared outside functions and structs)");
+        // The declarator runs to the initialiser or the end of the declaration; the name is the last identifier
+        // before its first '[' (an array) or before its end.
+        size_t end = pos + 9, bracket = std::string::npos;
+        int parens = 0;
+        for (; end < code.size(); ++end) {
+            const char c = code[end];
+            if (c == '(' || c == '<') ++parens;
+            else if (c == ')' || c == '>') --parens;
+            else if (parens == 0 && (c == '=' || c == ';' || c == '{')) break;
+            else if (parens == 0 && c == ',') refuse("it declares several variables: declare one per RT_GLOBAL");
+            else if (c == '[' && bracket == std::string::npos) bracket = end;
+        }
+        const std::string decl = code.substr(pos + 9, (bracket == std::string::npos ? end : bracket) - pos - 9);
+        std::vector<std::string> words;
+        for (size_t i = 0; i < decl.size();) {
+            if (is_ident_start(decl[i])) {
+                size_t j = i;
+                while (j < decl.size() && is_ident(decl[j])) ++j;
+                words.push_back(decl.substr(i, j - i));
+                i = j;
+            } else {
+                ++i;
+            }
+        }
+        if (words.size() < 2) refuse("no type and name follow it");
+        for (const std::string& w : words)
+            if (w == "const" || w == "constexpr")
+                refuse("'" + words.back() + "' is " + w + ", but the host writes module globals (use `static constexpr` "
+                       "for a constant)");
+        if (words.back().rfind("rt_", 0) == 0) refuse("the name '" + words.back() + "' starts with rt_, the runtime's");
+        if (std::find(out.begin(), out.end(), words.back()) != out.end())
+            refuse("'" + words.back() + "' is declared twice");
+        out.push_back(words.back());
+    }
+    return out;
 }
 
 Program read_program(const std::string& source, const std::string& options, const std::string& name) {
     Program p;
     p.options = parse_options(options);
     p.kernels = scan_kernels(source);
-    if (p.kernels.empty())
+    p.instantiations = scan_instantiations(source, p.kernels);
+    p.globals = scan_globals(source);
+    if (p.entry_points().empty()) {
+        std::vector<std::string> templates;
+        for (const KernelDecl& k : p.kernels) templates.push_back(k.name);
+        if (!templates.empty())
+            fail(RT_ERROR_INVALID_VALUE,
+                 "no kernel in source '%s': its kernel templates (%s) are never instantiated (add "
+                 "`RT_KERNEL_INSTANTIATE(name, %s<arguments>);`)", name.c_str(), join(templates).c_str(),
+                 templates[0].c_str());
         fail(RT_ERROR_INVALID_VALUE,
              "no kernel in source '%s': a kernel is declared as `RT_KERNEL void name(parameters) { … }`", name.c_str());
+    }
     p.source = source;
     p.name = name;
     p.option_text = options;

@@ -19,13 +19,31 @@ struct KernelDecl {
     size_t params_close = 0;  ///< offset of its matching ')'
     size_t body_open = 0;     ///< offset of the body's '{' (after any attributes between ')' and it)
     bool no_params = false;   ///< the list holds nothing but `void` (comments and whitespace aside)
+    size_t keyword = 0;       ///< offset of its RT_KERNEL
+    bool is_template = false; ///< `template <...> RT_KERNEL void name(...)`: a kernel only through RT_KERNEL_INSTANTIATE
 };
+
+/// `RT_KERNEL_INSTANTIATE(name, expression);` at file scope: the kernel `name` is the instantiation `expression`
+/// (e.g. `axpy<float>`) of the kernel template `templ`.
+struct Instantiation {
+    std::string name;
+    std::string expression;  ///< as written, whitespace runs made one space
+    std::string templ;
+};
+/// The kernel instantiations of `source`. Refused (INVALID_VALUE, with the line): a malformed one, one not at file
+/// scope, one whose template is not a kernel template of `kernels`, a name used twice (with the kernels' names).
+std::vector<Instantiation> scan_instantiations(const std::string& source, const std::vector<KernelDecl>& kernels);
+
+/// The names of the module-scope variables `RT_GLOBAL type name[dims] = init;` of `source`, in source order.
+/// Refused (INVALID_VALUE, with the line): one not at file scope, several names in one declaration, a const or
+/// constexpr one (the host writes globals), a name starting with rt_ (the runtime's).
+std::vector<std::string> scan_globals(const std::string& source);
 
 /// The kernel definitions of `source`, in source order (a declaration without a body is not one). A name defined
 /// twice: rt::Error(INVALID_VALUE) (kernels cannot be overloaded: a name is what rtModuleGetFunction looks up on every
 /// backend); `noexcept`: INVALID_VALUE. Kernels must be written out: one produced by a macro is not found.
 std::vector<KernelDecl> scan_kernels(const std::string& source);
-/// The names of scan_kernels(source).
+/// The names of the kernels of scan_kernels(source) that are not templates.
 std::vector<std::string> find_kernel_names(const std::string& source);
 
 /// `#line <line> "<name>"` with the name escaped, and a newline.
@@ -49,7 +67,16 @@ struct Program {
     std::string name;                 ///< the file name diagnostics and rt_assert report (via #line)
     std::string option_text;          ///< as given (for messages)
     std::vector<std::string> options; ///< parse_options(option_text)
-    std::vector<KernelDecl> kernels;  ///< at least one
+    std::vector<KernelDecl> kernels;  ///< kernels and kernel templates
+    std::vector<Instantiation> instantiations;
+    std::vector<std::string> globals; ///< scan_globals(source)
+    /// What a module of this program exports, each as its name and the member or expression a target calls: the
+    /// kernels that are not templates (name, name), then the instantiations (name, expression). At least one.
+    struct EntryPoint {
+        std::string name, expression;
+    };
+    std::vector<EntryPoint> entry_points() const;
+    /// The names of entry_points().
     std::vector<std::string> kernel_names() const;
     /// True if the source includes a file other than the prelude (whose contents a cache key does not cover).
     bool includes_files() const;

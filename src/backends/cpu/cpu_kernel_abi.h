@@ -9,8 +9,9 @@ extern "C" {
 #endif
 
 /* Bumped whenever a struct below changes; a module built for another ABI is refused at load.
- * 6: modules carry ISA records and may hold several variants (below). */
-#define RT_CPU_ABI_VERSION 6
+ * 6: modules carry ISA records and may hold several variants (below).
+ * 7: modules export their module-scope variables (RT_GLOBAL): rt_cpu_module_globals. */
+#define RT_CPU_ABI_VERSION 7
 
 /* The largest block[0] of a cpu launch (the device's max_block_size[0]): rows of a staged twin fit its
  * stage (RT_STAGE_ITEMS). */
@@ -63,11 +64,20 @@ typedef struct rt_cpu_kernel_info {
     const size_t* arg_sizes; /* num_args sizes, in bytes, of the parameters */
 } rt_cpu_kernel_info;
 
+/* A module-scope variable of the module (RT_GLOBAL): its name, address and size in bytes. */
+typedef struct rt_cpu_global_info {
+    const char* name;
+    void* address;
+    size_t bytes;
+} rt_cpu_global_info;
+
 /* Every module exports these symbols: the ABI version, and the kernel table of each variant (variant 0:
  * "rt_cpu_module_kernels"; variant i > 0: "rt_cpu_module_kernels_v<i>"). Its section ".rt_cpu_isa" records the
  * instruction-set features of each variant (cpu_isa.hpp), read from the file before it is loaded. */
 typedef int (*rt_cpu_module_abi_fn)(void);                              /* "rt_cpu_module_abi": RT_CPU_ABI_VERSION */
 typedef const rt_cpu_kernel_info* (*rt_cpu_module_kernels_fn)(int* count); /* "rt_cpu_module_kernels[_v<i>]" */
+/* "rt_cpu_module_globals": the module's globals (one table for all variants; *count 0 and NULL when none). */
+typedef const rt_cpu_global_info* (*rt_cpu_module_globals_fn)(int* count);
 
 #ifdef __cplusplus
 }

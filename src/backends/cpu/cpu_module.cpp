@@ -98,7 +98,29 @@ void* open_module(const std::string& path, Refusal& refusal, const rt_cpu_kernel
 }  // namespace
 
 CpuModule::CpuModule(void* handle, std::string path, const rt_cpu_kernel_info* kernels, int count, std::string variant)
-    : handle_(handle), path_(std::move(path)), kernels_(kernels), count_(count), variant_(std::move(variant)) {}
+    : handle_(handle), path_(std::move(path)), kernels_(kernels), count_(count), variant_(std::move(variant)) {
+    // One table for all variants (ABI 7); a module without one has no globals.
+    if (auto list = reinterpret_cast<rt_cpu_module_globals_fn>(::dlsym(handle_, "rt_cpu_module_globals"))) {
+        int n = 0;
+        const rt_cpu_global_info* g = list(&n);
+        if (n > 0 && g) {
+            globals_ = g;
+            global_count_ = n;
+        }
+    }
+}
+
+const rt_cpu_global_info* CpuModule::find_global(const std::string& name) const {
+    for (int i = 0; i < global_count_; ++i)
+        if (globals_[i].name && name == globals_[i].name) return &globals_[i];
+    return nullptr;
+}
+
+std::vector<std::string> CpuModule::global_names() const {
+    std::vector<std::string> names;
+    for (int i = 0; i < global_count_; ++i) names.emplace_back(globals_[i].name ? globals_[i].name : "");
+    return names;
+}
 
 CpuModule::~CpuModule() {
     if (handle_) ::dlclose(handle_);
@@ -144,5 +166,14 @@ std::shared_ptr<backend::Function> CpuKernelModule::get_function_impl(const std:
 }
 
 std::vector<std::string> CpuKernelModule::kernel_names() const { return module_->kernel_names(); }
+
+bool CpuKernelModule::find_global(const std::string& name, GlobalSymbol& out) {
+    if (name.rfind("rt_", 0) == 0) return false;
+    const rt_cpu_global_info* g = module_->find_global(name);
+    if (!g) return false;
+    out.address = g->address;
+    out.bytes = g->bytes;
+    return true;
+}
 
 }  // namespace rt::cpu

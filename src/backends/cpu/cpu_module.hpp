@@ -22,6 +22,9 @@ public:
     /// nullptr if the module has no kernel of that name.
     const rt_cpu_kernel_info* find(const std::string& name) const;
     std::vector<std::string> kernel_names() const;
+    /// The module's RT_GLOBAL variables (rt_cpu_module_globals), nullptr if none of that name.
+    const rt_cpu_global_info* find_global(const std::string& name) const;
+    std::vector<std::string> global_names() const;
     /// The shared object this module was loaded from.
     const std::string& path() const { return path_; }
     /// The instruction set of the variant loaded ("native", "x86-64-v3", ...: the best of the module's variants
@@ -41,6 +44,8 @@ private:
     const rt_cpu_kernel_info* kernels_;
     int count_;
     std::string variant_;
+    const rt_cpu_global_info* globals_ = nullptr;
+    int global_count_ = 0;
 };
 
 class CpuFunction final : public backend::Function {
@@ -63,6 +68,8 @@ public:
     explicit CpuKernelModule(std::shared_ptr<CpuModule> module) : module_(std::move(module)) {}
     std::shared_ptr<backend::Function> get_function_impl(const std::string& name) override;
     std::vector<std::string> kernel_names() const override;
+    bool find_global(const std::string& name, GlobalSymbol& out) override;
+    std::vector<std::string> global_names() const override { return module_->global_names(); }
     const std::shared_ptr<CpuModule>& module() const { return module_; }
 
 private:

@@ -234,29 +234,41 @@ std::string generate_translation_unit(const kernels::Program& program, int index
     tu += kernels::line_directive("runtime/cpu_entry.h", 1);
     tu += cpu_entry_text();
     tu += kernels::line_directive("<rt generated entries>", 1);
-    const std::vector<std::string> names = program.kernel_names();
+    const std::vector<kernels::Program::EntryPoint> entries = program.entry_points();
     // Variants of one module are linked together: their entries and tables have names of their own, and code they
     // share (inline functions, templates not inlined) is variant 0's, the baseline (the linker keeps the first copy).
-    for (const std::string& k : names) {
+    // An entry calls its kernel by member: `k`, or the instantiation `axpy<float>` of a kernel template.
+    for (const auto& [k, member] : entries) {
         tu += "extern \"C\" __attribute__((flatten)) void rt_entry_" + k + suffix +
               "(const rt_cpu_launch* L, void* const* args) {\n"
-              "    typedef rt_sig_<decltype(&rt_module_::" + k + ")> S;\n";
-        if (has_staged_twin(program.source, k))
+              "    typedef rt_sig_<decltype(&rt_module_::" + member + ")> S;\n";
+        if (k == member && has_staged_twin(program.source, k))
             tu += "    S::run_staged<&rt_module_::" + k + ", &rt_module_::rt_staged_" + k + ", &rt_module_::rt_row_" + k +
                   ", rt_module_::rt_staging_" + k + ">(L, args);\n}\n";
         else
-            tu += "    S::run<&rt_module_::" + k + ">(L, args);\n}\n";
+            tu += "    S::run<&rt_module_::" + member + " >(L, args);\n}\n";
     }
     tu += "static const rt_cpu_kernel_info rt_kernels_[] = {\n";
-    for (const std::string& k : names)
-        tu += "    {\"" + k + "\", &rt_entry_" + k + suffix + ", rt_sig_<decltype(&rt_module_::" + k +
-              ")>::count, rt_sig_<decltype(&rt_module_::" + k + ")>::sizes},\n";
+    for (const auto& [k, member] : entries)
+        tu += "    {\"" + k + "\", &rt_entry_" + k + suffix + ", rt_sig_<decltype(&rt_module_::" + member +
+              ")>::count, rt_sig_<decltype(&rt_module_::" + member + ")>::sizes},\n";
     tu += "};\n";
-    if (index == 0)
+    if (index == 0) {
         tu += "extern \"C\" __attribute__((visibility(\"default\"))) int rt_cpu_module_abi(void) { return RT_CPU_ABI_VERSION; }\n";
+        // The module's RT_GLOBAL variables (inline static members of rt_module_: one copy, whatever the variants).
+        if (!program.globals.empty()) {
+            tu += "static const rt_cpu_global_info rt_globals_[] = {\n";
+            for (const std::string& g : program.globals)
+                tu += "    {\"" + g + "\", (void*)&rt_module_::" + g + ", sizeof(rt_module_::" + g + ")},\n";
+            tu += "};\n";
+        }
+        tu += "extern \"C\" __attribute__((visibility(\"default\"))) const rt_cpu_global_info* "
+              "rt_cpu_module_globals(int* count) {\n    *count = " + std::to_string(program.globals.size()) +
+              ";\n    return " + (program.globals.empty() ? "0" : "rt_globals_") + ";\n}\n";
+    }
     tu += "extern \"C\" __attribute__((visibility(\"default\"))) const rt_cpu_kernel_info* rt_cpu_module_kernels" + suffix +
           "(int* count) {\n"
-          "    *count = " + std::to_string(names.size()) + ";\n    return rt_kernels_;\n}\n";
+          "    *count = " + std::to_string(entries.size()) + ";\n    return rt_kernels_;\n}\n";
     tu += isa_record_source(index, isa);
     return tu;
 }

@@ -67,7 +67,9 @@ class CudaFunction final : public backend::Function {
 public:
     /// `bounded`: the kernel was built by the cuda target and takes the launch's extent first (cuda_target.hpp).
     /// `ptx`: the module's PTX text, if it is one (parameter sizes on drivers that cannot report them).
-    CudaFunction(std::shared_ptr<ModuleImage> image, CUfunction fn, std::string name, bool bounded, const std::string& ptx);
+    /// `symbol`: its name in the image (the lowered name of a kernel instantiation; else `name`).
+    CudaFunction(std::shared_ptr<ModuleImage> image, CUfunction fn, std::string name, bool bounded, const std::string& ptx,
+                 const std::string& symbol);
     const std::string& name() const override { return name_; }
     /// From cuFuncGetParamInfo (driver 12.4+), the extent of a bounded kernel not counted; -1 (launches not
     /// arity-checked) on older drivers.
@@ -90,9 +92,14 @@ public:
     /// Loads `image` (cubin, PTX with its NUL, or fatbin) into `ctx`. Its kernels are enumerated from the module
     /// (driver 12.4+) or the PTX text; it is bounded when it holds kBoundedMarker (built by the cuda target), and then
     /// its rt_assert record pointer (RT_CUDA_FAULT_RECORD_SYMBOL) is set to `fault_record` (a device address; 0: not).
-    CudaModule(const Driver& d, CUcontext ctx, const std::string& image, CUdeviceptr fault_record = 0);
+    /// `meta`: what the cuda target recorded beside the image (kernel instantiations' lowered names, globals).
+    CudaModule(const Driver& d, CUcontext ctx, const std::string& image, CUdeviceptr fault_record = 0,
+               ImageMeta meta = {});
     std::shared_ptr<backend::Function> get_function_impl(const std::string& name) override;
     std::vector<std::string> kernel_names() const override { return names_; }
+    /// cuModuleGetGlobal; in a module the cuda target built, only the names it recorded (its RT_GLOBALs).
+    bool find_global(const std::string& name, GlobalSymbol& out) override;
+    std::vector<std::string> global_names() const override { return meta_.globals; }
 
 private:
     std::shared_ptr<ModuleImage> image_;
@@ -101,6 +108,7 @@ private:
     std::unordered_map<std::string, std::shared_ptr<CudaFunction>> functions_;
     bool bounded_ = false;
     std::string ptx_;  // the image, when it is PTX text
+    ImageMeta meta_;
 };
 
 /// The failure one record of a cuda event carries: its stream's pending failure, captured in stream order by an

@@ -1,4 +1,5 @@
 // cuda modules and functions: CUmodule loading (cubin, PTX, fatbin), kernel names, parameter sizes.
+#include <algorithm>
 #include <cctype>
 #include <cstdint>
 #include <cstring>
@@ -70,7 +71,7 @@ ModuleImage::~ModuleImage() {
 }
 
 CudaFunction::CudaFunction(std::shared_ptr<ModuleImage> image, CUfunction fn, std::string name, bool bounded,
-                           const std::string& ptx)
+                           const std::string& ptx, const std::string& symbol)
     : image_(std::move(image)), fn_(fn), name_(std::move(name)), bounded_(bounded) {
     const Driver& d = image_->driver;
     bool known = d.cuFuncGetParamInfo != nullptr;
@@ -86,7 +87,7 @@ CudaFunction::CudaFunction(std::shared_ptr<ModuleImage> image, CUfunction fn, st
         }
     }
     // Older drivers, or cubins they cannot describe: the PTX text's parameter list, when the image is PTX.
-    if (!known && !(ptx.empty() || !ptx_param_sizes(ptx, name_, sizes_))) known = true;
+    if (!known && !(ptx.empty() || !ptx_param_sizes(ptx, symbol, sizes_))) known = true;
     if (!known) {
         // CUDA's convention without an arity check, possible only without an extent to put first.
         if (bounded_) fail(RT_ERROR_NOT_SUPPORTED, "kernel '%s': this CUDA driver cannot report its parameters "
@@ -101,8 +102,9 @@ CudaFunction::CudaFunction(std::shared_ptr<ModuleImage> image, CUfunction fn, st
     num_args_ = static_cast<int>(sizes_.size());
 }
 
-CudaModule::CudaModule(const Driver& d, CUcontext ctx, const std::string& image, CUdeviceptr fault_record)
-    : image_(new ModuleImage{d, ctx, nullptr}) {
+CudaModule::CudaModule(const Driver& d, CUcontext ctx, const std::string& image, CUdeviceptr fault_record,
+                       ImageMeta meta)
+    : image_(new ModuleImage{d, ctx, nullptr}), meta_(std::move(meta)) {
     const bool text = std::strlen(image.c_str()) + 1 >= image.size();
     if (text && d.cuModuleLoadDataEx) {
         // PTX is compiled by the driver's JIT here: ask for its error log, which says what it rejected and where.
@@ -150,6 +152,29 @@ CudaModule::CudaModule(const Driver& d, CUcontext ctx, const std::string& image,
     std::erase_if(names_, [](const std::string& n) {
         return n == kBoundedMarker || n.rfind(kBoundedKernelPrefix, 0) == 0;  // the runtime's, not kernels
     });
+    // Kernel instantiations go by their kernel names, not their lowered ones.
+    for (const auto& [name, lowered] : meta_.kernels) {
+        auto it = std::find(names_.begin(), names_.end(), lowered);
+        if (it != names_.end()) *it = name;
+        else if (std::find(names_.begin(), names_.end(), name) == names_.end()) names_.push_back(name);
+    }
+}
+
+bool CudaModule::find_global(const std::string& name, GlobalSymbol& out) {
+    if (name.rfind("rt_", 0) == 0) return false;
+    if (meta_.present && std::find(meta_.globals.begin(), meta_.globals.end(), name) == meta_.globals.end()) return false;
+    std::lock_guard lock(mutex_);
+    const Driver& d = image_->driver;
+    CUcontext cur = nullptr;
+    if (d.cuCtxGetCurrent(&cur) != CUDA_SUCCESS || cur != image_->ctx) CU_CHECK(d, cuCtxSetCurrent(image_->ctx));
+    CUdeviceptr p = 0;
+    size_t bytes = 0;
+    CUresult r = d.cuModuleGetGlobal(&p, &bytes, image_->module, name.c_str());
+    if (r == CUDA_ERROR_NOT_FOUND) return false;
+    if (r != CUDA_SUCCESS) throw_driver_error(d, r, "cuModuleGetGlobal");
+    out.address = reinterpret_cast<void*>(static_cast<uintptr_t>(p));
+    out.bytes = bytes;
+    return true;
 }
 
 std::shared_ptr<backend::Function> CudaModule::get_function_impl(const std::string& name) {
@@ -160,14 +185,17 @@ std::shared_ptr<backend::Function> CudaModule::get_function_impl(const std::stri
     CUcontext cur = nullptr;
     if (d.cuCtxGetCurrent(&cur) != CUDA_SUCCESS || cur != image_->ctx) CU_CHECK(d, cuCtxSetCurrent(image_->ctx));
     if (name == kBoundedMarker || name.rfind(kBoundedKernelPrefix, 0) == 0) return nullptr;  // the runtime's
+    std::string symbol = name;
+    for (const auto& [kernel, lowered] : meta_.kernels)
+        if (kernel == name) symbol = lowered;
     CUfunction fn = nullptr;
-    CUresult r = d.cuModuleGetFunction(&fn, image_->module, name.c_str());
+    CUresult r = d.cuModuleGetFunction(&fn, image_->module, symbol.c_str());
     if (r == CUDA_ERROR_NOT_FOUND) return nullptr;  // the core lists the module's kernels
     if (r != CUDA_SUCCESS) throw_driver_error(d, r, "cuModuleGetFunction");
     CUfunction marker = nullptr;  // this kernel takes the extent only if the target bounded it
     const bool bounded =
         bounded_ && d.cuModuleGetFunction(&marker, image_->module, (kBoundedKernelPrefix + name).c_str()) == CUDA_SUCCESS;
-    auto f = std::make_shared<CudaFunction>(image_, fn, name, bounded, ptx_);
+    auto f = std::make_shared<CudaFunction>(image_, fn, name, bounded, ptx_, symbol);
     functions_.emplace(name, f);
     return f;
 }

@@ -177,11 +177,56 @@ ImageKind image_kind(const std::string& data) {
 namespace {
 std::string bounded_markers(const kernels::Program& program) {
     std::string out = "extern \"C\" __global__ void " + std::string(kBoundedMarker) + "() {}\n";
-    for (const kernels::KernelDecl& k : program.kernels)
-        out += "extern \"C\" __global__ void " + std::string(kBoundedKernelPrefix) + k.name + "() {}\n";
+    for (const std::string& k : program.kernel_names())
+        out += "extern \"C\" __global__ void " + std::string(kBoundedKernelPrefix) + k + "() {}\n";
     return out;
 }
+
+/// The trailer's end: its length in 8 hex digits, then this tag.
+constexpr const char kMetaTag[] = "RTMETA1\n";
+constexpr size_t kMetaTagSize = sizeof kMetaTag - 1;
 }  // namespace
+
+std::string append_image_meta(const std::string& image, const ImageMeta& meta) {
+    if (meta.kernels.empty() && meta.globals.empty()) return image;
+    std::string text = "\n";  // a PTX image stays text
+    for (const auto& [name, lowered] : meta.kernels) text += "kernel " + name + " " + lowered + "\n";
+    for (const std::string& g : meta.globals) text += "global " + g + "\n";
+    return image + text + format("%08zx", text.size()) + kMetaTag;
+}
+
+bool split_image_meta(std::string& data, ImageMeta& meta) {
+    const size_t tail = 8 + kMetaTagSize;
+    if (data.size() < tail || data.compare(data.size() - kMetaTagSize, kMetaTagSize, kMetaTag) != 0) return false;
+    const std::string digits = data.substr(data.size() - tail, 8);
+    if (digits.find_first_not_of("0123456789abcdef") != std::string::npos) return false;
+    const size_t length = std::stoul(digits, nullptr, 16);
+    if (length > data.size() - tail) return false;
+    const size_t start = data.size() - tail - length;
+    const std::string text = data.substr(start, length);
+    ImageMeta m;
+    m.present = true;
+    size_t pos = 0;
+    while (pos < text.size()) {
+        size_t end = text.find('\n', pos);
+        if (end == std::string::npos) end = text.size();
+        const std::string line = text.substr(pos, end - pos);
+        pos = end + 1;
+        const size_t sp = line.find(' ');
+        if (line.rfind("kernel ", 0) == 0) {
+            const size_t sp2 = line.find(' ', sp + 1);
+            if (sp2 == std::string::npos) return false;
+            m.kernels.emplace_back(line.substr(sp + 1, sp2 - sp - 1), line.substr(sp2 + 1));
+        } else if (line.rfind("global ", 0) == 0) {
+            m.globals.push_back(line.substr(sp + 1));
+        } else if (!line.empty()) {
+            return false;
+        }
+    }
+    data.resize(start);
+    meta = std::move(m);
+    return true;
+}
 
 std::string bounded_source(const kernels::Program& program) {
     // Insert back to front, so the offsets of earlier kernels stay valid; nothing inserted contains a newline.
@@ -192,6 +237,8 @@ std::string bounded_source(const kernels::Program& program) {
             text.replace(k->params_open + 1, k->params_close - k->params_open - 1, "rt_extent_ rt_extent_");
         else
             text.insert(k->params_open + 1, "rt_extent_ rt_extent_, ");
+        // A template cannot have C linkage: its instantiations are found by their lowered names (build()).
+        if (k->is_template) text.replace(k->keyword, 9, "__global__");
     }
     // The fault record's pointer (rt_assert, cuda_fault_record.h) is defined once per program, set at module load.
     return "#define RT_CUDA_FAULT_RECORD_ 1\n#include \"runtime/kernel.h\"\n__device__ rt_cuda_fault_* " +
@@ -279,6 +326,14 @@ double CudaTarget::build(const kernels::Program& program, const std::string& out
     if (r != NVRTC_SUCCESS)
         fail(r == NVRTC_ERROR_OUT_OF_MEMORY ? RT_ERROR_OUT_OF_MEMORY : RT_ERROR_COMPILE_FAILED,
              "nvrtcCreateProgram failed: %s", nvrtc_error(n, r).c_str());
+    // Kernel instantiations are named to NVRTC, which instantiates them and tells their lowered names.
+    if (!program.instantiations.empty() && (!n.nvrtcAddNameExpression || !n.nvrtcGetLoweredName))
+        fail(RT_ERROR_NOT_SUPPORTED, "compiling '%s' for cuda: kernel templates (RT_KERNEL_INSTANTIATE) need NVRTC's "
+             "nvrtcAddNameExpression and nvrtcGetLoweredName, which %s lacks", program.name.c_str(), n.library.c_str());
+    for (const kernels::Instantiation& i : program.instantiations)
+        if ((r = n.nvrtcAddNameExpression(prog.p, i.expression.c_str())) != NVRTC_SUCCESS)
+            fail(RT_ERROR_COMPILE_FAILED, "nvrtcAddNameExpression('%s') failed: %s", i.expression.c_str(),
+                 nvrtc_error(n, r).c_str());
     std::vector<const char*> argv;
     for (const std::string& a : args) argv.push_back(a.c_str());
     r = n.nvrtcCompileProgram(prog.p, static_cast<int>(argv.size()), argv.data());
@@ -313,7 +368,16 @@ double CudaTarget::build(const kernels::Program& program, const std::string& out
     if (r != NVRTC_SUCCESS || image.empty())
         fail(RT_ERROR_COMPILE_FAILED, "NVRTC compiled '%s' but returned no %s: %s", program.name.c_str(),
              cubin ? "cubin" : "PTX", nvrtc_error(n, r).c_str());
-    kcache::store_bytes(out, image);
+    ImageMeta meta;
+    for (const kernels::Instantiation& i : program.instantiations) {
+        const char* lowered = nullptr;
+        if ((r = n.nvrtcGetLoweredName(prog.p, i.expression.c_str(), &lowered)) != NVRTC_SUCCESS || !lowered)
+            fail(RT_ERROR_COMPILE_FAILED, "NVRTC compiled '%s' but has no lowered name for the kernel '%s' (%s): %s",
+                 program.name.c_str(), i.name.c_str(), i.expression.c_str(), nvrtc_error(n, r).c_str());
+        meta.kernels.emplace_back(i.name, lowered);
+    }
+    meta.globals = program.globals;
+    kcache::store_bytes(out, append_image_meta(image, meta));
     return seconds;
 }
 
@@ -325,6 +389,8 @@ std::shared_ptr<backend::Module> CudaTarget::load(const std::string& path, bool 
         if (!precompiled) return nullptr;
         fail(RT_ERROR_INVALID_VALUE, "cannot load cuda module '%s': %s", path.c_str(), why.c_str());
     }
+    ImageMeta meta;
+    split_image_meta(data, meta);
     const ImageKind kind = image_kind(data);
     if (kind == ImageKind::unknown) {
         if (!precompiled) return nullptr;
@@ -341,7 +407,7 @@ std::shared_ptr<backend::Module> CudaTarget::load(const std::string& path, bool 
     if (kind == ImageKind::ptx) data.push_back('\0');  // cuModuleLoadData reads PTX as a C string
     make_current(*driver_, ctx_);
     try {
-        return std::make_shared<CudaModule>(*driver_, ctx_, data, fault_record_);
+        return std::make_shared<CudaModule>(*driver_, ctx_, data, fault_record_, meta);
     } catch (const Error& e) {
         if (!precompiled) return nullptr;  // a damaged entry, or one this driver no longer accepts: compiled over
         throw Error(e.code(), "cannot load cuda module '" + path + "': " + e.what());

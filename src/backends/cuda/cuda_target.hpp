@@ -5,6 +5,8 @@
 
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "backends/cuda/cuda_driver.hpp"
 #include "kernels/target.hpp"
@@ -18,6 +20,20 @@ namespace rt::cuda {
 /// rt_assert record's pointer (RT_CUDA_FAULT_RECORD_SYMBOL, set when the module is loaded), and the marker kernel
 /// that tells a module built so (kBoundedMarker).
 std::string bounded_source(const kernels::Program& program);
+
+/// What the cuda target records about a module beside the driver's image (issue 13): the lowered (mangled) names of
+/// the kernel instantiations (RT_KERNEL_INSTANTIATE), looked up by their kernel names, and the module's RT_GLOBAL
+/// names. Appended to the image file as a trailer (the driver never sees it: load() splits it off); an image
+/// without instantiations or globals has none, and is the NVRTC output byte for byte.
+struct ImageMeta {
+    bool present = false;  ///< the image had a trailer
+    std::vector<std::pair<std::string, std::string>> kernels;  ///< (kernel name, lowered name)
+    std::vector<std::string> globals;
+};
+/// `image` with `meta` appended as a trailer (`image` itself when meta has no kernels and no globals).
+std::string append_image_meta(const std::string& image, const ImageMeta& meta);
+/// Splits the trailer off `data` (an image file's bytes) into `meta`; false (data untouched) when there is none.
+bool split_image_meta(std::string& data, ImageMeta& meta);
 
 /// The empty kernel every module the cuda target builds contains: a module without it (a foreign cubin or PTX)
 /// follows CUDA's convention, takes no extent parameter, and cannot run fewer items than grid x block.

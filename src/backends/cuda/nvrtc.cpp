@@ -196,6 +196,8 @@ Nvrtc load_nvrtc(const std::vector<std::string>& candidates) {
         resolve(n.nvrtcGetPTX, "nvrtcGetPTX", true);
         resolve(n.nvrtcGetCUBINSize, "nvrtcGetCUBINSize", false);
         resolve(n.nvrtcGetCUBIN, "nvrtcGetCUBIN", false);
+        resolve(n.nvrtcAddNameExpression, "nvrtcAddNameExpression", false);
+        resolve(n.nvrtcGetLoweredName, "nvrtcGetLoweredName", false);
         if (!missing.empty()) {
             n.why += (n.why.empty() ? "" : "; ") + name + ": lacks " + missing;
             continue;  // never dlclose'd: harmless, and closing libraries with static state is risky

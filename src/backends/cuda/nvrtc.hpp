@@ -22,6 +22,8 @@ struct Nvrtc {
     RT_NVRTC_FN_(nvrtcGetPTX);
     RT_NVRTC_FN_(nvrtcGetCUBINSize);  // optional: 11.1+; without it only PTX is produced
     RT_NVRTC_FN_(nvrtcGetCUBIN);
+    RT_NVRTC_FN_(nvrtcAddNameExpression);  // optional: kernel templates (RT_KERNEL_INSTANTIATE) need both
+    RT_NVRTC_FN_(nvrtcGetLoweredName);
 
     bool available = false;
     int major = 0, minor = 0;
