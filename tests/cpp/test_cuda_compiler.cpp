@@ -155,6 +155,52 @@ TEST_F(CudaCompiler, CubinAndPtxForSm90) {
     EXPECT_NE(c.key, p.key);
 }
 
+// Kernel templates (issue 13): the instantiation is compiled by name expression, and its lowered name is recorded in
+// the image's trailer with the module's globals; the driver gets the image without the trailer.
+TEST_F(CudaCompiler, KernelInstantiationsAndGlobalsAreRecordedBesideTheImage) {
+    const std::string src = "RT_GLOBAL float gain = 1.0f;\n"
+                            "template <class T> RT_KERNEL void axpy(T a, const T* x, T* y) { y[0] = a * x[0] * gain; }\n"
+                            "RT_KERNEL_INSTANTIATE(axpy_f32, axpy<float>);\nRT_KERNEL_INSTANTIATE(axpy_f64, axpy< double >);\n";
+    for (bool ptx : {false, true}) {
+        CudaCompileResult r = compile(src, "", "sm_90", "kernel_source", ptx);
+        EXPECT_EQ(r.kernels, (std::vector<std::string>{"axpy_f32", "axpy_f64"}));
+        std::string data = r.image;
+        rt::cuda::ImageMeta meta;
+        ASSERT_TRUE(rt::cuda::split_image_meta(data, meta));
+        EXPECT_TRUE(meta.present);
+        ASSERT_EQ(meta.kernels.size(), 2u);
+        EXPECT_EQ(meta.kernels[0].first, "axpy_f32");
+        EXPECT_EQ(meta.kernels[1].first, "axpy_f64");
+        EXPECT_EQ(meta.kernels[0].second.rfind("_Z", 0), 0u) << meta.kernels[0].second;  // a mangled name
+        EXPECT_NE(meta.kernels[0].second, meta.kernels[1].second);
+        EXPECT_EQ(meta.globals, std::vector<std::string>{"gain"});
+        EXPECT_TRUE(contains(data, meta.kernels[1].second)) << "the lowered name is the image's symbol";
+        if (ptx) {
+            EXPECT_TRUE(contains(data, ".global .align 4 .f32 gain = ")) << "an unmangled __device__ variable";
+            EXPECT_EQ(data.find("RTMETA1"), std::string::npos);
+        } else {
+            EXPECT_EQ(data.compare(0, 4, "\x7f" "ELF"), 0);
+        }
+    }
+    // A source without either has no trailer: the image is NVRTC's output.
+    std::string plain = compile(kScale, "", "sm_90").image;
+    rt::cuda::ImageMeta none;
+    EXPECT_FALSE(rt::cuda::split_image_meta(plain, none));
+    // A damaged trailer is not one.
+    std::string bad = "image\nkernel a b\n00000010RTMETA1\n";
+    EXPECT_FALSE(rt::cuda::split_image_meta(bad, none));
+    EXPECT_EQ(bad, "image\nkernel a b\n00000010RTMETA1\n");
+}
+
+TEST(CudaTarget, BoundedSourceGivesKernelTemplatesCxxLinkage) {
+    const std::string src = "template <class T>\nRT_KERNEL void t(T* o) {\n    o[0] = 1;\n}\nRT_KERNEL_INSTANTIATE(t_i, t<int>);\n";
+    const std::string text = rt::cuda::bounded_source(rt::kernels::read_program(src, "", "k.cu"));
+    EXPECT_TRUE(contains(text, "__global__ void t(rt_extent_ rt_extent_, T* o) { if (rt_outside_(rt_extent_)) return;"))
+        << text;
+    EXPECT_TRUE(contains(text, "rt_bounded_v1_t_i()")) << "the marker goes by the instantiation's name";
+    EXPECT_FALSE(contains(text, "rt_bounded_v1_t()"));
+}
+
 // Exact global sizes: every kernel gets the extent first and returns for the items past it; line numbers stay.
 TEST(CudaTarget, BoundedSourceAddsTheExtentOnTheKernelsOwnLines) {
     const std::string src = "RT_KERNEL void k(int* o, int n) {\n    o[0] = n;\n}\n"

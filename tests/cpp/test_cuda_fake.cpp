@@ -774,6 +774,64 @@ TEST_F(FakeCuda, SourceModulesCompileWithNvrtcAndLaunchesReachTheDriver) {
     ASSERT_RT_OK(rtModuleUnload(m2));
 }
 
+// Module globals and kernel templates on cuda (issue 13): rtModuleGetGlobal gives the driver's cuModuleGetGlobal
+// address, registered as device memory of the cuda device (copies round-trip; the fake zeroes globals instead of
+// initialising them, and runs no kernel code); an instantiation is looked up by its kernel name, launched under its
+// lowered name with the extent first.
+TEST_F(FakeCuda, ModuleGlobalsAndKernelTemplatesReachTheDriver) {
+    const char* src = R"(
+RT_GLOBAL float gain = 2.0f;
+RT_GLOBAL int32_t lut[8];
+template <class T> RT_KERNEL void axpy(T a, const T* x, T* y) {
+    size_t i = get_global_id(0);
+    y[i] = a * x[i] * gain + y[i] + (T)lut[i % 8];
+}
+RT_KERNEL_INSTANTIATE(axpy_f64, axpy<double>);
+RT_KERNEL void plain(float* x) { x[0] = gain; }
+)";
+    rtModule_t m = nullptr;
+    ASSERT_RT_OK(rtModuleLoadSource(&m, src, nullptr));
+    void* g = nullptr;
+    size_t bytes = 0;
+    ASSERT_RT_OK(rtModuleGetGlobal(&g, &bytes, m, "lut"));
+    EXPECT_EQ(bytes, 32u);
+    const int32_t lut[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    ASSERT_RT_OK(rtMemcpy(g, lut, sizeof lut, RT_MEMCPY_HOST_TO_DEVICE));
+    int32_t back[8] = {};
+    ASSERT_RT_OK(rtMemcpy(back, g, sizeof back, RT_MEMCPY_DEFAULT));
+    EXPECT_EQ(std::memcmp(back, lut, sizeof lut), 0);
+    EXPECT_RT_ERROR(RT_ERROR_INVALID_VALUE, rtModuleGetGlobal(&g, &bytes, m, "gian"));
+    EXPECT_TRUE(contains(last_message(), "its globals: gain, lut")) << last_message();
+    EXPECT_RT_ERROR(RT_ERROR_INVALID_VALUE, rtModuleGetGlobal(&g, &bytes, m, "rt_cuda_fault_record_"));
+    EXPECT_RT_ERROR(RT_ERROR_INVALID_VALUE, rtFree(g));
+
+    rtFunction_t f = nullptr;
+    ASSERT_RT_OK(rtModuleGetFunction(&f, m, "axpy_f64"));
+    int count = 4;
+    size_t sizes[4] = {};
+    ASSERT_RT_OK(rtFunctionGetParamInfo(f, &count, sizes));
+    EXPECT_EQ(count, 3) << "the extent is not the kernel's";
+    EXPECT_EQ(sizes[0], 8u);
+    rtFunction_t missing = nullptr;
+    EXPECT_RT_ERROR(RT_ERROR_NOT_FOUND, rtModuleGetFunction(&missing, m, "axpy"));
+    EXPECT_TRUE(contains(last_message(), "axpy_f64")) << last_message();
+    EXPECT_TRUE(contains(last_message(), "plain")) << last_message();
+    rt_test::DevBuf x(800), y(800);
+    double a = 3.0;
+    void* xp = x.get();
+    void* yp = y.get();
+    void* args[] = {&a, &xp, &yp};
+    ASSERT_RT_OK(rt_test::launch_ex(f, rtDim3{2, 1, 1}, rtDim3{64, 1, 1}, args, 3, nullptr, 0, nullptr, 100));
+    ASSERT_RT_OK(rtDeviceSynchronize());
+    FakeCudaLaunch l{};
+    ASSERT_TRUE(fake().last_launch(&l));
+    EXPECT_TRUE(contains(l.kernel, "axpy")) << l.kernel;
+    EXPECT_NE(std::string(l.kernel), "axpy_f64") << "launched under its lowered name";
+
+    ASSERT_RT_OK(rtModuleUnload(m));
+    EXPECT_RT_ERROR(RT_ERROR_INVALID_HANDLE, rtModuleGetGlobal(&g, &bytes, m, "lut"));
+}
+
 // The marker kernel of modules the cuda target builds (src/backends/cuda/cuda_target.hpp).
 constexpr const char* kBoundedMarker = "rt_bounded_module_v1_";
 
