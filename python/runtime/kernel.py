@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
+import numpy as np
+
 from . import _core
-from .core import Stream, make_error
+from .core import DeviceMemory, Stream, _device_obj, _MemExtra, make_error
 from .errors import InvalidValueError
 from .launch import plan, shape
 
@@ -21,6 +23,7 @@ class Module:
         self._handle = 0
         self._handle = _core.module_load_source(source, options)
         self._functions: dict = {}
+        self._device = _core.get_device()
 
     @classmethod
     def from_file(cls, path: str) -> "Module":
@@ -29,6 +32,7 @@ class Module:
         m._handle = 0
         m._handle = _core.module_load_file(str(path))
         m._functions = {}
+        m._device = _core.get_device()
         return m
 
     @property
@@ -44,6 +48,22 @@ class Module:
             f = self._functions[name] = Function(self, name, _core.module_get_function(self.handle, name))
         return f
 
+    def get_global(self, name: str, dtype: Any = None) -> DeviceMemory:
+        """The module-scope variable `name` (`RT_GLOBAL type name = ...;` in the source) as DeviceMemory over its
+        bytes: copies to and from it reach the variable the kernels use (rtModuleGetGlobal). With `dtype`, typed
+        memory of nbytes // itemsize elements; without, untyped (a first typed copy gives it its dtype and shape).
+        It keeps the module loaded; freeing it only lets go of it. An unknown name raises InvalidValueError listing
+        the module's globals."""
+        ptr, nbytes = _core.module_get_global(self.handle, str(name))
+        dt = None if dtype is None else np.dtype(dtype)
+        if dt is not None and nbytes % dt.itemsize:
+            raise make_error(InvalidValueError, f"get_global: '{name}' has {nbytes} bytes, not a whole number of "
+                                                f"{dt} elements ({dt.itemsize} bytes)")
+        ext = _MemExtra()
+        ext.imported = _ModuleHold(self)
+        return DeviceMemory(ptr, nbytes, _device_obj(self._device), dt, ext,
+                            None if dt is None else (nbytes // dt.itemsize,))
+
     def unload(self) -> None:
         """Release the module; launches already queued still complete."""
         h, self._handle = self._handle, 0
@@ -55,6 +75,18 @@ class Module:
             self.unload()
         except Exception:
             pass
+
+
+class _ModuleHold:
+    """What a module global's DeviceMemory holds: its module, kept loaded until the memory is let go of."""
+
+    __slots__ = ("module",)
+
+    def __init__(self, module: Module) -> None:
+        self.module: Optional[Module] = module
+
+    def release(self) -> None:
+        self.module = None
 
 
 class Function:

@@ -885,6 +885,12 @@ NB_MODULE(_core, m) {
         nogil("rtModuleGetFunction", [&] { return rtModuleGetFunction(&f, as_handle<rtModule_st>(mod), name.c_str()); });
         return as_int(f);
     });
+    m.def("module_get_global", [](uintptr_t mod, const std::string& name) {
+        void* ptr = nullptr;
+        size_t bytes = 0;
+        nogil("rtModuleGetGlobal", [&] { return rtModuleGetGlobal(&ptr, &bytes, as_handle<rtModule_st>(mod), name.c_str()); });
+        return nb::make_tuple(as_int(ptr), bytes);
+    });
     m.def("module_unload", [](uintptr_t mod) {
         nogil("rtModuleUnload", [&] { return rtModuleUnload(as_handle<rtModule_st>(mod)); });
     });

@@ -44,7 +44,7 @@
 //  - FAKE_CUDA_FAIL_RETAIN=<ordinal>[,<ordinal>...] (read at each call): cuDevicePrimaryCtxRetain of those devices
 //    fails with CUDA_ERROR_DEVICE_UNAVAILABLE, as for a GPU in exclusive-process mode that another process holds.
 //  - Module globals (cuModuleGetGlobal: PTX `.global` names, a cubin's OBJECT symbols) are zeroed host memory of the
-//    symbol's size, written by cuMemcpyHtoD. fake_cuda_assert_next_launch makes the next launch write rt_assert's
+//    symbol's size, device memory to copies and fills. fake_cuda_assert_next_launch makes the next launch write rt_assert's
 //    fault record through its module's RT_CUDA_FAULT_RECORD_SYMBOL, as a failing kernel would.
 //  - cuMemHostGetDevicePointer returns the host address (unified addressing).
 //  - PTX whose `.target sm_XY` is newer than the device (9.0) is refused by the "JIT" with CUDA_ERROR_INVALID_PTX
@@ -337,14 +337,19 @@ CUresult current(CUctx_st** out, bool allow_sticky = false) {
     return CUDA_SUCCESS;
 }
 
-/// How [p, p+n) lies in device memory (S().m held): 1 inside one allocation or accessible mapped chunks,
-/// 0 not device memory at all, -1 starting in device memory but running past it.
+/// How [p, p+n) lies in device memory (S().m held): 1 inside one allocation, module global or accessible mapped
+/// chunks, 0 not device memory at all, -1 starting in device memory but running past it.
 int device_range(uintptr_t p, size_t n) {
     State& s = S();
     auto it = s.allocs.upper_bound(p);
     if (it != s.allocs.begin()) {
         --it;
         if (p < it->first + it->second.bytes) return p + n <= it->first + it->second.bytes ? 1 : -1;
+    }
+    auto g = s.globals.upper_bound(p);  // a module global is device memory: copies and fills reach it
+    if (g != s.globals.begin()) {
+        --g;
+        if (p < g->first + g->second) return p + n <= g->first + g->second ? 1 : -1;
     }
     auto m = s.mappings.upper_bound(p);
     if (m == s.mappings.begin()) return 0;
