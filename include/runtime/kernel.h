@@ -1,4 +1,5 @@
-/* kernel.h — the prelude of the kernel dialect: RT_KERNEL/RT_DEVICE, work-item built-ins, math, atomics, rt_assert (cpu and CUDA). */
+/* kernel.h — the prelude of the kernel dialect: RT_KERNEL/RT_DEVICE, work-item built-ins, math, atomics, rt_assert,
+ * 16-bit and vector types, rt_printf, module globals, kernel templates (cpu and CUDA). */
 /*
  * A kernel source is C++17 that compiles both for the cpu backend (host C++) and as CUDA C++:
  *
@@ -19,8 +20,46 @@
  * <climits>/<limits.h> (INT_MAX, ...), <cfloat>/<float.h> (FLT_MAX, DBL_EPSILON, ...), <cmath> (the math
  * above, also as std::sqrt, ...) and <cstdint>; on CUDA they are the runtime's own minimal versions, and the
  * CUDA toolkit's headers (cuda_fp16.h, ...) are on the include path when the toolkit is found.
- * Atomics on global memory, returning the old value: atomic_add, atomic_min, atomic_max, atomic_cas(p,
- * expected, desired), atomic_exchange — for int32_t, uint32_t, int64_t, uint64_t, float and double.
+ * get_global_linear_id(), get_local_linear_id(), get_group_linear_id(): the ids flattened, x fastest
+ * ((id(2) * size(1) + id(1)) * size(0) + id(0)).
+ *
+ * Types (both backends, one layout; trivially copyable: kernel parameters, pointers, elements of device memory):
+ *   - rt_half (IEEE binary16) and rt_bfloat16: 16-bit storage types. `rt_half h = x;` / `rt_half(x)` rounds a
+ *     float to nearest, ties to even (subnormals and infinities exact, NaN stays NaN); `(float)h` is exact; `h.bits`
+ *     is the encoding, rt_half::from_bits(b) makes one. Arithmetic and comparisons convert to float, on cpu and
+ *     cuda alike (an expression is computed in float and rounded once, where it is stored), so results agree across
+ *     backends; `h += x` etc. store the rounded result. cuda converts with the GPU's cvt instructions.
+ *   - rt_float2/3/4, rt_double2/3/4, rt_int2/3/4, rt_uint2/3/4: members x, y, z, w, CUDA's sizes and alignments
+ *     (2 and 4 components aligned to their size up to 16 bytes, rt_float3 12 bytes aligned to 4); component-wise
+ *     + - * / with a vector or an element-type scalar on either side, unary -, += -= *= /=, == and != (every
+ *     component), rt_make_float4(x, y, z, w) and the like, or braces: rt_int2 v = {1, 2}.
+ * Kernel parameters of any trivially copyable type arrive whole whatever their alignment (an alignas(32) struct).
+ *
+ * Atomics on global memory, returning the old value: atomic_add, atomic_sub, atomic_min, atomic_max,
+ * atomic_exchange, atomic_cas(p, expected, desired) — for int32_t, uint32_t, int64_t, uint64_t, float and double;
+ * atomic_and, atomic_or, atomic_xor, and atomic_inc(p)/atomic_dec(p) (OpenCL's: add or subtract 1) — for the
+ * integer types. Each takes an optional last argument, the memory order: rt_memory_order_relaxed, _acquire,
+ * _release, _acq_rel, _seq_cst. The default is what each backend's atomics were before orders existed: seq_cst on
+ * cpu, relaxed on cuda (CUDA's atomic*); portable code that needs ordering says so. On cuda a stronger order adds
+ * __threadfence() before (release, acq_rel, seq_cst) and after (acquire, acq_rel, seq_cst) the relaxed atomic.
+ * rt_fence(order): a fence (cpu __atomic_thread_fence; cuda __threadfence() for every order but relaxed).
+ *
+ * rt_printf(format, ...): printf from a kernel. cpu: the process's C stdout, each call's text written whole (stdio
+ * locks the stream for the call), a work-item's calls in its program order; the calls of different items (and
+ * groups) interleave in any order; stdio's buffering applies (flush stdout to see text sent to a pipe or file at
+ * once). cuda: CUDA's device printf: the device's buffer reaches stdout at the driver's synchronize points (a
+ * stream or device synchronize, an event wait, a blocking copy), a call's text whole, no order between threads;
+ * the buffer is finite (text past it is lost). Portable conversions: %d %i %u %x %ld %lld %llu %f %e %g %s %c %p
+ * (pass size_t as unsigned long long with %llu).
+ *
+ * Module globals: `RT_GLOBAL float scale = 2.0f;` or `RT_GLOBAL int32_t table[256];` at file scope declares a
+ * variable of the module that every kernel of it reads and writes, and the host through rtModuleGetGlobal (device
+ * memory for copies). One variable per RT_GLOBAL, not const (the host writes it), names not starting with rt_.
+ *
+ * Kernel templates: `template <class T> RT_KERNEL void axpy(T a, const T* x, T* y) { ... }` is a kernel only through
+ * its instantiations, each named at file scope: `RT_KERNEL_INSTANTIATE(axpy_f32, axpy<float>);` gives the kernel
+ * axpy_f32 (rtModuleGetFunction(..., "axpy_f32")); the template itself cannot be looked up. Instantiating what is
+ * not a kernel template of the source, or taking a name twice, is refused (RT_ERROR_INVALID_VALUE).
  * rt_assert(cond): on failure the launch fails with the expression, file and line, and the failing
  * work-item stops there: nothing after the assert runs for it (CUDA: the thread records the failure for the
  * runtime and exits, the launch's other threads run on, and the device stays usable; cpu: the work-item's piece
@@ -43,8 +82,8 @@
  * verbatim, inside `struct rt_module_ : rt_kernel_base_ { ... };` — kernels and RT_DEVICE functions
  * become member functions, so built-ins read the work-item's ids from the object without thread-locals,
  * and a work-group is one loop the compiler can vectorise. Hence, in kernel sources on cpu:
- *   - no namespaces, `using namespace`, `extern "C"`, global variables or explicit template
- *     specialisations; file-scope constants must be `static constexpr` (or macros);
+ *   - no namespaces, `using namespace`, `extern "C"`, global variables other than RT_GLOBAL ones, or explicit
+ *     template specialisations; file-scope constants must be `static constexpr` (or macros);
  *   - `static` functions and member functions of your own structs cannot call the work-item built-ins or
  *     rt_assert (they are members of the kernel object); RT_DEVICE functions can;
  *   - kernel names are unique (no overloaded kernels); kernel parameters are scalars, pointers or
@@ -52,7 +91,6 @@
  *   - `#include` lines are moved before the struct (an include of this header is dropped: the prelude
  *     is always present); diagnostics carry the source's own line numbers;
  *   - no work-group barriers or shared memory (not in the dialect yet).
- * Atomics are sequentially consistent on cpu; like CUDA's, portable code must not rely on their ordering.
  *
  * Launch size. A launch runs exactly its global size of work-items in each dimension, on every backend:
  * rtLaunchConfig.global when given, else grid x block. Items of a partial last work-group past the global size
