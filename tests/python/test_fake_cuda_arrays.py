@@ -115,7 +115,8 @@ CHECKS = {
 def test_fake_cuda_arrays(check, tmp_path):
     lib = _fake_lib()
     if lib is None:
-        pytest.skip("the fake CUDA driver is not built (build/tests/fake_cuda/libfake_cuda.so; set RUNTIME_FAKE_CUDA_LIB)")
+        pytest.skip("the fake CUDA driver is not built (build/tests/fake_cuda/libfake_cuda.so; "
+                    "set RUNTIME_FAKE_CUDA_LIB)")
     env = dict(os.environ, RUNTIME_CUDA_DRIVER_LIB=lib, RUNTIME_CACHE_DIR=str(tmp_path))
     env.pop("RUNTIME_CUDA", None)
     code = PRELUDE + textwrap.dedent(CHECKS[check])
