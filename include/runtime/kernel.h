@@ -652,13 +652,15 @@ RT_TFN_ uint16_t rt_bfloat16_from_float_(float f) { return rt_float_to_bfloat16_
 
 /* 16-bit storage types: converted to float for arithmetic and comparisons (on both backends, so results agree:
  * an expression is computed in float and rounded once, where it is stored into an rt_half). `(float)h`,
- * `rt_half(x)`, `rt_half h = 1.5f;`, `h += x`. `bits` is the encoding. */
+ * `rt_half(x)`, `rt_half h = 1.5f;`, `h += x`. `bits` is the encoding; from_bits is constexpr (an RT_GLOBAL of these
+ * types is initialised with it, `RT_GLOBAL rt_half h = rt_half::from_bits(0x3e00);`: a __device__ variable takes
+ * constant initialisers only). */
 struct rt_half {
     uint16_t bits;
     rt_half() = default;
     RT_MFN_ rt_half(float f) : bits(rt_half_from_float_(f)) {}
     RT_MFN_ operator float() const { return rt_half_to_float_(bits); }
-    RT_MFN_ static rt_half from_bits(uint16_t b) { rt_half h; h.bits = b; return h; }
+    RT_MFN_ static constexpr rt_half from_bits(uint16_t b) { rt_half h{}; h.bits = b; return h; }
     RT_MFN_ rt_half& operator+=(float v) { return *this = rt_half((float)*this + v); }
     RT_MFN_ rt_half& operator-=(float v) { return *this = rt_half((float)*this - v); }
     RT_MFN_ rt_half& operator*=(float v) { return *this = rt_half((float)*this * v); }
@@ -669,7 +671,7 @@ struct rt_bfloat16 {
     rt_bfloat16() = default;
     RT_MFN_ rt_bfloat16(float f) : bits(rt_bfloat16_from_float_(f)) {}
     RT_MFN_ operator float() const { return rt_u2f_((uint32_t)bits << 16); }
-    RT_MFN_ static rt_bfloat16 from_bits(uint16_t b) { rt_bfloat16 h; h.bits = b; return h; }
+    RT_MFN_ static constexpr rt_bfloat16 from_bits(uint16_t b) { rt_bfloat16 h{}; h.bits = b; return h; }
     RT_MFN_ rt_bfloat16& operator+=(float v) { return *this = rt_bfloat16((float)*this + v); }
     RT_MFN_ rt_bfloat16& operator-=(float v) { return *this = rt_bfloat16((float)*this - v); }
     RT_MFN_ rt_bfloat16& operator*=(float v) { return *this = rt_bfloat16((float)*this * v); }

@@ -246,12 +246,13 @@ RT_GLOBAL int32_t table[4] = {1, 2, 3, 4};
 RT_GLOBAL unsigned long long counter;
 RT_GLOBAL rt_float2 offset = {0.5f, -0.5f};
 RT_GLOBAL int32_t written;
+RT_GLOBAL rt_half half_one = rt_half::from_bits(0x3c00);  // a constant initialiser (a __device__ variable's rule)
 
 RT_DEVICE float scaled(float v) { return v * scale + offset.x + offset.y; }
 
 RT_KERNEL void use_globals(float* out) {
     size_t i = get_global_id(0);
-    out[i] = scaled((float)table[i % 4]);
+    out[i] = scaled((float)table[i % 4]) * (float)half_one;
     atomic_add(&counter, 1ull);
     if (i == 0) written = 40;
 }
@@ -739,6 +740,11 @@ TEST_P(DialectTypes, GlobalsAreReadAndWrittenFromTheHostAndSeenByKernels) {
     ASSERT_RT_OK(rtModuleGetGlobal(&p, nullptr, fresh, "scale"));
     ASSERT_RT_OK(rtMemcpy(&back, p, 4, RT_MEMCPY_DEVICE_TO_HOST));
     EXPECT_EQ(back, 2.0f);
+    ASSERT_RT_OK(rtModuleGetGlobal(&p, &bytes, fresh, "half_one"));
+    EXPECT_EQ(bytes, 2u);
+    uint16_t one = 0;
+    ASSERT_RT_OK(rtMemcpy(&one, p, 2, RT_MEMCPY_DEVICE_TO_HOST));
+    EXPECT_EQ(one, 0x3c00);
 }
 
 TEST_P(DialectTypes, GlobalErrorsNameWhatIsWrong) {
