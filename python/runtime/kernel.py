@@ -91,7 +91,8 @@ class _ModuleHold:
 
 class Function:
     """A kernel of a Module. Arguments: DeviceMemory (a pointer), NumPy scalars (their exact type), Python ints
-    (an integer of the parameter's size) and floats (float for 4-byte, double for 8-byte parameters).
+    (an integer of the parameter's size) and floats (float for 4-byte, double for 8-byte parameters); a parameter
+    of more than 8 bytes (a struct, rt_float4) takes a NumPy scalar of its size (e.g. a structured np.void) or bytes.
     A launch runs exactly the items of its global size (on every backend) and, unlike a @runtime.jit kernel's,
     passes no hidden sizes. Arguments are packed by the packer @runtime.jit kernels use (runtime/launch.py)."""
 

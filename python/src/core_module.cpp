@@ -269,6 +269,8 @@ struct LaunchPlan {
     int first_buf = -1;
     size_t first_itemsize = 1;
     int device = 0;
+    std::vector<size_t> wide_at;  // per parameter: its offset among the parameters of more than 8 bytes
+    size_t wide_bytes = 0;
 
     LaunchPlan(uintptr_t f, std::string kernel_name, std::string c, nb::list w, std::vector<size_t> param_sizes,
                std::vector<std::string> names, nb::object memtype, nb::object scalartype, int nd,
@@ -289,6 +291,10 @@ struct LaunchPlan {
             want.push_back(o);
             sizes.push_back(sz);
             if (codes[i] == 'P' && first_buf < 0) first_buf = static_cast<int>(i);
+        }
+        for (size_t i = 0; i < codes.size(); ++i) {
+            wide_at.push_back(wide_bytes);
+            if (sizes[i] > 8) wide_bytes += sizes[i];
         }
         for (int d = 0; d < nd; ++d) sizes.push_back(8);
         mem_type = memtype.inc_ref().ptr();
@@ -416,7 +422,7 @@ struct LaunchPlan {
     // An argument of an untyped (runtime.Function) parameter of n bytes into its slot.
     bool pack_untyped(PyObject* o, size_t n, uint64_t& slot, Refusal& r) const {
         slot = 0;
-        if (n < 1 || n > 8) { r.why = "parameters of more than 8 bytes are not supported"; return false; }
+        if (n < 1 || n > 8) { r.why = "a parameter of " + std::to_string(n) + " bytes"; return false; }
         const auto size_refusal = [&](size_t have) {
             r.why = "it is " + std::to_string(have) + (have == 1 ? " byte" : " bytes");
             return false;
@@ -443,6 +449,29 @@ struct LaunchPlan {
         if (PyFloat_Check(o) && (n == 4 || n == 8)) return pack_float(o, n, slot, r);
         r.why = std::string("type ") + Py_TYPE(o)->tp_name;
         return false;
+    }
+
+    // An argument of an untyped parameter of more than 8 bytes (a struct, an rt_float4: issue 13) into `dst`: the
+    // exact bytes of a NumPy scalar (a structured np.void, np.complex128, ...) or of a bytes-like object of that size.
+    bool pack_bytes(PyObject* o, size_t n, unsigned char* dst, Refusal& r) const {
+        if (PyObject_IsInstance(o, mem_type) == 1) {
+            r.why = "it is 8 bytes";
+            return false;
+        }
+        PyErr_Clear();
+        if (PyObject_IsInstance(o, scalar_type) != 1 && !PyBytes_Check(o) && !PyByteArray_Check(o) && !PyMemoryView_Check(o)) {
+            PyErr_Clear();
+            r.why = std::string("type ") + Py_TYPE(o)->tp_name + "; a parameter of more than 8 bytes takes a NumPy scalar "
+                    "(e.g. a structured np.void) or bytes of its size";
+            return false;
+        }
+        Py_buffer view;
+        if (PyObject_GetBuffer(o, &view, PyBUF_SIMPLE) != 0) { PyErr_Clear(); r.why = "no bytes"; return false; }
+        const size_t have = static_cast<size_t>(view.len);
+        if (have == n) std::memcpy(dst, view.buf, n);
+        PyBuffer_Release(&view);
+        if (have != n) r.why = "it is " + std::to_string(have) + (have == 1 ? " byte" : " bytes");
+        return have == n;
     }
 
     // Raises InvalidValueError: "kernel 'k' argument 2 ('n'): cannot pass 1e+300 as float32 (does not fit)".
@@ -515,11 +544,14 @@ struct LaunchPlan {
         uint64_t slots[64];
         int nbufs = 0;
         Refusal why;
+        std::vector<unsigned char> wide(wide_bytes);  // parameters of more than 8 bytes (none: no allocation)
         for (size_t i = 0; i < n; ++i) {
             PyObject* o = PyTuple_GET_ITEM(args, i);
             const char c = codes[i];
             bool ok;
-            if (c == 'n') {
+            if (c == 'n' && sizes[i] > 8) {
+                ok = pack_bytes(o, sizes[i], wide.data() + wide_at[i], why);
+            } else if (c == 'n') {
                 ok = pack_untyped(o, sizes[i], slots[i], why);
             } else if (c == 'P') {
                 if (strict) {
@@ -550,7 +582,7 @@ struct LaunchPlan {
         for (int d = 0; d < ndim; ++d) slots[n + d] = glob[d];
         void* ptrs[64];
         const size_t total = n + static_cast<size_t>(ndim);
-        for (size_t i = 0; i < total; ++i) ptrs[i] = &slots[i];
+        for (size_t i = 0; i < total; ++i) ptrs[i] = i < n && sizes[i] > 8 ? static_cast<void*>(wide.data() + wide_at[i]) : &slots[i];
         rtLaunchConfig config;
         if (!launch_config(glob, local, stream, config)) {
             if (strict) raise_error(RT_ERROR_INVALID_VALUE, grid_error(glob, local));

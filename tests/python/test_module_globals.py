@@ -44,3 +44,28 @@ def test_global_errors():
     # The address is no longer device memory to the runtime once no handle of its module is loaded.
     with pytest.raises(runtime.Error):
         runtime.copy(g, np.array([1.0], np.float32))
+
+
+WIDE = """
+struct Pair { double a, b; };
+RT_KERNEL void wide(double* out, Pair p, int8_t tag, rt_float4 v, rt_int3 t) {
+    out[0] = p.a; out[1] = p.b; out[2] = tag; out[3] = v.x; out[4] = v.w; out[5] = t.z;
+}
+// test_module_globals.py
+"""
+
+
+def test_parameters_of_more_than_8_bytes(stream):
+    f = runtime.Module(WIDE).get_function("wide")
+    assert f.param_sizes == [8, 16, 1, 16, 12]
+    out = runtime.to_device(np.zeros(6, np.float64))
+    pair = np.array([(1.5, -2.5)], dtype=[("a", "f8"), ("b", "f8")])[0]
+    f4 = np.array([(1.0, 2.0, 3.0, 4.0)], dtype=np.dtype([("x", "f4"), ("y", "f4"), ("z", "f4"), ("w", "f4")]))[0]
+    t = np.array([7, 8, 9], np.int32).tobytes()
+    stream.launch_kernel(f, out, pair, np.int8(-3), f4, t, global_size=(1,), local_size=(1,))
+    stream.synchronize()
+    np.testing.assert_array_equal(out.numpy(), [1.5, -2.5, -3, 1.0, 4.0, 9])
+    with pytest.raises(runtime.InvalidValueError, match=r"argument 1: cannot pass .* as a 16-byte parameter \(it is 8 bytes\)"):
+        stream.launch_kernel(f, out, np.float64(1), np.int8(0), f4, t, global_size=(1,), local_size=(1,))
+    with pytest.raises(runtime.InvalidValueError, match=r"argument 4: .*12-byte parameter \(type tuple; a parameter"):
+        stream.launch_kernel(f, out, pair, np.int8(0), f4, (1, 2, 3), global_size=(1,), local_size=(1,))
