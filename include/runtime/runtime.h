@@ -302,8 +302,9 @@ RT_API rtError_t rtModuleUnload(rtModule_t module);
 /** The module-scope variable `name` of the module (declared `RT_GLOBAL type name = ...;` in its source): `*ptr`
  *  receives its device address, `*bytes` (when `bytes` is not NULL) its size. The address is device memory of the
  *  module's device for rtMemcpy/rtMemcpyAsync (and rtMemset) while the module is loaded, and the module's kernels
- *  read and write the same variable; it is not freed (rtFree refuses it). Loads of the same source and options on
- *  one device share one module, so they share its globals while it is cached. Unknown name: RT_ERROR_INVALID_VALUE
+ *  read and write the same variable; it is not freed (rtFree refuses it). Loads of the same source and options share
+ *  one module while it is cached — per device on cuda, across all cpu devices on cpu (they share code) — and so
+ *  share its globals. Unknown name: RT_ERROR_INVALID_VALUE
  *  naming it and listing the module's globals; an unloaded module: RT_ERROR_INVALID_HANDLE. After rtModuleUnload
  *  the address is no longer device memory to the runtime (copies refuse it). */
 RT_API rtError_t rtModuleGetGlobal(void** ptr, size_t* bytes, rtModule_t module, const char* name);

@@ -23,6 +23,7 @@ void MemoryRegistry::retain_module_global(const Allocation& allocation) {
     std::lock_guard lock(mutex_);
     auto [it, inserted] = live_.try_emplace(allocation.base, allocation);
     if (inserted) it->second.refs = 0;
+    else if (!it->second.module_global) return;  // an allocation of its own there (not possible): left as it is
     it->second.module_global = true;
     ++it->second.refs;
 }
