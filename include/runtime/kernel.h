@@ -51,7 +51,7 @@
  *     trivially copyable structs, passed by value;
  *   - `#include` lines are moved before the struct (an include of this header is dropped: the prelude
  *     is always present); diagnostics carry the source's own line numbers;
- *   - no work-group barriers or shared memory (not in the dialect yet).
+ *   - work-group barriers and local memory: see "Work-groups" below.
  * Atomics are sequentially consistent on cpu; like CUDA's, portable code must not rely on their ordering.
  *
  * Launch size. A launch runs exactly its global size of work-items in each dimension, on every backend:
@@ -232,6 +232,25 @@ static __device__ __noinline__ void rt_assert_fail_(const char* expr, const char
 }
 #define rt_assert(cond) ((cond) ? (void)0 : rt_assert_fail_(#cond, __FILE__, __LINE__))
 
+/* ---- work-groups (see "Work-groups" above): CUDA's own barrier and shared memory. */
+#define rt_barrier() __syncthreads()
+#define RT_LOCAL __shared__
+RT_BUILTIN_ void* rt_local_memory() {
+    extern __shared__ __align__(16) unsigned char rt_dynamic_local_[];
+    return rt_dynamic_local_;
+}
+/* The block runs once in every thread (`it`: the thread's linear index in the block), then the block's threads
+ * meet at a barrier (in the loop's step, so `continue` reaches it too). */
+#define rt_items(it)                                                                                              \
+    for (size_t it = ((size_t)threadIdx.z * blockDim.y + threadIdx.y) * blockDim.x + threadIdx.x, rt_once_ = 1; \
+         rt_once_; rt_once_ = 0, __syncthreads())
+/* One T per work-item: a register variable of the thread; `name[it]` is it. */
+template <class T> struct rt_private {
+    T rt_value_;
+    __device__ __forceinline__ T& operator[](size_t) { return rt_value_; }
+    __device__ __forceinline__ const T& operator[](size_t) const { return rt_value_; }
+};
+
 #undef RT_BUILTIN_
 
 #else
@@ -261,6 +280,13 @@ struct rt_item_ {
 struct rt_kernel_base_ {
     rt_item_ rt_item;
     rt_cpu_fault* rt_fault;
+    /* ---- work-groups: set by the entry (cpu_entry.h) */
+    void* rt_local_mem_;              /* the launch's dynamic local memory (shared_bytes; per worker thread) */
+    const rt_cpu_launch* rt_launch_;  /* its barrier hook (flat form) */
+
+    void* rt_local_memory() const { return rt_local_mem_; }
+    /* Flat form: this item waits here until every item of its group arrived (a fiber switch, cpu_kernel.cpp). */
+    void rt_barrier() const { rt_launch_->barrier(rt_launch_->group_ctx); }
 
     size_t get_local_id(unsigned d) const { return rt_item.local[d]; }
     size_t get_group_id(unsigned d) const { return rt_item.group[d]; }
@@ -381,6 +407,26 @@ struct rt_kernel_base_ {
 };
 
 #define rt_assert(cond) ((cond) ? (void)0 : rt_assert_fail_(rt_fault, #cond, __FILE__, __LINE__))
+
+/* ---- work-groups (see "Work-groups" above).
+ * RT_LOCAL: in a group kernel (rt_items) an array of the group function's frame, which runs once per group; in a
+ * flat kernel (rt_barrier) the cpu target defines it as `static thread_local` around that kernel: every item of a
+ * group is a fiber of one worker thread, so they share it, and groups running on other workers have their own. */
+#define RT_LOCAL
+/* The group's items, x innermost (the loop the compiler vectorises, as the entry's loop of other kernels); `it` is
+ * the item's linear index in the group, which rt_private<T> takes; the ids are the object's, as in other kernels. */
+#define rt_items(it)                                                                                              \
+    for (size_t rt_iz_ = 0; rt_iz_ < rt_item.block[2]; ++rt_iz_)                                                 \
+        for (size_t rt_iy_ = (rt_item.local[2] = rt_iz_, 0); rt_iy_ < rt_item.block[1]; ++rt_iy_)                \
+            for (size_t rt_ix_ = (rt_item.local[1] = rt_iy_, 0),                                                 \
+                        it = (rt_iz_ * rt_item.block[1] + rt_iy_) * rt_item.block[0];                            \
+                 rt_ix_ < rt_item.block[0] && ((void)(rt_item.local[0] = rt_ix_), true); ++rt_ix_, ++it)
+/* One T per work-item of the group, kept from one rt_items block to the next: `name[it]`. */
+template <class T> struct rt_private {
+    T rt_values_[RT_CPU_MAX_GROUP_ITEMS];
+    inline __attribute__((always_inline)) T& operator[](size_t i) { return rt_values_[i]; }
+    inline __attribute__((always_inline)) const T& operator[](size_t i) const { return rt_values_[i]; }
+};
 
 #undef RT_BUILTIN_
 

@@ -73,6 +73,10 @@ CudaFunction::CudaFunction(std::shared_ptr<ModuleImage> image, CUfunction fn, st
                            const std::string& ptx)
     : image_(std::move(image)), fn_(fn), name_(std::move(name)), bounded_(bounded) {
     const Driver& d = image_->driver;
+    int shared = 0;
+    if (d.cuFuncGetAttribute && d.cuFuncGetAttribute(&shared, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, fn_) == CUDA_SUCCESS &&
+        shared > 0)
+        static_local_bytes_ = static_cast<size_t>(shared);
     bool known = d.cuFuncGetParamInfo != nullptr;
     for (size_t i = 0; known && i < 4096; ++i) {
         size_t offset = 0, size = 0;
@@ -148,7 +152,8 @@ CudaModule::CudaModule(const Driver& d, CUcontext ctx, const std::string& image,
     if (text) ptx_ = image.c_str();
     if (names_.empty() && text) names_ = ptx_entries(image);
     std::erase_if(names_, [](const std::string& n) {
-        return n == kBoundedMarker || n.rfind(kBoundedKernelPrefix, 0) == 0;  // the runtime's, not kernels
+        return n == kBoundedMarker || n.rfind(kBoundedKernelPrefix, 0) == 0 ||
+               n.rfind(kGroupKernelPrefix, 0) == 0;  // the runtime's, not kernels
     });
 }
 
@@ -159,7 +164,8 @@ std::shared_ptr<backend::Function> CudaModule::get_function_impl(const std::stri
     const Driver& d = image_->driver;
     CUcontext cur = nullptr;
     if (d.cuCtxGetCurrent(&cur) != CUDA_SUCCESS || cur != image_->ctx) CU_CHECK(d, cuCtxSetCurrent(image_->ctx));
-    if (name == kBoundedMarker || name.rfind(kBoundedKernelPrefix, 0) == 0) return nullptr;  // the runtime's
+    if (name == kBoundedMarker || name.rfind(kBoundedKernelPrefix, 0) == 0 || name.rfind(kGroupKernelPrefix, 0) == 0)
+        return nullptr;  // the runtime's
     CUfunction fn = nullptr;
     CUresult r = d.cuModuleGetFunction(&fn, image_->module, name.c_str());
     if (r == CUDA_ERROR_NOT_FOUND) return nullptr;  // the core lists the module's kernels
@@ -168,6 +174,8 @@ std::shared_ptr<backend::Function> CudaModule::get_function_impl(const std::stri
     const bool bounded =
         bounded_ && d.cuModuleGetFunction(&marker, image_->module, (kBoundedKernelPrefix + name).c_str()) == CUDA_SUCCESS;
     auto f = std::make_shared<CudaFunction>(image_, fn, name, bounded, ptx_);
+    f->set_groups(bounded_ &&
+                  d.cuModuleGetFunction(&marker, image_->module, (kGroupKernelPrefix + name).c_str()) == CUDA_SUCCESS);
     functions_.emplace(name, f);
     return f;
 }

@@ -179,6 +179,9 @@ std::string bounded_markers(const kernels::Program& program) {
     std::string out = "extern \"C\" __global__ void " + std::string(kBoundedMarker) + "() {}\n";
     for (const kernels::KernelDecl& k : program.kernels)
         out += "extern \"C\" __global__ void " + std::string(kBoundedKernelPrefix) + k.name + "() {}\n";
+    for (const kernels::KernelDecl& k : program.kernels)
+        if (k.form != kernels::GroupForm::none)
+            out += "extern \"C\" __global__ void " + std::string(kGroupKernelPrefix) + k.name + "() {}\n";
     return out;
 }
 }  // namespace
@@ -187,7 +190,8 @@ std::string bounded_source(const kernels::Program& program) {
     // Insert back to front, so the offsets of earlier kernels stay valid; nothing inserted contains a newline.
     std::string text = program.source;
     for (auto k = program.kernels.rbegin(); k != program.kernels.rend(); ++k) {
-        if (k->body_open != std::string::npos) text.insert(k->body_open + 1, " if (rt_outside_(rt_extent_)) return;");
+        if (k->body_open != std::string::npos && k->form == kernels::GroupForm::none)
+            text.insert(k->body_open + 1, " if (rt_outside_(rt_extent_)) return;");
         if (k->no_params)
             text.replace(k->params_open + 1, k->params_close - k->params_open - 1, "rt_extent_ rt_extent_");
         else
