@@ -795,6 +795,49 @@ void Bench::group_rows() {
         RT_CHECK(rtFree(dB));
         RT_CHECK(rtFree(dC));
     }
+    // ---- the flat form's barrier: ns per item per barrier (256-item groups, 64 barriers each)
+    {
+        constexpr unsigned kGroupsB = 64, kRounds = 64;
+        Row r;
+        r.metric = "group_barrier_cost";
+        r.label = "rt_barrier, per item per barrier";
+        r.unit = "ns";
+        r.seed = "-";
+        r.target = "-";
+        r.peer_note = peer_error;
+        rtFunction_t f = nullptr;
+        RT_CHECK(rtModuleGetFunction(&f, module, "barriers_flat"));
+        void* d_out = nullptr;
+        RT_CHECK(rtMalloc(&d_out, kGroupsB * kGroup * 4));
+        int p_out = -1;
+        peer_step(r, [&](OpenClPeer& p) { p_out = p.add_buffer(kGroupsB * kGroup * 4); });
+        unsigned rounds = kRounds;
+        void* args[] = {&d_out, &rounds};
+        const double per = 1e9 / (double(kGroupsB) * kGroup * kRounds);  // seconds -> ns per item-barrier
+        auto ours_run = [&] {
+            const auto t0 = Clock::now();
+            RT_CHECK(rtLaunchKernel(f, rtDim3{kGroupsB, 1, 1}, rtDim3{kGroup, 1, 1}, args, 0, stream_));
+            RT_CHECK(rtStreamSynchronize(stream_));
+            return seconds_between(t0, Clock::now());
+        };
+        auto peer_run = [&](OpenClPeer& p) {
+            const std::size_t g = std::size_t(kGroupsB) * kGroup, l = kGroup;
+            const auto t0 = Clock::now();
+            p.run_group_kernel("barriers_flat", {{p_out, 0}, {-1, kRounds}}, 1, &g, &l);
+            p.finish();
+            return seconds_between(t0, Clock::now());
+        };
+        ours_run();
+        peer_step(r, [&](OpenClPeer& p) { peer_run(p); });
+        std::vector<double> o, q;
+        alternate(r, cfg_.group_runs, ours_run, peer_run, o, q);
+        for (double& v : o) v *= per;
+        for (double& v : q) v *= per;
+        r.ours = summarize(o);
+        if (!q.empty()) r.peer = summarize(q);
+        rows_.push_back(std::move(r));
+        RT_CHECK(rtFree(d_out));
+    }
     RT_CHECK(rtModuleUnload(module));
     settle();
 }

@@ -425,7 +425,7 @@ void OpenClPeer::launch_twice(unsigned n, std::size_t local) {
 void OpenClPeer::load_group_kernels(const std::string& source) {
     if (impl_->group_program) return;
     impl_->group_program = impl_->build(source);
-    for (const char* name : {"sum_groups", "matmul_tiled"})
+    for (const char* name : {"sum_groups", "matmul_tiled", "barriers_flat"})
         impl_->group_kernels.emplace_back(name, impl_->kernel(impl_->group_program, name));
 }
 

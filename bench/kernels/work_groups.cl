@@ -30,3 +30,12 @@ __kernel void matmul_tiled(__global const float* A, __global const float* B, __g
     }
     C[get_global_id(1) * n + get_global_id(0)] = acc;
 }
+
+__kernel void barriers_flat(__global float* out, uint rounds) {
+    float v = (float)get_local_id(0);
+    for (uint r = 0; r < rounds; ++r) {
+        v = v * 0.5f + 1.0f;
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    out[get_global_id(0)] = v;
+}

@@ -65,3 +65,14 @@ RT_KERNEL void matmul_tiled(const float* A, const float* B, float* C, uint32_t n
     }
     rt_items(it) { C[get_global_id(1) * n + get_global_id(0)] = acc[it]; }
 }
+
+// The flat form's cost: `rounds` barriers per item and almost nothing else (runtime-bench-core's
+// group_barrier_cost: time / (items x rounds)).
+RT_KERNEL void barriers_flat(float* out, uint32_t rounds) {
+    float v = (float)get_local_id(0);
+    for (uint32_t r = 0; r < rounds; ++r) {
+        v = v * 0.5f + 1.0f;
+        rt_barrier();
+    }
+    out[get_global_id(0)] = v;
+}
