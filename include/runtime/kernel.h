@@ -54,6 +54,37 @@
  *   - work-group barriers and local memory: see "Work-groups" below.
  * Atomics are sequentially consistent on cpu; like CUDA's, portable code must not rely on their ordering.
  *
+ * Work-groups (docs/kernels.md has examples and measured costs). The items of a work-group cooperate in one of two
+ * forms; a kernel uses one (both in one kernel is refused when the source is read).
+ *   - Flat form, as in CUDA and OpenCL: rt_barrier() waits until every item of the group has reached it; memory
+ *     written before it (local or global) is visible to the group's items after it. `RT_LOCAL float t[16][16];` in
+ *     the kernel body declares an array shared by the group (CUDA's __shared__); rt_local_memory() returns the
+ *     launch's dynamic local memory (its shared_bytes; a void*, 16-byte aligned on CUDA). A barrier in divergent
+ *     control flow is undefined, as in CUDA and OpenCL; on cpu a group whose items do not all reach the same
+ *     barriers fails the launch, naming the group ("n work-item(s) ended while m waited"), where CUDA may hang.
+ *     Cost on cpu: every item of a group runs as a fiber of one worker thread (a 256 KiB stack each, with a guard
+ *     page; reused across groups and launches); a barrier switches to the group's next item — about 30 ns of one
+ *     core per item and barrier, not vectorised. Correct everywhere; the fast form below is for speed.
+ *   - Fast form ("group kernels"): `rt_items(it) { ... }` is a statement of the kernel body whose block runs once for
+ *     every item of the group (inside it get_local_id etc. give that item's ids; `it` is the item's linear index in
+ *     the group, x fastest), and a barrier follows the block. The code outside the blocks is group code: on cpu it
+ *     runs once per group (each block is a loop over the group's items, x innermost, which the compiler
+ *     vectorises), on CUDA in every thread; so it must be uniform (it may use get_group_id, get_local_size,
+ *     get_num_groups and the kernel's arguments, not get_local_id) and must not write memory (it may declare
+ *     RT_LOCAL arrays and compute values in local variables). `rt_private<T> v;` in group code holds one T per item,
+ *     read and written as v[it] inside the blocks, keeping its value from one block to the next (CUDA: a register
+ *     of the thread; cpu: an array over the group's items). In a block, `continue` ends the item's turn; `return`,
+ *     RT_LOCAL and nested blocks are refused when the source is read, and `break` is undefined.
+ *   Rules of both forms: rt_barrier, rt_items and RT_LOCAL belong to a kernel's own body (not RT_DEVICE functions:
+ *   refused, naming the line); RT_LOCAL arrays take no initializer, and their element types and bounds must be known
+ *   at the top of the source (built-in types, structs of the source, macros and static constexpr constants there:
+ *   the cpu target sizes them there); on cpu they are of trivial types. A kernel with barriers (either form) runs
+ *   whole work-groups only: a launch whose global size is not a multiple of the block in each dimension is refused
+ *   with RT_ERROR_INVALID_VALUE naming the kernel. A group's local memory — its RT_LOCAL arrays plus shared_bytes —
+ *   is at most rtDeviceProp.local_memory_per_group (cpu: 48 KiB; CUDA: the device's shared memory per block), or
+ *   the launch is refused naming the kernel, the bytes and the limit. Groups have at most max_threads_per_block
+ *   items (cpu: 1024).
+ *
  * Launch size. A launch runs exactly its global size of work-items in each dimension, on every backend:
  * rtLaunchConfig.global when given, else grid x block. Items of a partial last work-group past the global size
  * never run, so a kernel launched over exactly n items needs no `if (i < n)` test; a CUDA-style kernel that
