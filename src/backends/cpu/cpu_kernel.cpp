@@ -121,6 +121,7 @@ std::atomic<int64_t> g_last_request_ns{INT64_MIN / 2};
 std::atomic<pthread_t> g_chaining{0};
 
 void trap_handler(int sig, siginfo_t* info, void* context);
+void tsan_leave_fiber(TrapThread* t);
 
 bool near_stack_limit(const TrapThread* t, const void* address, const void* context) {
     const uintptr_t lo = t->fiber_lo ? t->fiber_lo : t->stack_lo;  // a fiber's stack while one runs
@@ -175,6 +176,7 @@ void trap_handler(int sig, siginfo_t* info, void* context) {
             t->signal = sig;
             t->address = info->si_addr;
             t->overflow = sig == SIGSEGV && near_stack_limit(t, info->si_addr, context);
+            if (t->fiber_lo) tsan_leave_fiber(t);  // (TSan: the jump must come from the state that set it)
             siglongjmp(*jump, 1);
         }
     }
@@ -413,7 +415,15 @@ int run_group_fibers(const rt_cpu_launch* L, unsigned long long group, void (*it
         }
         g.stacks.push_back(s);
     }
-    for (unsigned i = 0; i < n; ++i) prepare_fiber(g.stacks[i], fiber_entry, &g);
+    for (unsigned i = 0; i < n; ++i) {
+        prepare_fiber(g.stacks[i], fiber_entry, &g);
+#ifdef RT_KERNEL_TSAN_
+        // A fresh TSan state per item and group: an ended item never returns through the frames TSan saw entered,
+        // and one left by a trap still counts itself inside the signal handler.
+        if (g.stacks[i].tsan) __tsan_destroy_fiber(g.stacks[i].tsan);
+        g.stacks[i].tsan = __tsan_create_fiber(0);
+#endif
+    }
     g.item = item;
     g.ctx = ctx;
     g.n = n;
@@ -442,6 +452,16 @@ int run_group_fibers(const rt_cpu_launch* L, unsigned long long group, void (*it
     }
 }
 
+/// In the trap handler, about to jump from a fiber to the thread's own stack: TSan's current state becomes the
+/// thread's again, where the jump buffer was set (the fiber's state is replaced when its group is next prepared).
+void tsan_leave_fiber(TrapThread* t) {
+#ifdef RT_KERNEL_TSAN_
+    if (t->fibers && t->fibers->main_tsan) __tsan_switch_to_fiber(t->fibers->main_tsan, 0);
+#else
+    (void)t;
+#endif
+}
+
 /// After a trap inside a fiber (the handler jumped to the thread's own stack): the sanitizers are told.
 void left_fibers(TrapThread* t) {
     if (!t->fiber_lo) return;
@@ -451,9 +471,6 @@ void left_fibers(TrapThread* t) {
         __sanitizer_start_switch_fiber(nullptr, t->fibers->main_bottom, t->fibers->main_size);
         __sanitizer_finish_switch_fiber(nullptr, nullptr, nullptr);
     }
-#endif
-#ifdef RT_KERNEL_TSAN_
-    if (t->fibers && t->fibers->main_tsan) __tsan_switch_to_fiber(t->fibers->main_tsan, 0);
 #endif
 }
 
