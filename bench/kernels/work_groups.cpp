@@ -7,7 +7,9 @@
 //   matmul_tiled (A, B, C, n): C = A B for n x n row-major matrices (n a multiple of 16), work-groups of 16 x 16
 //     items, one item per element of C; each step stages a 16 x 16 tile of A and one of B in local memory.
 // The *_flat kernel is the same as its OpenCL twin line by line (rt_barrier); the others use rt_items blocks, the
-// dialect's fast form on cpu.
+// dialect's fast form on cpu: the same algorithm, each item computing what its OpenCL twin's item computes, in the
+// same order, with the loops that step every item alike (sum_groups' grid-stride loop) written as group code
+// around the items' blocks.
 #include "runtime/kernel.h"
 
 #define RT_BENCH_SUM_GROUP 256
@@ -15,11 +17,18 @@
 
 RT_KERNEL void sum_groups(const float* in, float* out, uint32_t n) {
     RT_LOCAL float s[RT_BENCH_SUM_GROUP];
-    rt_items(it) {
-        float acc = 0.0f;
-        for (size_t i = get_global_id(0); i < n; i += get_global_size(0)) acc += in[i];
-        s[get_local_id(0)] = acc;
+    rt_private<float> acc;
+    rt_items(it) { acc[it] = 0.0f; }
+    // The grid-stride loop of sum_groups_flat with the items inside it: item l of group g still adds
+    // in[g * 256 + l], in[g * 256 + l + global size], ... in that order (the same sums, bit for bit), and on cpu
+    // each step is one vectorised pass over the group's items.
+    for (size_t i0 = get_group_id(0) * get_local_size(0); i0 < n; i0 += get_global_size(0)) {
+        rt_items(it) {
+            const size_t i = i0 + get_local_id(0);
+            if (i < n) acc[it] += in[i];
+        }
     }
+    rt_items(it) { s[get_local_id(0)] = acc[it]; }
     for (size_t width = get_local_size(0) / 2; width > 0; width /= 2) {
         rt_items(it) {
             const size_t l = get_local_id(0);
