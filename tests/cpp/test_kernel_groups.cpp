@@ -358,6 +358,47 @@ TEST_P(KernelGroups, LocalMemoryOverTheDeviceLimitIsRefusedAtLaunch) {
     EXPECT_TRUE(contains(last_message(), "(16384 in its RT_LOCAL arrays + 33792 dynamic shared_bytes)"));
 }
 
+#ifdef RT_TEST_RUNTIME_COMPILE
+TEST_P(KernelGroups, PrecompiledModulesKeepTheFormsAndLocalSizes) {
+    if (backend_of(device()) != "cpu") GTEST_SKIP() << "a cpu module";
+    char tmpl[] = "/tmp/rt-test-groups-precompiled-XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl), nullptr);
+    const std::string dir = tmpl, src = dir + "/groups.cpp", so = dir + "/groups.so";
+    {
+        FILE* f = std::fopen(src.c_str(), "w");
+        ASSERT_NE(f, nullptr);
+        std::fputs(kSource, f);
+        std::fclose(f);
+    }
+    const std::string cmd = "'" RT_TEST_RUNTIME_COMPILE "' '" + src + "' -o '" + so + "' > '" + dir + "/log' 2>&1";
+    ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+    rtModule_t m = nullptr;
+    ASSERT_RT_OK(rtModuleLoadFile(&m, so.c_str()));
+    DevBuf a(64 * 4), b(64 * 4);
+    void* pa = a.get();
+    void* pb = b.get();
+    void* args[] = {&pa, &pb};
+    for (const char* name : {"reverse_items", "reverse_flat"}) {
+        ASSERT_RT_ERROR(RT_ERROR_INVALID_VALUE, launch_ex(fn(name, m), dim(2), dim(32), args, 2, nullptr, 0, nullptr, 60));
+        EXPECT_TRUE(contains(last_message(), "uses work-group barriers"));
+    }
+    std::vector<int32_t> in(64);
+    std::iota(in.begin(), in.end(), 0);
+    ASSERT_RT_OK(rtMemcpy(pa, in.data(), 256, RT_MEMCPY_HOST_TO_DEVICE));
+    ASSERT_RT_OK(rtLaunchKernel(fn("reverse_flat", m), dim(2), dim(32), args, 0, nullptr));
+    ASSERT_RT_OK(rtStreamSynchronize(nullptr));
+    std::vector<int32_t> out = read<int32_t>(b, 64);
+    EXPECT_EQ(out[0], 31);
+    EXPECT_EQ(out[32], 63);
+    void* one[] = {&pa};
+    ASSERT_RT_ERROR(RT_ERROR_INVALID_VALUE, rtLaunchKernel(fn("some_local", m), dim(1), dim(64), one, 33 * 1024, nullptr));
+    EXPECT_TRUE(contains(last_message(), "(16384 in its RT_LOCAL arrays"));
+    EXPECT_RT_OK(rtModuleUnload(m));
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+}
+#endif
+
 RT_INSTANTIATE_DEVICE_TEST(KernelGroups);
 
 // ------------------------------------------------------------------------------ the front end's rules (any device)
