@@ -30,7 +30,7 @@ diagnostics and failed asserts name the Python file and line.
 from __future__ import annotations
 
 from ..launch import shape as _shape
-from .builtins import (atomic_add, atomic_cas, atomic_exchange, atomic_max, atomic_min, get_global_id,
+from .builtins import (atomic_add, atomic_cas, atomic_exchange, atomic_max, atomic_min, barrier, local_array, get_global_id,
                        get_global_size, get_group_id, get_local_id, get_local_size, get_num_groups)
 from .kernel import JitKernel, jit
 from .launch import _Compiled
@@ -42,5 +42,5 @@ from .types import BOOL, WEAK_FLOAT, WEAK_INT, Ty, promote
 __all__ = [
     "jit", "JitKernel", "interpret_enabled", "Target", "target_for", "Ty", "promote", "WEAK_INT", "WEAK_FLOAT",
     "BOOL", "get_global_id", "get_local_id", "get_group_id", "get_global_size", "get_local_size", "get_num_groups",
-    "atomic_add", "atomic_min", "atomic_max", "atomic_cas", "atomic_exchange",
+    "atomic_add", "atomic_min", "atomic_max", "atomic_cas", "atomic_exchange", "barrier", "local_array",
 ]
