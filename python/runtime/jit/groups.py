@@ -15,8 +15,10 @@ What is group code, and why that is sound:
   - group variables: the loop variable of such a loop, and locals whose every assignment is at group level with a
     uniform value (`s = get_local_size(0) // 2`, `s //= 2`): one value for the group, plain C++ locals;
   - every other local is per item: declared inside its rt_items block when only that block uses it (and it is
-    assigned before it is read, so nothing flows into the block), otherwise privatised (`rt_private<T> v;`, used as
-    `v[rt_it]`): one value per item that survives from block to block;
+    assigned before it is read, so nothing flows into the block); recomputed at the top of each block that uses it
+    when it is assigned once, at the top level, from ids, parameters and constants only (`lid = get_local_id(0)`:
+    cheaper than memory); otherwise privatised (`rt_private<T> v;`, used as `v[rt_it]`): one value per item that
+    survives from block to block;
   - extra barriers are harmless where every item reaches them: a block boundary is one, so a barrier statement
     just ends the run before it;
   - per-item code may not leave the group's control flow: a `return`, or a `break`/`continue` of a loop that
@@ -64,6 +66,8 @@ class GroupPlan:
         self.group_vars = self._find_group_vars(body)
         self.private: set = set()
         self.block_vars: dict = {}  # id(run list) -> locals declared in that block
+        self.remat: dict = {}  # local -> its one assignment, recomputed in each block that uses it
+        self.block_remat: dict = {}  # id(run list) -> assignments recomputed at the top of the block, in order
         self._check_and_place(body, None)
 
     # ---- syntax
@@ -209,13 +213,62 @@ class GroupPlan:
                     visit(s.orelse, loop)
 
         visit(body, False)
+        self._find_remat(body, uses)
         for name, ids in uses.items():
             rid = next(iter(ids))
             run, in_loop = runs[rid]
-            if len(ids) > 1 or (in_loop and self._live_in(run, name)):
+            if name in self.remat:
+                for r in ids:
+                    self.block_vars.setdefault(r, []).append(name)
+            elif len(ids) > 1 or (in_loop and self._live_in(run, name)):
                 self.private.add(name)
             else:
                 self.block_vars.setdefault(rid, []).append(name)
+        # Each block recomputes the rematerialised locals it uses (and those they use) that it does not assign.
+        order = list(self.remat)
+        for rid, (run, _) in runs.items():
+            own = {id(st) for st in run}
+            need: set = set()
+            todo = [n for n in order if rid in uses.get(n, ())]
+            while todo:
+                n = todo.pop()
+                if n not in need:
+                    need.add(n)
+                    todo += [m.id for m in _walk(self.remat[n].value) if isinstance(m, ast.Name) and m.id in self.remat]
+            stmts = [self.remat[n] for n in order if n in need and id(self.remat[n]) not in own]
+            if stmts:
+                self.block_remat[rid] = stmts
+                for st in stmts:
+                    if st.targets[0].id not in self.block_vars.get(rid, []):
+                        self.block_vars.setdefault(rid, []).append(st.targets[0].id)
+
+    def _find_remat(self, body: list, uses: dict) -> None:
+        """Locals assigned once, by a top-level statement, from ids, scalar parameters, constants and other such
+        locals: cheaper to recompute in every block than to keep per item."""
+        top = [st for kind, run in self.segments(body) if kind == "run" for st in run]
+        for st in top:
+            if not (isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name)):
+                continue
+            name = st.targets[0].id
+            if name not in uses or len(uses[name]) < 2 or len(self.stores.get(name, [])) != 1:
+                continue
+            if self._recomputable(st.value):
+                self.remat[name] = st
+
+    def _recomputable(self, e: ast.AST) -> bool:
+        """Whether e reads only ids, sizes, scalar parameters, constants and rematerialised locals."""
+        for n in _walk(e):
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
+                if n.id in self.tr.k.assigned and n.id not in self.remat:
+                    return False
+                if n.id in self.local_arrays or type(self.tr.params.get(n.id)).__name__ == "_Buf":
+                    return False
+            elif isinstance(n, ast.Call):
+                if self.resolve(n.func) not in _ID_BUILTINS:
+                    return False
+            elif isinstance(n, ast.Subscript):
+                return False
+        return True
 
     def _live_in(self, run: list, name: str) -> bool:
         """Whether `name` may be read in `run` before the run assigns it (its value then comes from an earlier

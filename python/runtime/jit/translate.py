@@ -306,14 +306,18 @@ class _Translator(ast.NodeVisitor):
         """A group-level statement list in the cpu group form (groups.py)."""
         for kind, s in self.group.segments(stmts):
             if kind == "run":
+                saved, self.py_line = self.py_line, self.k.first_line + s[0].lineno - 1
                 self.emit("rt_items(rt_it) {")
                 self.indent += 1
                 for name in self.group.block_vars.get(id(s), []):
                     if name in self.locals:
                         self.emit(f"{self.locals[name].c} {_cname(name)} = 0;")
+                self.block(self.group.block_remat.get(id(s), []))  # recomputed, not kept per item
                 self.block(s)
                 self.indent -= 1
+                self.py_line = self.k.first_line + s[0].lineno - 1
                 self.emit("}")
+                self.py_line = saved
             else:
                 self.stmt(s)
 
