@@ -93,6 +93,15 @@ template <> struct rt_is_fp_<float> { static constexpr bool value = true; };
 template <> struct rt_is_fp_<double> { static constexpr bool value = true; };
 template <class T> struct rt_same_ { typedef T type; };
 
+/* Memory orders of the atomics and rt_fence (issue 13); the values are GCC's __ATOMIC_* (the cpu target passes them on). */
+enum rt_memory_order {
+    rt_memory_order_relaxed = 0,
+    rt_memory_order_acquire = 2,
+    rt_memory_order_release = 3,
+    rt_memory_order_acq_rel = 4,
+    rt_memory_order_seq_cst = 5
+};
+
 #if defined(__CUDACC__) || defined(__CUDACC_RTC__)
 /* ================================================================== CUDA / NVRTC */
 
@@ -130,14 +139,28 @@ RT_BUILTIN_ bool rt_outside_(const rt_extent_& e) {
 #define __builtin_memset memset
 #endif
 
-/* Atomics: dispatch on the operand type to CUDA's atomic* (64-bit integers through unsigned long long). */
+/* Atomics: dispatch on the operand type to CUDA's atomic* (64-bit integers through unsigned long long), which are
+ * relaxed at device scope: that is the default order here (as before the orders existed); a stronger order adds
+ * __threadfence() before (release, acq_rel, seq_cst) and after (acquire, acq_rel, seq_cst) the atomic. */
 typedef unsigned long long rt_ull_;
-template <class T> RT_BUILTIN_ T atomic_add(T* p, typename rt_same_<T>::type v) {
+#define RT_ORDER_DEFAULT_ rt_memory_order_relaxed
+RT_BUILTIN_ void rt_fence(rt_memory_order order) {
+    if (order != rt_memory_order_relaxed) __threadfence();
+}
+RT_BUILTIN_ void rt_order_before_(rt_memory_order o) {
+    if (o == rt_memory_order_release || o == rt_memory_order_acq_rel || o == rt_memory_order_seq_cst) __threadfence();
+}
+RT_BUILTIN_ void rt_order_after_(rt_memory_order o) {
+    if (o == rt_memory_order_acquire || o == rt_memory_order_acq_rel || o == rt_memory_order_seq_cst) __threadfence();
+}
+/* The statement (an atomic) between the fences of `order`. */
+#define RT_ORDERED_(order, ...) do { rt_order_before_(order); __VA_ARGS__; rt_order_after_(order); } while (0)
+template <class T> RT_BUILTIN_ T rt_cu_add_(T* p, T v) {
     if constexpr (rt_is_fp_<T>::value) return atomicAdd(p, v);
     else if constexpr (sizeof(T) == 4) return (T)atomicAdd((unsigned*)p, (unsigned)v);
     else return (T)atomicAdd((rt_ull_*)p, (rt_ull_)v);
 }
-template <class T> RT_BUILTIN_ T atomic_cas(T* p, typename rt_same_<T>::type expected, typename rt_same_<T>::type desired) {
+template <class T> RT_BUILTIN_ T rt_cu_cas_(T* p, T expected, T desired) {
     if constexpr (sizeof(T) == 4 && rt_is_fp_<T>::value)
         return __int_as_float(atomicCAS((int*)p, __float_as_int(expected), __float_as_int(desired)));
     else if constexpr (rt_is_fp_<T>::value)
@@ -146,7 +169,7 @@ template <class T> RT_BUILTIN_ T atomic_cas(T* p, typename rt_same_<T>::type exp
     else if constexpr (sizeof(T) == 4) return (T)atomicCAS((unsigned*)p, (unsigned)expected, (unsigned)desired);
     else return (T)atomicCAS((rt_ull_*)p, (rt_ull_)expected, (rt_ull_)desired);
 }
-template <class T> RT_BUILTIN_ T atomic_exchange(T* p, typename rt_same_<T>::type v) {
+template <class T> RT_BUILTIN_ T rt_cu_exchange_(T* p, T v) {
     if constexpr (sizeof(T) == 4 && rt_is_fp_<T>::value) return atomicExch(p, v);
     else if constexpr (rt_is_fp_<T>::value)
         return __longlong_as_double((long long)atomicExch((rt_ull_*)p, (rt_ull_)__double_as_longlong(v)));
@@ -159,26 +182,106 @@ RT_BUILTIN_ long long rt_bits_(double x) { return __double_as_longlong(x); }
 template <class T, bool Max> RT_BUILTIN_ T rt_atomic_fp_minmax_(T* p, T v) {
     T old = *(volatile T*)p;
     while (Max ? old < v : v < old) {
-        T seen = atomic_cas(p, old, v);
+        T seen = rt_cu_cas_(p, old, v);
         if (rt_bits_(seen) == rt_bits_(old)) break;  // bitwise: a NaN in memory must not loop forever
         old = seen;
     }
     return old;
 }
-template <class T> RT_BUILTIN_ T atomic_min(T* p, typename rt_same_<T>::type v) {
+template <class T> RT_BUILTIN_ T rt_cu_min_(T* p, T v) {
     if constexpr (rt_is_fp_<T>::value) return rt_atomic_fp_minmax_<T, false>(p, v);
     else if constexpr (sizeof(T) == 4 && (T)-1 < (T)0) return (T)atomicMin((int*)p, (int)v);
     else if constexpr (sizeof(T) == 4) return (T)atomicMin((unsigned*)p, (unsigned)v);
     else if constexpr ((T)-1 < (T)0) return (T)atomicMin((long long*)p, (long long)v);
     else return (T)atomicMin((rt_ull_*)p, (rt_ull_)v);
 }
-template <class T> RT_BUILTIN_ T atomic_max(T* p, typename rt_same_<T>::type v) {
+template <class T> RT_BUILTIN_ T rt_cu_max_(T* p, T v) {
     if constexpr (rt_is_fp_<T>::value) return rt_atomic_fp_minmax_<T, true>(p, v);
     else if constexpr (sizeof(T) == 4 && (T)-1 < (T)0) return (T)atomicMax((int*)p, (int)v);
     else if constexpr (sizeof(T) == 4) return (T)atomicMax((unsigned*)p, (unsigned)v);
     else if constexpr ((T)-1 < (T)0) return (T)atomicMax((long long*)p, (long long)v);
     else return (T)atomicMax((rt_ull_*)p, (rt_ull_)v);
 }
+/* Bitwise operations: integers only (32 or 64 bits). */
+template <class T> RT_BUILTIN_ T rt_cu_and_(T* p, T v) {
+    static_assert(!rt_is_fp_<T>::value, "atomic_and takes an integer type");
+    if constexpr (sizeof(T) == 4) return (T)atomicAnd((unsigned*)p, (unsigned)v);
+    else return (T)atomicAnd((rt_ull_*)p, (rt_ull_)v);
+}
+template <class T> RT_BUILTIN_ T rt_cu_or_(T* p, T v) {
+    static_assert(!rt_is_fp_<T>::value, "atomic_or takes an integer type");
+    if constexpr (sizeof(T) == 4) return (T)atomicOr((unsigned*)p, (unsigned)v);
+    else return (T)atomicOr((rt_ull_*)p, (rt_ull_)v);
+}
+template <class T> RT_BUILTIN_ T rt_cu_xor_(T* p, T v) {
+    static_assert(!rt_is_fp_<T>::value, "atomic_xor takes an integer type");
+    if constexpr (sizeof(T) == 4) return (T)atomicXor((unsigned*)p, (unsigned)v);
+    else return (T)atomicXor((rt_ull_*)p, (rt_ull_)v);
+}
+#define RT_ATOMIC1_(name, impl)                                                                                       \
+    template <class T> RT_BUILTIN_ T name(T* p, typename rt_same_<T>::type v, rt_memory_order order = RT_ORDER_DEFAULT_) { \
+        T old;                                                                                                       \
+        RT_ORDERED_(order, old = impl(p, (T)v));                                                                     \
+        return old;                                                                                                  \
+    }
+RT_ATOMIC1_(atomic_add, rt_cu_add_)
+RT_ATOMIC1_(atomic_exchange, rt_cu_exchange_)
+RT_ATOMIC1_(atomic_min, rt_cu_min_)
+RT_ATOMIC1_(atomic_max, rt_cu_max_)
+RT_ATOMIC1_(atomic_and, rt_cu_and_)
+RT_ATOMIC1_(atomic_or, rt_cu_or_)
+RT_ATOMIC1_(atomic_xor, rt_cu_xor_)
+#undef RT_ATOMIC1_
+template <class T> RT_BUILTIN_ T atomic_sub(T* p, typename rt_same_<T>::type v, rt_memory_order order = RT_ORDER_DEFAULT_) {
+    T old;
+    if constexpr (rt_is_fp_<T>::value) RT_ORDERED_(order, old = rt_cu_add_(p, (T)-v));
+    else RT_ORDERED_(order, old = rt_cu_add_(p, (T)((T)0 - (T)v)));  // two's complement: adding -v subtracts v
+    return old;
+}
+/* OpenCL's atomic_inc/atomic_dec: add or subtract 1, return the old value (not CUDA's wrapping atomicInc). */
+template <class T> RT_BUILTIN_ T atomic_inc(T* p, rt_memory_order order = RT_ORDER_DEFAULT_) {
+    static_assert(!rt_is_fp_<T>::value, "atomic_inc takes an integer type");
+    T old;
+    RT_ORDERED_(order, old = rt_cu_add_(p, (T)1));
+    return old;
+}
+template <class T> RT_BUILTIN_ T atomic_dec(T* p, rt_memory_order order = RT_ORDER_DEFAULT_) {
+    static_assert(!rt_is_fp_<T>::value, "atomic_dec takes an integer type");
+    T old;
+    RT_ORDERED_(order, old = rt_cu_add_(p, (T)((T)0 - (T)1)));
+    return old;
+}
+template <class T>
+RT_BUILTIN_ T atomic_cas(T* p, typename rt_same_<T>::type expected, typename rt_same_<T>::type desired,
+                         rt_memory_order order = RT_ORDER_DEFAULT_) {
+    T old;
+    RT_ORDERED_(order, old = rt_cu_cas_(p, (T)expected, (T)desired));
+    return old;
+}
+#undef RT_ORDERED_
+
+/* ---- issue 13 (cuda): linear ids, 16-bit and vector types' helpers, rt_printf, RT_GLOBAL, RT_KERNEL_INSTANTIATE */
+RT_BUILTIN_ size_t get_global_linear_id() {
+    return (get_global_id(2) * get_global_size(1) + get_global_id(1)) * get_global_size(0) + get_global_id(0);
+}
+RT_BUILTIN_ size_t get_local_linear_id() {
+    return (get_local_id(2) * get_local_size(1) + get_local_id(1)) * get_local_size(0) + get_local_id(0);
+}
+RT_BUILTIN_ size_t get_group_linear_id() {
+    return (get_group_id(2) * get_num_groups(1) + get_group_id(1)) * get_num_groups(0) + get_group_id(0);
+}
+#define RT_TFN_ static __device__ __forceinline__
+#define RT_MFN_ __device__ __forceinline__
+RT_TFN_ uint32_t rt_f2u_(float f) { return __float_as_uint(f); }
+RT_TFN_ float rt_u2f_(uint32_t u) { return __uint_as_float(u); }
+/* CUDA's device printf: its buffer is written to the host's stdout at the driver's synchronize points. */
+#define rt_printf printf
+/* A module-scope variable: a __device__ variable of the global namespace, whose name is not mangled (the symbol
+ * rtModuleGetGlobal looks up with cuModuleGetGlobal). */
+#define RT_GLOBAL __device__
+/* The instantiation is named to NVRTC (nvrtcAddNameExpression) by the cuda target, which looks the kernel up by
+ * its lowered name: nothing to emit here. */
+#define RT_KERNEL_INSTANTIATE(name, ...) static_assert(true, #name)
 
 /* rt_assert: the first failing thread of the device claims the runtime's fault record (pinned host memory the GPU
  * writes through: rt_cuda_fault_record_, which the cuda target defines in every program it builds and the runtime
@@ -348,42 +451,260 @@ struct rt_kernel_base_ {
     template <class A, class B> static void min(A, B) = delete;
     template <class A, class B> static void max(A, B) = delete;
 
-    /* Atomics: the generic __atomic builtins; floating-point add/min/max by compare-and-swap. */
-    template <class T> RT_BUILTIN_ T atomic_add(T* p, typename rt_same_<T>::type v) {
-        if constexpr (rt_is_fp_<T>::value) {
-            T old, desired;
-            __atomic_load(p, &old, __ATOMIC_RELAXED);
-            do { desired = old + v; } while (!__atomic_compare_exchange(p, &old, &desired, true, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED));
-            return old;
-        } else {
-            return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST);
-        }
+    /* Atomics: the generic __atomic builtins, with the order given (default seq_cst, as before the orders existed);
+     * floating-point add/sub/min/max by compare-and-swap. */
+#define RT_ORDER_DEFAULT_ rt_memory_order_seq_cst
+    /* The order of a failed compare-and-swap: no release part, never stronger than `o`. */
+    RT_BUILTIN_ int rt_fail_order_(rt_memory_order o) {
+        return o == rt_memory_order_acq_rel ? __ATOMIC_ACQUIRE : o == rt_memory_order_release ? __ATOMIC_RELAXED : (int)o;
     }
-    template <class T, bool Max> RT_BUILTIN_ T rt_atomic_minmax_(T* p, T v) {
+    template <class T, class F> RT_BUILTIN_ T rt_atomic_update_(T* p, F f, rt_memory_order order) {
+        T old, desired;
+        __atomic_load(p, &old, __ATOMIC_RELAXED);
+        do { desired = f(old); } while (!__atomic_compare_exchange(p, &old, &desired, true, (int)order, rt_fail_order_(order)));
+        return old;
+    }
+    template <class T> RT_BUILTIN_ T atomic_add(T* p, typename rt_same_<T>::type v, rt_memory_order order = RT_ORDER_DEFAULT_) {
+        if constexpr (rt_is_fp_<T>::value) return rt_atomic_update_(p, [v](T o) { return o + v; }, order);
+        else return __atomic_fetch_add(p, v, (int)order);
+    }
+    template <class T> RT_BUILTIN_ T atomic_sub(T* p, typename rt_same_<T>::type v, rt_memory_order order = RT_ORDER_DEFAULT_) {
+        if constexpr (rt_is_fp_<T>::value) return rt_atomic_update_(p, [v](T o) { return o - v; }, order);
+        else return __atomic_fetch_sub(p, v, (int)order);
+    }
+    template <class T> RT_BUILTIN_ T atomic_and(T* p, typename rt_same_<T>::type v, rt_memory_order order = RT_ORDER_DEFAULT_) {
+        static_assert(!rt_is_fp_<T>::value, "atomic_and takes an integer type");
+        return __atomic_fetch_and(p, v, (int)order);
+    }
+    template <class T> RT_BUILTIN_ T atomic_or(T* p, typename rt_same_<T>::type v, rt_memory_order order = RT_ORDER_DEFAULT_) {
+        static_assert(!rt_is_fp_<T>::value, "atomic_or takes an integer type");
+        return __atomic_fetch_or(p, v, (int)order);
+    }
+    template <class T> RT_BUILTIN_ T atomic_xor(T* p, typename rt_same_<T>::type v, rt_memory_order order = RT_ORDER_DEFAULT_) {
+        static_assert(!rt_is_fp_<T>::value, "atomic_xor takes an integer type");
+        return __atomic_fetch_xor(p, v, (int)order);
+    }
+    /* OpenCL's atomic_inc/atomic_dec: add or subtract 1, return the old value. */
+    template <class T> RT_BUILTIN_ T atomic_inc(T* p, rt_memory_order order = RT_ORDER_DEFAULT_) {
+        static_assert(!rt_is_fp_<T>::value, "atomic_inc takes an integer type");
+        return __atomic_fetch_add(p, (T)1, (int)order);
+    }
+    template <class T> RT_BUILTIN_ T atomic_dec(T* p, rt_memory_order order = RT_ORDER_DEFAULT_) {
+        static_assert(!rt_is_fp_<T>::value, "atomic_dec takes an integer type");
+        return __atomic_fetch_sub(p, (T)1, (int)order);
+    }
+    template <class T, bool Max> RT_BUILTIN_ T rt_atomic_minmax_(T* p, T v, rt_memory_order order) {
         T old;
         __atomic_load(p, &old, __ATOMIC_RELAXED);
         while (Max ? old < v : v < old) {
-            if (__atomic_compare_exchange(p, &old, &v, true, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED)) break;
+            if (__atomic_compare_exchange(p, &old, &v, true, (int)order, rt_fail_order_(order))) break;
         }
         return old;
     }
-    template <class T> RT_BUILTIN_ T atomic_min(T* p, typename rt_same_<T>::type v) { return rt_atomic_minmax_<T, false>(p, v); }
-    template <class T> RT_BUILTIN_ T atomic_max(T* p, typename rt_same_<T>::type v) { return rt_atomic_minmax_<T, true>(p, v); }
-    template <class T> RT_BUILTIN_ T atomic_cas(T* p, typename rt_same_<T>::type expected, typename rt_same_<T>::type desired) {
-        __atomic_compare_exchange(p, &expected, &desired, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+    template <class T> RT_BUILTIN_ T atomic_min(T* p, typename rt_same_<T>::type v, rt_memory_order order = RT_ORDER_DEFAULT_) {
+        return rt_atomic_minmax_<T, false>(p, v, order);
+    }
+    template <class T> RT_BUILTIN_ T atomic_max(T* p, typename rt_same_<T>::type v, rt_memory_order order = RT_ORDER_DEFAULT_) {
+        return rt_atomic_minmax_<T, true>(p, v, order);
+    }
+    template <class T>
+    RT_BUILTIN_ T atomic_cas(T* p, typename rt_same_<T>::type expected, typename rt_same_<T>::type desired,
+                             rt_memory_order order = RT_ORDER_DEFAULT_) {
+        __atomic_compare_exchange(p, &expected, &desired, false, (int)order, rt_fail_order_(order));
         return expected;  // on failure the builtin stored the value it found; on success it is unchanged
     }
-    template <class T> RT_BUILTIN_ T atomic_exchange(T* p, typename rt_same_<T>::type v) {
+    template <class T> RT_BUILTIN_ T atomic_exchange(T* p, typename rt_same_<T>::type v, rt_memory_order order = RT_ORDER_DEFAULT_) {
         T old;
-        __atomic_exchange(p, &v, &old, __ATOMIC_SEQ_CST);
+        __atomic_exchange(p, &v, &old, (int)order);
         return old;
+    }
+    RT_BUILTIN_ void rt_fence(rt_memory_order order) { __atomic_thread_fence((int)order); }
+
+    /* ---- issue 13 (cpu): linear ids, x fastest */
+    size_t get_global_linear_id() const {
+        return (get_global_id(2) * get_global_size(1) + get_global_id(1)) * get_global_size(0) + get_global_id(0);
+    }
+    size_t get_local_linear_id() const {
+        return (rt_item.local[2] * rt_item.block[1] + rt_item.local[1]) * rt_item.block[0] + rt_item.local[0];
+    }
+    size_t get_group_linear_id() const {
+        return (rt_item.group[2] * rt_item.grid[1] + rt_item.group[1]) * rt_item.grid[0] + rt_item.group[0];
     }
 };
 
 #define rt_assert(cond) ((cond) ? (void)0 : rt_assert_fail_(rt_fault, #cond, __FILE__, __LINE__))
 
+/* ---- issue 13 (cpu): 16-bit and vector types' helpers, rt_printf, RT_GLOBAL, RT_KERNEL_INSTANTIATE */
+#define RT_TFN_ static inline __attribute__((always_inline))
+#define RT_MFN_ inline __attribute__((always_inline))
+RT_TFN_ uint32_t rt_f2u_(float f) { uint32_t u; __builtin_memcpy(&u, &f, 4); return u; }
+RT_TFN_ float rt_u2f_(uint32_t u) { float f; __builtin_memcpy(&f, &u, 4); return f; }
+/* The process's printf: C stdout, one call's text whole (stdio locks the stream for the call). */
+#define rt_printf(...) __builtin_printf(__VA_ARGS__)
+/* The source sits inside struct rt_module_: a module-scope variable is an inline static data member, one per
+ * loaded module, listed (name, address, size) in the module's table of globals. */
+#define RT_GLOBAL static inline
+/* The cpu target generates the entry of the instantiation (rt_sig_<decltype(&rt_module_::axpy<float>)>); a
+ * declaration that is valid at class scope stands here. */
+#define RT_KERNEL_INSTANTIATE(name, ...) static_assert(true, #name)
+
 #undef RT_BUILTIN_
 
 #endif /* cpu */
+
+
+/* ================================================================== types and built-ins of both backends (issue 13) */
+/* rt_half (IEEE-754 binary16), rt_bfloat16 (the upper half of a binary32), and the vector types: plain structs of the
+ * same layout on cpu and cuda (trivially copyable: kernel parameters, elements of device memory). RT_TFN_ and the
+ * float bit casts rt_f2u_/rt_u2f_ (and RT_MFN_ for member functions) are given by the backend sections above. */
+
+/* Round to nearest, ties to even; NaN stays NaN (quiet), infinities and subnormals are exact. */
+RT_TFN_ uint16_t rt_float_to_half_bits_(float f) {
+    const uint32_t x = rt_f2u_(f), sign = (x >> 16) & 0x8000u, ax = x & 0x7fffffffu;
+    if (ax > 0x7f800000u) return (uint16_t)(sign | 0x7e00u | ((ax >> 13) & 0x3ffu));  /* NaN: quiet, payload kept */
+    if (ax >= 0x477ff000u) return (uint16_t)(sign | 0x7c00u);  /* 65520 and up round to infinity */
+    if (ax >= 0x38800000u)                                      /* normal: rebias, round at bit 13 */
+        return (uint16_t)(sign | ((ax - 0x38000000u + 0xfffu + ((ax >> 13) & 1u)) >> 13));
+    if (ax < 0x33000000u) return (uint16_t)sign;                /* below 2^-25 (a tie at 2^-25 goes to 0) */
+    const uint32_t m = (ax & 0x7fffffu) | 0x800000u, shift = 126u - (ax >> 23);  /* subnormal: 14..24 */
+    uint32_t q = m >> shift;
+    const uint32_t rem = m & ((1u << shift) - 1u), half = 1u << (shift - 1u);
+    if (rem > half || (rem == half && (q & 1u))) ++q;           /* may carry into the smallest normal: right */
+    return (uint16_t)(sign | q);
+}
+RT_TFN_ float rt_half_bits_to_float_(uint16_t h) {
+    const uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
+    if (e == 0x1fu) return rt_u2f_(sign | 0x7f800000u | (m << 13));
+    if (e != 0) return rt_u2f_(sign | ((e + 112u) << 23) | (m << 13));
+    const float v = (float)m * 5.9604644775390625e-08f;  /* m * 2^-24, exact */
+    return sign ? -v : v;
+}
+RT_TFN_ uint16_t rt_float_to_bfloat16_bits_(float f) {
+    const uint32_t x = rt_f2u_(f);
+    if ((x & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((x >> 16) | 0x0040u);  /* NaN: quiet */
+    return (uint16_t)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);                      /* overflow gives infinity */
+}
+
+#if defined(__CUDACC__) || defined(__CUDACC_RTC__)
+/* The GPU's conversion instructions (round to nearest even, subnormals kept; a NaN becomes the canonical NaN). */
+RT_TFN_ uint16_t rt_half_from_float_(float f) {
+    unsigned short h;
+    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
+    return h;
+}
+RT_TFN_ float rt_half_to_float_(uint16_t h) {
+    float f;
+    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"((unsigned short)h));
+    return f;
+}
+#if __CUDA_ARCH__ >= 800
+RT_TFN_ uint16_t rt_bfloat16_from_float_(float f) {
+    unsigned short h;
+    asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f));
+    return h;
+}
+#else
+RT_TFN_ uint16_t rt_bfloat16_from_float_(float f) { return rt_float_to_bfloat16_bits_(f); }
+#endif
+#else
+RT_TFN_ uint16_t rt_half_from_float_(float f) { return rt_float_to_half_bits_(f); }
+RT_TFN_ float rt_half_to_float_(uint16_t h) { return rt_half_bits_to_float_(h); }
+RT_TFN_ uint16_t rt_bfloat16_from_float_(float f) { return rt_float_to_bfloat16_bits_(f); }
+#endif
+
+/* 16-bit storage types: converted to float for arithmetic and comparisons (on both backends, so results agree:
+ * an expression is computed in float and rounded once, where it is stored into an rt_half). `(float)h`,
+ * `rt_half(x)`, `rt_half h = 1.5f;`, `h += x`. `bits` is the encoding. */
+struct rt_half {
+    uint16_t bits;
+    rt_half() = default;
+    RT_MFN_ rt_half(float f) : bits(rt_half_from_float_(f)) {}
+    RT_MFN_ operator float() const { return rt_half_to_float_(bits); }
+    RT_MFN_ static rt_half from_bits(uint16_t b) { rt_half h; h.bits = b; return h; }
+    RT_MFN_ rt_half& operator+=(float v) { return *this = rt_half((float)*this + v); }
+    RT_MFN_ rt_half& operator-=(float v) { return *this = rt_half((float)*this - v); }
+    RT_MFN_ rt_half& operator*=(float v) { return *this = rt_half((float)*this * v); }
+    RT_MFN_ rt_half& operator/=(float v) { return *this = rt_half((float)*this / v); }
+};
+struct rt_bfloat16 {
+    uint16_t bits;
+    rt_bfloat16() = default;
+    RT_MFN_ rt_bfloat16(float f) : bits(rt_bfloat16_from_float_(f)) {}
+    RT_MFN_ operator float() const { return rt_u2f_((uint32_t)bits << 16); }
+    RT_MFN_ static rt_bfloat16 from_bits(uint16_t b) { rt_bfloat16 h; h.bits = b; return h; }
+    RT_MFN_ rt_bfloat16& operator+=(float v) { return *this = rt_bfloat16((float)*this + v); }
+    RT_MFN_ rt_bfloat16& operator-=(float v) { return *this = rt_bfloat16((float)*this - v); }
+    RT_MFN_ rt_bfloat16& operator*=(float v) { return *this = rt_bfloat16((float)*this * v); }
+    RT_MFN_ rt_bfloat16& operator/=(float v) { return *this = rt_bfloat16((float)*this / v); }
+};
+static_assert(sizeof(rt_half) == 2 && alignof(rt_half) == 2, "rt_half: 2 bytes");
+static_assert(sizeof(rt_bfloat16) == 2 && alignof(rt_bfloat16) == 2, "rt_bfloat16: 2 bytes");
+
+/* Vector types: members x, y(, z(, w)); CUDA's sizes and alignments (2 and 4 components aligned to their size, up
+ * to 16 bytes; 3 components to the element). Component-wise + - * / with a vector or a scalar of the element type
+ * on either side, unary -, += -= *= /=, == and != (true when every component is equal), and the constructors
+ * rt_make_<type>(x, y, ...), e.g. rt_make_float4(1, 2, 3, 4), or aggregate initialisation: rt_int2 v = {1, 2}. */
+#define RT_VOP_(V, T, OP, L)                                                        \
+    RT_TFN_ V operator OP(V a, V b) { return V{L(RT_VVV_, OP)}; }                \
+    RT_TFN_ V operator OP(V a, T s) { return V{L(RT_VVS_, OP)}; }                \
+    RT_TFN_ V operator OP(T s, V a) { return V{L(RT_VSV_, OP)}; }                \
+    RT_TFN_ V& operator OP##=(V& a, V b) { return a = a OP b; }                  \
+    RT_TFN_ V& operator OP##=(V& a, T s) { return a = a OP s; }
+#define RT_VOPS_(V, T, L, B)                                                        \
+    RT_VOP_(V, T, +, L) RT_VOP_(V, T, -, L) RT_VOP_(V, T, *, L) RT_VOP_(V, T, /, L) \
+    RT_TFN_ V operator-(V a) { return V{L(RT_VNEG_, )}; }                        \
+    RT_TFN_ bool operator==(V a, V b) { return B(RT_VEQ_); }                     \
+    RT_TFN_ bool operator!=(V a, V b) { return !(a == b); }
+/* L(F, OP): F(member, OP) for each member, as an initialiser list; B(F): their conjunction. */
+#define RT_VVV_(m, OP) a.m OP b.m
+#define RT_VVS_(m, OP) a.m OP s
+#define RT_VSV_(m, OP) s OP a.m
+#define RT_VNEG_(m, OP) -a.m
+#define RT_VEQ_(m, OP) a.m == b.m
+#define RT_VL2_(F, OP) F(x, OP), F(y, OP)
+#define RT_VL3_(F, OP) F(x, OP), F(y, OP), F(z, OP)
+#define RT_VL4_(F, OP) F(x, OP), F(y, OP), F(z, OP), F(w, OP)
+#define RT_VB2_(F) (F(x, ) && F(y, ))
+#define RT_VB3_(F) (F(x, ) && F(y, ) && F(z, ))
+#define RT_VB4_(F) (F(x, ) && F(y, ) && F(z, ) && F(w, ))
+#define RT_VECS_(N, T, A2, A4)                                                               \
+    struct alignas(A2) rt_##N##2 { T x, y; };                                              \
+    struct rt_##N##3 { T x, y, z; };                                                       \
+    struct alignas(A4) rt_##N##4 { T x, y, z, w; };                                        \
+    RT_TFN_ rt_##N##2 rt_make_##N##2(T x, T y) { return rt_##N##2{x, y}; }                 \
+    RT_TFN_ rt_##N##3 rt_make_##N##3(T x, T y, T z) { return rt_##N##3{x, y, z}; }         \
+    RT_TFN_ rt_##N##4 rt_make_##N##4(T x, T y, T z, T w) { return rt_##N##4{x, y, z, w}; } \
+    RT_VOPS_(rt_##N##2, T, RT_VL2_, RT_VB2_)                                               \
+    RT_VOPS_(rt_##N##3, T, RT_VL3_, RT_VB3_)                                               \
+    RT_VOPS_(rt_##N##4, T, RT_VL4_, RT_VB4_)
+RT_VECS_(float, float, 8, 16)
+RT_VECS_(double, double, 16, 16)
+RT_VECS_(int, int32_t, 8, 16)
+RT_VECS_(uint, uint32_t, 8, 16)
+#undef RT_VECS_
+#undef RT_VOPS_
+#undef RT_VOP_
+#undef RT_VVV_
+#undef RT_VVS_
+#undef RT_VSV_
+#undef RT_VNEG_
+#undef RT_VEQ_
+#undef RT_VL2_
+#undef RT_VL3_
+#undef RT_VL4_
+#undef RT_VB2_
+#undef RT_VB3_
+#undef RT_VB4_
+static_assert(sizeof(rt_float2) == 8 && alignof(rt_float2) == 8, "CUDA's float2");
+static_assert(sizeof(rt_float3) == 12 && alignof(rt_float3) == 4, "CUDA's float3");
+static_assert(sizeof(rt_float4) == 16 && alignof(rt_float4) == 16, "CUDA's float4");
+static_assert(sizeof(rt_double2) == 16 && alignof(rt_double2) == 16, "CUDA's double2");
+static_assert(sizeof(rt_double3) == 24 && alignof(rt_double3) == 8, "CUDA's double3");
+static_assert(sizeof(rt_double4) == 32 && alignof(rt_double4) == 16, "CUDA's double4");
+static_assert(sizeof(rt_int3) == 12 && alignof(rt_int4) == 16 && alignof(rt_uint2) == 8, "CUDA's int3, int4, uint2");
+
+
+#undef RT_TFN_
+#undef RT_MFN_
 
 #endif /* RUNTIME_KERNEL_H */

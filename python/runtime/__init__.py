@@ -2,7 +2,8 @@
 
 The seed's API (SPEC §2, §3): init, get_device_count, set_device, get_device_properties, Stream, Event, alloc,
 copy(dst, src, direction=None), free, @jit with get_global_id(); plus device strings ("cpu:0", "cuda:0"),
-stream/device context managers, Event(enable_timing=True).elapsed_time, DLPack on device memory, typed errors; the
+stream/device context managers, Event(enable_timing=True).elapsed_time, typed n-d device memory (shape, strides,
+dtype; empty/zeros/to_device/view) with DLPack both ways (from_dlpack) and __cuda_array_interface__, typed errors; the
 memory strategies (enable_pool_allocator, enable_zero_copy, enable_memory_reuse), pinned/registered/mapped host
 memory (alloc_host, register_host, map_host) and exact statistics (memory_stats, memory_summary).
 """
@@ -28,12 +29,15 @@ from .core import (alloc_host, empty_cache, enable_memory_reuse, enable_pool_all
 from .jit import (JitKernel, atomic_add, atomic_cas, atomic_exchange, atomic_max, atomic_min, barrier,  # noqa: E402
                   local_array, get_global_id, get_global_size, get_group_id, get_local_id, get_local_size, get_num_groups, jit)
 from .kernel import Function, Module  # noqa: E402
+from .core import zeros  # noqa: E402
+from .interop import from_dlpack  # noqa: E402
 
 # dtypes, for annotations (`def k(a: runtime.float64)`) and alloc(..., dtype=runtime.int32)
 bool_ = _np.bool_
 int8, int16, int32, int64 = _np.int8, _np.int16, _np.int32, _np.int64
 uint8, uint16, uint32, uint64 = _np.uint8, _np.uint16, _np.uint32, _np.uint64
 float32, float64 = _np.float32, _np.float64
+float16, complex64, complex128 = _np.float16, _np.complex64, _np.complex128
 
 __version__ = "%d.%d.%d" % tuple(_core.VERSION)
 
@@ -51,3 +55,4 @@ __all__ = [
     "atomic_add", "atomic_min", "atomic_max", "atomic_cas", "atomic_exchange", "barrier", "local_array",
     "bool_", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float32", "float64",
 ]
+__all__ += ["zeros", "from_dlpack", "float16", "complex64", "complex128"]

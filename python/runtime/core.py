@@ -344,20 +344,27 @@ class Stream:
             # Fast path: device memory and a numpy array, checked and queued by one binding call (False: take the
             # full path, which explains the refusal).
             td, ts = type(dst), type(src)
-            if td is DeviceMemory and ts is np.ndarray and not dst._freed:
-                if _core.memcpy_array_async(dst._ptr, dst.nbytes, src, True, self._handle or self.handle,
-                                            (dst, src)):
-                    if dst._dtype is None:
-                        _adopt_dtype(dst, src.dtype)
-                    return
-            elif ts is DeviceMemory and td is np.ndarray and not src._freed:
-                if _core.memcpy_array_async(src._ptr, src.nbytes, dst, False, self._handle or self.handle,
-                                            (dst, src)):
-                    return
+            # Taken only when the sides agree (same bytes; typed: same dtype and shape) and the memory is plain.
+            if td is DeviceMemory and ts is np.ndarray and not dst._freed and dst.nbytes == src.nbytes and \
+                    (dst._ext is None or not dst._ext.special):
+                dt = dst._dtype
+                if dt is None or ((dt is src.dtype or dt == src.dtype) and dst._shape == src.shape):
+                    if _core.memcpy_array_async(dst._ptr, dst.nbytes, src, True, self._handle or self.handle,
+                                                (dst, src)):
+                        if dt is None:
+                            _adopt(dst, src.dtype, src.shape, True)
+                        return
+            elif ts is DeviceMemory and td is np.ndarray and not src._freed and dst.nbytes == src.nbytes and \
+                    (src._ext is None or not src._ext.special):
+                dt = src._dtype
+                if dt is None or ((dt is dst.dtype or dt == dst.dtype) and src._shape == dst.shape):
+                    if _core.memcpy_array_async(src._ptr, src.nbytes, dst, False, self._handle or self.handle,
+                                                (dst, src)):
+                        return
         d, s, kind, n = _prepare_copy("launch_copy", dst, src, direction, nbytes)
         if n:
             _core.memcpy_async(d.ptr, s.ptr, n, kind, self.handle, (d.keep, s.keep))
-        _after_copy(d, s)
+        _after_copy(d, s, nbytes is None)
 
     def memset(self, mem: "DeviceMemory", value: int, nbytes: Optional[int] = None) -> None:
         """Queue setting `nbytes` (default all) bytes of `mem` to `value` (0..255)."""
@@ -487,77 +494,175 @@ def _at_exit() -> None:
 
 
 # ----------------------------------------------------------------------------------------------- memory
+#
+# Typed device memory: a DeviceMemory has a shape, strides (bytes, numpy's convention) and a dtype fixed at
+# creation when it is typed (empty, zeros, to_device, alloc(nbytes, dtype=...), view, from_dlpack). Memory from an
+# untyped alloc(nbytes) is a flat float32 buffer until the first typed host copy into it gives it that array's
+# dtype and shape (SPEC §3); after that it is typed like any other. Copies never convert or reshape: both sides
+# must agree (view() reinterprets explicitly).
 
-_DLPACK_CODES = {"i": 0, "u": 1, "f": 2, "b": 6, "c": 5}
 _DEFAULT_DTYPE = np.dtype(np.float32)  # SPEC §3: untyped memory is indexed as float32
 _H2D, _D2H = _core.MEMCPY_HOST_TO_DEVICE, _core.MEMCPY_DEVICE_TO_HOST
+_SUPPORTED_WORDS = ("bool, int8..int64, uint8..uint64, float16, float32, float64, complex64, complex128 "
+                    "(and ml_dtypes.bfloat16)")
+
+
+def _storage_dtype(dt: np.dtype) -> bool:
+    """Whether device memory may carry dtype `dt`: the element types of DLPack (bool, ints, IEEE floats, complex,
+    bfloat16) in native byte order."""
+    if not dt.isnative or dt.fields is not None or dt.subdtype is not None:
+        return False
+    k, n = dt.kind, dt.itemsize
+    return ((k == "b" and n == 1) or (k in "iu" and n in (1, 2, 4, 8)) or (k == "f" and n in (2, 4, 8))
+            or (k == "c" and n in (8, 16)) or (dt.name == "bfloat16" and n == 2))
+
+
+def _c_strides(shape: tuple, itemsize: int) -> tuple:
+    out, step = [], itemsize
+    for d in reversed(shape):
+        out.append(step)
+        step *= max(d, 1)
+    return tuple(reversed(out))
+
+
+def _prod(shape: tuple) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n
 
 
 class _MemExtra:
-    """The rarely used parts of a DeviceMemory, kept out of the common object: the stream of alloc(stream=...),
-    and for map_host the host objects aliased and the registration it made."""
+    """The rarely used parts of a DeviceMemory, kept out of the common object (every plain allocation has none):
+    the stream of alloc(stream=...); for map_host the host objects aliased and the registration it made; for a
+    view its base (the owner of the memory); for an owner its live views, its live DLPack exports and whether a
+    free waits for them; for imported memory (from_dlpack) the producer's hold; and the flags that keep it off the
+    copy fast path (read-only, non-contiguous, foreign host memory)."""
 
-    __slots__ = ("stream", "host", "host_registered", "mapped")
+    __slots__ = ("stream", "host", "host_registered", "mapped", "base", "views", "exports", "release_pending",
+                 "imported", "foreign_host", "readonly", "special")
 
     def __init__(self) -> None:
         self.stream: Optional[weakref.ref] = None
         self.host: Any = None
         self.host_registered = 0
         self.mapped = False
+        self.base: Optional[DeviceMemory] = None
+        self.views: Optional[list] = None  # weak references to the views of this owner
+        self.exports = 0
+        self.release_pending = False
+        self.imported: Any = None  # from_dlpack: the producer's hold (its deleter runs when this is released)
+        self.foreign_host = False  # imported host memory the runtime did not allocate (copies: kind inferred)
+        self.readonly = False
+        self.special = False  # off the launch_copy fast path
 
 
 class DeviceMemory:
-    """Device memory from runtime.alloc: `ptr`, `nbytes`, `device`, `dtype` (float32 unless typed at alloc or by
-    a typed host copy into it), `size` (elements of dtype), DLPack export (`numpy.from_dlpack(mem)` is a
-    zero-copy view on the cpu device).
+    """Device memory: `ptr`, `nbytes`, `device`, `shape`, `strides` (bytes), `dtype`, `ndim`, `size` (elements),
+    `itemsize`. Typed memory (empty, zeros, to_device, alloc(nbytes, dtype=...), view, from_dlpack) has its shape
+    and dtype fixed for life; memory from an untyped alloc(nbytes) is a flat float32 buffer until the first typed
+    host copy into it gives it the source's dtype and shape. A copy never converts or reshapes (both sides must
+    agree; view() reinterprets the bytes without copying).
+
+    Interop: DLPack (`numpy.from_dlpack(mem)`, `torch.from_dlpack(mem)`: zero-copy, n-d with strides, versioned
+    protocol), `__cuda_array_interface__` v3 on cuda memory, `numpy()` for a host copy. `numpy.asarray(mem)`
+    raises TypeError (as CuPy does): an implicit host copy is never made — call mem.numpy().
 
     Freed by runtime.free or when garbage-collected; either never waits (rtFree defers the release of memory that
-    queued work still uses until that work has completed)."""
+    queued work still uses until that work has completed). A view keeps its base alive; freeing the base makes
+    every view report freed. Memory exported through DLPack stays allocated until the consumer lets go of it,
+    even if it is freed here first (it reports freed at once; the release waits for the consumer)."""
 
     # Slots: alloc/free are on hot paths, and a small fixed object is cheaper to make and to drop.
-    __slots__ = ("_ptr", "nbytes", "device", "_dtype", "_freed", "_ext", "__weakref__")
+    __slots__ = ("_ptr", "nbytes", "device", "_dtype", "_shape", "_strides", "_freed", "_ext", "__weakref__")
 
     def __init__(self, ptr: int, nbytes: int, device: Device, dtype: Optional[np.dtype],
-                 ext: Optional[_MemExtra] = None) -> None:
+                 ext: Optional[_MemExtra] = None, shape: Optional[tuple] = None,
+                 strides: Optional[tuple] = None) -> None:
         self._ptr = ptr
         self.nbytes = nbytes
         self.device = device
         self._dtype = dtype
+        # typed memory always has a shape; untyped (dtype None) has none until a typed copy gives it one
+        self._shape = shape if shape is not None or dtype is None else (nbytes // dtype.itemsize,)
+        self._strides = strides  # None: C-contiguous
         self._freed = False
         self._ext = ext
 
     # ---- attributes
     @property
     def ptr(self) -> int:
-        """The device address as an int; raises if the memory was freed."""
+        """The device address of the first element as an int; raises if the memory was freed."""
         if self._freed:
-            raise make_error(InvalidValueError, f"device memory {self._ptr:#x} ({self.nbytes} bytes) was freed")
+            raise make_error(InvalidValueError, f"device memory {self._ptr:#x} ({self.nbytes} bytes) was freed"
+                                                + (" (through its base)" if self.is_view else ""))
         return self._ptr
 
     @property
     def dtype(self) -> np.dtype:
+        """The element type (float32 for untyped memory)."""
         return self._dtype if self._dtype is not None else _DEFAULT_DTYPE
 
     @property
     def typed(self) -> bool:
-        """Whether the dtype was given (alloc, typed copy) rather than the float32 default."""
+        """Whether the dtype and shape are fixed (given at creation, or by a typed host copy into untyped memory)."""
         return self._dtype is not None
 
     @property
-    def size(self) -> int:
-        """Number of elements of `dtype`."""
-        return self.nbytes // self.dtype.itemsize
+    def shape(self) -> tuple:
+        """Elements per dimension (untyped memory: (nbytes // 4,), float32)."""
+        s = self._shape
+        return s if s is not None else (self.nbytes // 4,)
 
     @property
-    def shape(self) -> tuple:
-        return (self.size,)
+    def strides(self) -> tuple:
+        """Bytes between consecutive elements of each dimension (numpy's convention; C order unless imported or
+        viewed otherwise)."""
+        s = self._strides
+        return s if s is not None else _c_strides(self.shape, self.dtype.itemsize)
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        """Number of elements."""
+        return _prod(self.shape)
+
+    @property
+    def itemsize(self) -> int:
+        return self.dtype.itemsize
+
+    @property
+    def is_contiguous(self) -> bool:
+        """Whether the elements are packed in C order (only imported memory and its views can be otherwise)."""
+        return self._strides is None
+
+    @property
+    def is_view(self) -> bool:
+        """Whether this object is a view() of another DeviceMemory (which owns the memory)."""
+        return self._ext is not None and self._ext.base is not None
+
+    @property
+    def base(self) -> Optional["DeviceMemory"]:
+        """The DeviceMemory that owns the memory of a view; None for an owner."""
+        return self._ext.base if self._ext is not None else None
+
+    @property
+    def readonly(self) -> bool:
+        """Whether the memory may not be written (imported from a read-only DLPack tensor)."""
+        return self._ext is not None and self._ext.readonly
 
     @property
     def freed(self) -> bool:
         return self._freed
 
     def __len__(self) -> int:
-        return self.size
+        s = self.shape
+        if not s:
+            raise TypeError("len() of a 0-d runtime.DeviceMemory")
+        return s[0]
 
     @property
     def mapped(self) -> bool:
@@ -565,72 +670,153 @@ class DeviceMemory:
         return self._ext is not None and self._ext.mapped
 
     def __repr__(self) -> str:
-        state = " freed" if self.freed else ""
-        what = " mapped host" if self.mapped else ""
-        return (f"runtime.DeviceMemory(ptr={self._ptr:#x}, nbytes={self.nbytes}, dtype={self.dtype}, "
-                f"device={self.device.name!r}{what}{state})")
+        flags = ""
+        if not self.typed:
+            flags += " untyped"
+        if self.mapped:
+            flags += " mapped host"
+        if self.is_view:
+            flags += " view"
+        if self._ext is not None and self._ext.imported is not None:
+            flags += " imported"
+        if self.readonly:
+            flags += " read-only"
+        if self._freed:
+            flags += " freed"
+        strides = "" if self._strides is None else f", strides={self._strides}"
+        return (f"runtime.DeviceMemory(shape={self.shape}, dtype={self.dtype}{strides}, device={self.device.name!r}, "
+                f"ptr={self._ptr:#x}, nbytes={self.nbytes}{flags})")
 
     # ---- conversions
-    def view(self, dtype: Any) -> "DeviceMemory":
-        """Set the element type used by kernels and DLPack (the bytes are unchanged); returns self."""
-        dt = np.dtype(dtype)
-        if self.nbytes % dt.itemsize:
-            raise make_error(InvalidValueError,
-                             f"view: {self.nbytes} bytes are not a whole number of {dt} elements ({dt.itemsize} bytes)")
-        self._dtype = dt
-        return self
+    def view(self, dtype: Any = None, shape: Any = None) -> "DeviceMemory":
+        """A new DeviceMemory over the same bytes (no copy) typed `dtype` (default: this memory's) with `shape`
+        (an int or tuple; one dimension may be -1, inferred as in numpy). Without `shape`, the shape is kept, or
+        for another itemsize the last dimension is rescaled (numpy's view rule; untyped memory is a flat byte
+        buffer). The total number of bytes must be the same. This object keeps its own type; the view keeps it
+        alive, and reports freed once it is freed. A non-contiguous memory can only be viewed with a dtype of the
+        same itemsize and its own shape."""
+        ptr = self.ptr  # raises if freed
+        dt = self.dtype if dtype is None else _as_dtype(dtype, "view")
+        if shape is None:
+            if not self.typed:
+                if self.nbytes % dt.itemsize:
+                    raise make_error(InvalidValueError, f"view: {self.nbytes} bytes are not a whole number of {dt} "
+                                                        f"elements ({dt.itemsize} bytes each)")
+                new_shape = (self.nbytes // dt.itemsize,)
+            elif dt.itemsize == self.itemsize:
+                new_shape = self.shape
+            else:
+                s = self.shape
+                if not self.is_contiguous or not s or (s[-1] * self.itemsize) % dt.itemsize:
+                    raise make_error(InvalidValueError,
+                                     f"view: cannot view {self._describe()} as {dt} without a shape (the last "
+                                     f"dimension of {s[-1] * self.itemsize if s else 0} bytes is not a whole number "
+                                     f"of {dt.itemsize}-byte elements; give shape=)" if s else
+                                     f"view: a 0-d {self.dtype} memory cannot be viewed as {dt} without shape=")
+                new_shape = s[:-1] + (s[-1] * self.itemsize // dt.itemsize,)
+        else:
+            new_shape = _parse_view_shape(shape, self.nbytes, dt, self)
+        strides = None
+        if not self.is_contiguous:
+            if dt.itemsize != self.itemsize or new_shape != self.shape:
+                raise make_error(InvalidValueError,
+                                 f"view: {self._describe()} is not contiguous (strides {self.strides}): it can only be "
+                                 f"viewed with a dtype of the same itemsize ({self.itemsize}) and its own shape")
+            strides = self._strides
+        root = self._root()
+        ext = _MemExtra()
+        ext.base = root
+        rext = root._own_extra()
+        ext.readonly = rext.readonly
+        ext.foreign_host = rext.foreign_host
+        ext.special = strides is not None or rext.special
+        v = DeviceMemory(ptr, self.nbytes, self.device, dt, ext, new_shape, strides)
+        if rext.views is None:
+            rext.views = []
+        rext.views = [r for r in rext.views if r() is not None]
+        rext.views.append(weakref.ref(v))
+        return v
+
+    def _describe(self) -> str:
+        kind = "untyped " if not self.typed else ""
+        return f"{kind}device memory on {self.device.name} (shape {self.shape}, {self.dtype}, {self.nbytes} bytes)"
+
+    def _root(self) -> "DeviceMemory":
+        ext = self._ext
+        return ext.base if ext is not None and ext.base is not None else self
+
+    def _own_extra(self) -> _MemExtra:
+        if self._ext is None:
+            self._ext = _MemExtra()
+        return self._ext
 
     def numpy(self) -> np.ndarray:
-        """A host copy (synchronous) as a 1-D numpy array of `dtype`."""
-        out = np.empty(self.size, dtype=self.dtype)
+        """A host copy (synchronous: waits for the copy, which the current stream orders after the work queued on
+        it) as a numpy array of this memory's shape and dtype."""
+        if not self.is_contiguous:
+            raise make_error(InvalidValueError, f"numpy: {self._describe()} is not contiguous (strides "
+                                                f"{self.strides}); only contiguous memory can be copied")
+        out = np.empty(self.shape, dtype=self.dtype)
         copy(out, self)
         return out
 
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        raise TypeError("runtime.DeviceMemory does not convert to a numpy array implicitly (no hidden device-to-host "
+                        "copy): call mem.numpy() for a host copy, or numpy.from_dlpack(mem) for a zero-copy view of "
+                        "host-addressable (cpu device) memory")
+
     def __dlpack_device__(self) -> tuple:
-        p = self.device.properties
-        if p.backend == "cuda":
-            return (2, p.backend_ordinal)  # kDLCUDA
-        return (1, 0)  # kDLCPU: cpu device memory is host memory
+        from . import interop
+        return interop.dlpack_device(self)
 
     def __dlpack__(self, *, stream: Any = None, max_version: Optional[tuple] = None, dl_device: Any = None,
                    copy: Optional[bool] = None) -> Any:
-        """A DLPack capsule viewing this memory as a 1-D array of `dtype` (versioned if the consumer asks)."""
-        if copy:
-            raise BufferError("runtime.DeviceMemory.__dlpack__: copy=True is not supported (export is zero-copy)")
-        mine = self.__dlpack_device__()
-        if dl_device is not None and tuple(dl_device) != mine:
-            raise BufferError(f"runtime.DeviceMemory.__dlpack__: memory is on DLPack device {mine}, "
-                              f"cannot export to {tuple(dl_device)}")
-        dt = self.dtype
-        if dt.kind not in _DLPACK_CODES:
-            raise BufferError(f"runtime.DeviceMemory.__dlpack__: dtype {dt} has no DLPack code")
-        _settle(self)  # the consumer reads right away
-        versioned = max_version is not None and tuple(max_version)[0] >= 1
-        return _core.make_dlpack(self.ptr, [self.size], _DLPACK_CODES[dt.kind], dt.itemsize * 8, mine[0], mine[1],
-                                 self, versioned)
+        """A DLPack capsule viewing this memory (n-d with strides; 'dltensor_versioned' when the consumer passes
+        max_version >= (1, 0), else the legacy 'dltensor'). `stream`: the consumer's stream (see runtime.interop);
+        `copy=True` exports a copy (on the host when dl_device is kDLCPU). The memory stays allocated until the
+        consumer releases the capsule, even if freed here first."""
+        from . import interop
+        return interop.export_dlpack(self, stream, max_version, dl_device, copy)
 
     @property
     def __cuda_array_interface__(self) -> dict:
-        """CUDA Array Interface v3 (CuPy, Numba, PyTorch) for memory of a cuda device: a zero-copy 1-D view of
-        `dtype`. Queued work of the device is completed first, so no "stream" entry is given (the consumer may use
-        the data on any stream). Absent (AttributeError) on other devices."""
-        if self.device.properties.backend != "cuda" or self.mapped:
-            raise AttributeError("__cuda_array_interface__ exists only for memory of a cuda device "
-                                 f"(this is {self.device.name} memory)")
-        _settle(self)
-        return {"shape": (self.size,), "typestr": self.dtype.str, "data": (self.ptr, False), "strides": None,
-                "descr": [("", self.dtype.str)], "version": 3}
+        """CUDA Array Interface v3 (CuPy, Numba, PyTorch) for memory of a cuda device: shape, typestr, strides
+        (None when contiguous), data (ptr, read-only), version 3, and stream None: the queued work of the memory's
+        device is completed first, so the consumer needs no synchronisation. Absent (AttributeError) on other
+        devices."""
+        from . import interop
+        return interop.cuda_array_interface(self)
 
     # ---- release
     def _release(self) -> None:
-        """Give the memory back (never waits). rtFreeAsync on the stream of alloc(stream=...) while it lives, else
-        rtFree; a map_host mapping undoes the registration it made (its host objects stay referenced by this object,
-        which queued work keeps alive as long as it needs them)."""
+        """Give the memory back (never waits), or, while DLPack consumers hold it, once the last lets go."""
         self._freed = True
         ext = self._ext
         if ext is None:
             if self._ptr:
                 _core.free(self._ptr)
+            return
+        if ext.base is not None:
+            return  # a view owns nothing
+        if ext.views:
+            for r in ext.views:
+                v = r()
+                if v is not None:
+                    v._freed = True
+            ext.views = None
+        if ext.exports:
+            ext.release_pending = True  # the last export's deleter releases it
+            return
+        self._release_now()
+
+    def _release_now(self) -> None:
+        """rtFreeAsync on the stream of alloc(stream=...) while it lives, else rtFree; a map_host mapping undoes the
+        registration it made (its host objects stay referenced by this object, which queued work keeps alive as
+        long as it needs them); imported memory lets go of the producer (its deleter runs)."""
+        ext = self._ext
+        if ext.imported is not None:
+            hold, ext.imported = ext.imported, None
+            hold.release()
             return
         if ext.mapped:
             registered, ext.host_registered = ext.host_registered, 0
@@ -648,10 +834,13 @@ class DeviceMemory:
 
     def free(self) -> None:
         """Free now; memory that queued work still uses is released by the runtime once that work has completed
-        (alloc(stream=s) memory: ordered on s). Freeing twice is an error."""
+        (alloc(stream=s) memory: ordered on s). Freeing twice is an error; so is freeing a view (free its base)."""
         if self._freed:
             raise make_error(InvalidValueError, f"free: device memory {self._ptr:#x} ({self.nbytes} bytes) "
                                                 f"was already freed")
+        if self.is_view:
+            raise make_error(InvalidValueError, f"free: {self._describe()} is a view; free the memory it views "
+                                                f"(mem.base) instead")
         self._release()
 
     def __del__(self) -> None:
@@ -662,15 +851,39 @@ class DeviceMemory:
                 pass
 
 
+def _parse_view_shape(shape: Any, nbytes: int, dt: np.dtype, mem: DeviceMemory) -> tuple:
+    dims = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)
+    out, infer = [], -1
+    for i, d in enumerate(dims):
+        if isinstance(d, (bool, np.bool_)) or not isinstance(d, (int, np.integer)):
+            raise make_error(InvalidValueError, f"view: dimension {i} of shape {shape!r} must be an int, got {d!r}")
+        d = int(d)
+        if d == -1:
+            if infer >= 0:
+                raise make_error(InvalidValueError, f"view: shape {shape!r} has more than one -1 dimension")
+            infer = i
+        elif d < 0:
+            raise make_error(InvalidValueError, f"view: dimension {i} of shape {shape!r} is negative ({d})")
+        out.append(d)
+    known = _prod(tuple(d for i, d in enumerate(out) if i != infer)) * dt.itemsize
+    if infer >= 0:
+        if known == 0 or nbytes % known:
+            raise make_error(InvalidValueError, f"view: cannot infer the -1 dimension of shape {shape!r}: "
+                                                f"{mem._describe()} is not a whole number of {known}-byte rows")
+        out[infer] = nbytes // known
+    elif known != nbytes:
+        raise make_error(InvalidValueError, f"view: shape {shape!r} of {dt} needs {known} bytes, but "
+                                            f"{mem._describe()} has {nbytes} (a view never changes the size)")
+    return tuple(out)
+
+
 def _as_dtype(dtype: Any, what: str) -> np.dtype:
     try:
         dt = np.dtype(dtype)
     except TypeError as e:
         raise make_error(InvalidValueError, f"{what}: {dtype!r} is not a dtype ({e})") from None
-    if dt.kind not in "biuf" or dt.itemsize > 8:
-        raise make_error(InvalidValueError,
-                         f"{what}: dtype {dt} is not supported (expected bool, int8..int64, uint8..uint64, "
-                         f"float32 or float64)")
+    if not _storage_dtype(dt):
+        raise make_error(InvalidValueError, f"{what}: dtype {dt} is not supported (expected {_SUPPORTED_WORDS})")
     return dt
 
 
@@ -689,18 +902,24 @@ def _check_size(value: Any, what: str) -> int:
     return v
 
 
-def _shape_bytes(shape: Any, itemsize: int, what: str) -> int:
-    """Bytes of `shape` (an int or a tuple/list of ints) elements of `itemsize` bytes, computed exactly: each
-    dimension is checked (int, not negative) and the product must fit a size_t."""
+def _shape_tuple(shape: Any, what: str) -> tuple:
+    """`shape` (an int or a tuple/list of ints) as a tuple of ints, each checked (an int, not negative)."""
     dims = shape if isinstance(shape, (tuple, list)) else (shape,)
-    total = itemsize
+    out = []
     for i, d in enumerate(dims):
         if isinstance(d, (bool, np.bool_)) or not isinstance(d, (int, np.integer)):
             raise make_error(InvalidValueError, f"{what}: dimension {i} of shape {shape!r} must be an int, got "
                                                 f"{d!r} ({type(d).__name__})")
         if d < 0:
             raise make_error(InvalidValueError, f"{what}: dimension {i} of shape {shape!r} is negative ({int(d)})")
-        total *= int(d)  # Python ints: exact, checked once at the end
+        out.append(int(d))
+    return tuple(out)
+
+
+def _shape_bytes(shape: Any, itemsize: int, what: str) -> int:
+    """Bytes of `shape` elements of `itemsize` bytes, computed exactly: each dimension is checked (int, not
+    negative) and the product must fit a size_t."""
+    total = itemsize * _prod(_shape_tuple(shape, what))  # Python ints: exact, checked once at the end
     if total > _SIZE_MAX:
         raise make_error(InvalidValueError, f"{what}: shape {shape!r} of {itemsize}-byte elements needs {total} "
                                             f"bytes, more than the largest size (2**64-1)")
@@ -708,8 +927,9 @@ def _shape_bytes(shape: Any, itemsize: int, what: str) -> int:
 
 
 def alloc(nbytes: int, dtype: Any = None, device: Any = None, stream: Optional["Stream"] = None) -> DeviceMemory:
-    """Allocate `nbytes` of device memory on `device` (the current device if None). `dtype` types it for kernels
-    and DLPack; untyped memory is used as float32 until a typed host copy sets its dtype.
+    """Allocate `nbytes` of device memory on `device` (the current device if None). With `dtype` it is typed:
+    shape (nbytes // itemsize,), and nbytes must be a whole number of elements. Untyped memory (no dtype) is a
+    flat float32 buffer until the first typed host copy into it gives it the source's dtype and shape.
 
     With `stream`, the allocation is stream-ordered (rtMallocAsync): on the stream's device, usable by work
     queued on `stream` from now on (by other streams once ordered after it, e.g. with an event), served from the
@@ -723,6 +943,11 @@ def alloc(nbytes: int, dtype: Any = None, device: Any = None, stream: Optional["
     if dt is not None and n % dt.itemsize:
         raise make_error(InvalidValueError,
                          f"alloc: nbytes = {n} is not a whole number of {dt} elements ({dt.itemsize} bytes each)")
+    return _allocate(n, dt, None, device, stream)
+
+
+def _allocate(n: int, dt: Optional[np.dtype], shape: Optional[tuple], device: Any,
+              stream: Optional["Stream"]) -> DeviceMemory:
     if stream is not None:
         if not isinstance(stream, Stream):
             raise make_error(InvalidValueError, f"alloc: stream must be a runtime.Stream, got {type(stream).__name__}")
@@ -733,36 +958,55 @@ def alloc(nbytes: int, dtype: Any = None, device: Any = None, stream: Optional["
             ptr = _core.malloc_async(n, 0 if stream._is_default else stream.handle)
         ext = _MemExtra()
         ext.stream = weakref.ref(stream)
-        return DeviceMemory(ptr, n, stream.device, dt, ext)
+        return DeviceMemory(ptr, n, stream.device, dt, ext, shape)
     if device is None:
         ptr, idx = _core.malloc_current(n)
-        return DeviceMemory(ptr, n, _device_obj(idx), dt)
+        return DeviceMemory(ptr, n, _device_obj(idx), dt, None, shape)
     dev = Device(device)
     with dev:
         ptr = _core.malloc(n)
-    return DeviceMemory(ptr, n, dev, dt)
+    return DeviceMemory(ptr, n, dev, dt, None, shape)
 
 
-def empty(shape: Any, dtype: Any = np.float32, device: Any = None) -> DeviceMemory:
-    """Typed device memory for `shape` elements (an int, or a tuple or list of ints; the memory itself is 1-D)."""
+def empty(shape: Any, dtype: Any = np.float32, device: Any = None, stream: Optional["Stream"] = None) -> DeviceMemory:
+    """Typed device memory of `shape` (an int, or a tuple or list of ints; () is one element) and `dtype`, C order;
+    the contents are undefined. `stream`: stream-ordered, as alloc(stream=...)."""
     dt = _as_dtype(dtype, "empty")
-    return alloc(_shape_bytes(shape, dt.itemsize, "empty"), dt, device)
+    n = _shape_bytes(shape, dt.itemsize, "empty")
+    return _allocate(n, dt, _shape_tuple(shape, "empty"), device, stream)
+
+
+def zeros(shape: Any, dtype: Any = np.float32, device: Any = None, stream: Optional["Stream"] = None) -> DeviceMemory:
+    """empty(shape, dtype) filled with zeros (synchronously, or queued on `stream`)."""
+    mem = empty(shape, dtype, device, stream)
+    if mem.nbytes:
+        if stream is None:
+            with mem.device:
+                _core.memset(mem._ptr, 0, mem.nbytes)
+        else:
+            stream.memset(mem, 0)
+    return mem
 
 
 def to_device(host: Any, stream: Optional[Stream] = None, device: Any = None) -> DeviceMemory:
-    """New device memory holding a copy of the host array `host` (typed like it); synchronous unless `stream`."""
+    """New device memory holding a C-contiguous copy of the host array `host`, with its shape and dtype (a raw
+    bytes-like object gives untyped memory); synchronous unless `stream`."""
     h = _host_operand(host, "to_device: host", writable=False)
-    mem = alloc(h.array.nbytes, h.array.dtype if h.array.dtype.kind in "biuf" else None, device)
+    if h.dtype is not None and not _storage_dtype(h.dtype):
+        raise make_error(InvalidValueError, f"to_device: dtype {h.dtype} is not supported (expected "
+                                            f"{_SUPPORTED_WORDS})")
+    mem = _allocate(h.nbytes, h.dtype, h.shape if h.dtype is not None else None, device, None)
     if stream is None:
-        copy(mem, h.array)
+        copy(mem, h.keep[0])
     else:
-        stream.launch_copy(mem, h.array)
+        stream.launch_copy(mem, h.keep[0])
     return mem
 
 
 def free(mem: DeviceMemory) -> None:
-    """Free device memory from alloc (or a map_host mapping). Never waits: memory still used by queued work is
-    released by the runtime once that work has completed."""
+    """Free device memory from alloc (or a map_host mapping, or memory imported by from_dlpack: its producer is let
+    go). Never waits: memory still used by queued work is released by the runtime once that work has completed,
+    and memory exported through DLPack once its consumer lets go."""
     if type(mem) is DeviceMemory and mem._ext is None and not mem._freed:
         mem._freed = True  # the common case, inlined: a plain allocation
         _core.free(mem._ptr)
@@ -777,15 +1021,26 @@ def free(mem: DeviceMemory) -> None:
 
 
 class _Operand:
-    __slots__ = ("kind", "ptr", "nbytes", "array", "mem", "keep", "desc")
+    """One side of a copy: its kind ("host"/"device"), address, bytes, and its element type and shape (None for
+    untyped device memory and raw bytes-like host objects: a byte image, checked by size only)."""
 
-    def __init__(self, kind: str, ptr: int, nbytes: int, array: Any, mem: Any, keep: Any, desc: str) -> None:
+    __slots__ = ("kind", "ptr", "nbytes", "array", "mem", "keep", "desc", "dtype", "shape")
+
+    def __init__(self, kind: str, ptr: int, nbytes: int, array: Any, mem: Any, keep: Any, desc: str,
+                 dtype: Optional[np.dtype], shape: Optional[tuple]) -> None:
         self.kind, self.ptr, self.nbytes, self.array, self.mem, self.keep, self.desc = \
             kind, ptr, nbytes, array, mem, keep, desc
+        self.dtype, self.shape = dtype, shape
+
+
+def _raw_bytes(obj: Any, mv: Optional[memoryview]) -> bool:
+    """Whether a host object is a byte image without an element type (bytes, bytearray, a 'B'/'c' buffer)."""
+    return isinstance(obj, (bytes, bytearray)) or (mv is not None and mv.format in ("B", "c"))
 
 
 def _host_operand(obj: Any, role: str, writable: bool) -> _Operand:
     arr = None
+    mv = None
     original = obj
     if isinstance(obj, np.ndarray):
         arr = obj
@@ -793,7 +1048,8 @@ def _host_operand(obj: Any, role: str, writable: bool) -> _Operand:
         dev = obj.__dlpack_device__()
         if int(dev[0]) not in (1, 3):  # kDLCPU, kDLCUDAHost
             raise make_error(InvalidValueError, f"{role}: a DLPack object on device {tuple(dev)} is neither host "
-                                                f"memory nor runtime device memory")
+                                                f"memory nor runtime device memory (import it with "
+                                                f"runtime.from_dlpack first)")
         arr = np.from_dlpack(obj)
     else:
         try:
@@ -813,16 +1069,24 @@ def _host_operand(obj: Any, role: str, writable: bool) -> _Operand:
                              f"{role}: the host destination is not C-contiguous (use numpy.ascontiguousarray)")
     elif not arr.flags.c_contiguous:
         arr = np.ascontiguousarray(arr)  # a source may be made contiguous; kept alive with the copy
-    desc = f"a host {type(original).__module__}.{type(original).__name__} ({arr.dtype}, shape {arr.shape}, " \
-           f"{arr.nbytes} bytes)"
-    return _Operand("host", arr.ctypes.data if arr.nbytes else 0, arr.nbytes, arr, None, (original, arr), desc)
+    raw = _raw_bytes(original, mv)
+    what = "bytes" if raw else f"{arr.dtype}, shape {arr.shape}"
+    desc = f"a host {type(original).__module__}.{type(original).__name__} ({what}, {arr.nbytes} bytes)"
+    return _Operand("host", arr.ctypes.data if arr.nbytes else 0, arr.nbytes, arr, None, (original, arr), desc,
+                    None if raw else arr.dtype, None if raw else arr.shape)
 
 
 def _operand(obj: Any, role: str, writable: bool) -> _Operand:
     if isinstance(obj, DeviceMemory):
         ptr = obj.ptr  # raises if freed
-        desc = f"device memory on {obj.device.name} ({obj.nbytes} bytes)"
-        return _Operand("device", ptr, obj.nbytes, None, obj, obj, desc)
+        if not obj.is_contiguous:
+            raise make_error(InvalidValueError, f"{role}: {obj._describe()} is not contiguous (strides "
+                                                f"{obj.strides}); copies move contiguous memory only")
+        if writable and obj.readonly:
+            raise make_error(InvalidValueError, f"{role}: {obj._describe()} is read-only (imported from a read-only "
+                                                f"DLPack tensor)")
+        desc = obj._describe()
+        return _Operand("device", ptr, obj.nbytes, None, obj, obj, desc, obj._dtype, obj._shape)
     return _host_operand(obj, role, writable)
 
 
@@ -833,6 +1097,29 @@ _DIRECTIONS = {
     "H2H": ("host", "host", _core.MEMCPY_HOST_TO_HOST),
 }
 _BY_KINDS = {(v[0], v[1]): (k, v[2]) for k, v in _DIRECTIONS.items()}
+
+
+def _check_types(api: str, d: _Operand, s: _Operand, n: int, whole: bool) -> None:
+    """A copy never converts or reshapes: typed operands must have the same dtype and, for a whole copy (no
+    nbytes=), the same shape; a whole copy moves every byte of both sides (a partial one needs nbytes=)."""
+    if d.dtype is not None and s.dtype is not None and d.dtype != s.dtype:
+        raise make_error(InvalidValueError,
+                         f"{api}: dtype mismatch: the destination is {d.dtype} but the source is {s.dtype} (dst is "
+                         f"{d.desc}, src is {s.desc}); a copy never converts: convert the host array, or "
+                         f"reinterpret the device bytes with mem.view(dtype=...)")
+    if not whole:
+        return
+    if d.dtype is not None and s.dtype is not None and d.shape != s.shape:
+        raise make_error(InvalidValueError,
+                         f"{api}: shape mismatch: the destination has shape {d.shape} but the source has shape "
+                         f"{s.shape} (dst is {d.desc}, src is {s.desc}); a copy never reshapes: reshape the host "
+                         f"array, or use mem.view(shape=...)")
+    if n != d.nbytes:
+        more = "holds only" if n > d.nbytes else "has"
+        raise make_error(InvalidValueError,
+                         f"{api}: the source has {n} bytes but the destination {more} {d.nbytes} (dst is {d.desc}, "
+                         f"src is {s.desc}); a copy without nbytes= moves the whole source into the whole "
+                         f"destination: pass nbytes= for a partial copy")
 
 
 def _prepare_copy(api: str, dst: Any, src: Any, direction: Optional[str], nbytes: Optional[int]) -> tuple:
@@ -854,35 +1141,45 @@ def _prepare_copy(api: str, dst: Any, src: Any, direction: Optional[str], nbytes
         n = _check_size(nbytes, f"{api}: nbytes")
         if n > s.nbytes:
             raise make_error(InvalidValueError, f"{api}: nbytes = {n} exceeds the source ({s.desc})")
-    if n > d.nbytes:
-        raise make_error(InvalidValueError,
-                         f"{api}: the source has {n} bytes but the destination holds only {d.nbytes} "
-                         f"(dst is {d.desc}, src is {s.desc})")
+        if n > d.nbytes:
+            raise make_error(InvalidValueError,
+                             f"{api}: nbytes = {n} but the destination holds only {d.nbytes} bytes (dst is {d.desc}, "
+                             f"src is {s.desc})")
+    _check_types(api, d, s, n, nbytes is None)
+    # Imported host memory (from_dlpack of a kDLCPU tensor) is not a runtime allocation: the library infers the
+    # direction from its registry, which sees it as the host memory it is.
+    if (d.mem is not None and d.mem._ext is not None and d.mem._ext.foreign_host) or \
+            (s.mem is not None and s.mem._ext is not None and s.mem._ext.foreign_host):
+        kind = _core.MEMCPY_DEFAULT
     return d, s, kind, n
 
 
-def _adopt_dtype(mem: DeviceMemory, dt: np.dtype) -> None:
-    """SPEC §3: a typed host copy into untyped device memory gives it the source's dtype."""
-    if dt.kind in "biuf" and dt.itemsize <= 8 and mem.nbytes % dt.itemsize == 0:
-        mem._dtype = dt
+def _adopt(mem: DeviceMemory, dt: np.dtype, shape: tuple, whole: bool) -> None:
+    """SPEC §3: a typed copy into untyped device memory gives it the source's dtype, and, for a whole copy, its
+    shape (a partial copy: a flat shape over the whole memory)."""
+    if not _storage_dtype(dt):
+        return
+    if whole and _prod(shape) * dt.itemsize == mem.nbytes:
+        mem._dtype, mem._shape = dt, tuple(shape)
+    elif mem.nbytes % dt.itemsize == 0:
+        mem._dtype, mem._shape = dt, (mem.nbytes // dt.itemsize,)
 
 
-def _after_copy(d: _Operand, s: _Operand) -> None:
-    # SPEC §3: a typed copy into untyped device memory gives it the source's dtype.
-    if d.mem is not None and d.mem._dtype is None:
-        if s.array is not None and not isinstance(s.keep[0], (bytes, bytearray)):
-            _adopt_dtype(d.mem, s.array.dtype)
-        elif s.mem is not None and s.mem._dtype is not None and d.mem.nbytes % s.mem._dtype.itemsize == 0:
-            d.mem._dtype = s.mem._dtype
+def _after_copy(d: _Operand, s: _Operand, whole: bool) -> None:
+    if d.mem is not None and d.mem._dtype is None and s.dtype is not None:
+        _adopt(d.mem, s.dtype, s.shape, whole)
 
 
 def copy(dst: Any, src: Any, direction: Optional[str] = None, nbytes: Optional[int] = None) -> None:
     """Synchronous copy of `src` into `dst` (destination first). `direction` is "H2D", "D2H", "D2D", "H2H" or None
-    (inferred); one that contradicts the operands raises InvalidValueError. Copies src.nbytes (or `nbytes`)."""
+    (inferred); one that contradicts the operands raises InvalidValueError. Without `nbytes` the whole source is
+    copied into the whole destination: typed sides must have the same dtype and shape, and the byte counts must be
+    equal; with `nbytes`, that many bytes (the dtypes must still agree). Untyped device memory takes the dtype and
+    shape of the first typed source copied into it."""
     d, s, kind, n = _prepare_copy("copy", dst, src, direction, nbytes)
     if n:
         _core.memcpy(d.ptr, s.ptr, n, kind)
-    _after_copy(d, s)
+    _after_copy(d, s, nbytes is None)
 
 
 def _check_memset(mem: Any, value: Any, nbytes: Optional[int]) -> int:
@@ -890,6 +1187,11 @@ def _check_memset(mem: Any, value: Any, nbytes: Optional[int]) -> int:
         raise make_error(InvalidValueError, f"memset: expected runtime.DeviceMemory, got {type(mem).__name__}")
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 0 <= int(value) <= 255:
         raise make_error(InvalidValueError, f"memset: value must be an int in 0..255, got {value!r}")
+    mem.ptr  # raises if freed
+    if not mem.is_contiguous or mem.readonly or (mem._ext is not None and mem._ext.foreign_host):
+        why = ("is not contiguous" if not mem.is_contiguous else "is read-only" if mem.readonly else
+               "is imported host memory (set it through its producer, e.g. numpy)")
+        raise make_error(InvalidValueError, f"memset: {mem._describe()} {why}")
     n = mem.nbytes if nbytes is None else _check_size(nbytes, "memset: nbytes")
     if n > mem.nbytes:
         raise make_error(InvalidValueError, f"memset: nbytes = {n} exceeds the memory ({mem.nbytes} bytes)")
@@ -1098,10 +1400,10 @@ def map_host(obj: Any, device: Any = None) -> DeviceMemory:
             except BaseException:
                 _core.host_unregister(ptr)
                 raise
-    dt = arr.dtype if arr.dtype.kind in "biuf" and arr.dtype.itemsize <= 8 else None
+    dt = arr.dtype if _storage_dtype(arr.dtype) else None
     ext = _MemExtra()
     ext.host, ext.host_registered, ext.mapped = (obj, arr), registered_here, True
-    return DeviceMemory(dptr, n, dev, dt, ext)
+    return DeviceMemory(dptr, n, dev, dt, ext, arr.shape if dt is not None else None)
 
 
 class _PinnedHost:

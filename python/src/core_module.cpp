@@ -28,8 +28,7 @@
 
 namespace nb = nanobind;
 
-nb::object make_dlpack_capsule(uintptr_t data, const std::vector<int64_t>& shape, int dtype_code, int dtype_bits,
-                               int device_type, int device_id, nb::object owner, bool versioned, bool read_only);
+void bind_dlpack(nb::module_& m);  // dlpack.cpp: make_dlpack, import_dlpack, DLPackHold
 
 namespace {
 
@@ -964,9 +963,5 @@ NB_MODULE(_core, m) {
              "the arguments until the launch has run.");
 
     // ---- DLPack
-    m.def("make_dlpack", &make_dlpack_capsule, nb::arg("data"), nb::arg("shape"), nb::arg("dtype_code"),
-          nb::arg("dtype_bits"), nb::arg("device_type"), nb::arg("device_id"), nb::arg("owner"),
-          nb::arg("versioned"), nb::arg("read_only") = false,
-          "A DLPack capsule ('dltensor_versioned' or 'dltensor') viewing `data`; keeps `owner` alive until the "
-          "consumer deletes it.");
+    bind_dlpack(m);
 }

@@ -33,9 +33,17 @@ template <unsigned long I, class T> struct rt_leaf_ {
     static_assert(__is_trivially_copyable(T), "kernel parameters must be trivially copyable (scalars, pointers, plain structs)");
     T value;
 };
+/* An argument's value, read bytewise from wherever the caller's packing put it: a 16-byte slot of the core holds a
+ * 32-byte-aligned struct misaligned, so the pointer is never dereferenced as a P (issue 13). */
+template <class P> struct rt_arg_bytes_ { unsigned char b[sizeof(P)]; };
+template <class P> static inline __attribute__((always_inline)) P rt_load_arg_(const void* p) {
+    rt_arg_bytes_<P> bytes;
+    __builtin_memcpy(&bytes, p, sizeof bytes);
+    return __builtin_bit_cast(P, bytes);
+}
 template <class S, class... P> struct rt_pack_;
 template <unsigned long... I, class... P> struct rt_pack_<rt_seq_<I...>, P...> : rt_leaf_<I, P>... {
-    explicit rt_pack_(void* const* args) : rt_leaf_<I, P>{*static_cast<const P*>(args[I])}... { (void)args; }
+    explicit rt_pack_(void* const* args) : rt_leaf_<I, P>{rt_load_arg_<P>(args[I])}... { (void)args; }
 };
 /* n bytes from src to dst with streaming (non-temporal) stores for the whole 64-byte lines of dst and
  * plain ones for its partial first and last lines. Where the target has no streaming store: a memcpy. */
