@@ -81,7 +81,7 @@ def _make_factory(k: Any, kernel: bool) -> Optional[Callable]:
         def visit_Expr(self, node: ast.Expr) -> Any:
             if kernel and isinstance(node.value, ast.Call) and k._static_callee(node.value.func) is barrier:
                 found["barrier"] = True
-                return ast.copy_location(ast.Expr(ast.Yield(None)), node)
+                return ast.copy_location(ast.Expr(ast.copy_location(ast.Yield(None), node)), node)
             self.generic_visit(node)
             return node
 

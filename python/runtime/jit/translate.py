@@ -290,7 +290,7 @@ class _Translator(ast.NodeVisitor):
         if isinstance(node, ast.Constant):
             v = node.value
         elif isinstance(node, (ast.Name, ast.Attribute)):
-            v = self.resolve(node)
+            v = _try_resolve(self, node)  # a kernel variable or an unknown name is not a constant
         elif isinstance(node, ast.BinOp) and type(node.op) in (ast.Add, ast.Sub, ast.Mult, ast.FloorDiv):
             a, b = self.const_int(node.left), self.const_int(node.right)
             return {ast.Add: a + b, ast.Sub: a - b, ast.Mult: a * b,
@@ -783,8 +783,8 @@ class _Translator(ast.NodeVisitor):
                                     f"(index it buf[i], or by all its dimensions)")
             return f"{_cname(base)}[{self.index_code(idx, e)}]", buf.elem
         if len(parts) != buf.ndim:
-            raise self.error(e, f"'{base}' is a {buf.ndim}-D array, indexed with {len(parts)} index(es) "
-                                f"(a tuple index a[y, x] with one index per dimension)")
+            raise self.error(e, f"'{base}' is a {buf.ndim}-D array, indexed with {len(parts)} index(es): "
+                                f"unsupported construct 'tuple' index of another length (one index per dimension)")
         terms = []
         for d, p in enumerate(parts):
             c = self.cast(self.index_code(p, e), self.expr(p)[1], WEAK_INT)
