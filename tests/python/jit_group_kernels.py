@@ -394,3 +394,17 @@ def half_math(x, out):
 def half_to_float(x, out):
     i = runtime.get_global_id(0)
     out[i] = x[i] * np.float32(3)
+
+
+SCALE = 2.0
+
+
+@runtime.jit
+def scaled(v):
+    return v * SCALE
+
+
+@runtime.jit
+def calls_scaled(out):
+    i = runtime.get_global_id(0)
+    out[i] = scaled(i + 1)

@@ -315,7 +315,9 @@ class JitKernel:
             getters = self._value_getters = self._find_value_getters()
         return tuple([_value_token(g()) for g in getters]) if getters else ()
 
-    def _find_value_getters(self) -> list:
+    def _find_value_getters(self, seen: Optional[set] = None) -> list:
+        seen = set() if seen is None else seen
+        seen.add(self)
         fn = self.fn
         getters = []
         for chain in self._global_chains:
@@ -335,9 +337,9 @@ class JitKernel:
                 continue
             if isinstance(v, (bool, int, float, np.generic)):
                 getters.append(get)
-            elif isinstance(v, JitKernel) and v is not self:
+            elif isinstance(v, JitKernel) and v not in seen:
                 # A device function's constants are compiled into its callers: part of their cache keys.
-                getters.append(lambda v=v: v._values())
+                getters += v._find_value_getters(seen)
         return getters
 
     def source(self, *args: Any, global_size: Any = None, target: Any = None) -> str:
