@@ -672,20 +672,20 @@ class DeviceMemory:
     def __repr__(self) -> str:
         flags = ""
         if not self.typed:
-            flags += " untyped"
+            flags += ", untyped"
         if self.mapped:
-            flags += " mapped host"
+            flags += ", mapped host"
         if self.is_view:
-            flags += " view"
+            flags += ", view"
         if self._ext is not None and self._ext.imported is not None:
-            flags += " imported"
+            flags += ", imported"
         if self.readonly:
-            flags += " read-only"
+            flags += ", read-only"
         if self._freed:
-            flags += " freed"
+            flags += ", freed"
         strides = "" if self._strides is None else f", strides={self._strides}"
-        return (f"runtime.DeviceMemory(shape={self.shape}, dtype={self.dtype}{strides}, device={self.device.name!r}, "
-                f"ptr={self._ptr:#x}, nbytes={self.nbytes}{flags})")
+        return (f"runtime.DeviceMemory(shape={self.shape}, dtype={self.dtype}{strides}, "
+                f"device={self.device.name!r}{flags})")
 
     # ---- conversions
     def view(self, dtype: Any = None, shape: Any = None) -> "DeviceMemory":
@@ -738,8 +738,8 @@ class DeviceMemory:
         return v
 
     def _describe(self) -> str:
-        kind = "untyped " if not self.typed else ""
-        return f"{kind}device memory on {self.device.name} (shape {self.shape}, {self.dtype}, {self.nbytes} bytes)"
+        what = f"{self.dtype}, shape {self.shape}" if self.typed else "untyped"
+        return f"device memory on {self.device.name} ({what}, {self.nbytes} bytes at {self._ptr:#x})"
 
     def _root(self) -> "DeviceMemory":
         ext = self._ext

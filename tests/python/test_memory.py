@@ -69,8 +69,9 @@ def test_copy_and_memset_counts_out_of_range():
 
 
 def test_alloc_bad_dtype():
-    with pytest.raises(runtime.InvalidValueError, match="not supported"):
-        runtime.alloc(16, dtype=np.complex64)
+    for bad in (np.dtype("U4"), np.dtype([("a", np.int32)]), np.longdouble, np.dtype(">i4")):
+        with pytest.raises(runtime.InvalidValueError, match="not supported"):
+            runtime.alloc(16, dtype=bad)
     with pytest.raises(runtime.InvalidValueError, match="whole number"):
         runtime.alloc(6, dtype=np.float32)
 
@@ -129,8 +130,11 @@ def test_overflowing_copy():
         runtime.copy(np.zeros(2, np.float32), d)
     with pytest.raises(runtime.InvalidValueError, match="exceeds the source"):
         runtime.copy(d, np.zeros(2, np.float32), nbytes=9)
-    runtime.copy(d, np.arange(4, dtype=np.float32), nbytes=8)  # a partial copy is fine
+    runtime.copy(d, np.arange(4, dtype=np.float32), nbytes=8)  # a partial copy is fine with nbytes=
     assert list(d.numpy()[:2]) == [0.0, 1.0]
+    assert d.shape == (4,)  # typed by the partial copy: float32 over the whole memory
+    with pytest.raises(runtime.InvalidValueError, match="shape mismatch"):
+        runtime.copy(d, np.zeros(2, np.float32))  # a smaller whole copy is refused: partial copies say nbytes=
 
 
 def test_bad_operands():
@@ -218,8 +222,8 @@ def test_dlpack_legacy_and_versioned_capsules():
     own = d.__dlpack_device__()
     with pytest.raises(BufferError):  # a device other than the memory's own
         d.__dlpack__(dl_device=(2, 0) if own != (2, 0) else (1, 0))
-    with pytest.raises(BufferError):
-        d.__dlpack__(copy=True)
+    with pytest.raises(BufferError):  # another device without copy=True
+        d.__dlpack__(dl_device=(1, 0) if own != (1, 0) else (2, 0), copy=False)
 
 
 def test_dlpack_waits_for_queued_work(stream):
@@ -303,7 +307,8 @@ def test_memset_sync():
 
 def test_view_dtype():
     d = runtime.alloc(16)
-    d.view(np.int16)
-    assert d.size == 8
+    v = d.view(np.int16)
+    assert v.size == 8 and v.dtype == np.int16 and v.ptr == d.ptr
+    assert d.size == 4 and not d.typed  # the original keeps its type
     with pytest.raises(runtime.InvalidValueError):
         runtime.alloc(6).view(np.int32)
