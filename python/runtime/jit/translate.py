@@ -514,11 +514,11 @@ class _Translator(ast.NodeVisitor):
             raise self.error(s, f"unsupported construct '{_construct(s.op)}'")
         if isinstance(s.target, ast.Name):
             cur, ct = self.name(s.target)
-            code, vt = self.binop(s, op, (cur, ct), self.expr(s.value))
+            code, vt = self.binop(s, op, (cur, ct), self.expr(s.value), s.value)
             self.assign_name(s, s.target.id, vt, code)
         elif isinstance(s.target, ast.Subscript):
             ref, et = self.subscript(s.target)
-            code, vt = self.binop(s, op, (self.load(ref, et), et), self.expr(s.value))
+            code, vt = self.binop(s, op, (self.load(ref, et), et), self.expr(s.value), s.value)
             self.element_store(s.target, ref, et, self.to_storage(self.cast(code, vt, et), et))
         else:
             raise self.unsupported(s.target, " as an assignment target")
@@ -808,9 +808,18 @@ class _Translator(ast.NodeVisitor):
             return f"(({code}) != 0)"
         return f"(({dst.c})({code}))"
 
-    def binop(self, node: ast.AST, op: str, a: tuple, b: tuple) -> tuple:
+    def binop(self, node: ast.AST, op: str, a: tuple, b: tuple, right: Optional[ast.AST] = None) -> tuple:
         (ac, at), (bc, bt) = a, b
         t = promote(at, bt)
+        if op in ("//", "%") and t.is_int() and t.kind != "b" and isinstance(right, ast.Constant) and \
+                type(right.value) is int and right.value > 0 and right.value & (right.value - 1) == 0:
+            # By a power of two, floor division is an arithmetic shift and the floor modulo a mask (two's
+            # complement): what NumPy computes, and what lets the compiler count and unroll `s //= 2` loops.
+            k = right.value.bit_length() - 1
+            x = self.cast(ac, at, t)
+            if op == "//":
+                return f"(({t.c})({x} >> {k}))", t
+            return f"(({t.c})({x} & {right.value - 1}))", t
         if op == "/":
             rt = t if t.kind == "f" else (WEAK_FLOAT if t.weak else Ty(_F64))
             return f"({self.cast(ac, at, rt)} / {self.cast(bc, bt, rt)})", rt
@@ -856,7 +865,7 @@ class _Translator(ast.NodeVisitor):
         op = _BINOPS.get(type(e.op))
         if op is None:
             raise self.error(e, f"unsupported construct '{_construct(e.op)}'")
-        return self.binop(e, op, self.expr(e.left), self.expr(e.right))
+        return self.binop(e, op, self.expr(e.left), self.expr(e.right), e.right)
 
     def e_UnaryOp(self, e: ast.UnaryOp) -> tuple:
         if isinstance(e.op, ast.Not):
