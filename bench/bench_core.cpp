@@ -28,7 +28,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <cmath>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <memory>
 #include <optional>
 #include <string>
@@ -64,6 +67,7 @@ struct Config {
     bool quick = false;
     bool json = false;
     bool sweep = false;
+    bool only_groups = false;  // --only groups: the work-group rows alone
     int device = 0;
     int lat_runs = 25;     // runs per latency metric
     int lat_iters = 200;   // iterations per run (25 x 200 = 5000 timed iterations)
@@ -75,6 +79,7 @@ struct Config {
     int alloc_iters = 200; // rtMalloc + rtFree pairs per run (lat_runs runs)
     int jit_reps = 7;      // cold compiles, fresh-process cached loads (each side)
     int reload_runs = 15;  // same-process reloads: runs (ours: mean of 10 per run; peer: 1)
+    int group_runs = 11;   // timed runs of each work-group kernel row (the flat sum: a third)
 };
 
 enum class Better { Lower, Higher };
@@ -185,6 +190,7 @@ private:
     void teardown();
     void latency_rows();
     void kernel_rows();
+    void group_rows();
     void bandwidth_rows();
     void sweep_rows();
     /// Runs this executable again as `--jit-child side tag`; returns the child's measured seconds,
@@ -593,6 +599,247 @@ std::optional<double> Bench::run_jit_child(const char* side, const std::string& 
         return std::nullopt;
     }
     return std::strtod(line, nullptr);
+}
+
+// ---------------------------------------------------------------- work-group kernels
+
+std::string read_kernel_file(const char* name) {
+    const std::string path = std::string(RUNTIME_BENCH_KERNEL_DIR) + "/" + name;
+    std::ifstream in(path, std::ios::binary);
+    if (!in) {
+        std::fprintf(stderr, "runtime-bench-core: cannot read %s\n", path.c_str());
+        std::exit(1);
+    }
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
+// group_sum_16M: 16M floats summed by sum_groups (bench/kernels/work_groups.cpp; the PoCL peer: work_groups.cl's),
+// two launches (1024 groups of 256 -> 1024 partial sums -> 1 group) + one synchronize. group_sum_16M_flat: the same
+// with the flat form (rt_barrier: fibers on cpu) against the same OpenCL kernel. group_matmul_1024: C = A B of
+// 1024 x 1024 floats with 16 x 16 tiles in local memory (matmul_tiled), one launch + synchronize, and its GFLOP/s.
+void Bench::group_rows() {
+    std::fprintf(stderr, "runtime-bench-core: work-group kernels (sum 16M with local memory, tiled matmul 1024) ...\n");
+    rtModule_t module = nullptr;
+    RT_CHECK(rtModuleLoadSource(&module, read_kernel_file("work_groups.cpp").c_str(), nullptr));
+    rtFunction_t f_sum = nullptr, f_sum_flat = nullptr, f_matmul = nullptr;
+    RT_CHECK(rtModuleGetFunction(&f_sum, module, "sum_groups"));
+    RT_CHECK(rtModuleGetFunction(&f_sum_flat, module, "sum_groups_flat"));
+    RT_CHECK(rtModuleGetFunction(&f_matmul, module, "matmul_tiled"));
+    Row probe;
+    probe.metric = "group kernels";
+    peer_step(probe, [&](OpenClPeer& p) { p.load_group_kernels(read_kernel_file("work_groups.cl")); });
+    const std::string peer_error = probe.peer_note;
+
+    // ---- sums
+    constexpr unsigned kN = 16u << 20, kGroup = 256, kGroups = 1024;
+    std::vector<float> in(kN);
+    double want = 0;
+    for (unsigned i = 0; i < kN; ++i) {
+        in[i] = static_cast<float>(i % 1000) * 0.001f - 0.4995f;  // small partial sums: float stays close
+        want += in[i];
+    }
+    void *d_in = nullptr, *d_part = nullptr, *d_total = nullptr;
+    RT_CHECK(rtMalloc(&d_in, std::size_t(kN) * 4));
+    RT_CHECK(rtMalloc(&d_part, kGroups * 4));
+    RT_CHECK(rtMalloc(&d_total, 4));
+    RT_CHECK(rtMemcpy(d_in, in.data(), std::size_t(kN) * 4, RT_MEMCPY_HOST_TO_DEVICE));
+    int p_in = -1, p_part = -1, p_total = -1;
+    peer_step(probe, [&](OpenClPeer& p) {
+        p_in = p.add_buffer(std::size_t(kN) * 4);
+        p_part = p.add_buffer(kGroups * 4);
+        p_total = p.add_buffer(4);
+        p.write_sync(p_in, in.data(), std::size_t(kN) * 4);
+    });
+    auto ours_sum = [&](rtFunction_t f) {
+        unsigned n = kN, parts = kGroups;
+        void* a1[] = {&d_in, &d_part, &n};
+        void* a2[] = {&d_part, &d_total, &parts};
+        const auto t0 = Clock::now();
+        RT_CHECK(rtLaunchKernel(f, rtDim3{kGroups, 1, 1}, rtDim3{kGroup, 1, 1}, a1, 0, stream_));
+        RT_CHECK(rtLaunchKernel(f, rtDim3{1, 1, 1}, rtDim3{kGroup, 1, 1}, a2, 0, stream_));
+        RT_CHECK(rtStreamSynchronize(stream_));
+        return seconds_between(t0, Clock::now());
+    };
+    auto peer_sum = [&](OpenClPeer& p) {
+        const std::size_t g1 = std::size_t(kGroups) * kGroup, g2 = kGroup, l = kGroup;
+        const auto t0 = Clock::now();
+        p.run_group_kernel("sum_groups", {{p_in, 0}, {p_part, 0}, {-1, kN}}, 1, &g1, &l);
+        p.run_group_kernel("sum_groups", {{p_part, 0}, {p_total, 0}, {-1, kGroups}}, 1, &g2, &l);
+        p.finish();
+        return seconds_between(t0, Clock::now());
+    };
+    auto check_sum = [&](const std::string& who, float got) {
+        if (std::fabs(got - want) > 1e-3 * static_cast<double>(kN) * 1e-3 + 1.0)
+            verification_failed(who, "the sum is " + std::to_string(got) + ", expected " + std::to_string(want));
+    };
+    for (const bool flat : {false, true}) {
+        Row r;
+        r.metric = flat ? "group_sum_16M_flat" : "group_sum_16M";
+        r.label = flat ? "sum 16M f32, local tree, rt_barrier form" : "sum 16M f32, local tree + 2nd pass";
+        r.unit = "ms";
+        r.seed = "-";
+        r.target = flat ? "- (fibers)" : ">= peer";
+        r.peer_note = peer_error;
+        rtFunction_t f = flat ? f_sum_flat : f_sum;
+        ours_sum(f);  // warm-up (and the first launch's fiber stacks)
+        peer_step(r, [&](OpenClPeer& p) { peer_sum(p); });
+        std::vector<double> o, q;
+        alternate(r, flat ? std::max(3, cfg_.group_runs / 3) : cfg_.group_runs, [&] { return ours_sum(f); }, peer_sum, o,
+                  q);
+        float got = 0;
+        RT_CHECK(rtMemcpy(&got, d_total, 4, RT_MEMCPY_DEVICE_TO_HOST));
+        check_sum(r.metric, got);
+        peer_step(r, [&](OpenClPeer& p) {
+            float pg = 0;
+            p.read_sync(p_total, &pg, 4);
+            check_sum("peer " + r.metric, pg);
+        });
+        r.ours = to_milliseconds(summarize(o));
+        if (!q.empty()) r.peer = to_milliseconds(summarize(q));
+        if (r.peer && !flat) r.verdict = r.ours->median <= r.peer->median ? "yes" : "NO";
+        rows_.push_back(std::move(r));
+        settle();
+    }
+    RT_CHECK(rtFree(d_in));
+    RT_CHECK(rtFree(d_part));
+    RT_CHECK(rtFree(d_total));
+
+    // ---- tiled matrix product
+    {
+        constexpr unsigned kM = 1024, kTile = 16;
+        const std::size_t bytes = std::size_t(kM) * kM * 4;
+        std::vector<float> A(std::size_t(kM) * kM), B(A.size()), C(A.size());
+        for (std::size_t i = 0; i < A.size(); ++i) {
+            A[i] = static_cast<float>(static_cast<int>(i % 7) - 3);  // small integers: the products are exact
+            B[i] = static_cast<float>(static_cast<int>(i % 5) - 2);
+        }
+        void *dA = nullptr, *dB = nullptr, *dC = nullptr;
+        RT_CHECK(rtMalloc(&dA, bytes));
+        RT_CHECK(rtMalloc(&dB, bytes));
+        RT_CHECK(rtMalloc(&dC, bytes));
+        RT_CHECK(rtMemcpy(dA, A.data(), bytes, RT_MEMCPY_HOST_TO_DEVICE));
+        RT_CHECK(rtMemcpy(dB, B.data(), bytes, RT_MEMCPY_HOST_TO_DEVICE));
+        int pA = -1, pB = -1, pC = -1;
+        Row r;
+        r.metric = "group_matmul_1024";
+        r.label = "matmul 1024^2 f32, 16x16 local tiles";
+        r.unit = "ms";
+        r.seed = "-";
+        r.target = ">= peer";
+        r.peer_note = peer_error;
+        peer_step(r, [&](OpenClPeer& p) {
+            pA = p.add_buffer(bytes);
+            pB = p.add_buffer(bytes);
+            pC = p.add_buffer(bytes);
+            p.write_sync(pA, A.data(), bytes);
+            p.write_sync(pB, B.data(), bytes);
+        });
+        unsigned n = kM;
+        void* args[] = {&dA, &dB, &dC, &n};
+        auto ours_run = [&] {
+            const auto t0 = Clock::now();
+            RT_CHECK(rtLaunchKernel(f_matmul, rtDim3{kM / kTile, kM / kTile, 1}, rtDim3{kTile, kTile, 1}, args, 0, stream_));
+            RT_CHECK(rtStreamSynchronize(stream_));
+            return seconds_between(t0, Clock::now());
+        };
+        auto peer_run = [&](OpenClPeer& p) {
+            const std::size_t g[2] = {kM, kM}, l[2] = {kTile, kTile};
+            const auto t0 = Clock::now();
+            p.run_group_kernel("matmul_tiled", {{pA, 0}, {pB, 0}, {pC, 0}, {-1, kM}}, 2, g, l);
+            p.finish();
+            return seconds_between(t0, Clock::now());
+        };
+        ours_run();
+        peer_step(r, [&](OpenClPeer& p) { peer_run(p); });
+        std::vector<double> o, q;
+        alternate(r, cfg_.group_runs, ours_run, peer_run, o, q);
+        // 512 sampled elements against the host's product.
+        auto verify = [&](const std::string& who) {
+            for (unsigned s = 0; s < 512; ++s) {
+                const std::size_t i = (s * 2654435761u) % kM, j = (s * 40503u + 17) % kM;
+                double e = 0;
+                for (unsigned k = 0; k < kM; ++k) e += double(A[i * kM + k]) * B[std::size_t(k) * kM + j];
+                if (C[i * kM + j] != static_cast<float>(e))
+                    verification_failed(who, "C[" + std::to_string(i) + "][" + std::to_string(j) + "] = " +
+                                                 std::to_string(C[i * kM + j]) + ", expected " + std::to_string(e));
+            }
+        };
+        RT_CHECK(rtMemcpy(C.data(), dC, bytes, RT_MEMCPY_DEVICE_TO_HOST));
+        verify(r.metric);
+        peer_step(r, [&](OpenClPeer& p) {
+            std::fill(C.begin(), C.end(), 0.0f);
+            p.read_sync(pC, C.data(), bytes);
+            verify("peer " + r.metric);
+        });
+        const Stat os = summarize(o);
+        r.ours = to_milliseconds(os);
+        if (!q.empty()) r.peer = to_milliseconds(summarize(q));
+        if (r.peer) r.verdict = r.ours->median <= r.peer->median ? "yes" : "NO";
+        Row fl;
+        fl.metric = "group_matmul_1024_gflops";
+        fl.label = "matmul 1024^2 f32, tiled (2n^3 flop)";
+        fl.unit = "GFLOP/s";
+        fl.better = Better::Higher;
+        fl.seed = "-";
+        fl.target = ">= peer";
+        fl.peer_note = r.peer_note;
+        const double flop = 2.0 * kM * kM * kM;
+        fl.ours = to_gbps(os, flop);
+        if (!q.empty()) fl.peer = to_gbps(summarize(q), flop);
+        if (fl.peer) fl.verdict = fl.ours->median >= fl.peer->median ? "yes" : "NO";
+        rows_.push_back(std::move(r));
+        rows_.push_back(std::move(fl));
+        RT_CHECK(rtFree(dA));
+        RT_CHECK(rtFree(dB));
+        RT_CHECK(rtFree(dC));
+    }
+    // ---- the flat form's barrier: ns per item per barrier (256-item groups, 64 barriers each)
+    {
+        constexpr unsigned kGroupsB = 64, kRounds = 64;
+        Row r;
+        r.metric = "group_barrier_cost";
+        r.label = "rt_barrier, per item per barrier";
+        r.unit = "ns";
+        r.seed = "-";
+        r.target = "-";
+        r.peer_note = peer_error;
+        rtFunction_t f = nullptr;
+        RT_CHECK(rtModuleGetFunction(&f, module, "barriers_flat"));
+        void* d_out = nullptr;
+        RT_CHECK(rtMalloc(&d_out, kGroupsB * kGroup * 4));
+        int p_out = -1;
+        peer_step(r, [&](OpenClPeer& p) { p_out = p.add_buffer(kGroupsB * kGroup * 4); });
+        unsigned rounds = kRounds;
+        void* args[] = {&d_out, &rounds};
+        const double per = 1e9 / (double(kGroupsB) * kGroup * kRounds);  // seconds -> ns per item-barrier
+        auto ours_run = [&] {
+            const auto t0 = Clock::now();
+            RT_CHECK(rtLaunchKernel(f, rtDim3{kGroupsB, 1, 1}, rtDim3{kGroup, 1, 1}, args, 0, stream_));
+            RT_CHECK(rtStreamSynchronize(stream_));
+            return seconds_between(t0, Clock::now());
+        };
+        auto peer_run = [&](OpenClPeer& p) {
+            const std::size_t g = std::size_t(kGroupsB) * kGroup, l = kGroup;
+            const auto t0 = Clock::now();
+            p.run_group_kernel("barriers_flat", {{p_out, 0}, {-1, kRounds}}, 1, &g, &l);
+            p.finish();
+            return seconds_between(t0, Clock::now());
+        };
+        ours_run();
+        peer_step(r, [&](OpenClPeer& p) { peer_run(p); });
+        std::vector<double> o, q;
+        alternate(r, cfg_.group_runs, ours_run, peer_run, o, q);
+        for (double& v : o) v *= per;
+        for (double& v : q) v *= per;
+        r.ours = summarize(o);
+        if (!q.empty()) r.peer = summarize(q);
+        rows_.push_back(std::move(r));
+        RT_CHECK(rtFree(d_out));
+    }
+    RT_CHECK(rtModuleUnload(module));
+    settle();
 }
 
 void Bench::kernel_rows() {
@@ -1269,11 +1516,16 @@ int Bench::run() {
     // Progress goes to stderr (stdout carries the table or the JSON).
     std::fprintf(stderr, "runtime-bench-core: measuring on %s: copy latency and event round trips ...\n",
                  device_name_.c_str());
-    latency_rows();  // includes the event round trips
-    kernel_rows();
-    std::fprintf(stderr, "runtime-bench-core: 256 MiB bandwidth ...\n");
-    bandwidth_rows();
-    if (cfg_.sweep) {
+    if (!cfg_.only_groups) {
+        latency_rows();  // includes the event round trips
+        kernel_rows();
+    }
+    group_rows();
+    if (!cfg_.only_groups) {
+        std::fprintf(stderr, "runtime-bench-core: 256 MiB bandwidth ...\n");
+        bandwidth_rows();
+    }
+    if (cfg_.sweep && !cfg_.only_groups) {
         std::fprintf(stderr, "runtime-bench-core: bandwidth sweep 4 B .. 256 MiB ...\n");
         sweep_rows();
     }
@@ -1338,6 +1590,7 @@ void usage(const char* argv0) {
         "  --sweep     also measure bandwidth for 4 B .. 256 MiB in x4 steps (ours, PoCL, memcpy)\n"
         "  --device N  runtime device index or device string like cpu:0 (default 0)\n"
         "  --list-devices  print the devices as JSON and exit\n"
+        "  --only groups   only the work-group kernel rows (bench/kernels/work_groups.{cpp,cl})\n"
         "exit status: 0 ok, 1 a runtime call failed (its error name and message are printed), 2 wrong data\n",
         argv0);
 }
@@ -1360,6 +1613,9 @@ int main(int argc, char** argv) {
             cfg.json = true;
         } else if (a == "--sweep") {
             cfg.sweep = true;
+        } else if (a == "--only" && i + 1 < argc && std::string(argv[i + 1]) == "groups") {
+            cfg.only_groups = true;
+            ++i;
         } else if (a == "--list-devices") {
             return rtbench::list_devices();
         } else if (a == "--device" && i + 1 < argc) {
@@ -1385,6 +1641,7 @@ int main(int argc, char** argv) {
         cfg.alloc_iters = 100;
         cfg.jit_reps = 3;
         cfg.reload_runs = 5;
+        cfg.group_runs = 5;
     }
     // A cuda device is compared with the raw driver API (peer_cuda.cpp); the cpu rows and the PoCL peer are for cpu.
     rtDeviceProp prop{};

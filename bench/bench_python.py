@@ -21,6 +21,11 @@ a busy machine; every kernel's output is checked against numpy once per contesta
                         Warp: the same kernel, numpy: np.multiply
   scale 16M f32         out[i] = in[i] * 2 over 16M floats (no bounds test)
   stencil 4096^2 f32    2-D 5-point stencil (interior points) over 4096x4096 floats (ms)
+  sum 16M f32, local + barrier   a 256-item tree per work-group in a local array (runtime.barrier between
+                        levels), passes 16M -> 64K -> 256 -> 1 (ms); @runtime.jit and the same kernel in the C++
+                        dialect's group form (rt_items), numpy.sum beside them; the jit/C++ time ratio is printed
+  matmul 1024^2 f32, 16x16 local tiles   tiled product through two 16x16 local arrays per group (ms); @runtime.jit
+                        (shaped arrays a[y, x]) and the C++ dialect, numpy's BLAS matmul beside them
                         Kernel rows time each contestant in bursts (an untimed call, then 3 timed ones): the
                         steady state of a loop of calls. A single call right after another contestant's would
                         charge it for waking its threads, or for the previous one's threads still spinning
@@ -555,6 +560,155 @@ def bench_jit(peers: dict, reps: int) -> dict:
             "jit warm disk cache, fresh process (ms)": {t: _stats(v) for t, v in warm.items()}}
 
 
+# ------------------------------------------------------------------- work-groups: local memory + barriers
+
+GROUP_SUM_N = 16 * 1024 * 1024
+MATMUL_N = 1024
+
+# The same algorithms in the C++ dialect's fastest cpu form (group kernels: rt_items blocks, rt_private), which the
+# @runtime.jit versions are measured against (issue 13 target: within 1.2x).
+_GROUP_CPP = r"""
+RT_KERNEL void sum256(const float* x, float* partial) {
+    RT_LOCAL float buf[256];
+    rt_items(it) { buf[get_local_id(0)] = x[get_global_id(0)]; }
+    for (unsigned s = 128; s > 0; s >>= 1) {
+        rt_items(it) {
+            const size_t l = get_local_id(0);
+            if (l < s) buf[l] += buf[l + s];
+        }
+    }
+    rt_items(it) { if (get_local_id(0) == 0) partial[get_group_id(0)] = buf[0]; }
+}
+RT_KERNEL void matmul16(const float* a, const float* b, float* c, int n) {
+    RT_LOCAL float ta[16][16];
+    RT_LOCAL float tb[16][16];
+    rt_private<float> acc;
+    rt_items(it) { acc[it] = 0.0f; }
+    for (int t = 0; t < n / 16; ++t) {
+        rt_items(it) {
+            const size_t tx = get_local_id(0), ty = get_local_id(1);
+            ta[ty][tx] = a[get_global_id(1) * n + t * 16 + tx];
+            tb[ty][tx] = b[(t * 16 + ty) * n + get_global_id(0)];
+        }
+        rt_items(it) {
+            const size_t tx = get_local_id(0), ty = get_local_id(1);
+            float s = acc[it];
+            for (int k = 0; k < 16; ++k) s += ta[ty][k] * tb[k][tx];
+            acc[it] = s;
+        }
+    }
+    rt_items(it) { c[get_global_id(1) * n + get_global_id(0)] = acc[it]; }
+}
+"""
+
+
+def _group_jit_kernels():
+    import runtime
+
+    @runtime.jit
+    def sum256(x, partial):
+        buf = runtime.local_array(256, np.float32)
+        lid = runtime.get_local_id(0)
+        buf[lid] = x[runtime.get_global_id(0)]
+        runtime.barrier()
+        s = 128
+        while s > 0:
+            if lid < s:
+                buf[lid] += buf[lid + s]
+            runtime.barrier()
+            s //= 2
+        if lid == 0:
+            partial[runtime.get_group_id(0)] = buf[0]
+
+    @runtime.jit
+    def matmul16(a, b, c):
+        ta = runtime.local_array((16, 16), np.float32)
+        tb = runtime.local_array((16, 16), np.float32)
+        tx = runtime.get_local_id(0)
+        ty = runtime.get_local_id(1)
+        col = runtime.get_global_id(0)
+        row = runtime.get_global_id(1)
+        acc = np.float32(0)
+        for t in range(a.shape[0] // 16):
+            ta[ty, tx] = a[row, t * 16 + tx]
+            tb[ty, tx] = b[t * 16 + ty, col]
+            runtime.barrier()
+            for k in range(16):
+                acc += ta[ty, k] * tb[k, tx]
+            runtime.barrier()
+        c[row, col] = acc
+
+    return runtime, sum256, matmul16
+
+
+def bench_groups(peers: dict, reps: int) -> dict:
+    """Sum of 16M float32 (a 256-item tree per group in local memory, passes until one value is left) and a
+    1024 x 1024 float32 product with 16 x 16 local tiles: @runtime.jit against the same algorithm in the C++
+    dialect (group kernels), numpy.sum and numpy's matmul (BLAS) beside them; every result checked."""
+    runtime, j_sum, j_mm = _group_jit_kernels()
+    mod = runtime.Module(_GROUP_CPP)
+    c_sum, c_mm = mod.get_function("sum256"), mod.get_function("matmul16")
+    rng = np.random.default_rng(2)
+    s = runtime.Stream()
+
+    host = rng.random(GROUP_SUM_N, dtype=np.float32)
+    d_x = runtime.to_device(host)
+    parts = [runtime.empty(GROUP_SUM_N // 256, np.float32), runtime.empty(GROUP_SUM_N // 65536, np.float32),
+             runtime.empty(1, np.float32)]
+
+    def summer(k):
+        def go():
+            src = d_x
+            for dst in parts:  # 16M -> 64K -> 256 -> 1
+                s.launch_kernel(k, src, dst, global_size=src.size, local_size=256)
+                src = dst
+            s.synchronize()
+        return go
+
+    want = float(np.sum(host, dtype=np.float64))
+    sums = {"jit": summer(j_sum), "cpp": summer(c_sum)}
+    for name, fn in sums.items():
+        fn()
+        got = float(parts[-1].numpy()[0])
+        if abs(got - want) > 1e-3 * abs(want):
+            raise AssertionError(f"{name}: wrong group sum {got} (want {want})")
+    sums["numpy"] = lambda: np.sum(host)
+
+    n = MATMUL_N
+    a, b = rng.random((n, n), dtype=np.float32), rng.random((n, n), dtype=np.float32)
+    d_a, d_b, d_c = runtime.to_device(a), runtime.to_device(b), runtime.empty((n, n), np.float32)
+    want_c = a @ b
+
+    def mm_jit():
+        s.launch_kernel(j_mm, d_a, d_b, d_c, global_size=(n, n), local_size=(16, 16))
+        s.synchronize()
+
+    def mm_cpp():
+        s.launch_kernel(c_mm, d_a, d_b, d_c, np.int32(n), global_size=(n, n), local_size=(16, 16))
+        s.synchronize()
+
+    mms = {"jit": mm_jit, "cpp": mm_cpp}
+    for name, fn in mms.items():
+        runtime.memset(d_c, 0)
+        fn()
+        if not np.allclose(d_c.numpy(), want_c, rtol=1e-4, atol=1e-3):
+            raise AssertionError(f"{name}: wrong tiled matmul result")
+    o = np.empty_like(a)
+    mms["numpy"] = lambda: np.matmul(a, b, out=o)
+
+    rows = {}
+    for label, runners in (("sum 16M f32, local + barrier", sums), ("matmul 1024^2 f32, 16x16 local tiles", mms)):
+        bursts = _alternate({k: (lambda f=f: _burst(f)) for k, f in runners.items()}, reps)
+        t = {k: [x for b_ in v for x in b_] for k, v in bursts.items()}
+        rows[f"{label}, @runtime.jit (ms)"] = {"ours": _stats(t["jit"]), "numpy": _stats(t["numpy"])}
+        rows[f"{label}, C++ dialect (ms)"] = {"ours": _stats(t["cpp"]), "numpy": _stats(t["numpy"])}
+        ratio = statistics.median(t["jit"]) / statistics.median(t["cpp"])
+        print(f"{label}: @runtime.jit / C++ dialect time {ratio:.2f}x (target <= 1.2x): "
+              f"{'ok' if ratio <= 1.2 else 'MISSED'}")
+    mod.unload()
+    return rows
+
+
 # ------------------------------------------------------------------------------------------------ cuda vs CuPy
 
 def bench_cuda(peers: dict, reps: int) -> dict:
@@ -638,8 +792,9 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="fewer runs (3 per kernel row, 1 per compile row)")
     ap.add_argument("--json", action="store_true", help="also print the rows as JSON")
-    ap.add_argument("--only", default="overhead,launch,jit,kernels,cuda",
-                    help="comma-separated parts (default: all; cuda = @runtime.jit vs CuPy on cuda:0 when present)")
+    ap.add_argument("--only", default="overhead,launch,jit,kernels,groups,cuda",
+                    help="comma-separated parts (default: all; groups = local memory + barrier sum and tiled matmul, "
+                         "@runtime.jit vs the C++ dialect; cuda = @runtime.jit vs CuPy on cuda:0 when present)")
     args = ap.parse_args()
     os.environ.pop("RUNTIME_JIT_INTERPRET", None)
     peers = {p: _try_import(p) for p in PEERS}
@@ -652,7 +807,8 @@ def main() -> int:
     print(f"device: {props.name} ({props.backend}); cpus: {os.cpu_count()}; peers: {ver}")
     reps = 3 if args.quick else 11
     rows: dict = {}
-    parts = {"overhead": bench_overhead, "launch": bench_launch, "jit": bench_jit, "kernels": bench_kernels, "cuda": bench_cuda}
+    parts = {"overhead": bench_overhead, "launch": bench_launch, "jit": bench_jit, "kernels": bench_kernels,
+             "groups": bench_groups, "cuda": bench_cuda}
     for part in [parts[p] for p in args.only.split(",")]:
         try:
             rows.update(part(peers, reps if part is not bench_jit else (1 if args.quick else 3)))

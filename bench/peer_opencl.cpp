@@ -231,8 +231,14 @@ struct OpenClPeer::Impl {
     cl_program program = nullptr;  // load_kernels()
     cl_kernel k_empty = nullptr;
     cl_kernel k_twice = nullptr;
+    cl_program group_program = nullptr;  // load_group_kernels()
+    std::vector<std::pair<std::string, cl_kernel>> group_kernels;
+    std::vector<cl_mem> extra;  // add_buffer(): buffers 2, 3, ...
 
     ~Impl() {
+        for (auto& [name, k] : group_kernels) cl->clReleaseKernel(k);
+        if (group_program) cl->clReleaseProgram(group_program);
+        for (cl_mem m : extra) cl->clReleaseMemObject(m);
         if (k_empty) cl->clReleaseKernel(k_empty);
         if (k_twice) cl->clReleaseKernel(k_twice);
         if (program) cl->clReleaseProgram(program);
@@ -243,6 +249,7 @@ struct OpenClPeer::Impl {
         if (ctx) cl->clReleaseContext(ctx);
     }
     cl_mem at(int i) const {
+        if (i >= 2 && static_cast<std::size_t>(i - 2) < extra.size()) return extra[static_cast<std::size_t>(i - 2)];
         if (i < 0 || i > 1 || !buf[i]) throw PeerError("OpenCL peer: buffer " + std::to_string(i) + " not reserved");
         return buf[i];
     }
@@ -413,6 +420,39 @@ void OpenClPeer::launch_twice(unsigned n, std::size_t local) {
     check(impl_->cl->clEnqueueNDRangeKernel(impl_->qa, impl_->k_twice, 1, nullptr, &global, &local, 0, nullptr,
                                             nullptr),
           "clEnqueueNDRangeKernel(twice)");
+}
+
+void OpenClPeer::load_group_kernels(const std::string& source) {
+    if (impl_->group_program) return;
+    impl_->group_program = impl_->build(source);
+    for (const char* name : {"sum_groups", "matmul_tiled", "barriers_flat"})
+        impl_->group_kernels.emplace_back(name, impl_->kernel(impl_->group_program, name));
+}
+
+int OpenClPeer::add_buffer(std::size_t bytes) {
+    cl_int e = CL_SUCCESS;
+    cl_mem m = impl_->cl->clCreateBuffer(impl_->ctx, CL_MEM_READ_WRITE, bytes, nullptr, &e);
+    check(e, "clCreateBuffer");
+    impl_->extra.push_back(m);
+    return static_cast<int>(impl_->extra.size()) + 1;
+}
+
+void OpenClPeer::run_group_kernel(const std::string& name, const std::vector<Arg>& args, unsigned dims,
+                                  const std::size_t* global, const std::size_t* local) {
+    cl_kernel k = nullptr;
+    for (auto& [n, kk] : impl_->group_kernels)
+        if (n == name) k = kk;
+    if (!k) throw PeerError("OpenCL peer: no group kernel '" + name + "' (load_group_kernels first)");
+    for (cl_uint i = 0; i < args.size(); ++i) {
+        if (args[i].buffer >= 0) {
+            cl_mem m = impl_->at(args[i].buffer);
+            check(impl_->cl->clSetKernelArg(k, i, sizeof m, &m), "clSetKernelArg(buffer)");
+        } else {
+            check(impl_->cl->clSetKernelArg(k, i, sizeof args[i].scalar, &args[i].scalar), "clSetKernelArg(scalar)");
+        }
+    }
+    check(impl_->cl->clEnqueueNDRangeKernel(impl_->qa, k, dims, nullptr, global, local, 0, nullptr, nullptr),
+          ("clEnqueueNDRangeKernel(" + name + ")").c_str());
 }
 
 void OpenClPeer::alloc_free(std::size_t bytes) {

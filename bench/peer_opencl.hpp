@@ -5,6 +5,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace rtbench {
 
@@ -69,6 +70,20 @@ public:
     /// a kernel's work-group code at its first launch, so the build alone would flatter it).
     /// Needs buffers 0 and 1 (reserve). The program is released afterwards.
     double build_and_run_once_seconds(const std::string& source);
+
+    // ---- work-group kernels (bench/kernels/work_groups.cl)
+    /// Builds `source` once (later calls do nothing) and keeps its kernels by name.
+    void load_group_kernels(const std::string& source);
+    /// A buffer of its own (index 2, 3, ...: write_sync/read_sync take it); the peer keeps it until destroyed.
+    int add_buffer(std::size_t bytes);
+    /// An argument of run_group_kernel: a buffer (its index), or the bytes of a scalar.
+    struct Arg {
+        int buffer = -1;
+        unsigned scalar = 0;
+    };
+    /// Enqueues kernel `name` on queue A over global[0..dims) items in groups of local[0..dims), no finish.
+    void run_group_kernel(const std::string& name, const std::vector<Arg>& args, unsigned dims,
+                          const std::size_t* global, const std::size_t* local);
 
 private:
     struct Impl;

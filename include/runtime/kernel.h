@@ -90,7 +90,38 @@
  *     trivially copyable structs, passed by value;
  *   - `#include` lines are moved before the struct (an include of this header is dropped: the prelude
  *     is always present); diagnostics carry the source's own line numbers;
- *   - no work-group barriers or shared memory (not in the dialect yet).
+ *   - work-group barriers and local memory: see "Work-groups" below.
+ *
+ * Work-groups (docs/kernels.md has examples and measured costs). The items of a work-group cooperate in one of two
+ * forms; a kernel uses one (both in one kernel is refused when the source is read).
+ *   - Flat form, as in CUDA and OpenCL: rt_barrier() waits until every item of the group has reached it; memory
+ *     written before it (local or global) is visible to the group's items after it. `RT_LOCAL float t[16][16];` in
+ *     the kernel body declares an array shared by the group (CUDA's __shared__); rt_local_memory() returns the
+ *     launch's dynamic local memory (its shared_bytes; a void*, 16-byte aligned on CUDA). A barrier in divergent
+ *     control flow is undefined, as in CUDA and OpenCL; on cpu a group whose items do not all reach the same
+ *     barriers fails the launch, naming the group ("n work-item(s) ended while m waited"), where CUDA may hang.
+ *     Cost on cpu: every item of a group runs as a fiber of one worker thread (a 256 KiB stack each, with a guard
+ *     page; reused across groups and launches); a barrier switches to the group's next item — about 30 ns of one
+ *     core per item and barrier, not vectorised. Correct everywhere; the fast form below is for speed.
+ *   - Fast form ("group kernels"): `rt_items(it) { ... }` is a statement of the kernel body whose block runs once for
+ *     every item of the group (inside it get_local_id etc. give that item's ids; `it` is the item's linear index in
+ *     the group, x fastest), and a barrier follows the block. The code outside the blocks is group code: on cpu it
+ *     runs once per group (each block is a loop over the group's items, x innermost, which the compiler
+ *     vectorises), on CUDA in every thread; so it must be uniform (it may use get_group_id, get_local_size,
+ *     get_num_groups and the kernel's arguments, not get_local_id) and must not write memory (it may declare
+ *     RT_LOCAL arrays and compute values in local variables). `rt_private<T> v;` in group code holds one T per item,
+ *     read and written as v[it] inside the blocks, keeping its value from one block to the next (CUDA: a register
+ *     of the thread; cpu: an array over the group's items). In a block, `continue` ends the item's turn; `return`,
+ *     RT_LOCAL and nested blocks are refused when the source is read, and `break` is undefined.
+ *   Rules of both forms: rt_barrier, rt_items and RT_LOCAL belong to a kernel's own body (not RT_DEVICE functions:
+ *   refused, naming the line); RT_LOCAL arrays take no initializer, and their element types and bounds must be known
+ *   at the top of the source (built-in types, structs of the source, macros and static constexpr constants there:
+ *   the cpu target sizes them there); on cpu they are of trivial types. A kernel with barriers (either form) runs
+ *   whole work-groups only: a launch whose global size is not a multiple of the block in each dimension is refused
+ *   with RT_ERROR_INVALID_VALUE naming the kernel. A group's local memory — its RT_LOCAL arrays plus shared_bytes —
+ *   is at most rtDeviceProp.local_memory_per_group (cpu: 48 KiB; CUDA: the device's shared memory per block), or
+ *   the launch is refused naming the kernel, the bytes and the limit. Groups have at most max_threads_per_block
+ *   items (cpu: 1024).
  *
  * Launch size. A launch runs exactly its global size of work-items in each dimension, on every backend:
  * rtLaunchConfig.global when given, else grid x block. Items of a partial last work-group past the global size
@@ -373,6 +404,25 @@ static __device__ __noinline__ void rt_assert_fail_(const char* expr, const char
 }
 #define rt_assert(cond) ((cond) ? (void)0 : rt_assert_fail_(#cond, __FILE__, __LINE__))
 
+/* ---- work-groups (see "Work-groups" above): CUDA's own barrier and shared memory. */
+#define rt_barrier() __syncthreads()
+#define RT_LOCAL __shared__
+RT_BUILTIN_ void* rt_local_memory() {
+    extern __shared__ __align__(16) unsigned char rt_dynamic_local_[];
+    return rt_dynamic_local_;
+}
+/* The block runs once in every thread (`it`: the thread's linear index in the block), then the block's threads
+ * meet at a barrier (in the loop's step, so `continue` reaches it too). */
+#define rt_items(it)                                                                                              \
+    for (size_t it = ((size_t)threadIdx.z * blockDim.y + threadIdx.y) * blockDim.x + threadIdx.x, rt_once_ = 1; \
+         rt_once_; rt_once_ = 0, __syncthreads())
+/* One T per work-item: a register variable of the thread; `name[it]` is it. */
+template <class T> struct rt_private {
+    T rt_value_;
+    __device__ __forceinline__ T& operator[](size_t) { return rt_value_; }
+    __device__ __forceinline__ const T& operator[](size_t) const { return rt_value_; }
+};
+
 #undef RT_BUILTIN_
 
 #else
@@ -402,6 +452,13 @@ struct rt_item_ {
 struct rt_kernel_base_ {
     rt_item_ rt_item;
     rt_cpu_fault* rt_fault;
+    /* ---- work-groups: set by the entry (cpu_entry.h) */
+    void* rt_local_mem_;              /* the launch's dynamic local memory (shared_bytes; per worker thread) */
+    const rt_cpu_launch* rt_launch_;  /* its barrier hook (flat form) */
+
+    void* rt_local_memory() const { return rt_local_mem_; }
+    /* Flat form: this item waits here until every item of its group arrived (a fiber switch, cpu_kernel.cpp). */
+    void rt_barrier() const { rt_launch_->barrier(rt_launch_->group_ctx); }
 
     size_t get_local_id(unsigned d) const { return rt_item.local[d]; }
     size_t get_group_id(unsigned d) const { return rt_item.group[d]; }
@@ -571,6 +628,26 @@ struct rt_kernel_base_ {
 };
 
 #define rt_assert(cond) ((cond) ? (void)0 : rt_assert_fail_(rt_fault, #cond, __FILE__, __LINE__))
+
+/* ---- work-groups (see "Work-groups" above).
+ * RT_LOCAL: in a group kernel (rt_items) an array of the group function's frame, which runs once per group; in a
+ * flat kernel (rt_barrier) the cpu target defines it as `static thread_local` around that kernel: every item of a
+ * group is a fiber of one worker thread, so they share it, and groups running on other workers have their own. */
+#define RT_LOCAL
+/* The group's items, x innermost (the loop the compiler vectorises, as the entry's loop of other kernels); `it` is
+ * the item's linear index in the group, which rt_private<T> takes; the ids are the object's, as in other kernels. */
+#define rt_items(it)                                                                                              \
+    for (size_t rt_iz_ = 0; rt_iz_ < rt_item.block[2]; ++rt_iz_)                                                 \
+        for (size_t rt_iy_ = (rt_item.local[2] = rt_iz_, 0); rt_iy_ < rt_item.block[1]; ++rt_iy_)                \
+            for (size_t rt_ix_ = (rt_item.local[1] = rt_iy_, 0),                                                 \
+                        it = (rt_iz_ * rt_item.block[1] + rt_iy_) * rt_item.block[0];                            \
+                 rt_ix_ < rt_item.block[0] && ((void)(rt_item.local[0] = rt_ix_), true); ++rt_ix_, ++it)
+/* One T per work-item of the group, kept from one rt_items block to the next: `name[it]`. */
+template <class T> struct rt_private {
+    T rt_values_[RT_CPU_MAX_GROUP_ITEMS];
+    inline __attribute__((always_inline)) T& operator[](size_t i) { return rt_values_[i]; }
+    inline __attribute__((always_inline)) const T& operator[](size_t i) const { return rt_values_[i]; }
+};
 
 /* ---- issue 13 (cpu): 16-bit and vector types' helpers, rt_printf, RT_GLOBAL, RT_KERNEL_INSTANTIATE */
 #define RT_TFN_ static inline __attribute__((always_inline))

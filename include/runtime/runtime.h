@@ -101,7 +101,9 @@ typedef struct rtDeviceProp {
     int compute_capability_major; /* 0 on cpu */
     int compute_capability_minor;
     int unified_addressing;       /* 1 if device memory is host-addressable (cpu) */
-    int reserved[32];
+    size_t local_memory_per_group; /* bytes of local memory one work-group may use: its RT_LOCAL arrays plus the
+                                      launch's shared_bytes (CUDA: shared memory per block) */
+    int reserved[30];
 } rtDeviceProp;
 
 RT_API rtError_t rtGetDeviceProperties(rtDeviceProp* prop, int device);

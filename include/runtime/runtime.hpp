@@ -111,6 +111,7 @@ struct DeviceProperties {
     int compute_capability_major = 0; ///< 0 on cpu
     int compute_capability_minor = 0;
     bool unified_addressing = false; ///< device memory is host-addressable (true on cpu)
+    size_t local_memory_per_group = 0; ///< bytes of RT_LOCAL arrays + shared_bytes one work-group may use
 };
 
 /// Properties of `device`.
@@ -132,6 +133,7 @@ inline DeviceProperties device_properties(int device) {
     r.compute_capability_major = p.compute_capability_major;
     r.compute_capability_minor = p.compute_capability_minor;
     r.unified_addressing = p.unified_addressing != 0;
+    r.local_memory_per_group = p.local_memory_per_group;
     return r;
 }
 /// Properties of the current device.

@@ -26,8 +26,8 @@ from .core import (Device, DeviceMemory, DeviceProperties, Event, Stream, alloc,
 from .core import (alloc_host, empty_cache, enable_memory_reuse, enable_pool_allocator,  # noqa: E402
                    enable_zero_copy, map_host, memory_stats, memory_summary, register_host,
                    reset_peak_memory_stats, unregister_host)
-from .jit import (JitKernel, atomic_add, atomic_cas, atomic_exchange, atomic_max, atomic_min,  # noqa: E402
-                  get_global_id, get_global_size, get_group_id, get_local_id, get_local_size, get_num_groups, jit)
+from .jit import (JitKernel, atomic_add, atomic_cas, atomic_exchange, atomic_max, atomic_min, barrier,  # noqa: E402
+                  local_array, get_global_id, get_global_size, get_group_id, get_local_id, get_local_size, get_num_groups, jit)
 from .kernel import Function, Module  # noqa: E402
 from .core import zeros  # noqa: E402
 from .interop import from_dlpack  # noqa: E402
@@ -52,7 +52,7 @@ __all__ = [
     "memory_summary", "reset_peak_memory_stats", "alloc_host", "register_host", "unregister_host", "map_host",
     "jit", "JitKernel", "Module", "Function",
     "get_global_id", "get_local_id", "get_group_id", "get_global_size", "get_local_size", "get_num_groups",
-    "atomic_add", "atomic_min", "atomic_max", "atomic_cas", "atomic_exchange",
+    "atomic_add", "atomic_min", "atomic_max", "atomic_cas", "atomic_exchange", "barrier", "local_array",
     "bool_", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float32", "float64",
 ]
 __all__ += ["zeros", "from_dlpack", "float16", "complex64", "complex128"]

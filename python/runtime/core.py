@@ -70,6 +70,7 @@ class DeviceProperties:
     max_block_size: tuple
     compute_capability: tuple
     unified_addressing: bool
+    local_memory_per_group: int  # bytes of local memory (RT_LOCAL arrays + shared_bytes) one work-group may use
 
     def __init__(self, fields: dict) -> None:
         self.__dict__.update(fields)

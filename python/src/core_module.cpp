@@ -214,6 +214,7 @@ nb::dict device_properties(int device) {
     d["max_block_size"] = nb::make_tuple(p.max_block_size[0], p.max_block_size[1], p.max_block_size[2]);
     d["compute_capability"] = nb::make_tuple(p.compute_capability_major, p.compute_capability_minor);
     d["unified_addressing"] = p.unified_addressing != 0;
+    d["local_memory_per_group"] = p.local_memory_per_group;
     return d;
 }
 

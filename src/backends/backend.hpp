@@ -55,6 +55,12 @@ public:
     virtual int num_args() const = 0;
     /// Size in bytes of each parameter (num_args() entries; empty when unknown).
     virtual const std::vector<size_t>& arg_sizes() const = 0;
+    /// (work-groups) True if the kernel's items meet at barriers (rt_items blocks or rt_barrier, kernel.h): it is
+    /// launched over whole work-groups only. False when unknown (a foreign module).
+    virtual bool uses_barriers() const { return false; }
+    /// (work-groups) Bytes of the kernel's own local arrays (RT_LOCAL, __shared__), dynamic shared_bytes not
+    /// counted; 0 when unknown.
+    virtual size_t static_local_bytes() const { return 0; }
 };
 
 /// A loaded module: a set of kernels compiled for one device.
@@ -109,7 +115,7 @@ struct DeviceInfo {
     int max_block_size[3] = {1024, 1024, 64};
     int compute_capability_major = 0;
     int compute_capability_minor = 0;
-    size_t max_shared_bytes = 48 * 1024;
+    size_t max_shared_bytes = 48 * 1024;  ///< local memory of one work-group (RT_LOCAL + shared_bytes)
     bool host_addressable = false;  ///< device pointers can be dereferenced by the host
     /// allocate_host_impl's memory is page-locked for every device of this backend and plain host memory to every
     /// other backend: rtMallocHost takes it from the first such device whichever device is current (cuda's PORTABLE

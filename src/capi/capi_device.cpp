@@ -87,6 +87,7 @@ RT_API rtError_t rtGetDeviceProperties(rtDeviceProp* prop, int device) {
         p.compute_capability_major = info.compute_capability_major;
         p.compute_capability_minor = info.compute_capability_minor;
         p.unified_addressing = info.host_addressable ? 1 : 0;
+        p.local_memory_per_group = info.max_shared_bytes;
         *prop = p;
     });
 }

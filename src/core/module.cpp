@@ -106,9 +106,22 @@ void launch_kernel(Stream& stream, const CoreFunction& function, backend::Launch
     if (threads > static_cast<unsigned long long>(info.max_threads_per_block))
         fail(RT_ERROR_INVALID_VALUE, "kernel '%s': a block of %u x %u x %u = %llu threads exceeds the limit of %d", name,
              block[0], block[1], block[2], threads, info.max_threads_per_block);
-    if (shape.shared_bytes > info.max_shared_bytes)
-        fail(RT_ERROR_INVALID_VALUE, "kernel '%s': %zu bytes of shared memory requested, at most %zu available", name,
-             shape.shared_bytes, info.max_shared_bytes);
+    // Work-groups: barrier kernels run whole groups only (a partial group would wait for items that never run), and
+    // a group's local memory is its arrays plus the dynamic bytes.
+    if (f.uses_barriers())
+        for (int d = 0; d < 3; ++d)
+            if (shape.global[d] != 1ull * grid[d] * block[d])
+                fail(RT_ERROR_INVALID_VALUE,
+                     "kernel '%s' uses work-group barriers (rt_items or rt_barrier), so it runs whole work-groups only: "
+                     "global.%s = %llu is not a multiple of block.%s = %u (launch %llu or %llu items)",
+                     name, axis[d], shape.global[d], axis[d], block[d], 1ull * (grid[d] - 1) * block[d],
+                     1ull * grid[d] * block[d]);
+    if (const size_t own = f.static_local_bytes(); own + shape.shared_bytes > info.max_shared_bytes)
+        fail(RT_ERROR_INVALID_VALUE,
+             "kernel '%s' needs %zu bytes of local memory per work-group (%zu in its RT_LOCAL arrays + %zu dynamic "
+             "shared_bytes), more than the %zu bytes %s has (rtDeviceProp.local_memory_per_group)",
+             name, own + shape.shared_bytes, own, shape.shared_bytes, info.max_shared_bytes,
+             stream.device().label().c_str());
     int arity = f.num_args();
     if (num_args >= 0 && arity >= 0 && num_args != arity)
         fail(RT_ERROR_INVALID_VALUE, "kernel '%s' takes %d argument(s) but %d were given", name, arity, num_args);

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <string>
 
 #include "core/error.hpp"
 
@@ -62,6 +63,147 @@ bool is_prelude_include(const std::string& target) {
            (target.size() > 17 && target.compare(target.size() - 17, 17, "/runtime/kernel.h") == 0);
 }
 
+
+// ---------------------------------------------------------------- work-groups (issue 13)
+
+/// The offset of the '}' matching the '{' at `open` in `code` (comments, literals and directives blanked); the end
+/// of `code` if it is unbalanced (the compiler reports that).
+size_t match_brace(const std::string& code, size_t open) {
+    int depth = 0;
+    for (size_t i = open; i < code.size(); ++i) {
+        if (code[i] == '{') ++depth;
+        else if (code[i] == '}' && --depth == 0) return i;
+    }
+    return code.size();
+}
+
+size_t line_of(const std::string& code, size_t offset) {
+    size_t line = 1;
+    for (size_t i = 0; i < offset && i < code.size(); ++i) line += code[i] == '\n';
+    return line;
+}
+
+/// Whole-word occurrences of `word` in code[from, to).
+std::vector<size_t> find_words(const std::string& code, const char* word, size_t from, size_t to) {
+    std::vector<size_t> out;
+    const size_t n = std::char_traits<char>::length(word);
+    for (size_t p = code.find(word, from); p != std::string::npos && p + n <= to; p = code.find(word, p + 1))
+        if ((p == 0 || !is_ident(code[p - 1])) && (p + n >= code.size() || !is_ident(code[p + n]))) out.push_back(p);
+    return out;
+}
+
+size_t skip_space(const std::string& code, size_t p) {
+    while (p < code.size() && std::isspace(static_cast<unsigned char>(code[p]))) ++p;
+    return p;
+}
+
+std::string trim(const std::string& s) {
+    size_t b = 0, e = s.size();
+    while (b < e && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
+    while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1]))) --e;
+    return s.substr(b, e - b);
+}
+
+/// The end (exclusive) of the statement that starts at `p`: a braced block, or up to its ';' at depth 0.
+size_t statement_end(const std::string& code, size_t p) {
+    p = skip_space(code, p);
+    if (p < code.size() && code[p] == '{') return std::min(code.size(), match_brace(code, p) + 1);
+    int depth = 0;
+    for (; p < code.size(); ++p) {
+        const char c = code[p];
+        if (c == '(' || c == '[' || c == '{') ++depth;
+        else if (c == ')' || c == ']' || c == '}') --depth;
+        else if (c == ';' && depth <= 0) return p + 1;
+    }
+    return code.size();
+}
+
+/// The arrays of one `RT_LOCAL <type> a[..][..], b[..];` (at `p`, the RT_LOCAL): each declarator's type with its
+/// bounds, e.g. `float[16][16]`.
+void parse_local(const std::string& code, size_t p, const std::string& kernel, std::vector<LocalDecl>& out) {
+    const size_t line = line_of(code, p);
+    const size_t begin = p + 8, end = statement_end(code, begin);
+    std::string text = code.substr(begin, end - begin);
+    if (!text.empty() && text.back() == ';') text.pop_back();
+    std::vector<std::string> declarators;
+    int depth = 0;
+    size_t last = 0;
+    for (size_t i = 0; i < text.size(); ++i) {
+        const char c = text[i];
+        if (c == '(' || c == '[' || c == '{' || c == '<') ++depth;
+        else if (c == ')' || c == ']' || c == '}' || c == '>') --depth;
+        else if (c == '=' && depth == 0)
+            fail(RT_ERROR_INVALID_VALUE,
+                 "line %zu: the RT_LOCAL array of kernel '%s' has an initializer: local memory takes none (as CUDA's "
+                 "__shared__); write it from the work-items, then rt_barrier()", line, kernel.c_str());
+        else if (c == ',' && depth == 0) {
+            declarators.push_back(text.substr(last, i - last));
+            last = i + 1;
+        }
+    }
+    declarators.push_back(text.substr(last));
+    std::string type;
+    for (size_t d = 0; d < declarators.size(); ++d) {
+        const std::string decl = trim(declarators[d]);
+        const size_t bracket = std::min(decl.find('['), decl.size());
+        size_t name_end = bracket;
+        while (name_end > 0 && std::isspace(static_cast<unsigned char>(decl[name_end - 1]))) --name_end;
+        size_t name_begin = name_end;
+        while (name_begin > 0 && is_ident(decl[name_begin - 1])) --name_begin;
+        if (name_begin == name_end || !is_ident_start(decl[name_begin]))
+            fail(RT_ERROR_INVALID_VALUE,
+                 "line %zu: kernel '%s': expected `RT_LOCAL <type> <name>[<size>]...;`", line, kernel.c_str());
+        if (d == 0) type = trim(decl.substr(0, name_begin));
+        if (type.empty())
+            fail(RT_ERROR_INVALID_VALUE, "line %zu: kernel '%s': the RT_LOCAL array has no type", line, kernel.c_str());
+        out.push_back(LocalDecl{type + decl.substr(bracket), line});
+    }
+}
+
+/// The checks of scan_kernels' comment (dialect.hpp), and each kernel's form and local arrays.
+void analyse_groups(const std::string& code, std::vector<KernelDecl>& kernels) {
+    static const char* const kWords[] = {"rt_barrier", "rt_items", "RT_LOCAL"};
+    auto inside_kernel = [&](size_t p) -> KernelDecl* {
+        for (KernelDecl& k : kernels)
+            if (p > k.body_open && p < k.body_close) return &k;
+        return nullptr;
+    };
+    for (const char* w : kWords)
+        for (size_t p : find_words(code, w, 0, code.size()))
+            if (!inside_kernel(p))
+                fail(RT_ERROR_INVALID_VALUE,
+                     "line %zu: %s is used outside a kernel body: barriers, rt_items blocks and local memory belong to "
+                     "a RT_KERNEL's own body (not to RT_DEVICE or other functions)",
+                     line_of(code, p), std::string(w) == "RT_LOCAL" ? "RT_LOCAL" : (std::string(w) + "()").c_str());
+    for (KernelDecl& k : kernels) {
+        const size_t from = k.body_open + 1, to = k.body_close;
+        const std::vector<size_t> barriers = find_words(code, "rt_barrier", from, to);
+        const std::vector<size_t> items = find_words(code, "rt_items", from, to);
+        if (!barriers.empty() && !items.empty())
+            fail(RT_ERROR_INVALID_VALUE,
+                 "kernel '%s' uses both rt_items blocks (line %zu) and rt_barrier() (line %zu): a kernel takes one form "
+                 "(rt_items blocks end with a barrier of their own)",
+                 k.name.c_str(), line_of(code, items[0]), line_of(code, barriers[0]));
+        k.form = !items.empty() ? GroupForm::items : !barriers.empty() ? GroupForm::barrier : GroupForm::none;
+        for (size_t p : items) {
+            size_t q = skip_space(code, p + 8);
+            size_t close = q < to && code[q] == '(' ? code.find(')', q) : std::string::npos;
+            if (close == std::string::npos || close >= to)
+                fail(RT_ERROR_INVALID_VALUE, "line %zu: kernel '%s': expected `rt_items(name) { ... }`",
+                     line_of(code, p), k.name.c_str());
+            const size_t end = statement_end(code, close + 1);
+            for (const char* w : {"rt_items", "return", "RT_LOCAL"})
+                for (size_t inner : find_words(code, w, close + 1, end))
+                    fail(RT_ERROR_INVALID_VALUE,
+                         "line %zu: kernel '%s': %s inside the rt_items block of line %zu (%s)", line_of(code, inner),
+                         k.name.c_str(), w, line_of(code, p),
+                         std::string(w) == "rt_items" ? "rt_items blocks do not nest"
+                         : std::string(w) == "return" ? "a block runs for every item in turn: use `continue` to end an item's turn"
+                                                      : "declare local arrays in the kernel's group code, outside the blocks");
+        }
+        for (size_t p : find_words(code, "RT_LOCAL", from, to)) parse_local(code, p, k.name, k.locals);
+    }
+}
 }  // namespace
 
 std::vector<std::string> parse_options(const std::string& options) {
@@ -138,14 +280,8 @@ std::string declarations_only(const std::string& source) {
     return code;
 }
 
-size_t line_of(const std::string& text, size_t offset) {
-    size_t line = 1;
-    for (size_t i = 0; i < offset && i < text.size(); ++i) line += text[i] == '\n';
-    return line;
-}
-
 /// Offsets of the whole-word occurrences of `word` in `code`, each with the brace depth there.
-std::vector<std::pair<size_t, int>> find_words(const std::string& code, const std::string& word) {
+std::vector<std::pair<size_t, int>> find_words_with_depth(const std::string& code, const std::string& word) {
     std::vector<std::pair<size_t, int>> out;
     int depth = 0;
     for (size_t i = 0; i < code.size(); ++i) {
@@ -161,11 +297,11 @@ std::vector<std::pair<size_t, int>> find_words(const std::string& code, const st
     return out;
 }
 
-/// True if `template <...>` ends just before `pos` (whitespace between).
-bool after_template_header(const std::string& code, size_t pos) {
+/// The offset of the `template` of a `template <...>` that ends just before `pos` (whitespace between), or npos.
+size_t template_header_before(const std::string& code, size_t pos) {
     size_t p = pos;
     while (p > 0 && std::isspace(static_cast<unsigned char>(code[p - 1]))) --p;
-    if (p == 0 || code[p - 1] != '>') return false;
+    if (p == 0 || code[p - 1] != '>') return std::string::npos;
     int depth = 0;
     size_t q = p;
     while (q > 0) {
@@ -173,9 +309,10 @@ bool after_template_header(const std::string& code, size_t pos) {
         if (code[q] == '>') ++depth;
         else if (code[q] == '<' && --depth == 0) break;
     }
-    if (depth != 0) return false;
+    if (depth != 0) return std::string::npos;
     while (q > 0 && std::isspace(static_cast<unsigned char>(code[q - 1]))) --q;
-    return q >= 8 && code.compare(q - 8, 8, "template") == 0 && (q == 8 || !is_ident(code[q - 9]));
+    const bool is_template = q >= 8 && code.compare(q - 8, 8, "template") == 0 && (q == 8 || !is_ident(code[q - 9]));
+    return is_template ? q - 8 : std::string::npos;
 }
 
 std::string collapse_spaces(const std::string& text) {
@@ -209,8 +346,8 @@ std::vector<KernelDecl> scan_kernels(const std::string& source) {
         if (p == start || !is_ident_start(code[start])) continue;
         KernelDecl k;
         k.name = code.substr(start, p - start);
-        k.keyword = pos;
-        k.is_template = after_template_header(code, pos);
+        k.template_start = template_header_before(code, pos);
+        k.is_template = k.template_start != std::string::npos;
         skip_ws(p);
         if (p >= code.size() || code[p] != '(') continue;
         k.params_open = p;
@@ -238,6 +375,8 @@ std::vector<KernelDecl> scan_kernels(const std::string& source) {
         }
         if (q >= code.size() || code[q] == ';') continue;
         k.body_open = q;
+        k.start = pos;
+        k.body_close = match_brace(code, q);
         for (size_t w = code.find("noexcept", p); w != std::string::npos && w < q; w = code.find("noexcept", w + 8))
             if ((w == 0 || !is_ident(code[w - 1])) && (w + 8 >= code.size() || !is_ident(code[w + 8])))
                 fail(RT_ERROR_INVALID_VALUE,
@@ -249,6 +388,7 @@ std::vector<KernelDecl> scan_kernels(const std::string& source) {
                      k.name.c_str());
         kernels.push_back(std::move(k));
     }
+    analyse_groups(code, kernels);
     return kernels;
 }
 
@@ -374,9 +514,11 @@ bool Program::includes_files() const { return !split_includes(source, name).incl
 
 std::vector<Program::EntryPoint> Program::entry_points() const {
     std::vector<EntryPoint> out;
-    for (const KernelDecl& k : kernels)
-        if (!k.is_template) out.push_back({k.name, k.name});
-    for (const Instantiation& i : instantiations) out.push_back({i.name, i.expression});
+    for (size_t k = 0; k < kernels.size(); ++k)
+        if (!kernels[k].is_template) out.push_back({kernels[k].name, kernels[k].name, k});
+    for (const Instantiation& i : instantiations)
+        for (size_t k = 0; k < kernels.size(); ++k)
+            if (kernels[k].is_template && kernels[k].name == i.templ) out.push_back({i.name, i.expression, k});
     return out;
 }
 
@@ -392,7 +534,7 @@ std::vector<Instantiation> scan_instantiations(const std::string& source, const 
     std::vector<std::string> templates, names;
     for (const KernelDecl& k : kernels) (k.is_template ? templates : names).push_back(k.name);
     std::vector<Instantiation> out;
-    for (const auto& [pos, depth] : find_words(code, kWord)) {
+    for (const auto& [pos, depth] : find_words_with_depth(code, kWord)) {
         const size_t line = line_of(code, pos);
         auto refuse = [&](const std::string& why) {
             fail(RT_ERROR_INVALID_VALUE, "RT_KERNEL_INSTANTIATE at line %zu: %s (expected `RT_KERNEL_INSTANTIATE(name, "
@@ -436,7 +578,7 @@ std::vector<Instantiation> scan_instantiations(const std::string& source, const 
 std::vector<std::string> scan_globals(const std::string& source) {
     const std::string code = declarations_only(source);
     std::vector<std::string> out;
-    for (const auto& [pos, depth] : find_words(code, "RT_GLOBAL")) {
+    for (const auto& [pos, depth] : find_words_with_depth(code, "RT_GLOBAL")) {
         const size_t line = line_of(code, pos);
         auto refuse = [&](const std::string& why) {
             fail(RT_ERROR_INVALID_VALUE, "RT_GLOBAL at line %zu: %s (expected one variable at file scope: `RT_GLOBAL "

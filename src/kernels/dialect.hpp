@@ -12,6 +12,17 @@ namespace rt::kernels {
 /// becomes -lineinfo, -O levels and -fwrapv are dropped). Anything else: rt::Error(INVALID_VALUE) naming it.
 std::vector<std::string> parse_options(const std::string& options);
 
+/// How the work-items of a kernel's groups cooperate (kernel.h, "Work-groups"): not at all, through `rt_items`
+/// blocks (the fast form: on cpu the kernel runs once per group), or through `rt_barrier()` (the flat form: on cpu
+/// each item is a fiber). Both forms need launches of whole work-groups.
+enum class GroupForm { none, items, barrier };
+
+/// An `RT_LOCAL` array of a kernel: `type` is its type with its bounds (`float[16][16]`), spelled as in the source.
+struct LocalDecl {
+    std::string type;
+    size_t line = 0;  ///< of the RT_LOCAL, 1-based
+};
+
 /// A kernel of a source: `RT_KERNEL void name(parameters) { body }`, found outside comments and literals.
 struct KernelDecl {
     std::string name;
@@ -19,8 +30,13 @@ struct KernelDecl {
     size_t params_close = 0;  ///< offset of its matching ')'
     size_t body_open = 0;     ///< offset of the body's '{' (after any attributes between ')' and it)
     bool no_params = false;   ///< the list holds nothing but `void` (comments and whitespace aside)
-    size_t keyword = 0;       ///< offset of its RT_KERNEL
     bool is_template = false; ///< `template <...> RT_KERNEL void name(...)`: a kernel only through RT_KERNEL_INSTANTIATE
+    size_t template_start = std::string::npos;  ///< offset of its `template` (its header runs from there to start)
+    // ---- work-groups
+    size_t start = 0;         ///< offset of its RT_KERNEL
+    size_t body_close = 0;    ///< offset of the body's matching '}' (the source's end if unbalanced)
+    GroupForm form = GroupForm::none;
+    std::vector<LocalDecl> locals;  ///< its RT_LOCAL arrays, in source order
 };
 
 /// `RT_KERNEL_INSTANTIATE(name, expression);` at file scope: the kernel `name` is the instantiation `expression`
@@ -42,6 +58,9 @@ std::vector<std::string> scan_globals(const std::string& source);
 /// The kernel definitions of `source`, in source order (a declaration without a body is not one). A name defined
 /// twice: rt::Error(INVALID_VALUE) (kernels cannot be overloaded: a name is what rtModuleGetFunction looks up on every
 /// backend); `noexcept`: INVALID_VALUE. Kernels must be written out: one produced by a macro is not found.
+/// Work-group rules, checked here once for every target (INVALID_VALUE naming the line): rt_barrier, rt_items and
+/// RT_LOCAL only in kernel bodies; a kernel uses rt_items or rt_barrier, not both; rt_items blocks do not nest and
+/// hold no `return`, `rt_barrier` or RT_LOCAL; RT_LOCAL arrays take no initializer.
 std::vector<KernelDecl> scan_kernels(const std::string& source);
 /// The names of the kernels of scan_kernels(source) that are not templates.
 std::vector<std::string> find_kernel_names(const std::string& source);
@@ -74,6 +93,7 @@ struct Program {
     /// kernels that are not templates (name, name), then the instantiations (name, expression). At least one.
     struct EntryPoint {
         std::string name, expression;
+        size_t kernel = 0;  ///< its definition: kernels[kernel] (the template of an instantiation)
     };
     std::vector<EntryPoint> entry_points() const;
     /// The names of entry_points().

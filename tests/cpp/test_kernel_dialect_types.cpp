@@ -268,6 +268,21 @@ RT_KERNEL void fill(T* out) { out[get_global_id(0)] = (T)(N * (int)get_global_id
 
 RT_KERNEL void plain(int32_t* out) { out[get_global_id(0)] = 7; }
 
+// A template with work-group local memory of its parameter's type and a barrier.
+template <class T> RT_KERNEL void block_sum(const T* in, T* out) {
+    RT_LOCAL T part[64];
+    size_t l = get_local_id(0);
+    part[l] = in[get_global_id(0)];
+    rt_barrier();
+    if (l == 0) {
+        T s = 0;
+        for (int i = 0; i < 64; ++i) s += part[i];
+        out[get_group_id(0)] = s;
+    }
+}
+RT_KERNEL_INSTANTIATE(block_sum_i32, block_sum<int32_t>);
+RT_KERNEL_INSTANTIATE(block_sum_f64, block_sum<double>);
+
 RT_KERNEL_INSTANTIATE(axpy_f32, axpy<float>);
 RT_KERNEL_INSTANTIATE(axpy_f64, axpy<double>);
 RT_KERNEL_INSTANTIATE(axpy_i64, axpy<int64_t>);
@@ -843,6 +858,26 @@ TEST_P(DialectTypes, KernelTemplatesAreLaunchedByTheirInstantiationsNames) {
         ASSERT_EQ(rf[i], 3 * static_cast<int32_t>(i));
     }
     for (unsigned i = n; i < n + 64; ++i) ASSERT_EQ(rf[i], -1) << "item " << i << " past the global size ran";
+
+    // Local memory sized by the template's parameter, a barrier between the items of each group.
+    std::vector<int32_t> vi(256);
+    std::vector<double> vd(256);
+    for (unsigned i = 0; i < 256; ++i) vi[i] = static_cast<int32_t>(i * i), vd[i] = 0.5 * i;
+    DevBuf dvi, dvd, dsi(16), dsd(32);
+    upload(dvi, vi);
+    upload(dvd, vd);
+    void* q[] = {dvi.get(), dsi.get(), dvd.get(), dsd.get()};
+    run(fn(m, "block_sum_i32"), 256, {&q[0], &q[1]}, 64);
+    run(fn(m, "block_sum_f64"), 256, {&q[2], &q[3]}, 64);
+    const auto si = read<int32_t>(dsi, 4);
+    const auto sd = read<double>(dsd, 4);
+    for (unsigned g = 0; g < 4; ++g) {
+        int32_t want_i = 0;
+        double want_d = 0;
+        for (unsigned i = g * 64; i < g * 64 + 64; ++i) want_i += vi[i], want_d += vd[i];
+        EXPECT_EQ(si[g], want_i) << g;
+        EXPECT_EQ(sd[g], want_d) << g;
+    }
 }
 
 // ------------------------------------------------------------------------------------------ refusals

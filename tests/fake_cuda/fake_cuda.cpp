@@ -532,6 +532,20 @@ bool elf_params(const std::string& b, const std::string& name, std::vector<size_
     return false;
 }
 
+/// The size of section `wanted` of a cubin (its sh_size, SHT_NOBITS included); 0 when it has none.
+uint64_t elf_section_size(const std::string& b, const std::string& wanted) {
+    uint64_t shoff = rd64(b, 0x28);
+    uint16_t shnum = rd16(b, 0x3C), shstrndx = rd16(b, 0x3E);
+    if (shstrndx >= shnum) return 0;
+    uint64_t names_off = rd64(b, shoff + shstrndx * 64 + 24);
+    for (size_t i = 0; i < shnum; ++i) {
+        size_t sh = shoff + i * 64;
+        uint64_t n = names_off + rd32(b, sh);
+        if (n < b.size() && wanted == b.c_str() + n) return rd64(b, sh + 32);
+    }
+    return 0;
+}
+
 bool ident_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '$'; }
 
 /// PTX `.entry NAME` identifiers, in order.
@@ -1294,6 +1308,17 @@ CUresult CUDAAPI cuFuncGetParamInfo(CUfunction f, size_t index, size_t* offset, 
     if (index >= f->sizes.size()) return CUDA_ERROR_INVALID_VALUE;  // past the last parameter
     if (offset) *offset = f->offsets[index];
     if (size) *size = f->sizes[index];
+    return CUDA_SUCCESS;
+}
+
+// A kernel's static __shared__ bytes: a cubin's `.nv.shared.<kernel>` section (as ptxas lays it out); PTX: 0. Other
+// attributes are not modelled.
+CUresult CUDAAPI cuFuncGetAttribute(int* value, CUfunction_attribute attrib, CUfunction f) {
+    if (!value) return CUDA_ERROR_INVALID_VALUE;
+    std::lock_guard lock(S().m);
+    if (!f || !S().functions.count(f)) return CUDA_ERROR_INVALID_HANDLE;
+    if (attrib != CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES) return CUDA_ERROR_INVALID_VALUE;
+    *value = f->module->ptx ? 0 : static_cast<int>(elf_section_size(f->module->image, ".nv.shared." + f->name));
     return CUDA_SUCCESS;
 }
 

@@ -81,3 +81,121 @@ def uses_with(x):
 @runtime.jit
 def uses_dynamic_dim(x, d):
     x[0] = runtime.get_global_id(d)  # LINE:constant
+
+
+# ---- work-groups, local arrays, device functions, shaped arrays, print (issue 13)
+import numpy as np  # noqa: E402
+
+
+@runtime.jit
+def barrier_in_divergent_if(x):
+    if runtime.get_local_id(0) < 2:  # LINE:divergent control flow
+        runtime.barrier()
+
+
+@runtime.jit
+def barrier_in_per_item_loop(x):
+    i = runtime.get_global_id(0)
+    for k in range(i):  # LINE:per-item value 'i'
+        runtime.barrier()
+
+
+@runtime.jit
+def barrier_in_while_on_memory_index(x):
+    i = runtime.get_local_id(0)
+    while x[i] > 0:  # LINE:per-item value 'i'
+        runtime.barrier()
+
+
+@runtime.jit
+def return_before_barrier(x):
+    i = runtime.get_global_id(0)
+    if i > 3:
+        return  # LINE:'return' in per-item code
+    runtime.barrier()
+    x[i] = 1
+
+
+@runtime.jit
+def break_out_of_barrier_loop(x):
+    i = runtime.get_global_id(0)
+    for k in range(4):
+        if x[i] > 0:
+            break  # LINE:'break' in per-item code
+        runtime.barrier()
+
+
+@runtime.jit
+def barrier_loop_variable_assigned_per_item(x):
+    i = runtime.get_global_id(0)
+    for k in range(4):  # LINE:also assigned per work-item
+        runtime.barrier()
+        if i > 2:
+            k = 3
+        x[i] = k
+
+
+@runtime.jit
+def barrier_as_value(x):
+    x[0] = runtime.barrier()  # LINE:statement of its own
+
+
+@runtime.jit
+def barrier_with_argument(x):
+    runtime.barrier(1)  # LINE:takes no arguments
+
+
+@runtime.jit
+def local_array_in_if(x):
+    i = runtime.get_global_id(0)
+    if i > 0:
+        t = runtime.local_array(4, np.float32)  # LINE:top level of the kernel body
+
+
+@runtime.jit
+def local_array_runtime_shape(x, n):
+    t = runtime.local_array(n, np.float32)  # LINE:constant integer
+    t[0] = 1
+
+
+@runtime.jit
+def local_array_bad_dtype(x):
+    t = runtime.local_array(4, np.complex64)  # LINE:not a supported dtype
+    t[0] = 1
+
+
+@runtime.jit
+def local_array_wrong_rank(x):
+    t = runtime.local_array((4, 4), np.float32)
+    t[0] = 1.0  # LINE:2 dimension(s)
+
+
+@runtime.jit
+def local_array_as_value(x):
+    t = runtime.local_array(4, np.float32)
+    x[0] = t  # LINE:used as a value
+
+
+@runtime.jit
+def negative_constant_index(x):
+    x[-1] = 0  # LINE:negative index
+
+
+@runtime.jit
+def print_with_file(x):
+    print(x[0], file=None)  # LINE:sep= and end=
+
+
+@runtime.jit
+def print_as_value(x):
+    x[0] = print(1)  # LINE:statement of its own
+
+
+@runtime.jit
+def unknown_buffer_attribute(x):
+    x[0] = x.itemsize  # LINE:buffer attribute itemsize
+
+
+@runtime.jit
+def bad_shape_dimension(x):
+    x[0] = x.shape[3]  # LINE:constant dimension

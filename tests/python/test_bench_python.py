@@ -31,3 +31,21 @@ def test_overhead_rows_print_python_and_c_figures(repo, tmp_path):
     for label, row in rows.items():
         median, lo, hi = row["ours"]
         assert 0 < lo <= median <= hi, label
+
+
+def test_group_rows_run_and_are_checked(repo, tmp_path):
+    """The local-memory + barrier rows (sum, tiled matmul): @runtime.jit and the C++ dialect, numpy beside them."""
+    import runtime
+    try:
+        runtime.Module("RT_KERNEL void probe(float* x) { RT_LOCAL float t[4]; rt_items(it) { t[0] = 1.0f; } }")
+    except runtime.Error:
+        import pytest
+        pytest.skip("the kernel dialect has no work-group barriers yet (issue 13 item 1)")
+    rows = bench_rows(repo, tmp_path, "groups")
+    assert set(rows) == {"sum 16M f32, local + barrier, @runtime.jit (ms)", "sum 16M f32, local + barrier, C++ dialect (ms)",
+                         "matmul 1024^2 f32, 16x16 local tiles, @runtime.jit (ms)",
+                         "matmul 1024^2 f32, 16x16 local tiles, C++ dialect (ms)"}
+    for label, row in rows.items():
+        median, lo, hi = row["ours"]
+        assert 0 < lo <= median <= hi, label
+        assert "numpy" in row, label

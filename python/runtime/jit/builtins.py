@@ -102,6 +102,36 @@ def atomic_exchange(buf: Any, index: int, value: Any) -> Any:
     return old
 
 
+def barrier() -> None:
+    """Work-group barrier: every work-item of the group reaches it before any continues, and what they wrote to
+    local arrays (and memory) before it is visible to all of them after it. Only as a statement of a kernel body,
+    in control flow that is the same for every item of the group (uniform); the reference mode runs it by
+    stepping the group's items from barrier to barrier."""
+    raise make_error(InvalidValueError, "runtime.barrier() is only meaningful as a statement of a @runtime.jit "
+                                        "kernel body (not in a device function, nor outside a kernel)")
+
+
+def local_array(shape: Any, dtype: Any) -> Any:
+    """A work-group-shared array of `shape` (a constant int or tuple of constant ints) and `dtype`, assigned to a
+    name at the top level of a kernel body: `tile = runtime.local_array((16, 16), np.float32)`. Every item of a
+    group sees the same array; it is not initialised, and lives as long as the group."""
+    st = _state()
+    groups = getattr(st, "group_arrays", None)
+    if groups is None:
+        raise make_error(InvalidValueError, "runtime.local_array() is only meaningful in a @runtime.jit kernel body")
+    dims = tuple(int(d) for d in shape) if isinstance(shape, (tuple, list)) else (int(shape),)
+    dt = np.dtype(dtype)
+    k = st.counts[st.item]
+    st.counts[st.item] = k + 1
+    if k == len(groups):  # the group's first item to get here allocates it; the others share it
+        groups.append(np.zeros(dims, dt))
+    arr = groups[k]
+    if arr.shape != dims or arr.dtype != dt:
+        raise make_error(InvalidValueError, f"runtime.local_array(): items of a group asked for different arrays "
+                                            f"({arr.shape} {arr.dtype} and {dims} {dt})")
+    return arr
+
+
 _ID_BUILTINS = {get_global_id: "get_global_id", get_local_id: "get_local_id", get_group_id: "get_group_id",
                 get_global_size: "get_global_size", get_local_size: "get_local_size",
                 get_num_groups: "get_num_groups"}

@@ -26,7 +26,10 @@ class CpuTarget(Target):
 
 
 def staged_twin(tr: Any) -> list:
-    """The twin functions of the kernel `tr` has just emitted, or [] if it has no staged outputs."""
+    """The twin functions of the kernel `tr` has just emitted, or [] if it has no staged outputs. Kernels that call
+    device functions (which may read or write the buffers they are passed) or index shaped arrays get none."""
+    if tr.ctx.devfns or any(isinstance(t, _Buf) and t.shaped for t in tr.params.values()):
+        return []
     staging = _RowStaging(tr)
     shape = staging.row_shape()
     return [] if shape is None else staging.twin(*shape)
@@ -140,7 +143,8 @@ class _RowStaging:
 
     @staticmethod
     def loaded(node: ast.AST) -> set:
-        return {n.value.id for n in ast.walk(node) if isinstance(n, ast.Subscript) and isinstance(n.ctx, ast.Load)}
+        return {n.value.id for n in ast.walk(node) if isinstance(n, ast.Subscript) and isinstance(n.ctx, ast.Load)
+                and isinstance(n.value, ast.Name)}
 
     def straight(self, stmts: list, reads: set, stores: dict) -> bool:
         """Assignments only (to locals or buffer elements), no atomics. In order: tracks the locals' x coefficients,

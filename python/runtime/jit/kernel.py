@@ -17,7 +17,8 @@ from .. import _core
 from ..core import Device, DeviceMemory, make_error
 from ..errors import CompileError, InvalidValueError, NotSupportedError
 from .launch import _Compiled, launch
-from .reference import interpret_enabled
+from .builtins import _item
+from .reference import interpret_enabled, mem_layout, reference_function
 from .target import Target, device_target, target_for
 from .translate import _cname, _Translator
 from .types import _BOOL, _CTYPES, _F64, _I64, _SUPPORTED_DTYPES, BOOL, WEAK_FLOAT, WEAK_INT, Ty, _Buf, _Sig
@@ -155,6 +156,8 @@ class JitKernel:
         self._value_getters: Optional[list] = None
         self._last_valued: Any = None  # (plan, values) of the last default-shaped launch of such a kernel
         self._lock = threading.Lock()
+        self._shaped: Optional[tuple] = None  # indices of the shaped buffer parameters (shaped_params)
+        self._ref_factory: Any = None  # the reference mode's version of the body (reference.py)
         self.__doc__ = fn.__doc__
         self.__name__ = fn.__name__
         self.__wrapped__ = fn
@@ -198,16 +201,78 @@ class JitKernel:
                                            f"'{self.name}' is not a supported dtype (supported: {_SUPPORTED_DTYPES})")
         return dt
 
+    # ---- shaped buffers
+    def shaped_params(self, _seen: Optional[set] = None) -> tuple:
+        """Indices of the parameters the body uses as shaped arrays: indexed with a tuple (a[y, x]), or whose
+        shape, strides, ndim or size it reads, or passed where a device function does. Their shapes and strides
+        are hidden parameters; every other buffer is indexed flat (a[i]) whatever its shape."""
+        if self._shaped is not None:
+            return self._shaped
+        seen = set() if _seen is None else _seen
+        seen.add(self)
+        names = set()
+        for n in ast.walk(self.tree):
+            if isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name) and isinstance(n.slice, ast.Tuple):
+                names.add(n.value.id)
+            elif isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and \
+                    n.attr in ("shape", "strides", "ndim", "size"):
+                names.add(n.value.id)
+            elif isinstance(n, ast.Call) and isinstance(n.func, (ast.Name, ast.Attribute)):
+                callee = self._static_callee(n.func)
+                if isinstance(callee, JitKernel) and callee not in seen:
+                    inner = callee.shaped_params(seen)
+                    for j, a in enumerate(n.args):
+                        if j in inner and isinstance(a, ast.Name):
+                            names.add(a.id)
+        out = tuple(i for i, p in enumerate(self.param_names) if p in names)
+        if _seen is None or not seen - {self}:
+            self._shaped = out
+        return out
+
+    def _static_callee(self, node: ast.AST) -> Any:
+        chain = []
+        while isinstance(node, ast.Attribute):
+            chain.append(node.attr)
+            node = node.value
+        if not isinstance(node, ast.Name) or node.id in self.assigned or node.id in self.param_names:
+            return None
+        try:
+            obj = self.lookup(node.id, lambda: KeyError(node.id))
+        except KeyError:
+            return None
+        for a in reversed(chain):
+            obj = getattr(obj, a, None)
+        return obj
+
     # ---- signatures
     def _param_type(self, i: int, a: Any) -> Any:
         name = self.param_names[i]
         ann = self._annotations.get(name)
         if isinstance(a, DeviceMemory):
             if ann is not None:
-                return _Buf(self.annotation_dtype(ann, param=name))
-            if a.dtype not in _CTYPES:
-                raise self._unsupported_dtype(i, "device memory of dtype", a.dtype)
-            return _Buf(a.dtype)
+                dt = self.annotation_dtype(ann, param=name)
+            else:
+                if a.dtype not in _CTYPES:
+                    raise self._unsupported_dtype(i, "device memory of dtype", a.dtype)
+                dt = a.dtype
+            shape, strides = mem_layout(a)
+            if i not in self.shaped_params():
+                if strides is not None and strides != _c_strides(shape, a.dtype.itemsize):
+                    raise make_error(InvalidValueError,
+                                     f"kernel '{self.name}' argument {i} ('{name}') is strided device memory, which "
+                                     f"the kernel indexes flat ({name}[i]): index it by its dimensions, or pass "
+                                     f"contiguous memory")
+                return _Buf(dt)
+            if dt.itemsize != a.dtype.itemsize:
+                raise make_error(InvalidValueError,
+                                 f"kernel '{self.name}' argument {i} ('{name}') is annotated {dt} but is memory of "
+                                 f"{a.dtype}, with elements of another size: a shaped array keeps its elements")
+            el = _elem_strides(shape, strides, dt.itemsize)
+            if el is None:
+                raise make_error(InvalidValueError,
+                                 f"kernel '{self.name}' argument {i} ('{name}'): strides {strides} are not whole "
+                                 f"elements of {dt}")
+            return _Buf(dt, len(shape), contig=not shape or el[-1] == 1)
         if ann is not None and isinstance(a, (int, float, np.number, np.bool_)) and not isinstance(a, DeviceMemory):
             return Ty(self.annotation_dtype(ann, param=name))
         if isinstance(a, (bool, np.bool_)):
@@ -239,7 +304,7 @@ class JitKernel:
                              f"kernel '{self.name}' takes {len(self.param_names)} argument(s) "
                              f"({', '.join(self.param_names)}), got {len(args)}")
         params = [self._param_type(i, a) for i, a in enumerate(args)]
-        key = (tuple(("buf", p.dt) if isinstance(p, _Buf) else (p.dt, p.weak) for p in params), ndim, self._values())
+        key = (tuple(p.key() if isinstance(p, _Buf) else (p.dt, p.weak) for p in params), ndim, self._values())
         return key, params
 
     def _values(self) -> tuple:
@@ -250,7 +315,9 @@ class JitKernel:
             getters = self._value_getters = self._find_value_getters()
         return tuple([_value_token(g()) for g in getters]) if getters else ()
 
-    def _find_value_getters(self) -> list:
+    def _find_value_getters(self, seen: Optional[set] = None) -> list:
+        seen = set() if seen is None else seen
+        seen.add(self)
         fn = self.fn
         getters = []
         for chain in self._global_chains:
@@ -270,6 +337,9 @@ class JitKernel:
                 continue
             if isinstance(v, (bool, int, float, np.generic)):
                 getters.append(get)
+            elif isinstance(v, JitKernel) and v not in seen:
+                # A device function's constants are compiled into its callers: part of their cache keys.
+                getters += v._find_value_getters(seen)
         return getters
 
     def source(self, *args: Any, global_size: Any = None, target: Any = None) -> str:
@@ -319,7 +389,9 @@ class JitKernel:
         """The argument signatures compiled so far."""
         return [k for k, _ in self._cache]
 
-    def __call__(self, *args: Any, **kwargs: Any) -> None:
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if getattr(_item, "state", None) is not None:  # a device function called by a kernel in the reference mode
+            return reference_function(self)(*args, **kwargs)
         raise make_error(InvalidValueError, f"a @runtime.jit kernel is launched on a stream: "
                                             f"stream.launch_kernel({self.name}, *args)")
 
@@ -332,6 +404,22 @@ class JitKernel:
         return self.interpret is False or (self.interpret is None and not interpret_enabled())
 
     _launch = launch  # stream.launch_kernel's entry (jit/launch.py): a function of the class, no extra call
+
+
+def _c_strides(shape: tuple, itemsize: int) -> tuple:
+    out, step = [], itemsize
+    for d in reversed(shape):
+        out.append(step)
+        step *= max(int(d), 1)
+    return tuple(reversed(out))
+
+
+def _elem_strides(shape: tuple, strides: Optional[tuple], itemsize: int) -> Optional[tuple]:
+    """Strides in elements (C order when strides is None); None if a stride is not whole elements."""
+    strides = _c_strides(shape, itemsize) if strides is None else strides
+    if any(s % itemsize for s in strides):
+        return None
+    return tuple(s // itemsize for s in strides)
 
 
 def jit(fn: Optional[Callable] = None, *, options: Optional[str] = None,

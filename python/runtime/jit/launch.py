@@ -13,14 +13,17 @@ import numpy as np
 from .. import launch as _shared
 from ..core import DeviceMemory, Stream
 from .reference import _run_reference, interpret_enabled
-from .types import _Buf
+from .types import _STORAGE, _Buf
 
 _CODES = {"b": "?", "i1": "b", "i2": "h", "i4": "i", "i8": "q", "u1": "B", "u2": "H", "u4": "I", "u8": "Q",
           "f4": "f", "f8": "d"}
 
 
 def _pack_code(dt: np.dtype) -> str:
-    """The packer's letter for a scalar parameter of dtype dt (struct's letters)."""
+    """The packer's letter for a scalar parameter of dtype dt (struct's letters; 16-bit floats are passed as
+    float, the type the kernel computes them in)."""
+    if dt in _STORAGE:
+        return "f"
     return _CODES["b" if dt.kind == "b" else f"{dt.kind}{dt.itemsize}"]
 
 
@@ -31,13 +34,19 @@ class _Compiled:
                  names: tuple = ()) -> None:
         self.source, self.module, self.func = source, module, func
         self.name, self.names = name, list(names)
-        self.param_sizes = [8 if isinstance(p, _Buf) else p.dt.itemsize for p in params]
+        self.param_sizes = [8 if isinstance(p, _Buf) else 4 if p.dt in _STORAGE else p.dt.itemsize for p in params]
+        # Shaped buffers' shapes and strides (in elements): int64 parameters after the kernel's own.
+        self.hidden = [(i, len(p.hidden())) for i, p in enumerate(params) if isinstance(p, _Buf) and p.hidden()]
+        hidden_names = [f"{names[i] if i < len(names) else i}.{what}" for i, p in enumerate(params)
+                        if isinstance(p, _Buf) for _, what in p.hidden()]
+        self.names = self.names + hidden_names
+        self.param_sizes += [8] * len(hidden_names)
         sizes = self.param_sizes + [8] * ndim
         self.sizes = struct.pack(f"@{len(sizes)}N", *sizes)  # the native size_t array (_core.launch_kernel's)
         self.buf_idx = [i for i, p in enumerate(params) if isinstance(p, _Buf)]
         self.first_buf = self.buf_idx[0] if self.buf_idx else -1
         self.first_itemsize = params[self.first_buf].dt.itemsize if self.buf_idx else 1
-        self.codes = "".join("P" if isinstance(p, _Buf) else _pack_code(p.dt) for p in params)
+        self.codes = "".join("P" if isinstance(p, _Buf) else _pack_code(p.dt) for p in params) + "q" * len(hidden_names)
         self.ndim = ndim
 
     def plan(self, arg_types: tuple, dev: int) -> Any:
@@ -59,6 +68,10 @@ def launch(k: Any, stream: Stream, args: tuple, global_size: Any, local_size: An
         if plan is not None and plan.device == stream.device.index and k._compiled_mode():
             if plan.launch(args, stream.handle) is not None:
                 return
+    if k._shaped is None:
+        k.shaped_params()
+    if k._shaped:
+        return _launch_shaped(k, stream, args, global_size, local_size)
     interp = k.interpret if k.interpret is not None else interpret_enabled()
     if interp or global_size is not None or local_size is not None:
         glob, local, ndim = _shared.shape(k.name, args, global_size, local_size)
@@ -93,3 +106,50 @@ def launch(k: Any, stream: Stream, args: tuple, global_size: Any, local_size: An
             k._last_plan = plan
     else:
         plan.launch_shaped(args, stream.handle, glob[0], glob[1], glob[2], local[0], local[1], local[2], True)
+
+
+def _hidden_args(k: Any, args: tuple) -> tuple:
+    """(layout key, hidden values) of the shaped buffer arguments: per shaped parameter its (ndim, contiguous)
+    and its shape, then its strides in elements (the last left out when it is 1)."""
+    from .reference import mem_layout
+    key, vals = [], []
+    for i in k._shaped:
+        a = args[i] if i < len(args) else None
+        if not isinstance(a, DeviceMemory):
+            return None, None  # the full path reports it
+        shape, strides = mem_layout(a)
+        isz = a.dtype.itemsize
+        el = [s // isz for s in strides] if strides is not None else None
+        if el is None:
+            el, step = [], 1
+            for d in reversed(shape):
+                el.append(step)
+                step *= max(d, 1)
+            el.reverse()
+        contig = not shape or el[-1] == 1
+        key.append((len(shape), contig))
+        vals += list(shape) + (el[:-1] if contig else el)
+    return tuple(key), tuple(vals)
+
+
+def _launch_shaped(k: Any, stream: Stream, args: tuple, global_size: Any, local_size: Any) -> None:
+    """A launch of a kernel with shaped buffers: their shapes and strides follow the arguments."""
+    interp = k.interpret if k.interpret is not None else interpret_enabled()
+    glob, local, ndim = _shared.shape(k.name, args, global_size, local_size)
+    if interp:
+        k._signature(args, ndim)
+        return _run_reference(k, stream, args, glob, local, ndim)
+    dev = stream.device.index
+    layout, hidden = _hidden_args(k, args)
+    types = tuple([a._dtype if type(a) is DeviceMemory else type(a) for a in args])
+    fkey = (types, layout, ndim, dev, k._values())
+    c = k._fast.get(fkey) if layout is not None else None
+    if c is None:
+        key, params = k._signature(args, ndim)  # raises for arguments the kernel cannot take
+        c = k._get(key, params, ndim, dev)
+        if layout is not None:
+            k._fast[fkey] = c
+    plan = k._plans.get(fkey)
+    if plan is None:
+        plan = k._plans[fkey] = c.plan(types + (int,) * len(hidden), dev)
+    plan.launch_shaped(args + hidden, stream.handle, glob[0], glob[1], glob[2], local[0], local[1], local[2], True)

@@ -13,9 +13,31 @@ _CTYPES = {
     np.dtype(np.int32): "int32_t", np.dtype(np.int64): "int64_t", np.dtype(np.uint8): "uint8_t",
     np.dtype(np.uint16): "uint16_t", np.dtype(np.uint32): "uint32_t", np.dtype(np.uint64): "uint64_t",
     np.dtype(np.float32): "float", np.dtype(np.float64): "double",
+    np.dtype(np.float16): "float",
 }
-# float16 and complex types have no kernel-dialect type on every backend (runtime/kernel.h has no half type).
+# 16-bit floats: stored as the dialect's storage types (rt_half, rt_bfloat16: buffers and local arrays), computed in
+# float32 (their values in the generated code are floats). bfloat16 is ml_dtypes' where that package is installed.
+_STORAGE = {np.dtype(np.float16): "rt_half"}
+try:
+    import ml_dtypes as _ml_dtypes
+except ImportError:  # bfloat16 needs ml_dtypes (a NumPy dtype of its own)
+    _ml_dtypes = None
+else:
+    _BF16 = np.dtype(_ml_dtypes.bfloat16)
+    _CTYPES[_BF16] = "float"
+    _STORAGE[_BF16] = "rt_bfloat16"
+# Complex types have no kernel-dialect type.
 _SUPPORTED_DTYPES = ", ".join(str(d) for d in _CTYPES)
+
+
+def _storage_c(dt: np.dtype) -> str:
+    """The C type an element of dtype dt is stored as in memory (buffers, local arrays)."""
+    return _STORAGE.get(dt) or _CTYPES[dt]
+
+
+def _kind(dt: np.dtype) -> str:
+    """NumPy's kind letter, with ml_dtypes' bfloat16 (kind 'V') a float."""
+    return "f" if dt in _STORAGE else dt.kind
 _I64, _F64, _F32, _BOOL = np.dtype(np.int64), np.dtype(np.float64), np.dtype(np.float32), np.dtype(np.bool_)
 
 
@@ -33,7 +55,12 @@ class Ty:
 
     @property
     def kind(self) -> str:
-        return self.dt.kind  # 'b', 'i', 'u', 'f'
+        return _kind(self.dt)  # 'b', 'i', 'u', 'f'
+
+    @property
+    def storage(self) -> str:
+        """The C type of an element of this type in memory (rt_half for float16; otherwise its C type)."""
+        return _storage_c(self.dt)
 
     def is_int(self) -> bool:
         return self.kind in "iub"
@@ -68,16 +95,34 @@ def promote(a: Ty, b: Ty) -> Ty:
 
 
 class _Buf:
-    """A buffer parameter's type: element dtype."""
+    """A buffer parameter's type: element dtype; for a shaped buffer (one the kernel indexes by its dimensions,
+    a[y, x], or whose shape it reads) also its number of dimensions and whether it is C-contiguous: its shape and
+    strides are then hidden parameters. An unshaped buffer (ndim None) is indexed flat, a[i], whatever its shape."""
 
-    __slots__ = ("dt",)
+    __slots__ = ("dt", "ndim", "contig")
 
-    def __init__(self, dt: np.dtype) -> None:
-        self.dt = np.dtype(dt)
+    def __init__(self, dt: np.dtype, ndim: Any = None, contig: bool = True) -> None:
+        self.dt, self.ndim, self.contig = np.dtype(dt), ndim, contig
 
     @property
     def elem(self) -> Ty:
         return Ty(self.dt)
+
+    @property
+    def shaped(self) -> bool:
+        return self.ndim is not None
+
+    def key(self) -> tuple:
+        return ("buf", self.dt, self.ndim, self.contig)
+
+    def hidden(self) -> list:
+        """(suffix, what) of the hidden parameters: shape per dimension, then strides in elements (the last one
+        left out when contiguous: it is 1)."""
+        if self.ndim is None:
+            return []
+        out = [(f"shape{d}", f"shape[{d}]") for d in range(self.ndim)]
+        n = self.ndim - 1 if self.contig else self.ndim
+        return out + [(f"stride{d}", f"strides[{d}]") for d in range(n)]
 
 
 def _wrap_c(t: "Ty") -> str:
@@ -98,4 +143,8 @@ class _Sig:
 
 
 def _sig_str(t: Any) -> str:
-    return f"{t.dt}[]" if isinstance(t, _Buf) else repr(t)
+    if isinstance(t, _Buf):
+        if t.ndim is None:
+            return f"{t.dt}[]"
+        return f"{t.dt}[{', '.join(':' * t.ndim)}{'' if t.contig else ' strided'}]"
+    return repr(t)

@@ -124,6 +124,8 @@ public:
         info_.compute_units = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
         info_.host_addressable = true;
         info_.max_block_size[0] = RT_CPU_MAX_BLOCK_X;  // a row of a staged twin fits its stage
+        info_.max_threads_per_block = RT_CPU_MAX_GROUP_ITEMS;  // rt_private<T> holds one T per item
+        info_.max_shared_bytes = RT_CPU_MAX_LOCAL_BYTES;
     }
 
     const backend::DeviceInfo& info() const override { return info_; }

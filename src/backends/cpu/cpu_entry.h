@@ -115,6 +115,8 @@ template <class... P> struct rt_sig_<void (rt_module_::*)(P...)> {
         rt_cpu_fault* fault = L->fault ? L->fault : &spare;
         rt_module_ m;
         m.rt_fault = fault;
+        m.rt_local_mem_ = L->shared_memory;  /* rt_local_memory() (work-groups) */
+        m.rt_launch_ = L;
         /* Handed to the twin as an argument, not held in m: a base the compiler sees as invariant. */
         alignas(64) unsigned char stage[staged ? Staging::count * RT_STAGE_BYTES : 1];
         const unsigned long long gx = L->grid[0], gy = L->grid[1];
@@ -187,6 +189,88 @@ template <class... P> struct rt_sig_<void (rt_module_::*)(P...)> {
         if (bytes >= L->stream_min_bytes) run_items<F, Staged, Row, Staging, true>(L, args, seq());
         else if constexpr (Staging::clipped) run_items<F, Staged, Row, Staging, false>(L, args, seq());
         else run<F>(L, args);
+    }
+
+    /* ---- work-groups (issue 13). Both forms run whole groups only (the launch is refused otherwise). */
+    /* Group kernels (rt_items): the kernel runs once per group, on a local object whose address never escapes; its
+     * rt_items blocks are the loops over the group's items (kernel.h). */
+    template <void (rt_module_::*F)(P...), unsigned long... I>
+    static inline __attribute__((always_inline)) void run_groups_(const rt_cpu_launch* L, void* const* args,
+                                                                  rt_seq_<I...>) {
+        rt_pack_<rt_seq_<I...>, typename rt_plain_<P>::type...> a(args);
+        rt_cpu_fault spare = {0, 0, 0, 0, 0};
+        rt_cpu_fault* fault = L->fault ? L->fault : &spare;
+        rt_module_ m;
+        m.rt_fault = fault;
+        m.rt_local_mem_ = L->shared_memory;
+        m.rt_launch_ = L;
+        const unsigned long long gx = L->grid[0], gy = L->grid[1];
+        for (int d = 0; d < 3; ++d) {
+            m.rt_item.block[d] = L->block[d];
+            m.rt_item.grid[d] = L->grid[d];
+            m.rt_item.local[d] = 0;
+        }
+        size_t g0 = L->group_begin % gx, g1 = (L->group_begin / gx) % gy, g2 = L->group_begin / (gx * gy);
+        for (unsigned long long g = L->group_begin; g < L->group_end; ++g) {
+            m.rt_item.group[0] = g0;
+            m.rt_item.group[1] = g1;
+            m.rt_item.group[2] = g2;
+            if (++g0 == gx) {
+                g0 = 0;
+                if (++g1 == gy) { g1 = 0; ++g2; }
+            }
+            (m.*F)(static_cast<rt_leaf_<I, typename rt_plain_<P>::type>&>(a).value...);
+            if (__atomic_load_n(&fault->failed, __ATOMIC_RELAXED)) break;
+        }
+    }
+    template <void (rt_module_::*F)(P...)>
+    static inline __attribute__((always_inline)) void run_groups(const rt_cpu_launch* L, void* const* args) {
+        run_groups_<F>(L, args, typename rt_make_seq_<sizeof...(P)>::type());
+    }
+    /* Flat kernels (rt_barrier): every item of a group is a fiber (L->run_fibers) that runs the kernel on an object
+     * of its own stack; rt_barrier switches to the group's next fiber. */
+    template <class Pack> struct fiber_group_ {
+        const rt_cpu_launch* L;
+        Pack* args;
+        rt_cpu_fault* fault;
+        size_t group[3];
+    };
+    template <void (rt_module_::*F)(P...), class Pack, unsigned long... I>
+    static void fiber_item_(void* ctx, unsigned linear) {
+        const fiber_group_<Pack>* c = (const fiber_group_<Pack>*)ctx;
+        rt_module_ m;
+        m.rt_fault = c->fault;
+        m.rt_local_mem_ = c->L->shared_memory;
+        m.rt_launch_ = c->L;
+        for (int d = 0; d < 3; ++d) {
+            m.rt_item.block[d] = c->L->block[d];
+            m.rt_item.grid[d] = c->L->grid[d];
+            m.rt_item.group[d] = c->group[d];
+        }
+        m.rt_item.local[0] = linear % c->L->block[0];
+        m.rt_item.local[1] = linear / c->L->block[0] % c->L->block[1];
+        m.rt_item.local[2] = linear / c->L->block[0] / c->L->block[1];
+        (m.*F)(static_cast<rt_leaf_<I, typename rt_plain_<P>::type>&>(*c->args).value...);
+    }
+    template <void (rt_module_::*F)(P...), unsigned long... I>
+    static inline __attribute__((always_inline)) void run_fibers_(const rt_cpu_launch* L, void* const* args,
+                                                                  rt_seq_<I...>) {
+        typedef rt_pack_<rt_seq_<I...>, typename rt_plain_<P>::type...> Pack;
+        Pack a(args);
+        rt_cpu_fault spare = {0, 0, 0, 0, 0};
+        fiber_group_<Pack> c = {L, &a, L->fault ? L->fault : &spare, {0, 0, 0}};
+        const unsigned long long gx = L->grid[0], gy = L->grid[1];
+        for (unsigned long long g = L->group_begin; g < L->group_end; ++g) {
+            c.group[0] = g % gx;
+            c.group[1] = g / gx % gy;
+            c.group[2] = g / (gx * gy);
+            if (L->run_fibers(L, g, &fiber_item_<F, Pack, I...>, &c) != 0) break;
+            if (__atomic_load_n(&c.fault->failed, __ATOMIC_RELAXED)) break;
+        }
+    }
+    template <void (rt_module_::*F)(P...)>
+    static inline __attribute__((always_inline)) void run_fibers(const rt_cpu_launch* L, void* const* args) {
+        run_fibers_<F>(L, args, typename rt_make_seq_<sizeof...(P)>::type());
     }
 };
 

@@ -15,6 +15,28 @@
 #include <mutex>
 #include <vector>
 
+#if defined(__SANITIZE_THREAD__)
+#define RT_KERNEL_TSAN_ 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define RT_KERNEL_TSAN_ 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__)
+#define RT_KERNEL_ASAN_ 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define RT_KERNEL_ASAN_ 1
+#endif
+#endif
+#ifdef RT_KERNEL_TSAN_
+#include <sanitizer/tsan_interface.h>
+#endif
+#ifdef RT_KERNEL_ASAN_
+#include <sanitizer/common_interface_defs.h>
+#endif
+
+#include "backends/cpu/cpu_fiber.hpp"
 #include "backends/cpu/cpu_module.hpp"
 #include "core/error.hpp"
 
@@ -70,6 +92,9 @@ struct TrapThread {
     void* alt = nullptr;      // our alternate signal stack (a guard page, then kAltStackBytes), kept for reuse
     bool alt_installed = false;
     TrapThread* next = nullptr;
+    // ---- work-groups: the fibers of the flat form (kept for reuse, by later threads too)
+    uintptr_t fiber_lo = 0;             // lowest address of the running fiber's stack; 0 outside fibers
+    struct FiberGroup* fibers = nullptr;
 };
 std::atomic<TrapThread*> g_threads{nullptr};
 // Default TLS model (global-dynamic): libruntime may itself be dlopen'ed (Python), where initial-exec TLS
@@ -96,10 +121,12 @@ std::atomic<int64_t> g_last_request_ns{INT64_MIN / 2};
 std::atomic<pthread_t> g_chaining{0};
 
 void trap_handler(int sig, siginfo_t* info, void* context);
+void tsan_leave_fiber(TrapThread* t);
 
 bool near_stack_limit(const TrapThread* t, const void* address, const void* context) {
-    if (!t->stack_lo) return false;
-    uintptr_t lo = t->stack_lo, a = reinterpret_cast<uintptr_t>(address);
+    const uintptr_t lo = t->fiber_lo ? t->fiber_lo : t->stack_lo;  // a fiber's stack while one runs
+    if (!lo) return false;
+    uintptr_t a = reinterpret_cast<uintptr_t>(address);
     if (a + kOverflowSlack >= lo && a < lo + kOverflowSlack) return true;
     uintptr_t sp = 0;
 #if defined(__x86_64__)
@@ -149,6 +176,7 @@ void trap_handler(int sig, siginfo_t* info, void* context) {
             t->signal = sig;
             t->address = info->si_addr;
             t->overflow = sig == SIGSEGV && near_stack_limit(t, info->si_addr, context);
+            if (t->fiber_lo) tsan_leave_fiber(t);  // (TSan: the jump must come from the state that set it)
             siglongjmp(*jump, 1);
         }
     }
@@ -266,9 +294,194 @@ TrapThread* attach_thread() noexcept {
     return t;
 }
 
+// ---------------------------------------------------------------- work-groups: fibers of the flat form
+
+/// t->signal after a group whose items did not all reach the same barriers, and after a group whose fiber stacks
+/// could not be mapped.
+constexpr int kDivergentBarrier = -1;
+constexpr int kNoFiberStacks = -2;
+
+/// The fibers of one thread and the group they run. Items run in turn (0, 1, ..., n-1); a barrier switches to the
+/// next item, the last item's to the first: a round. At the end of a round every item either waits at a barrier
+/// (the next round starts) or has ended (the group is done); a mix is a divergent barrier, which fails the launch.
+struct FiberGroup {
+    std::vector<FiberStack> stacks;  // one per item of the largest group run so far
+    void* main_sp = nullptr;         // the thread's own context while fibers run
+    void* main_fake = nullptr;       // ASan: its fake stack
+    const void* main_bottom = nullptr;
+    size_t main_size = 0;
+    void* main_tsan = nullptr;
+    TrapThread* thread = nullptr;
+    void (*item)(void*, unsigned) = nullptr;
+    void* ctx = nullptr;
+    unsigned n = 0, current = 0, waiting = 0, ended = 0;
+    enum class Outcome { running, done, divergent, abandoned } outcome = Outcome::running;
+    // A divergent group, for the report.
+    unsigned long long group = 0;
+    unsigned ended_items = 0, waiting_items = 0;
+};
+
+/// Switches from item `from` (-1: the thread's own context) to item `to` (-1: the thread), telling the sanitizers;
+/// `from_done`: `from` is never resumed (ASan drops its fake stack).
+void fiber_switch(FiberGroup& g, int from, int to, bool from_done) {
+    void** save = from < 0 ? &g.main_sp : &g.stacks[static_cast<size_t>(from)].sp;
+    FiberStack* target = to < 0 ? nullptr : &g.stacks[static_cast<size_t>(to)];
+    g.thread->fiber_lo = target ? target->lo : 0;
+#ifdef RT_KERNEL_ASAN_
+    void** fake = from_done ? nullptr : from < 0 ? &g.main_fake : &g.stacks[static_cast<size_t>(from)].fake_stack;
+    __sanitizer_start_switch_fiber(fake, target ? reinterpret_cast<const void*>(target->lo) : g.main_bottom,
+                                   target ? target->bytes : g.main_size);
+#else
+    (void)from_done;
+#endif
+#ifdef RT_KERNEL_TSAN_
+    __tsan_switch_to_fiber(target ? target->tsan : g.main_tsan, 0);
+#endif
+    rt_fiber_switch_(save, target ? target->sp : g.main_sp);
+#ifdef RT_KERNEL_ASAN_
+    __sanitizer_finish_switch_fiber(from < 0 ? g.main_fake : g.stacks[static_cast<size_t>(from)].fake_stack, nullptr,
+                                    nullptr);
+#endif
+}
+
+/// Item `me` gives the thread to the next item (end of a round: see FiberGroup).
+void fiber_next(FiberGroup& g, unsigned me, bool done) {
+    unsigned next = me + 1;
+    if (next == g.n) {
+        if (g.ended == g.n) {
+            g.outcome = FiberGroup::Outcome::done;
+            fiber_switch(g, static_cast<int>(me), -1, true);
+            return;  // not reached
+        }
+        if (g.ended > 0) {
+            g.outcome = FiberGroup::Outcome::divergent;
+            g.ended_items = g.ended;
+            g.waiting_items = g.n - g.ended;
+            fiber_switch(g, static_cast<int>(me), -1, true);
+            return;
+        }
+        g.waiting = 0;
+        next = 0;
+    }
+    if (next == me) return;  // a group of one item: its barriers return at once
+    g.current = next;
+    fiber_switch(g, static_cast<int>(me), static_cast<int>(next), done);
+}
+
+void fiber_entry(void* p) {
+    FiberGroup& g = *static_cast<FiberGroup*>(p);
+#ifdef RT_KERNEL_ASAN_
+    __sanitizer_finish_switch_fiber(nullptr, nullptr, nullptr);
+#endif
+    for (;;) {  // fiber_next does not come back here once the item ended (the group is re-prepared)
+        const unsigned me = g.current;
+        g.item(g.ctx, me);
+        ++g.ended;
+        fiber_next(g, me, true);
+    }
+}
+
+/// rt_cpu_launch.barrier: the running item waits for its group.
+void group_barrier(void* ctx) {
+    FiberGroup& g = *static_cast<FiberGroup*>(ctx);
+    ++g.waiting;
+    fiber_next(g, g.current, false);
+}
+
+FiberGroup* fiber_group(TrapThread* t) noexcept {
+    if (!t->fibers) {
+        t->fibers = new (std::nothrow) FiberGroup;
+        if (!t->fibers) return nullptr;
+    }
+    t->fibers->thread = t;
+    return t->fibers;
+}
+
+[[noreturn]] void end_piece(TrapThread* t, int signal) {
+    t->signal = signal;
+    siglongjmp(*t->jump.load(std::memory_order_relaxed), 1);
+}
+
+/// rt_cpu_launch.run_fibers (cpu_kernel_abi.h), on the thread's own stack inside run_guarded.
+int run_group_fibers(const rt_cpu_launch* L, unsigned long long group, void (*item)(void*, unsigned), void* ctx) {
+    TrapThread* t = t_trap;
+    FiberGroup& g = *static_cast<FiberGroup*>(L->group_ctx);
+    const unsigned n = L->block[0] * L->block[1] * L->block[2];
+    while (g.stacks.size() < n) {
+        FiberStack s;
+        if (!allocate_fiber_stack(s)) {
+            g.n = n;
+            end_piece(t, kNoFiberStacks);
+        }
+        g.stacks.push_back(s);
+    }
+    for (unsigned i = 0; i < n; ++i) {
+        prepare_fiber(g.stacks[i], fiber_entry, &g);
+#ifdef RT_KERNEL_TSAN_
+        // A fresh TSan state per item and group: an ended item never returns through the frames TSan saw entered,
+        // and one left by a trap still counts itself inside the signal handler.
+        if (g.stacks[i].tsan) __tsan_destroy_fiber(g.stacks[i].tsan);
+        g.stacks[i].tsan = __tsan_create_fiber(0);
+#endif
+    }
+    g.item = item;
+    g.ctx = ctx;
+    g.n = n;
+    g.current = g.waiting = g.ended = 0;
+    g.group = group;
+    g.outcome = FiberGroup::Outcome::running;
+#ifdef RT_KERNEL_TSAN_
+    g.main_tsan = __tsan_get_current_fiber();
+#endif
+#ifdef RT_KERNEL_ASAN_
+    if (!g.main_bottom) {
+        pthread_attr_t attr;
+        if (pthread_getattr_np(pthread_self(), &attr) == 0) {
+            void* base = nullptr;
+            size_t size = 0;
+            if (pthread_attr_getstack(&attr, &base, &size) == 0) g.main_bottom = base, g.main_size = size;
+            pthread_attr_destroy(&attr);
+        }
+    }
+#endif
+    fiber_switch(g, -1, 0, false);
+    switch (g.outcome) {
+        case FiberGroup::Outcome::done: return 0;
+        case FiberGroup::Outcome::divergent: end_piece(t, kDivergentBarrier);
+        default: end_piece(t, 0);  // an rt_assert failed in an item (it claimed the fault)
+    }
+}
+
+/// In the trap handler, about to jump from a fiber to the thread's own stack: TSan's current state becomes the
+/// thread's again, where the jump buffer was set (the fiber's state is replaced when its group is next prepared).
+void tsan_leave_fiber(TrapThread* t) {
+#ifdef RT_KERNEL_TSAN_
+    if (t->fibers && t->fibers->main_tsan) __tsan_switch_to_fiber(t->fibers->main_tsan, 0);
+#else
+    (void)t;
+#endif
+}
+
+/// After a trap inside a fiber (the handler jumped to the thread's own stack): the sanitizers are told.
+void left_fibers(TrapThread* t) {
+    if (!t->fiber_lo) return;
+    t->fiber_lo = 0;
+#ifdef RT_KERNEL_ASAN_
+    if (t->fibers) {
+        __sanitizer_start_switch_fiber(nullptr, t->fibers->main_bottom, t->fibers->main_size);
+        __sanitizer_finish_switch_fiber(nullptr, nullptr, nullptr);
+    }
+#endif
+}
+
 /// Ends the calling work-item's piece of the launch: the failing rt_assert's fault->abandon.
 void abandon_piece() {
     TrapThread* t = t_trap;
+    if (t && t->fiber_lo && t->fibers) {  // inside a fiber: back to the thread's stack first, which then ends the piece
+        FiberGroup& g = *t->fibers;
+        g.outcome = FiberGroup::Outcome::abandoned;
+        fiber_switch(g, static_cast<int>(g.current), -1, true);
+    }
     sigjmp_buf* jump = t ? t->jump.load(std::memory_order_relaxed) : nullptr;
     if (!jump) return;  // not inside run_guarded: the item runs on (the assert is still recorded)
     t->signal = 0;
@@ -294,8 +507,9 @@ bool run_guarded(TrapThread* t, rt_cpu_entry entry, rt_cpu_launch* launch, void*
     // explicitly: whoever ran the handler (a sanitizer's wrapper with a full mask, a chained handler) may
     // have left them blocked, and a second trap while blocked would kill the process.
     if (sigsetjmp(jump, 0) != 0) {
+        left_fibers(t);
         t->jump.store(outer, std::memory_order_relaxed);
-        if (t->signal) {
+        if (t->signal > 0) {
             sigset_t traps;
             sigemptyset(&traps);
             for (int sig : kTrapSignals) sigaddset(&traps, sig);
@@ -339,6 +553,9 @@ void run_kernel(Executor& executor, const CpuFunction& function, const backend::
     void* trap_address = nullptr;
     bool trap_overflow = false;
     bool no_memory = false;
+    unsigned long long divergent_group = 0;  // (work-groups) the group, and how many of its items ended / waited
+    unsigned divergent_ended = 0, divergent_waiting = 0;
+    const bool flat = function.group_form() == RT_CPU_GROUP_BARRIER;
 
     unsigned long long groups = 1ull * shape.grid[0] * shape.grid[1] * shape.grid[2];
     unsigned long long items_per_group = 1ull * shape.block[0] * shape.block[1] * shape.block[2];
@@ -376,12 +593,27 @@ void run_kernel(Executor& executor, const CpuFunction& function, const backend::
             if (__atomic_exchange_n(&fault.failed, 1, __ATOMIC_ACQ_REL) == 0) no_memory = true;
             return;
         }
+        if (flat) {
+            FiberGroup* g = fibers_supported() ? fiber_group(t) : nullptr;
+            if (!g) {
+                if (__atomic_exchange_n(&fault.failed, 1, __ATOMIC_ACQ_REL) == 0) no_memory = true;
+                return;
+            }
+            launch.run_fibers = run_group_fibers;
+            launch.barrier = group_barrier;
+            launch.group_ctx = g;
+        }
         // A failed rt_assert claimed the fault itself; a trap claims it here (the first failure is reported).
         if (!run_guarded(t, entry, &launch, args) && t->signal &&
             __atomic_exchange_n(&fault.failed, 1, __ATOMIC_ACQ_REL) == 0) {
             trap_signal = t->signal;
             trap_address = t->address;
             trap_overflow = t->overflow;
+            if (t->signal == kDivergentBarrier) {
+                divergent_group = t->fibers->group;
+                divergent_ended = t->fibers->ended_items;
+                divergent_waiting = t->fibers->waiting_items;
+            }
         }
     };
     if (groups <= grain) piece(0, groups);  // one piece: no pool round trip
@@ -391,7 +623,23 @@ void run_kernel(Executor& executor, const CpuFunction& function, const backend::
     try {
         std::string what;
         if (no_memory)
-            what = "could not run: out of memory preparing the thread's trap handling";
+            what = flat && !fibers_supported()
+                       ? "could not run: kernels with rt_barrier() need fibers, which this architecture lacks in the "
+                         "runtime (use rt_items blocks)"
+                       : "could not run: out of memory preparing the thread's trap handling";
+        else if (trap_signal == kNoFiberStacks)
+            what = format("could not run: out of memory mapping the fiber stacks of a work-group of %u items",
+                          shape.block[0] * shape.block[1] * shape.block[2]);
+        else if (trap_signal == kDivergentBarrier) {
+            const unsigned long long gx = shape.grid[0], gy = shape.grid[1];
+            what = format("failed: in work-group (%llu,%llu,%llu), %u work-item(s) ended while %u waited at rt_barrier() "
+                          "(a barrier in divergent control flow: every item of a group must reach the same barriers)",
+                          divergent_group % gx, divergent_group / gx % gy, divergent_group / (gx * gy),
+                          divergent_ended, divergent_waiting);
+        } else if (trap_overflow && flat)
+            what = format("trapped: stack overflow (%s at address %p; the work-items of a kernel with rt_barrier() run "
+                          "on fiber stacks of %zu KiB each)", describe_signal(trap_signal), trap_address,
+                          fiber_stack_bytes() >> 10);
         else if (trap_overflow)
             what = format("trapped: stack overflow (%s at address %p; kernel code runs on the runtime's threads "
                           "with their default stack size)", describe_signal(trap_signal), trap_address);

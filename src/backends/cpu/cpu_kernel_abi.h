@@ -10,12 +10,19 @@ extern "C" {
 
 /* Bumped whenever a struct below changes; a module built for another ABI is refused at load.
  * 6: modules carry ISA records and may hold several variants (below).
- * 7: modules export their module-scope variables (RT_GLOBAL): rt_cpu_module_globals. */
+ * 7: work-groups (issue 13): rt_cpu_kernel_info.group_form/local_bytes, rt_cpu_launch's fiber hooks; modules export
+ *    their module-scope variables (RT_GLOBAL): rt_cpu_module_globals. */
 #define RT_CPU_ABI_VERSION 7
 
 /* The largest block[0] of a cpu launch (the device's max_block_size[0]): rows of a staged twin fit its
  * stage (RT_STAGE_ITEMS). */
 #define RT_CPU_MAX_BLOCK_X 1024
+
+/* Work-groups (issue 13): the most items of a cpu work-group (the device's max_threads_per_block; rt_private<T>
+ * holds one T per item) and the local memory of one (RT_LOCAL arrays + dynamic shared_bytes; the device's
+ * max_shared_bytes, rtDeviceProp.local_memory_per_group). */
+#define RT_CPU_MAX_GROUP_ITEMS 1024
+#define RT_CPU_MAX_LOCAL_BYTES (48 * 1024)
 
 /* Staged rows (cpu_entry.h): a kernel with a staged twin stores its staged outputs for one row of items into
  * stages of RT_STAGE_BYTES each, which the entry then copies out. RT_ROW_STAGING says that the cpu target takes
@@ -52,6 +59,15 @@ typedef struct rt_cpu_launch {
     /* A kernel with a staged twin (cpu_entry.h) streams its staged outputs to memory when
      * the launch writes at least this many bytes through them: output larger than the cache. */
     unsigned long long stream_min_bytes;
+    /* ---- work-groups (ABI 7): set by the runtime for kernels of the flat form (RT_CPU_GROUP_BARRIER).
+     * run_fibers runs item(ctx, i) for every item i (linear, x fastest) of the group `group` (linear) as one
+     * fiber each on the calling thread and returns 0 once all ended, or does not return (the piece ends) when the
+     * group fails: an item ended while others wait at a barrier, or an rt_assert failed. barrier(group_ctx), from
+     * an item, waits until every item of the group reached it. */
+    int (*run_fibers)(const struct rt_cpu_launch* launch, unsigned long long group,
+                      void (*item)(void* ctx, unsigned linear), void* ctx);
+    void (*barrier)(void* group_ctx);
+    void* group_ctx;
 } rt_cpu_launch;
 
 /* args: CUDA's convention, an array of pointers to the argument values. */
@@ -62,7 +78,15 @@ typedef struct rt_cpu_kernel_info {
     rt_cpu_entry entry;
     int num_args;
     const size_t* arg_sizes; /* num_args sizes, in bytes, of the parameters */
+    /* ---- work-groups (ABI 7) */
+    int group_form;                 /* RT_CPU_GROUP_NONE, _ITEMS (rt_items blocks) or _BARRIER (rt_barrier) */
+    unsigned long long local_bytes; /* bytes of the kernel's RT_LOCAL arrays (dynamic local memory not counted) */
 } rt_cpu_kernel_info;
+
+/* How a kernel's work-items cooperate (src/kernels/dialect.hpp, GroupForm). Both forms need whole work-groups. */
+#define RT_CPU_GROUP_NONE 0
+#define RT_CPU_GROUP_ITEMS 1   /* the entry calls the kernel once per group; rt_items blocks loop over its items */
+#define RT_CPU_GROUP_BARRIER 2 /* every item runs as a fiber (rt_cpu_launch.run_fibers); rt_barrier switches */
 
 /* A module-scope variable of the module (RT_GLOBAL): its name, address and size in bytes. */
 typedef struct rt_cpu_global_info {

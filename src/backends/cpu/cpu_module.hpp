@@ -55,6 +55,9 @@ public:
     int num_args() const override { return info_->num_args; }
     const std::vector<size_t>& arg_sizes() const override { return sizes_; }
     rt_cpu_entry entry() const { return info_->entry; }
+    bool uses_barriers() const override { return info_->group_form != RT_CPU_GROUP_NONE; }
+    size_t static_local_bytes() const override { return static_cast<size_t>(info_->local_bytes); }
+    int group_form() const { return info_->group_form; }
 
 private:
     std::shared_ptr<CpuModule> module_;  // keeps the code loaded while launches are queued

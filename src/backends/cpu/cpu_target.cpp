@@ -126,6 +126,67 @@ bool has_staged_twin(const std::string& source, const std::string& kernel) {
     return source.find("void rt_staged_" + kernel + "(") != std::string::npos;
 }
 
+// ---- work-groups (issue 13)
+
+/// The offset in `body` (split_includes' body of `source`: the same lines, some blanked) of `offset` in `source`,
+/// which lies on a line that was not blanked (kernels are not directives).
+size_t body_offset(const std::string& source, const std::string& body, size_t offset) {
+    size_t line_start = source.rfind('\n', offset == 0 ? 0 : offset - 1);
+    line_start = line_start == std::string::npos || offset == 0 ? 0 : line_start + 1;
+    size_t lines = 0;
+    for (size_t i = 0; i < line_start; ++i) lines += source[i] == '\n';
+    size_t b = 0;
+    for (size_t l = 0; l < lines && b != std::string::npos; ++l) b = body.find('\n', b) + 1;
+    return b + (offset - line_start);
+}
+
+size_t line_at(const std::string& text, size_t offset) {
+    size_t line = 1;
+    for (size_t i = 0; i < offset && i < text.size(); ++i) line += text[i] == '\n';
+    return line;
+}
+
+/// The body with each flat kernel (rt_barrier) between a #define of RT_LOCAL as `static thread_local` (its items are
+/// fibers of one thread, kernel.h) and the prelude's own (empty) one again; #line keeps the source's numbering.
+std::string place_flat_locals(const kernels::Program& program, std::string body) {
+    for (auto k = program.kernels.rbegin(); k != program.kernels.rend(); ++k) {
+        if (k->form != kernels::GroupForm::barrier || k->locals.empty()) continue;
+        const size_t close = std::min(k->body_close + 1, program.source.size());
+        const size_t b_close = body_offset(program.source, body, close), b_start = body_offset(program.source, body, k->start);
+        body.insert(b_close, "\n#undef RT_LOCAL\n#define RT_LOCAL\n" + kernels::line_directive(program.name, line_at(program.source, close)));
+        body.insert(b_start, "\n#undef RT_LOCAL\n#define RT_LOCAL static thread_local\n" +
+                                 kernels::line_directive(program.name, line_at(program.source, k->start)));
+    }
+    return body;
+}
+
+/// Inside the module's struct: `rt_local_bytes_<kernel>`, the bytes of the kernel's RT_LOCAL arrays (their types
+/// must be known at the source's top level: kernel.h), each at the line of its RT_LOCAL for diagnostics.
+/// A kernel template's is a function template with the template's header (its arrays' types may depend on its
+/// parameters): `rt_local_bytes_axpy<float>()`.
+std::string local_bytes_members(const kernels::Program& program) {
+    std::string out;
+    for (const kernels::KernelDecl& k : program.kernels) {
+        if (k.is_template)
+            out += program.source.substr(k.template_start, k.start - k.template_start) +
+                   " static constexpr unsigned long long rt_local_bytes_" + k.name + "() { return 0";
+        else
+            out += "static constexpr unsigned long long rt_local_bytes_" + k.name + " = 0";
+        for (const kernels::LocalDecl& l : k.locals) {
+            out += '\n';  // (appended piecewise: GCC 12 warns falsely of overlap (-Wrestrict) for "\n" + string)
+            out += kernels::line_directive(program.name, l.line);
+            out += " + sizeof(" + l.type + ")";
+        }
+        out += k.is_template ? "; }\n" : ";\n";
+    }
+    return out;
+}
+
+int form_code(kernels::GroupForm form) {
+    return form == kernels::GroupForm::items ? RT_CPU_GROUP_ITEMS
+           : form == kernels::GroupForm::barrier ? RT_CPU_GROUP_BARRIER : RT_CPU_GROUP_NONE;
+}
+
 /// The embedded texts every module is generated from, hashed once: part of the target's identity.
 const std::string& generator_identity() {
     static const std::string id = kcache::Hasher()
@@ -229,8 +290,10 @@ std::string generate_translation_unit(const kernels::Program& program, int index
     tu += split.includes;
     tu += "struct rt_module_ : rt_kernel_base_ {\n";
     tu += kernels::line_directive(program.name, 1);
-    tu += split.body;
-    tu += "\n};\n";
+    tu += place_flat_locals(program, split.body);
+    tu += "\n";
+    tu += local_bytes_members(program);
+    tu += "};\n";
     tu += kernels::line_directive("runtime/cpu_entry.h", 1);
     tu += cpu_entry_text();
     tu += kernels::line_directive("<rt generated entries>", 1);
@@ -238,20 +301,34 @@ std::string generate_translation_unit(const kernels::Program& program, int index
     // Variants of one module are linked together: their entries and tables have names of their own, and code they
     // share (inline functions, templates not inlined) is variant 0's, the baseline (the linker keeps the first copy).
     // An entry calls its kernel by member: `k`, or the instantiation `axpy<float>` of a kernel template.
-    for (const auto& [k, member] : entries) {
+    for (const auto& e : entries) {
+        const kernels::KernelDecl& decl = program.kernels[e.kernel];
+        const std::string& k = e.name;
+        const std::string& member = e.expression;
         tu += "extern \"C\" __attribute__((flatten)) void rt_entry_" + k + suffix +
               "(const rt_cpu_launch* L, void* const* args) {\n"
               "    typedef rt_sig_<decltype(&rt_module_::" + member + ")> S;\n";
-        if (k == member && has_staged_twin(program.source, k))
+        if (decl.form == kernels::GroupForm::items)
+            tu += "    S::run_groups<&rt_module_::" + member + " >(L, args);\n}\n";
+        else if (decl.form == kernels::GroupForm::barrier)
+            tu += "    S::run_fibers<&rt_module_::" + member + " >(L, args);\n}\n";
+        else if (k == member && has_staged_twin(program.source, k))
             tu += "    S::run_staged<&rt_module_::" + k + ", &rt_module_::rt_staged_" + k + ", &rt_module_::rt_row_" + k +
                   ", rt_module_::rt_staging_" + k + ">(L, args);\n}\n";
         else
             tu += "    S::run<&rt_module_::" + member + " >(L, args);\n}\n";
     }
     tu += "static const rt_cpu_kernel_info rt_kernels_[] = {\n";
-    for (const auto& [k, member] : entries)
-        tu += "    {\"" + k + "\", &rt_entry_" + k + suffix + ", rt_sig_<decltype(&rt_module_::" + member +
-              ")>::count, rt_sig_<decltype(&rt_module_::" + member + ")>::sizes},\n";
+    for (const auto& e : entries) {
+        const kernels::KernelDecl& decl = program.kernels[e.kernel];
+        // A template's local bytes are a function template of its parameters: called with the instantiation's.
+        const std::string local_bytes = decl.is_template
+                                            ? "rt_local_bytes_" + e.expression + "()"
+                                            : "rt_local_bytes_" + e.name;
+        tu += "    {\"" + e.name + "\", &rt_entry_" + e.name + suffix + ", rt_sig_<decltype(&rt_module_::" + e.expression +
+              ")>::count, rt_sig_<decltype(&rt_module_::" + e.expression + ")>::sizes, " +
+              std::to_string(form_code(decl.form)) + ", rt_module_::" + local_bytes + "},\n";
+    }
     tu += "};\n";
     if (index == 0) {
         tu += "extern \"C\" __attribute__((visibility(\"default\"))) int rt_cpu_module_abi(void) { return RT_CPU_ABI_VERSION; }\n";

@@ -77,6 +77,11 @@ public:
     const std::vector<size_t>& arg_sizes() const override { return sizes_; }
     CUfunction handle() const { return fn_; }
     bool bounded() const { return bounded_; }
+    /// (work-groups) Marked by the cuda target (kGroupKernelPrefix); its __shared__ bytes from the driver
+    /// (CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES; 0 where it cannot say).
+    bool uses_barriers() const override { return groups_; }
+    size_t static_local_bytes() const override { return static_local_bytes_; }
+    void set_groups(bool groups) { groups_ = groups; }
 
 private:
     std::shared_ptr<ModuleImage> image_;
@@ -85,6 +90,8 @@ private:
     int num_args_ = -1;
     std::vector<size_t> sizes_;
     bool bounded_;
+    bool groups_ = false;
+    size_t static_local_bytes_ = 0;
 };
 
 class CudaModule final : public backend::Module {

@@ -95,6 +95,7 @@ Attempt open_one(Driver& d, const std::string& library) {
     RT_REQ_(cuModuleGetGlobal);
     RT_REQ_(cuLaunchKernel);
     RT_OPT_(cuFuncGetParamInfo);
+    RT_OPT_(cuFuncGetAttribute);
     RT_OPT_(cuModuleGetFunctionCount);
     RT_OPT_(cuModuleEnumerateFunctions);
     RT_OPT_(cuFuncGetName);

@@ -62,6 +62,7 @@ struct Driver {
     RT_CU_FN_(cuLaunchKernel);
     // ---- optional
     RT_CU_FN_(cuFuncGetParamInfo);          // 12.4+: parameter sizes (arity checks)
+    RT_CU_FN_(cuFuncGetAttribute);          // a kernel's static __shared__ bytes (local memory checks)
     RT_CU_FN_(cuModuleGetFunctionCount);    // 12.4+: kernel names of binary modules
     RT_CU_FN_(cuModuleEnumerateFunctions);  // 12.4+
     RT_CU_FN_(cuFuncGetName);               // 12.3+

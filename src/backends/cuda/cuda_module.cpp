@@ -74,6 +74,10 @@ CudaFunction::CudaFunction(std::shared_ptr<ModuleImage> image, CUfunction fn, st
                            const std::string& ptx, const std::string& symbol)
     : image_(std::move(image)), fn_(fn), name_(std::move(name)), bounded_(bounded) {
     const Driver& d = image_->driver;
+    int shared = 0;
+    if (d.cuFuncGetAttribute && d.cuFuncGetAttribute(&shared, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, fn_) == CUDA_SUCCESS &&
+        shared > 0)
+        static_local_bytes_ = static_cast<size_t>(shared);
     bool known = d.cuFuncGetParamInfo != nullptr;
     for (size_t i = 0; known && i < 4096; ++i) {
         size_t offset = 0, size = 0;
@@ -150,7 +154,8 @@ CudaModule::CudaModule(const Driver& d, CUcontext ctx, const std::string& image,
     if (text) ptx_ = image.c_str();
     if (names_.empty() && text) names_ = ptx_entries(image);
     std::erase_if(names_, [](const std::string& n) {
-        return n == kBoundedMarker || n.rfind(kBoundedKernelPrefix, 0) == 0;  // the runtime's, not kernels
+        return n == kBoundedMarker || n.rfind(kBoundedKernelPrefix, 0) == 0 ||
+               n.rfind(kGroupKernelPrefix, 0) == 0;  // the runtime's, not kernels
     });
     // Kernel instantiations go by their kernel names, not their lowered ones.
     for (const auto& [name, lowered] : meta_.kernels) {
@@ -184,7 +189,8 @@ std::shared_ptr<backend::Function> CudaModule::get_function_impl(const std::stri
     const Driver& d = image_->driver;
     CUcontext cur = nullptr;
     if (d.cuCtxGetCurrent(&cur) != CUDA_SUCCESS || cur != image_->ctx) CU_CHECK(d, cuCtxSetCurrent(image_->ctx));
-    if (name == kBoundedMarker || name.rfind(kBoundedKernelPrefix, 0) == 0) return nullptr;  // the runtime's
+    if (name == kBoundedMarker || name.rfind(kBoundedKernelPrefix, 0) == 0 || name.rfind(kGroupKernelPrefix, 0) == 0)
+        return nullptr;  // the runtime's
     std::string symbol = name;
     for (const auto& [kernel, lowered] : meta_.kernels)
         if (kernel == name) symbol = lowered;
@@ -196,6 +202,8 @@ std::shared_ptr<backend::Function> CudaModule::get_function_impl(const std::stri
     const bool bounded =
         bounded_ && d.cuModuleGetFunction(&marker, image_->module, (kBoundedKernelPrefix + name).c_str()) == CUDA_SUCCESS;
     auto f = std::make_shared<CudaFunction>(image_, fn, name, bounded, ptx_, symbol);
+    f->set_groups(bounded_ &&
+                  d.cuModuleGetFunction(&marker, image_->module, (kGroupKernelPrefix + name).c_str()) == CUDA_SUCCESS);
     functions_.emplace(name, f);
     return f;
 }

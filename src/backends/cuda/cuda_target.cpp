@@ -177,8 +177,11 @@ ImageKind image_kind(const std::string& data) {
 namespace {
 std::string bounded_markers(const kernels::Program& program) {
     std::string out = "extern \"C\" __global__ void " + std::string(kBoundedMarker) + "() {}\n";
-    for (const std::string& k : program.kernel_names())
-        out += "extern \"C\" __global__ void " + std::string(kBoundedKernelPrefix) + k + "() {}\n";
+    for (const kernels::Program::EntryPoint& e : program.entry_points())
+        out += "extern \"C\" __global__ void " + std::string(kBoundedKernelPrefix) + e.name + "() {}\n";
+    for (const kernels::Program::EntryPoint& e : program.entry_points())
+        if (program.kernels[e.kernel].form != kernels::GroupForm::none)
+            out += "extern \"C\" __global__ void " + std::string(kGroupKernelPrefix) + e.name + "() {}\n";
     return out;
 }
 
@@ -232,13 +235,14 @@ std::string bounded_source(const kernels::Program& program) {
     // Insert back to front, so the offsets of earlier kernels stay valid; nothing inserted contains a newline.
     std::string text = program.source;
     for (auto k = program.kernels.rbegin(); k != program.kernels.rend(); ++k) {
-        if (k->body_open != std::string::npos) text.insert(k->body_open + 1, " if (rt_outside_(rt_extent_)) return;");
+        if (k->body_open != std::string::npos && k->form == kernels::GroupForm::none)
+            text.insert(k->body_open + 1, " if (rt_outside_(rt_extent_)) return;");
         if (k->no_params)
             text.replace(k->params_open + 1, k->params_close - k->params_open - 1, "rt_extent_ rt_extent_");
         else
             text.insert(k->params_open + 1, "rt_extent_ rt_extent_, ");
         // A template cannot have C linkage: its instantiations are found by their lowered names (build()).
-        if (k->is_template) text.replace(k->keyword, 9, "__global__");
+        if (k->is_template) text.replace(k->start, 9, "__global__");
     }
     // The fault record's pointer (rt_assert, cuda_fault_record.h) is defined once per program, set at module load.
     return "#define RT_CUDA_FAULT_RECORD_ 1\n#include \"runtime/kernel.h\"\n__device__ rt_cuda_fault_* " +

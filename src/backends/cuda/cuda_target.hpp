@@ -42,6 +42,10 @@ inline constexpr const char* kBoundedMarker = "rt_bounded_module_v1_";
 /// take the extent (a kernel the scan missed — one produced by a macro — follows CUDA's convention instead, so
 /// its arguments are never shifted).
 inline constexpr const char* kBoundedKernelPrefix = "rt_bounded_v1_";
+/// (work-groups) One empty kernel `<kGroupKernelPrefix><name>` per kernel with barriers (rt_items or rt_barrier,
+/// kernel.h): the core launches it over whole work-groups only. Such a kernel gets no `rt_outside_` test (every item
+/// of a whole group is inside, and an early return before a barrier would leave the others waiting).
+inline constexpr const char* kGroupKernelPrefix = "rt_group_v1_";
 
 /// One per cuda device (its architecture and context), or without a driver for compiling only (runtime-compile).
 class CudaTarget final : public kernels::Target {
