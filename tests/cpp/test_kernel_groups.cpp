@@ -203,7 +203,9 @@ protected:
         ASSERT_RT_OK(rtModuleLoadSource(&module_, kSource, nullptr));
     }
     void TearDown() override {
-        if (module_) EXPECT_RT_OK(rtModuleUnload(module_));
+        if (module_) {
+            EXPECT_RT_OK(rtModuleUnload(module_));
+        }
     }
     rtFunction_t fn(const char* name, rtModule_t m = nullptr) {
         rtFunction_t f = nullptr;
