@@ -138,7 +138,7 @@ run_fuzz() {
 
 # The Python package: built and installed by pip (scikit-build-core builds libruntime and the nanobind
 # module), then pytest over tests/python (the seed's snippets, @runtime.jit, runtime-bench --quick).
-python_packages=(numpy nanobind scikit-build-core pytest matplotlib)
+python_packages=(numpy nanobind scikit-build-core pytest matplotlib ml_dtypes)  # ml_dtypes: bfloat16 arrays (tests of rt_bfloat16 from Python)
 build_python() {
   python3 -m pip install --quiet "${python_packages[@]}"
   CMAKE_BUILD_PARALLEL_LEVEL="$jobs" python3 -m pip install --quiet --no-build-isolation .
