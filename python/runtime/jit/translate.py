@@ -306,20 +306,83 @@ class _Translator(ast.NodeVisitor):
         """A group-level statement list in the cpu group form (groups.py)."""
         for kind, s in self.group.segments(stmts):
             if kind == "run":
-                saved, self.py_line = self.py_line, self.k.first_line + s[0].lineno - 1
-                self.emit("rt_items(rt_it) {")
-                self.indent += 1
-                for name in self.group.block_vars.get(id(s), []):
-                    if name in self.locals:
-                        self.emit(f"{self.locals[name].c} {_cname(name)} = 0;")
-                self.block(self.group.block_remat.get(id(s), []))  # recomputed, not kept per item
-                self.block(s)
-                self.indent -= 1
-                self.py_line = self.k.first_line + s[0].lineno - 1
-                self.emit("}")
-                self.py_line = saved
+                self.items_block(s, lambda run=s: self.block(run))
+            elif kind == "items":
+                saved, self.py_line = self.py_line, self.k.first_line + s.lineno - 1
+                try:
+                    self.item_loop(s)
+                finally:
+                    self.py_line = saved
             else:
                 self.stmt(s)
+
+    def items_block(self, run: list, body: Callable) -> None:
+        """`rt_items(rt_it) { block locals; recomputed locals; body() }` for the statements `run`."""
+        saved, self.py_line = self.py_line, self.k.first_line + run[0].lineno - 1
+        self.emit("rt_items(rt_it) {")
+        self.indent += 1
+        for name in self.group.block_vars.get(id(run), []):
+            if name in self.locals:
+                self.emit(f"{self.locals[name].c} {_cname(name)} = 0;")
+        self.block(self.group.block_remat.get(id(run), []))  # recomputed, not kept per item
+        body()
+        self.indent -= 1
+        self.py_line = self.k.first_line + run[0].lineno - 1
+        self.emit("}")
+        self.py_line = saved
+
+    def item_loop(self, s: ast.For) -> None:
+        """An item loop (groups.py): the range's iterations as group code, each one an rt_items block in which
+        every item runs its iteration g + (its local ids) of the loop, if that is below the stop."""
+        terms, offs = self.group.item_loop(s)
+        args = s.iter.args
+        parts = []
+        for a in args:
+            code, t = self.expr(a) if a is not args[0] or len(args) == 1 else ("", WEAK_INT)
+            if a is not args[0] or len(args) == 1:
+                if not t.is_int():
+                    raise self.error(a, f"range() argument has type {t.dt}, expected an integer")
+                parts.append(self.cast(code, t, WEAK_INT))
+        stop = parts[0]
+        step = parts[1] if len(parts) > 1 else "1L"
+        base = []
+        for term in terms:
+            if isinstance(term, tuple):
+                base.append(f"(int64_t)(get_group_id({term[1]}) * get_local_size({term[1]}))")
+            else:
+                code, t = self.expr(term)
+                if not t.is_int():
+                    raise self.error(term, f"range() argument has type {t.dt}, expected an integer")
+                base.append(self.cast(code, t, WEAK_INT))
+        self.tmp += 1
+        n = self.tmp
+        gv, sv, tv, iv = f"rt_g{n}", f"rt_stop{n}", f"rt_step{n}", f"rt_i{n}"
+        self.emit(f"{{  // an item loop: its steps are group code, each one a pass over the items (groups.py)")
+        self.indent += 1
+        self.emit(f"const int64_t {sv} = {stop};")
+        self.emit(f"const int64_t {tv} = {step};")
+        self.emit(f"for (int64_t {gv} = {' + '.join(base) if base else '0L'}; {gv} < {sv}; {gv} += {tv}) {{")
+        self.indent += 1
+
+        def body() -> None:
+            if offs:
+                off = " + ".join(f"(int64_t)get_local_id({d})" for d in offs)
+                self.emit(f"const int64_t {iv} = {gv} + {off};")
+                self.emit(f"if ({iv} < {sv}) {{")
+                self.indent += 1
+            self.assign_name(s, s.target.id, WEAK_INT, iv if offs else gv)
+            self.loop_depth += 1
+            self.block(s.body)
+            self.loop_depth -= 1
+            if offs:
+                self.indent -= 1
+                self.emit("}")
+
+        self.items_block(s.body, body)
+        self.indent -= 1
+        self.emit("}")
+        self.indent -= 1
+        self.emit("}")
 
     def body_of(self, s: ast.stmt) -> Callable:
         """How the body of compound statement s is emitted: as group code when s contains a barrier (cpu)."""
