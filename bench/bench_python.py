@@ -616,9 +616,10 @@ def _group_jit_kernels():
 
 
 def bench_groups(peers: dict, reps: int) -> dict:
-    """Sum of 16M float32 (a 256-item tree per group in local memory, passes until one value is left) and a
-    1024 x 1024 float32 product with 16 x 16 local tiles: @runtime.jit against the same algorithm in the C++
-    dialect (group kernels), numpy.sum and numpy's matmul (BLAS) beside them; every result checked."""
+    """Sum of 16M float32 (per-item grid-stride sums, a 256-item tree per group in local memory, a second pass over
+    the 1024 partial sums) and a 1024 x 1024 float32 product with 16 x 16 local tiles: @runtime.jit against
+    bench/kernels/work_groups.cpp's C++ dialect kernels (group form), numpy.sum and numpy's matmul (BLAS) beside
+    them; every result checked (the two sums bit for bit: each item adds the same elements in the same order)."""
     runtime, j_sum, j_mm = _group_jit_kernels()
     with open(GROUP_KERNELS_CPP) as f:
         mod = runtime.Module(f.read())
@@ -640,11 +641,15 @@ def bench_groups(peers: dict, reps: int) -> dict:
 
     want = float(np.sum(host, dtype=np.float64))
     sums = {"jit": summer(j_sum, int), "cpp": summer(c_sum, np.uint32)}
+    totals = {}
     for name, fn in sums.items():
         fn()
         got = float(total.numpy()[0])
         if abs(got - want) > 1e-3 * abs(want):
             raise AssertionError(f"{name}: wrong group sum {got} (want {want})")
+        totals[name] = got
+    if totals["jit"] != totals["cpp"]:
+        raise AssertionError(f"the @runtime.jit sum {totals['jit']} is not the C++ kernel's {totals['cpp']} bit for bit")
     sums["numpy"] = lambda: np.sum(host)
 
     n = MATMUL_N
