@@ -408,3 +408,107 @@ def scaled(v):
 def calls_scaled(out):
     i = runtime.get_global_id(0)
     out[i] = scaled(i + 1)
+
+
+# ---- item loops (groups.py): barrier-free loops whose steps every item takes alike run items innermost on cpu
+
+@runtime.jit
+def grid_stride_sum(x, out, n):
+    """The Numba-CUDA way: each item adds a grid-stride slice of x[0, n), then a tree over the group's items."""
+    buf = runtime.local_array(MAX_GROUP, np.float32)
+    lid = runtime.get_local_id(0)
+    size = runtime.get_local_size(0)
+    acc = np.float32(0)
+    for i in range(runtime.get_global_id(0), n, runtime.get_global_size(0)):
+        acc += x[i]
+    buf[lid] = acc
+    runtime.barrier()
+    s = 1
+    while s < size:
+        if lid % (2 * s) == 0 and lid + s < size:
+            buf[lid] += buf[lid + s]
+        runtime.barrier()
+        s *= 2
+    if lid == 0:
+        out[runtime.get_group_id(0)] = buf[0]
+
+
+@runtime.jit
+def item_loop_forms(x, out, n, m):
+    """Item loops of other shapes: a uniform range(n) (no offset), an offset through a local and a group variable
+    step, and the loop variable read after the loop (its last value per item, or the value before the loop)."""
+    buf = runtime.local_array(MAX_GROUP, np.int64)
+    lid = runtime.get_local_id(0)
+    g = runtime.get_global_id(0)
+    stride = runtime.get_global_size(0)
+    acc = 0
+    for k in range(n):  # every item, n steps
+        acc += x[(k * 7 + g) % m]
+    i = -1
+    for i in range(g, m, stride):
+        acc += 3 * x[i]
+    buf[lid] = acc
+    runtime.barrier()
+    out[2 * g] = buf[lid] + buf[runtime.get_local_size(0) - 1 - lid]
+    out[2 * g + 1] = i
+
+
+@runtime.jit
+def column_sums_2d(a, out, rows, cols):
+    """2-D groups: item (x, y) adds rows y, y + global rows, ... of column x, then the group's y items add up."""
+    buf = runtime.local_array((16, 16), np.float64)
+    tx = runtime.get_local_id(0)
+    ty = runtime.get_local_id(1)
+    col = runtime.get_global_id(0)
+    acc = 0.0
+    for r in range(runtime.get_global_id(1), rows, runtime.get_global_size(1)):
+        acc += a[r * cols + col]
+    buf[ty, tx] = acc
+    runtime.barrier()
+    if ty == 0:
+        t = 0.0
+        for y in range(runtime.get_local_size(1)):
+            t += buf[y, tx]
+        out[runtime.get_group_id(1) * cols + col] = t
+
+
+@runtime.jit
+def loops_left_to_items(x, out, n):
+    """Loops that stay inside the items: one with a break, one with a constant trip count; results as written."""
+    buf = runtime.local_array(MAX_GROUP, np.int64)
+    lid = runtime.get_local_id(0)
+    g = runtime.get_global_id(0)
+    first = -1
+    for i in range(g, n, runtime.get_global_size(0)):
+        if x[i] > 50:
+            first = i
+            break
+    c = 0
+    for k in range(4):
+        c += x[(g + k) % n]
+    buf[lid] = first
+    runtime.barrier()
+    out[g] = buf[runtime.get_local_size(0) - 1 - lid] * 1000 + c
+
+
+@runtime.jit
+def signed_and_unsigned_order(x, out, v):
+    """Comparisons of values >= 0 (ids, // and % results) go unsigned; one with a side that may be negative stays
+    signed (d = lid - 3, and a parameter v of any sign)."""
+    buf = runtime.local_array(MAX_GROUP, np.int32)
+    lid = runtime.get_local_id(0)
+    s = runtime.get_local_size(0) // 2
+    d = lid - 3
+    m = v % 5
+    buf[lid] = x[runtime.get_global_id(0)]
+    runtime.barrier()
+    r = 0
+    if lid < s:
+        r += 1
+    if d < s:
+        r += 10
+    if m <= lid:
+        r += 100
+    if v < lid:
+        r += 1000
+    out[runtime.get_global_id(0)] = r + buf[lid]

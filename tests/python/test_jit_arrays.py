@@ -94,3 +94,24 @@ def test_wrong_rank_is_refused():
         runtime.Stream().launch_kernel(K.add_2d, runtime.empty((2, 2, 2), np.float32),
                                        runtime.empty((2, 2), np.float32), runtime.empty((2, 2), np.float32),
                                        global_size=(2, 2))
+
+
+def test_strided_memory_indexed_flat_is_refused_on_cached_paths():
+    """Strided memory where the kernel indexes a buffer flat is refused on a launch that finds the kernel compiled
+    and its launch plan cached for that dtype (the fast key looks at dtypes), not only on a first launch."""
+    skip_unless_kernels_run()
+    from jit_kernels import saxpy
+    k = runtime.jit(saxpy.fn)
+    strided = runtime.from_dlpack(np.arange(16, dtype=np.float32).reshape(4, 4)[:, ::2])
+    assert not strided.is_contiguous
+    out, a = runtime.empty(8, np.float32), runtime.to_device(np.ones(8, np.float32))
+    s = runtime.Stream()
+    for _ in range(2):  # compiled, and its plan cached, for float32 memory
+        s.launch_kernel(k, 2.0, a, a, out, global_size=8)
+    s.synchronize()
+    for _ in range(2):
+        with pytest.raises(runtime.InvalidValueError, match="strided device memory, which the kernel indexes flat"):
+            s.launch_kernel(k, 2.0, strided, a, out, global_size=8)
+    s.launch_kernel(k, 2.0, a, a, out, global_size=8)  # contiguous memory still takes the cached plan
+    s.synchronize()
+    np.testing.assert_array_equal(out.numpy(), np.full(8, 3, np.float32))

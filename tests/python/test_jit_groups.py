@@ -220,3 +220,110 @@ def test_barrier_outside_a_kernel():
         runtime.barrier()
     with pytest.raises(runtime.InvalidValueError, match="kernel"):
         runtime.local_array(4, np.float32)
+
+
+# ---- item loops and the unsigned order (groups.py, translate.py)
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("group", [1, 7, 64, 256, 1024])
+def test_grid_stride_item_loop(mode, group, rng):
+    groups = 3
+    n = group * groups * 4 + 5  # a partial last step: items past n skip it
+    x = rng.standard_normal(n).astype(np.float32)
+    _, out = run(mode, K.grid_stride_sum, [x, np.zeros(groups, np.float32), n], global_size=group * groups,
+                    local_size=group)
+    gs = group * groups
+    want = [sum(float(x[i]) for g in range(k * group, (k + 1) * group) for i in range(g, n, gs))
+            for k in range(groups)]
+    np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-4)
+
+
+def test_grid_stride_sums_are_the_flat_forms_bit_for_bit(rng):
+    """The item loop changes the order between items only: each item's sum is the one its flat twin (cuda's form,
+    each item looping alone; here the reference mode) computes, in float32, in the same order."""
+    group, groups = 64, 4
+    n = group * groups * 9 + 17
+    x = rng.standard_normal(n).astype(np.float32)
+    outs = [run(mode, K.grid_stride_sum, [x, np.zeros(groups, np.float32), n], global_size=group * groups,
+                local_size=group)[1] for mode in MODES]
+    np.testing.assert_array_equal(outs[0], outs[1])
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("group", [1, 7, 64, 256, 1024])
+def test_item_loop_forms(mode, group, rng):
+    groups, n = 2, 5
+    m = group * groups + 3
+    x = rng.integers(-100, 100, m).astype(np.int64)
+    _, out = run(mode, K.item_loop_forms, [x, np.zeros(2 * group * groups, np.int64), n, m],
+                     global_size=group * groups, local_size=group)
+    gsz = group * groups
+    acc, last = np.zeros(gsz, np.int64), np.full(gsz, -1, np.int64)
+    for g in range(gsz):
+        acc[g] = sum(int(x[(k * 7 + g) % m]) for k in range(n))
+        for i in range(g, m, gsz):
+            acc[g] += 3 * int(x[i])
+            last[g] = i
+    mirrored = acc.reshape(groups, group)[:, ::-1].ravel()
+    np.testing.assert_array_equal(out[0::2], acc + mirrored)
+    np.testing.assert_array_equal(out[1::2], last)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("local", [(16, 16), (4, 8), (1, 1)])
+def test_item_loop_in_2d_groups(mode, local, rng):
+    rows, cols = 45, 2 * local[0]
+    a = rng.standard_normal(rows * cols)
+    gy = 2 * local[1]
+    _, out = run(mode, K.column_sums_2d, [a, np.zeros(2 * cols), rows, cols], global_size=(cols, gy),
+                     local_size=local)
+    a2 = a.reshape(rows, cols)
+    want = np.zeros((2, cols))
+    for r in range(rows):
+        want[(r % gy) // local[1], :] += a2[r]
+    np.testing.assert_allclose(out.reshape(2, cols), want, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("group", [1, 7, 64])
+def test_loops_left_to_the_items(mode, group, rng):
+    n = group * 3
+    x = rng.integers(0, 100, n).astype(np.int64)
+    _, out = run(mode, K.loops_left_to_items, [x, np.zeros(n, np.int64), n], local_size=group)
+    first = np.array([next((i for i in range(g, n, n) if x[i] > 50), -1) for g in range(n)])
+    c = np.array([sum(int(x[(g + k) % n]) for k in range(4)) for g in range(n)])
+    np.testing.assert_array_equal(out, first.reshape(3, group)[:, ::-1].ravel() * 1000 + c)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("v", [-7, 2, 100])
+def test_unsigned_order_only_for_values_known_nonnegative(mode, v):
+    group = 8
+    x = np.arange(group * 2, dtype=np.int32)
+    _, out = run(mode, K.signed_and_unsigned_order, [x, np.zeros_like(x), v], local_size=group)
+    lid = np.tile(np.arange(group), 2)
+    s, m = group // 2, v % 5
+    want = (lid < s) * 1 + (lid - 3 < s) * 10 + (m <= lid) * 100 + (v < lid) * 1000 + x
+    np.testing.assert_array_equal(out, want)
+
+
+def test_generated_item_loops_and_unsigned_comparisons():
+    x, out = runtime.empty(4096, np.float32), runtime.empty(4, np.float32)
+    src = K.grid_stride_sum.source(x, out, 4096, global_size=1024, target="cpu")
+    assert "an item loop" in src and "rt_g" in src, src
+    loop = src[src.index("an item loop"):]
+    assert loop.index("for (int64_t rt_g") < loop.index("rt_items(rt_it)"), src  # the items innermost
+    assert "rt_private<float> acc;" in src, src
+    flat = K.grid_stride_sum.source(x, out, 4096, global_size=1024, target="cuda")
+    assert "item loop" not in flat and "rt_items" not in flat, flat
+    # Left to the items: a loop that breaks, and one with a constant trip count.
+    a = runtime.empty(64, np.int64)
+    left = K.loops_left_to_items.source(a, a, 64, target="cpu")
+    assert "item loop" not in left, left
+    two_d = K.column_sums_2d.source(runtime.empty(64), runtime.empty(64), 4, 16, global_size=(16, 16), target="cpu")
+    assert "an item loop" in two_d and "get_local_id(1)" in two_d, two_d
+    order = K.signed_and_unsigned_order.source(runtime.empty(8, np.int32), runtime.empty(8, np.int32), 3,
+                                                target="cpu")
+    assert "((uint64_t)(lid) < (uint64_t)(s))" in order, order  # both >= 0
+    assert "((uint64_t)(m) <= (uint64_t)(lid))" in order, order  # m = v % 5 is >= 0 whatever v
+    assert "(d < s)" in order and "(v < lid)" in order, order  # d and v may be negative: signed

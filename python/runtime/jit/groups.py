@@ -23,6 +23,24 @@ What is group code, and why that is sound:
     just ends the run before it;
   - per-item code may not leave the group's control flow: a `return`, or a `break`/`continue` of a loop that
     contains a barrier, inside a block is refused (the kernel's work is guarded with an if instead).
+
+Item loops (PoCL's implicit loop barriers, made explicit): a barrier-free `for` at group level whose iterations
+every item steps alike becomes group code around an rt_items block of its body, so that the items' loop is the
+innermost one (the loop the compiler vectorises) instead of each item running the whole loop alone:
+    for i in range(start, stop, step): body   ->   for (g = base; g < stop; g += step) rt_items { i = g + off;
+                                                                                  if (i < stop) body }
+where stop is uniform, step is provably positive (a positive constant, get_local_size / get_num_groups /
+get_global_size, products and sums of them, or a group variable assigned once from such a value) and start is
+base + off with base uniform and off a sum of local ids (get_global_id(d) is get_group_id(d) * get_local_size(d)
++ get_local_id(d)), so off >= 0: an item's iterations are g + off for the group's g below stop - off, each in its
+order, and the group loop (the item with off = 0 runs longest) covers them all. Only the order *between* items
+changes: every item's iteration k runs before any item's iteration k + 1. That is one of the schedules CUDA and
+OpenCL allow a barrier-free stretch of code (the items of a group are concurrent; an item that reads what another
+item writes there without a barrier races), so a race-free kernel computes exactly what it computes flat, each
+item's operations in its own order (its sums bit for bit). The loop is left to the items when its trip count is a
+compile-time constant (the compiler unrolls it inside the item loop), when its body leaves the loop (break,
+continue at its level, return), or when it prints or calls a device function (the order of the output is
+observable).
 """
 
 from __future__ import annotations
@@ -33,6 +51,7 @@ from typing import Any, Optional
 from .builtins import _ATOMICS, _ID_BUILTINS, barrier
 
 _UNIFORM_IDS = {"get_group_id", "get_local_size", "get_num_groups", "get_global_size"}
+_POSITIVE_IDS = {"get_local_size", "get_num_groups", "get_global_size"}  # at least 1 in every launch
 _SCOPES = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp, ast.Lambda, ast.FunctionDef,
            ast.AsyncFunctionDef, ast.ClassDef)
 
@@ -68,6 +87,8 @@ class GroupPlan:
         self.block_vars: dict = {}  # id(run list) -> locals declared in that block
         self.remat: dict = {}  # local -> its one assignment, recomputed in each block that uses it
         self.block_remat: dict = {}  # id(run list) -> assignments recomputed at the top of the block, in order
+        self.loop_var: dict = {}  # id(item loop body) -> its loop variable (assigned at the top of the block)
+        self._items: dict = {}  # id(for statement) -> item_loop()'s answer
         self._check_and_place(body, None)
 
     # ---- syntax
@@ -173,6 +194,9 @@ class GroupPlan:
             elif self.control(s):
                 flush()
                 seg.append(("control", s))
+            elif self.item_loop(s) is not None:
+                flush()
+                seg.append(("items", s))
             elif self.group_stmt(s):
                 if run and not self._hoistable(s, run):
                     flush()
@@ -190,6 +214,137 @@ class GroupPlan:
         if any(isinstance(n, ast.Subscript) for n in _walk(s.value)):
             return False
         return not any(isinstance(n, ast.Name) and n.id == t.id for r in run for n in _walk(r))
+
+    # ---- item loops (see the module docstring)
+    def item_loop(self, s: ast.stmt) -> Optional[tuple]:
+        """(base terms, offset dims) when `for` statement s is an item loop: start = sum of the uniform nodes in base
+        terms (and get_group_id(d) * get_local_size(d) for ("group", d) terms) + sum of get_local_id(d) for d in
+        offset dims; None otherwise."""
+        if id(s) in self._items:
+            return self._items[id(s)]
+        r = self._items[id(s)] = self._item_loop(s)
+        return r
+
+    def _item_loop(self, s: ast.stmt) -> Optional[tuple]:
+        if not (isinstance(s, ast.For) and isinstance(s.target, ast.Name) and not s.orelse and not self.has_barrier(s)
+                and isinstance(s.iter, ast.Call) and self.resolve(s.iter.func) is range and not s.iter.keywords
+                and 1 <= len(s.iter.args) <= 3):
+            return None
+        args = s.iter.args
+        start = args[0] if len(args) > 1 else None
+        stop = args[1] if len(args) > 1 else args[0]
+        step = args[2] if len(args) == 3 else None
+        if self.nonuniform(stop) is not None or (step is not None and not self._positive(step, 0)):
+            return None
+        terms: list = []
+        offs: list = []
+        if start is not None and not self._start_terms(start, terms, offs, 0):
+            return None
+        if not offs and self._constant(stop) and (start is None or self._constant(start)):
+            return None  # a constant trip count: unrolled inside the items' loop
+        for n in _walk(s):
+            if isinstance(n, ast.Return):
+                return None
+            if isinstance(n, ast.Call):
+                fn = self.resolve(n.func)
+                if fn is print or (fn is not None and type(fn).__name__ == "JitKernel"):
+                    return None
+        if self._leaves(s.body):
+            return None
+        return terms, offs
+
+    def _leaves(self, stmts: list) -> bool:
+        """Whether a break or continue of the loop whose body is stmts occurs (not one of a nested loop)."""
+        for st in stmts:
+            if isinstance(st, (ast.Break, ast.Continue)):
+                return True
+            if isinstance(st, ast.If) and (self._leaves(st.body) or self._leaves(st.orelse)):
+                return True
+            if isinstance(st, (ast.For, ast.While)) and self._leaves(st.orelse):
+                return True
+        return False
+
+    def _constant(self, e: ast.AST) -> bool:
+        from ..errors import CompileError
+        try:
+            self.tr.const_int(e)
+        except CompileError:
+            return False
+        return True
+
+    def _id_call(self, e: ast.AST) -> Optional[tuple]:
+        """(builtin name, dimension) of a call of an id built-in with a constant dimension, else None."""
+        if not isinstance(e, ast.Call):
+            return None
+        fn = self.resolve(e.func)
+        if fn not in _ID_BUILTINS:
+            return None
+        nodes = list(e.args) + [k.value for k in e.keywords]
+        try:
+            d = ast.literal_eval(nodes[0]) if nodes else 0
+        except ValueError:
+            return None
+        return (_ID_BUILTINS[fn], d) if len(nodes) <= 1 and d in (0, 1, 2) and not isinstance(d, bool) else None
+
+    def _single_value(self, name: str) -> Optional[ast.AST]:
+        """The value of local `name` when its one assignment is a top-level statement of the body (so every read
+        after it sees that value), else None."""
+        sts = self.stores.get(name, [])
+        if len(sts) != 1 or name in self.tr.params:
+            return None
+        st = sts[0]
+        if not (isinstance(st, ast.Assign) and len(st.targets) == 1 and st in self.tr.k.tree.body):
+            return None
+        return st.value
+
+    def _positive(self, e: ast.AST, depth: int) -> bool:
+        """Whether integer expression e is at least 1 in every launch."""
+        if isinstance(e, ast.Constant):
+            return type(e.value) is int and e.value > 0
+        idc = self._id_call(e)
+        if idc is not None:
+            return idc[0] in _POSITIVE_IDS
+        if isinstance(e, ast.BinOp) and isinstance(e.op, (ast.Add, ast.Mult)):
+            return self._positive(e.left, depth) and self._positive(e.right, depth)
+        if isinstance(e, ast.Name) and depth < 8 and e.id in self.group_vars:
+            v = self._single_value(e.id)
+            return v is not None and self._positive(v, depth + 1)
+        return False
+
+    def _start_terms(self, e: ast.AST, terms: list, offs: list, depth: int) -> bool:
+        """Split start expression e into uniform terms and local-id offsets (appended to terms and offs)."""
+        if self.nonuniform(e) is None:
+            terms.append(e)
+            return True
+        idc = self._id_call(e)
+        if idc is not None:
+            if idc[0] == "get_global_id":
+                terms.append(("group", idc[1]))
+            elif idc[0] != "get_local_id":
+                return False
+            offs.append(idc[1])
+            return True
+        if isinstance(e, ast.BinOp) and isinstance(e.op, ast.Add):
+            return self._start_terms(e.left, terms, offs, depth) and self._start_terms(e.right, terms, offs, depth)
+        if isinstance(e, ast.Name) and depth < 8:
+            v = self._single_value(e.id)
+            return v is not None and self._pure(v) and self._start_terms(v, terms, offs, depth + 1)
+        return False
+
+    def _pure(self, e: ast.AST) -> bool:
+        """Whether e reads only ids, sizes, constants and parameters that are never assigned (its value, evaluated
+        again anywhere in the kernel, is the same)."""
+        for n in _walk(e):
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
+                if n.id in self.tr.k.assigned or type(self.tr.params.get(n.id)).__name__ == "_Buf" or \
+                        n.id in self.local_arrays:
+                    return False
+            elif isinstance(n, ast.Call):
+                if self.resolve(n.func) not in _ID_BUILTINS:
+                    return False
+            elif isinstance(n, ast.Subscript):
+                return False
+        return True
 
     # ---- checks and the placement of per-item locals
     def _check_and_place(self, body: list, _: Any) -> None:
@@ -211,6 +366,13 @@ class GroupPlan:
                     loop = in_loop or isinstance(s, (ast.For, ast.While))
                     visit(s.body, loop)
                     visit(s.orelse, loop)
+                elif kind == "items":  # its body is one block, run once per iteration, the loop variable set first
+                    runs[id(s.body)] = (s.body, True)
+                    self.loop_var[id(s.body)] = s.target.id
+                    for n in [s.target] + [m for st in s.body for m in _walk(st)]:
+                        if isinstance(n, ast.Name) and n.id in self.tr.k.assigned and n.id not in \
+                                self.group_vars and n.id not in self.local_arrays and n.id not in self.tr.params:
+                            uses.setdefault(n.id, set()).add(id(s.body))
 
         visit(body, False)
         self._find_remat(body, uses)
@@ -220,7 +382,7 @@ class GroupPlan:
             if name in self.remat:
                 for r in ids:
                     self.block_vars.setdefault(r, []).append(name)
-            elif len(ids) > 1 or (in_loop and self._live_in(run, name)):
+            elif len(ids) > 1 or (in_loop and self.loop_var.get(rid) != name and self._live_in(run, name)):
                 self.private.add(name)
             else:
                 self.block_vars.setdefault(rid, []).append(name)

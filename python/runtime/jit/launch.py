@@ -57,9 +57,16 @@ class _Compiled:
 
 def launch(k: Any, stream: Stream, args: tuple, global_size: Any, local_size: Any) -> None:
     """Launch JitKernel k (JitKernel._launch): what stream.launch_kernel(k, *args, ...) runs."""
+    # Memory with explicit strides (None: C-contiguous) takes the full path, which refuses strided memory where the
+    # kernel indexes a buffer flat: the plans and the fast key below look at dtypes only.
+    strided = False
+    for a in args:
+        if type(a) is DeviceMemory and a._strides is not None:
+            strided = True
+            break
     # Fastest path: the launch plan of the previous default-shaped launch; it checks, packs and launches in one
     # C++ call, or returns None without launching (other argument types, freed memory, ...): then the full path.
-    if global_size is None and local_size is None:
+    if global_size is None and local_size is None and not strided:
         plan = k._last_plan
         if plan is None and k._last_valued is not None:
             plan, vals = k._last_valued
@@ -88,8 +95,8 @@ def launch(k: Any, stream: Stream, args: tuple, global_size: Any, local_size: An
     vals = k._values()
     fkey = (types, ndim, dev, vals)
     c = k._fast.get(fkey)
-    if c is None:
-        key, params = k._signature(args, ndim)
+    if c is None or strided:
+        key, params = k._signature(args, ndim)  # raises for strided memory the kernel indexes flat
         c = k._fast[fkey] = k._get(key, params, ndim, dev)
     plan = k._plans.get(fkey)
     if plan is None:

@@ -306,20 +306,83 @@ class _Translator(ast.NodeVisitor):
         """A group-level statement list in the cpu group form (groups.py)."""
         for kind, s in self.group.segments(stmts):
             if kind == "run":
-                saved, self.py_line = self.py_line, self.k.first_line + s[0].lineno - 1
-                self.emit("rt_items(rt_it) {")
-                self.indent += 1
-                for name in self.group.block_vars.get(id(s), []):
-                    if name in self.locals:
-                        self.emit(f"{self.locals[name].c} {_cname(name)} = 0;")
-                self.block(self.group.block_remat.get(id(s), []))  # recomputed, not kept per item
-                self.block(s)
-                self.indent -= 1
-                self.py_line = self.k.first_line + s[0].lineno - 1
-                self.emit("}")
-                self.py_line = saved
+                self.items_block(s, lambda run=s: self.block(run))
+            elif kind == "items":
+                saved, self.py_line = self.py_line, self.k.first_line + s.lineno - 1
+                try:
+                    self.item_loop(s)
+                finally:
+                    self.py_line = saved
             else:
                 self.stmt(s)
+
+    def items_block(self, run: list, body: Callable) -> None:
+        """`rt_items(rt_it) { block locals; recomputed locals; body() }` for the statements `run`."""
+        saved, self.py_line = self.py_line, self.k.first_line + run[0].lineno - 1
+        self.emit("rt_items(rt_it) {")
+        self.indent += 1
+        for name in self.group.block_vars.get(id(run), []):
+            if name in self.locals:
+                self.emit(f"{self.locals[name].c} {_cname(name)} = 0;")
+        self.block(self.group.block_remat.get(id(run), []))  # recomputed, not kept per item
+        body()
+        self.indent -= 1
+        self.py_line = self.k.first_line + run[0].lineno - 1
+        self.emit("}")
+        self.py_line = saved
+
+    def item_loop(self, s: ast.For) -> None:
+        """An item loop (groups.py): the range's iterations as group code, each one an rt_items block in which
+        every item runs its iteration g + (its local ids) of the loop, if that is below the stop."""
+        terms, offs = self.group.item_loop(s)
+        args = s.iter.args
+        parts = []
+        for a in args:
+            code, t = self.expr(a) if a is not args[0] or len(args) == 1 else ("", WEAK_INT)
+            if a is not args[0] or len(args) == 1:
+                if not t.is_int():
+                    raise self.error(a, f"range() argument has type {t.dt}, expected an integer")
+                parts.append(self.cast(code, t, WEAK_INT))
+        stop = parts[0]
+        step = parts[1] if len(parts) > 1 else "1L"
+        base = []
+        for term in terms:
+            if isinstance(term, tuple):
+                base.append(f"(int64_t)(get_group_id({term[1]}) * get_local_size({term[1]}))")
+            else:
+                code, t = self.expr(term)
+                if not t.is_int():
+                    raise self.error(term, f"range() argument has type {t.dt}, expected an integer")
+                base.append(self.cast(code, t, WEAK_INT))
+        self.tmp += 1
+        n = self.tmp
+        gv, sv, tv, iv = f"rt_g{n}", f"rt_stop{n}", f"rt_step{n}", f"rt_i{n}"
+        self.emit(f"{{  // an item loop: its steps are group code, each one a pass over the items (groups.py)")
+        self.indent += 1
+        self.emit(f"const int64_t {sv} = {stop};")
+        self.emit(f"const int64_t {tv} = {step};")
+        self.emit(f"for (int64_t {gv} = {' + '.join(base) if base else '0L'}; {gv} < {sv}; {gv} += {tv}) {{")
+        self.indent += 1
+
+        def body() -> None:
+            if offs:
+                off = " + ".join(f"(int64_t)get_local_id({d})" for d in offs)
+                self.emit(f"const int64_t {iv} = {gv} + {off};")
+                self.emit(f"if ({iv} < {sv}) {{")
+                self.indent += 1
+            self.assign_name(s, s.target.id, WEAK_INT, iv if offs else gv)
+            self.loop_depth += 1
+            self.block(s.body)
+            self.loop_depth -= 1
+            if offs:
+                self.indent -= 1
+                self.emit("}")
+
+        self.items_block(s.body, body)
+        self.indent -= 1
+        self.emit("}")
+        self.indent -= 1
+        self.emit("}")
 
     def body_of(self, s: ast.stmt) -> Callable:
         """How the body of compound statement s is emitted: as group code when s contains a barrier (cpu)."""
@@ -905,7 +968,7 @@ class _Translator(ast.NodeVisitor):
         return "(" + op.join(parts) + ")", BOOL
 
     def e_Compare(self, e: ast.Compare) -> tuple:
-        left = self.expr(e.left)
+        left, lnode = self.expr(e.left), e.left
         parts = []
         for op, right in zip(e.ops, e.comparators):
             c = _CMPOPS.get(type(op))
@@ -913,8 +976,13 @@ class _Translator(ast.NodeVisitor):
                 raise self.error(e, f"unsupported construct '{_construct(op)}'")  # operators carry no line
             r = self.expr(right)
             t = promote(left[1], r[1])
-            parts.append(f"({self.cast(left[0], left[1], t)} {c} {self.cast(r[0], r[1], t)})")
-            left = r
+            a, b = self.cast(left[0], left[1], t), self.cast(r[0], r[1], t)
+            if t.kind == "i" and c not in ("==", "!=") and self.nonneg(lnode) and self.nonneg(right):
+                # Both sides are >= 0: the signed order is the unsigned one, which the compiler knows ids in
+                # (`lid < s` then vectorises like the dialect's size_t comparison).
+                a, b = f"(uint64_t)({a})", f"(uint64_t)({b})"
+            parts.append(f"({a} {c} {b})")
+            left, lnode = r, right
         return ("(" + " && ".join(parts) + ")" if len(parts) > 1 else parts[0]), BOOL
 
     def e_IfExp(self, e: ast.IfExp) -> tuple:
@@ -922,6 +990,79 @@ class _Translator(ast.NodeVisitor):
         a, b = self.expr(e.body), self.expr(e.orelse)
         t = promote(a[1], b[1])
         return f"(({c}) ? {self.cast(a[0], a[1], t)} : {self.cast(b[0], b[1], t)})", t
+
+    # ---- values known to be >= 0 (for comparisons in the unsigned order)
+    def nonneg(self, e: ast.AST) -> bool:
+        """Whether integer expression e is >= 0 on every path, whatever the arguments: ids and sizes, constants
+        >= 0, and what only operations that keep a value >= 0 without overflowing make of them (// and >> by
+        values >= 0, % and & with a side >= 0, min/max), through locals every assignment of which is such a value."""
+        if isinstance(e, ast.Constant):
+            return type(e.value) in (int, bool) and e.value >= 0
+        if isinstance(e, ast.Name):
+            if e.id in self.params:
+                t = self.params[e.id]
+                return not isinstance(t, _Buf) and (t.kind == "b" or (t.kind == "u" and t.dt.itemsize <= 4))
+            if e.id in self.k.assigned:
+                return e.id in self.nonneg_locals()
+            return isinstance(_try_resolve(self, e), (int, np.integer)) and _try_resolve(self, e) >= 0
+        if isinstance(e, ast.Call):
+            fn = _try_resolve(self, e.func)
+            if fn in _ID_BUILTINS:
+                return True
+            if fn is min and e.args and not e.keywords:
+                return all(self.nonneg(a) for a in e.args)
+            if fn is max and e.args and not e.keywords:
+                return any(self.nonneg(a) for a in e.args)
+            return False
+        if isinstance(e, ast.BinOp):
+            if isinstance(e.op, (ast.FloorDiv, ast.RShift)):
+                return self.nonneg(e.left) and self.nonneg(e.right)
+            if isinstance(e.op, ast.Mod):  # NumPy: the sign of the divisor (x % 0 is 0)
+                return self.nonneg(e.right)
+            if isinstance(e.op, ast.BitAnd):
+                return self.nonneg(e.left) or self.nonneg(e.right)
+            return False
+        if isinstance(e, ast.IfExp):
+            return self.nonneg(e.body) and self.nonneg(e.orelse)
+        return False
+
+    def nonneg_locals(self) -> set:
+        """The locals whose every assignment gives a value >= 0 (the greatest such set: s = 128; s //= 2)."""
+        if getattr(self, "_nonneg", None) is not None:
+            return self._nonneg
+        stores: dict = {}
+        for n in ast.walk(self.k.tree):
+            if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.For)):
+                targets = n.targets if isinstance(n, ast.Assign) else [n.target]
+                for t in targets:
+                    for m in ast.walk(t):
+                        if isinstance(m, ast.Name) and isinstance(m.ctx, ast.Store):
+                            stores.setdefault(m.id, []).append((n, t))
+        self._nonneg = set(stores) - set(self.params) - set(self.local_arrays)
+
+        def ok(st: ast.AST, t: ast.AST) -> bool:
+            if not isinstance(t, ast.Name):
+                return False
+            if isinstance(st, (ast.Assign, ast.AnnAssign)):
+                return st.value is not None and self.nonneg(st.value)
+            if isinstance(st, ast.AugAssign):
+                return self.nonneg(ast.BinOp(left=t, op=st.op, right=st.value))
+            it = st.iter  # for t in range(...): values from start upwards (a positive constant step)
+            if not (isinstance(it, ast.Call) and _try_resolve(self, it.func) is range and not it.keywords):
+                return False
+            if len(it.args) == 3 and not (isinstance(it.args[2], ast.Constant) and type(it.args[2].value) is int
+                                          and it.args[2].value > 0):
+                return False
+            return len(it.args) == 1 or (1 < len(it.args) <= 3 and self.nonneg(it.args[0]))
+
+        changed = True
+        while changed:
+            changed = False
+            for name in list(self._nonneg):
+                if not all(ok(st, t) for st, t in stores[name]):
+                    self._nonneg.discard(name)
+                    changed = True
+        return self._nonneg
 
     # ---- calls
     def e_Call(self, e: ast.Call) -> tuple:
