@@ -42,7 +42,8 @@ from typing import Any, Optional
 import numpy as np
 
 from . import _core
-from .core import (Device, DeviceMemory, Event, Stream, _c_strides, _live_streams, _MemExtra, _prod, _settle,
+from .core import (Device, DeviceMemory, Event, Stream, _busy_streams, _c_strides, _live_streams, _MemExtra, _prod,
+                   _settle,
                    _storage_dtype, copy as _copy, current_device, current_stream, empty as _empty, get_device_count,
                    get_device_properties)
 from .errors import InvalidDeviceError, InvalidValueError, NotSupportedError, make_error
@@ -126,12 +127,6 @@ class _Export:
                 pass
 
 
-def _busy_streams(mem: DeviceMemory) -> list:
-    idx = mem.device.index
-    return [s for s in list(_live_streams)
-            if s._index == idx and (s._handle or s._is_default) and not s.query()]
-
-
 def _our_stream(mem: DeviceMemory, stream: Any) -> Optional[Stream]:
     if isinstance(stream, Stream):
         if stream.device.index != mem.device.index:
@@ -156,7 +151,7 @@ def order_for_consumer(mem: DeviceMemory, stream: Any) -> None:
     ours = _our_stream(mem, stream)
     if ours is not None:
         with mem.device:
-            for s in _busy_streams(mem):
+            for s in _busy_streams(mem.device.index):
                 if s is ours:
                     continue  # in-order: the consumer's own stream already follows its work
                 ev = Event()
@@ -212,14 +207,27 @@ def export_dlpack(mem: DeviceMemory, stream: Any, max_version: Any, dl_device: A
 
 
 def cuda_array_interface(mem: DeviceMemory) -> dict:
+    """The CUDA Array Interface v3 dict of cuda memory. The work queued on the memory's device is completed first
+    ("stream": None promises the consumer needs no synchronisation); consumers read the attribute often (Numba on
+    every call), so idle streams cost one query each and nothing else: the dict itself is made once per object
+    (shape, dtype and strides are fixed) and copied."""
     if dlpack_device(mem)[0] != kDLCUDA:
         raise AttributeError("__cuda_array_interface__ exists only for memory of a cuda device "
                              f"(this is {mem.device.name} memory)")
-    ptr = mem.ptr
-    _settle(mem)  # the consumer may use the data on any stream: "stream": None says no synchronisation is needed
-    return {"shape": mem.shape, "typestr": mem.dtype.str, "data": (ptr, mem.readonly),
-            "strides": None if mem.is_contiguous else mem.strides, "descr": [("", mem.dtype.str)],
-            "version": 3, "stream": None}
+    ptr = mem.ptr  # raises if freed
+    ext = mem._own_extra()
+    cai = ext.cai
+    if cai is None:
+        dt = mem.dtype
+        if dt.name == "bfloat16":
+            raise AttributeError("__cuda_array_interface__: bfloat16 has no typestr in the CUDA Array Interface (numpy "
+                                 "would read '<V2', raw bytes): exchange bfloat16 memory through DLPack "
+                                 "(torch.from_dlpack(mem), cupy.from_dlpack(mem))")
+        cai = ext.cai = {"shape": mem.shape, "typestr": dt.str, "data": (ptr, mem.readonly),
+                         "strides": None if mem.is_contiguous else mem.strides, "descr": [("", dt.str)],
+                         "version": 3, "stream": None}
+    _settle(mem)
+    return dict(cai)
 
 
 # ----------------------------------------------------------------------------------------------- import
@@ -279,17 +287,28 @@ def _memory(ptr: int, shape: tuple, byte_strides: Optional[tuple], dt: np.dtype,
     if any(d < 0 for d in shape):
         raise BufferError(f"from_dlpack: negative dimension in shape {shape}")
     strides = None
+    nbytes = _prod(shape) * dt.itemsize
     if byte_strides is not None:
         strides = tuple(int(s) for s in byte_strides)
+        if len(strides) != len(shape):
+            raise BufferError(f"from_dlpack: {len(strides)} strides for the {len(shape)} dimensions of shape {shape}")
         c = _c_strides(shape, dt.itemsize)
         if all(n <= 1 or s == cs for n, s, cs in zip(shape, strides, c)):
             strides = None  # C-contiguous (strides of dimensions of extent 1 do not matter)
+        elif nbytes:
+            if any(s < 0 for n, s in zip(shape, strides) if n > 1):
+                raise BufferError(f"from_dlpack: negative strides {strides} (a reversed view) are not supported: the "
+                                  f"memory of a DeviceMemory lies at ptr .. ptr + nbytes; import a copy (e.g. "
+                                  f"numpy.ascontiguousarray(x))")
+            # The bytes the elements really occupy: from the first to the end of the last one (less than
+            # size * itemsize for a broadcast (stride 0) view, more for a view with gaps).
+            nbytes = sum((n - 1) * s for n, s in zip(shape, strides)) + dt.itemsize
     ext = _MemExtra()
     ext.imported = hold
     ext.readonly = bool(readonly)
     ext.foreign_host = host
     ext.special = True  # off the launch_copy fast path (inferred copy kinds, read-only and stride checks)
-    return DeviceMemory(int(ptr), _prod(shape) * dt.itemsize, dev, dt, ext, shape, strides)
+    return DeviceMemory(int(ptr), nbytes, dev, dt, ext, shape, strides)
 
 
 def _from_capsule(capsule: Any, device: Any, producer: Any) -> DeviceMemory:
