@@ -43,9 +43,8 @@ import numpy as np
 
 from . import _core
 from .core import (Device, DeviceMemory, Event, Stream, _busy_streams, _c_strides, _live_streams, _MemExtra, _prod,
-                   _settle,
-                   _storage_dtype, copy as _copy, current_device, current_stream, empty as _empty, get_device_count,
-                   get_device_properties)
+                   _settle, _storage_dtype, copy as _copy, current_device, current_stream, default_stream,
+                   empty as _empty, get_device_count, get_device_properties)
 from .errors import InvalidDeviceError, InvalidValueError, NotSupportedError, make_error
 
 kDLCPU, kDLCUDA, kDLCUDAHost = 1, 2, 3
@@ -333,7 +332,30 @@ def _from_capsule(capsule: Any, device: Any, producer: Any) -> DeviceMemory:
         raise
 
 
-def _from_cai(obj: Any, cai: dict, device: Any) -> DeviceMemory:
+def _wait_for_cai_stream(cai: dict, dev: Device, stream: Any) -> None:
+    """CAI v3 "stream": the consumer synchronises on the producer's stream. The consumer's stream (`stream` when it
+    is a runtime.Stream of `dev`, else the current stream when it is on `dev`, else `dev`'s default stream) waits
+    for the work queued so far on the producer's CUstream (an event, no host wait)."""
+    foreign = cai.get("stream")
+    if foreign is None:
+        return  # the producer's work is complete
+    if isinstance(foreign, (bool, np.bool_)) or not isinstance(foreign, (int, np.integer)):
+        raise BufferError(f"from_dlpack: __cuda_array_interface__ 'stream' must be None or a CUDA stream handle "
+                          f"(int), got {foreign!r}")
+    if int(foreign) == 0:
+        raise BufferError("from_dlpack: __cuda_array_interface__ 'stream' is 0, which the interface (v3) disallows "
+                          "as ambiguous (1: legacy default stream, 2: per-thread default stream)")
+    if isinstance(stream, Stream) and stream.device == dev:
+        consumer = stream
+    else:
+        consumer = current_stream()
+        if consumer.device != dev:
+            consumer = default_stream(dev)
+    with dev:
+        _core.stream_wait_native_stream(consumer.handle, int(foreign))
+
+
+def _from_cai(obj: Any, cai: dict, device: Any, stream: Any = None) -> DeviceMemory:
     if not isinstance(cai, dict) or "shape" not in cai or "typestr" not in cai or "data" not in cai:
         raise BufferError("from_dlpack: __cuda_array_interface__ must be a dict with shape, typestr and data")
     if cai.get("mask") is not None:
@@ -356,6 +378,7 @@ def _from_cai(obj: Any, cai: dict, device: Any) -> DeviceMemory:
         raise make_error(InvalidDeviceError, "from_dlpack: __cuda_array_interface__ memory is cuda memory, and the "
                                              "runtime has no cuda device")
     strides = cai.get("strides")
+    _wait_for_cai_stream(cai, dev, stream)
     return _memory(int(ptr or 0), tuple(cai["shape"]), None if strides is None else tuple(strides), dt, dev,
                    _ForeignKeep(obj), bool(readonly), False)
 
@@ -391,6 +414,6 @@ def from_dlpack(obj: Any, *, device: Any = None, stream: Any = None) -> DeviceMe
         return _from_capsule(capsule, device, obj)
     cai = getattr(obj, "__cuda_array_interface__", None)
     if cai is not None:
-        return _from_cai(obj, cai, device)
+        return _from_cai(obj, cai, device, stream)
     raise make_error(InvalidValueError, f"from_dlpack: {type(obj).__name__} has neither __dlpack__ nor "
                                         f"__cuda_array_interface__ (for a host buffer use runtime.to_device)")

@@ -750,6 +750,12 @@ NB_MODULE(_core, m) {
     m.def("stream_wait_event", [](uintptr_t s, uintptr_t ev) {
         nogil("rtStreamWaitEvent", [&] { return rtStreamWaitEvent(as_handle<rtStream_st>(s), as_handle<rtEvent_st>(ev)); });
     });
+    m.def("stream_wait_native_stream", [](uintptr_t s, uintptr_t native) {
+        nogil("rtStreamWaitNativeStream",
+              [&] { return rtStreamWaitNativeStream(as_handle<rtStream_st>(s), reinterpret_cast<void*>(native)); });
+    }, nb::arg("stream"), nb::arg("native_stream"),
+          "rtStreamWaitNativeStream: work queued on `stream` later waits for the work queued so far on the backend's "
+          "own stream `native_stream` (a CUstream as an int).");
     m.def("launch_host_func", [](uintptr_t s, nb::callable fn) {
         // The callable is kept by a deferred release queued right behind it: dropped once the stream has
         // passed the host function, whether it ran or was skipped behind a failure.
