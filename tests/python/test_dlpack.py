@@ -403,6 +403,64 @@ def test_torch_both_ways():
     assert tt.stride() == t.t().stride() and torch.equal(tt, t.t())
 
 
+def test_torch_tensor_written_by_a_kernel_in_place(stream):
+    torch = pytest.importorskip("torch")
+    t = torch.zeros(64, dtype=torch.float32)
+    d = runtime.from_dlpack(t)
+    assert d.ptr == t.data_ptr() and not d.readonly
+    stream.launch_kernel(runtime.Module(WRITE_SRC).get_function("fill"), d)
+    stream.synchronize()
+    assert torch.equal(t, torch.full((64,), 2.0))  # the kernel wrote torch's own memory
+
+    @runtime.jit
+    def scale(a, k):
+        i = runtime.get_global_id()
+        a[i] = a[i] * k
+
+    stream.launch_kernel(scale, d, 1.5)
+    stream.synchronize()
+    assert torch.equal(t, torch.full((64,), 3.0))
+
+
+def test_torch_from_runtime_memory_with_the_stream_handshake(stream):
+    torch = pytest.importorskip("torch")
+    d = runtime.to_device(np.zeros(1 << 12, np.float32))
+    gate = threading.Event()
+    stream.launch_host_func(lambda: gate.wait(5))
+    stream.memset(d, 0x3F)  # queued behind the gate: torch must not see the zeros
+    threading.Timer(0.05, gate.set).start()  # torch.from_dlpack(d) asks with stream=None: a host wait
+    t = torch.from_dlpack(d)
+    assert gate.is_set() and t.data_ptr() == d.ptr
+    assert torch.all(t.view(torch.int32) == 0x3F3F3F3F)
+    runtime.free(d)  # torch's tensor keeps the memory
+    assert t.view(torch.int32)[-1].item() == 0x3F3F3F3F
+    del t
+    gc.collect()
+
+
+def test_torch_non_contiguous_views():
+    torch = pytest.importorskip("torch")
+    base = torch.arange(24, dtype=torch.int64).reshape(4, 6)
+    for view in (base[:, 1::2], base.t(), base[1:3, 2:5], base.expand(2, 4, 6)[1]):
+        d = runtime.from_dlpack(view)
+        assert d.shape == tuple(view.shape) and d.strides == tuple(s * 8 for s in view.stride())
+        assert d.ptr == view.data_ptr()
+        assert np.array_equal(np.from_dlpack(d), view.numpy())
+        back = torch.from_dlpack(d)
+        assert back.stride() == view.stride() and torch.equal(back, view)
+    b = runtime.from_dlpack(torch.ones(1).expand(1000))  # stride 0: one element
+    assert b.strides == (0,) and b.nbytes == 4 and b.size == 1000
+
+    @runtime.jit
+    def total(a, out):
+        out[0] = a.shape[0] + a[1, 2]
+
+    out = runtime.to_device(np.zeros(1, np.int64))
+    runtime.default_stream().launch_kernel(total, runtime.from_dlpack(base[:, 1::2]), out, global_size=1)
+    runtime.synchronize()
+    assert out.numpy()[0] == 4 + base[:, 1::2][1, 2].item()
+
+
 def test_cupy_both_ways():
     cp = pytest.importorskip("cupy")
     a = cp.arange(12, dtype=cp.float32).reshape(3, 4)
