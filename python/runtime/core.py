@@ -587,7 +587,8 @@ class _MemExtra:
 
 
 class DeviceMemory:
-    """Device memory: `ptr`, `nbytes`, `device`, `shape`, `strides` (bytes), `dtype`, `ndim`, `size` (elements),
+    """Device memory: `ptr`, `nbytes` (the bytes its elements occupy from ptr on: size * itemsize, except for
+    strided imports, whose span it is), `device`, `shape`, `strides` (bytes), `dtype`, `ndim`, `size` (elements),
     `itemsize`. Typed memory (empty, zeros, to_device, alloc(nbytes, dtype=...), view, from_dlpack) has its shape
     and dtype fixed for life; memory from an untyped alloc(nbytes) is a flat float32 buffer until the first typed
     host copy into it gives it the source's dtype and shape. A copy never converts or reshapes (both sides must
@@ -680,7 +681,9 @@ class DeviceMemory:
 
     @property
     def readonly(self) -> bool:
-        """Whether the memory may not be written (imported from a read-only DLPack tensor)."""
+        """Whether the memory may not be written (imported from a read-only DLPack tensor): copies and memset into
+        it are refused, and so is passing it to a kernel parameter the kernel may write (every memory argument of
+        a runtime.Function, whose parameters' constness is unknown): pass a writable copy."""
         return self._ext is not None and self._ext.readonly
 
     @property
@@ -814,8 +817,9 @@ class DeviceMemory:
     def __cuda_array_interface__(self) -> dict:
         """CUDA Array Interface v3 (CuPy, Numba, PyTorch) for memory of a cuda device: shape, typestr, strides
         (None when contiguous), data (ptr, read-only), version 3, and stream None: the queued work of the memory's
-        device is completed first, so the consumer needs no synchronisation. Absent (AttributeError) on other
-        devices."""
+        device is completed first, so the consumer needs no synchronisation (repeated reads cost a query per
+        stream of the device while nothing is queued). Absent (AttributeError) on other devices and for bfloat16,
+        which the interface cannot describe (use DLPack)."""
         from . import interop
         return interop.cuda_array_interface(self)
 

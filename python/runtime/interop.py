@@ -16,8 +16,11 @@ producer makes that stream wait for its work on the memory):
   - a runtime.Stream, or the handle (int) of one of the runtime's streams on the memory's device: an event is
     recorded on each of the device's busy streams and the consumer's stream waits for it (no host wait);
   - any other int on cuda (1: legacy default stream, 2: per-thread default, or another library's cudaStream_t):
-    the runtime cannot queue work on a foreign CUDA stream, so it synchronizes its busy streams as for None;
-    0 is refused (ambiguous in the DLPack specification); on cpu memory (kDLCPU) a foreign int is refused.
+    the runtime's busy streams are synchronized as for None. DLPack asks the producer to order the consumer's
+    stream after its work; work that has completed is ordered before anything the consumer queues, so a host wait
+    meets that (it costs the wait, not correctness; making a foreign stream wait for a runtime event would need
+    the native event, which the runtime does not expose). 0 is refused (ambiguous in the DLPack specification);
+    on cpu memory (kDLCPU) a foreign int is refused.
 
 Import (runtime.from_dlpack): objects with __dlpack__ (numpy arrays, torch tensors, CuPy arrays, runtime memory),
 raw DLPack capsules, and objects with only __cuda_array_interface__ (Numba device arrays). Never a copy:
@@ -31,8 +34,16 @@ The imported DeviceMemory keeps the producer's tensor until it is freed (runtime
 then the producer's deleter runs, exactly once. A producer that is runtime memory is asked with the consumer's
 stream (`stream=`, default the current stream) so the handshake above applies; other producers get `stream`
 when it is an int (a CUDA stream handle they know), else None — the runtime has no access to their streams,
-so synchronise their work first. Likewise the "stream" entry of a foreign __cuda_array_interface__ cannot be
-waited on by the runtime: the producer's work must be complete.
+so synchronise their work first. The "stream" entry of a foreign __cuda_array_interface__ (CAI v3: the consumer
+synchronises on it) is waited for without a host wait: the consumer's stream (`stream=` when it is a
+runtime.Stream of the memory's device, else the current stream, else that device's default stream) waits for
+the work queued so far on the producer's CUstream (rtStreamWaitNativeStream: an event recorded there); use the
+memory on that stream, or order other streams after it. "stream": 0 (disallowed by v3) and non-ints are refused.
+
+Extents: `nbytes` of imported memory is the span its elements occupy, from the first to the end of the last (a
+broadcast view, stride 0, spans one element; a view with gaps spans them). Negative strides are refused (the
+memory of a DeviceMemory lies at ptr .. ptr + nbytes). Read-only imports are refused as kernel arguments where
+the kernel may write (runtime.Function: every memory argument; see runtime.launch.plan).
 """
 
 from __future__ import annotations
