@@ -152,6 +152,13 @@ RT_API rtError_t rtStreamQuery(rtStream_t stream);
  *  Never blocks the host. An event never recorded is already complete. */
 RT_API rtError_t rtStreamWaitEvent(rtStream_t stream, rtEvent_t event);
 
+/** Work queued on `stream` after this call waits for the work queued so far on `native_stream`, a stream of the
+ *  backend's own API on the stream's device: on cuda a CUstream (CU_STREAM_LEGACY = 1 and CU_STREAM_PER_THREAD = 2
+ *  included) of another library — for DLPack and the CUDA Array Interface, whose consumers synchronise on the
+ *  producer's stream. Never blocks the host. RT_ERROR_NOT_SUPPORTED on a backend without native streams (cpu);
+ *  NULL is refused (RT_ERROR_INVALID_VALUE: pass the stream itself, e.g. CU_STREAM_LEGACY). */
+RT_API rtError_t rtStreamWaitNativeStream(rtStream_t stream, void* native_stream);
+
 typedef void (*rtHostFn_t)(void* user_data);
 /** Queue a host function; it runs after the preceding work and before the following work, on a runtime thread
  *  (queue context: see above; waiting calls return RT_ERROR_NOT_PERMITTED). Skipped while the stream holds an

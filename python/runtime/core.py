@@ -465,16 +465,42 @@ def current_stream() -> Stream:
     return stack[-1] if stack else default_stream()
 
 
+def _busy_streams(index: int) -> list:
+    """The live streams of device `index` that still have queued work."""
+    return [s for s in list(_live_streams)
+            if s._index == index and (s._handle or s._is_default) and not s.query()]
+
+
 def _settle(mem: "DeviceMemory") -> None:
     """Wait for the queued work of every stream of `mem`'s device (work that may touch `mem` must be done before
     a consumer reads it outside the runtime, e.g. through DLPack)."""
-    for s in list(_live_streams):
-        if s._index == mem.device.index and (s._handle or s._is_default) and not s.query():
-            s.synchronize()
+    for s in _busy_streams(mem.device.index):
+        s.synchronize()
+
+
+def _release_after_queued_work(index: int, hold: Any) -> None:
+    """Let go of `hold` (its destructor releases what it holds) once the work queued so far on device `index` has
+    completed, as rtFree does for the runtime's own memory: every stream of the device keeps it through
+    rtStreamDeferRelease (an idle stream lets go at once), so it goes when the last one has passed its current
+    work. No stream is queried: a query would consume a pending asynchronous failure that synchronize() must report."""
+    if _exiting:
+        hold.release()  # every device was synchronized at exit, and the timeline no longer drops references
+        return
+    streams = [s for s in list(_live_streams) if s._index == index and s._handle]
+    with _device_obj(index):
+        _core.defer_release(0, hold)  # the device's default stream
+        for s in streams:
+            _core.defer_release(s._handle, hold)
+    del hold
+    _core.drain_releases()  # what was released at once (idle streams) goes now, on this thread
+
+
+_exiting = False
 
 
 @atexit.register
 def _at_exit() -> None:
+    global _exiting
     # Queued host functions and releases must finish while the interpreter is still whole; after this the
     # binding leaves Python objects alone (a late release leaks its reference rather than touch a dying
     # interpreter).
@@ -491,6 +517,7 @@ def _at_exit() -> None:
         _core.set_device(current)
     except Exception:
         pass
+    _exiting = True
     _core.python_exiting()
 
 
@@ -541,7 +568,7 @@ class _MemExtra:
     copy fast path (read-only, non-contiguous, foreign host memory)."""
 
     __slots__ = ("stream", "host", "host_registered", "mapped", "base", "views", "exports", "release_pending",
-                 "imported", "foreign_host", "readonly", "special")
+                 "imported", "foreign_host", "readonly", "special", "cai")
 
     def __init__(self) -> None:
         self.stream: Optional[weakref.ref] = None
@@ -556,10 +583,12 @@ class _MemExtra:
         self.foreign_host = False  # imported host memory the runtime did not allocate (copies: kind inferred)
         self.readonly = False
         self.special = False  # off the launch_copy fast path
+        self.cai: Optional[dict] = None  # the __cuda_array_interface__ dict, made on first use (cuda memory)
 
 
 class DeviceMemory:
-    """Device memory: `ptr`, `nbytes`, `device`, `shape`, `strides` (bytes), `dtype`, `ndim`, `size` (elements),
+    """Device memory: `ptr`, `nbytes` (the bytes its elements occupy from ptr on: size * itemsize, except for
+    strided imports, whose span it is), `device`, `shape`, `strides` (bytes), `dtype`, `ndim`, `size` (elements),
     `itemsize`. Typed memory (empty, zeros, to_device, alloc(nbytes, dtype=...), view, from_dlpack) has its shape
     and dtype fixed for life; memory from an untyped alloc(nbytes) is a flat float32 buffer until the first typed
     host copy into it gives it the source's dtype and shape. A copy never converts or reshapes (both sides must
@@ -652,7 +681,9 @@ class DeviceMemory:
 
     @property
     def readonly(self) -> bool:
-        """Whether the memory may not be written (imported from a read-only DLPack tensor)."""
+        """Whether the memory may not be written (imported from a read-only DLPack tensor): copies and memset into
+        it are refused, and so is passing it to a kernel parameter the kernel may write (every memory argument of
+        a runtime.Function, whose parameters' constness is unknown): pass a writable copy."""
         return self._ext is not None and self._ext.readonly
 
     @property
@@ -698,7 +729,16 @@ class DeviceMemory:
         same itemsize and its own shape."""
         ptr = self.ptr  # raises if freed
         dt = self.dtype if dtype is None else _as_dtype(dtype, "view")
-        if shape is None:
+        if not self.is_contiguous and (dt.itemsize != self.itemsize or
+                                       (shape is not None and tuple(shape if isinstance(shape, (tuple, list)) else
+                                                                     (shape,)) != self.shape)):
+            # (its nbytes is the span of its elements, not a size to reshape)
+            raise make_error(InvalidValueError,
+                             f"view: {self._describe()} is not contiguous (strides {self.strides}): it can only be "
+                             f"viewed with a dtype of the same itemsize ({self.itemsize}) and its own shape")
+        if not self.is_contiguous:
+            new_shape = self.shape
+        elif shape is None:
             if not self.typed:
                 if self.nbytes % dt.itemsize:
                     raise make_error(InvalidValueError, f"view: {self.nbytes} bytes are not a whole number of {dt} "
@@ -708,7 +748,7 @@ class DeviceMemory:
                 new_shape = self.shape
             else:
                 s = self.shape
-                if not self.is_contiguous or not s or (s[-1] * self.itemsize) % dt.itemsize:
+                if not s or (s[-1] * self.itemsize) % dt.itemsize:
                     raise make_error(InvalidValueError,
                                      f"view: cannot view {self._describe()} as {dt} without a shape (the last "
                                      f"dimension of {s[-1] * self.itemsize if s else 0} bytes is not a whole number "
@@ -717,13 +757,7 @@ class DeviceMemory:
                 new_shape = s[:-1] + (s[-1] * self.itemsize // dt.itemsize,)
         else:
             new_shape = _parse_view_shape(shape, self.nbytes, dt, self)
-        strides = None
-        if not self.is_contiguous:
-            if dt.itemsize != self.itemsize or new_shape != self.shape:
-                raise make_error(InvalidValueError,
-                                 f"view: {self._describe()} is not contiguous (strides {self.strides}): it can only be "
-                                 f"viewed with a dtype of the same itemsize ({self.itemsize}) and its own shape")
-            strides = self._strides
+        strides = self._strides  # checked above: a non-contiguous memory keeps its layout
         root = self._root()
         ext = _MemExtra()
         ext.base = root
@@ -783,8 +817,9 @@ class DeviceMemory:
     def __cuda_array_interface__(self) -> dict:
         """CUDA Array Interface v3 (CuPy, Numba, PyTorch) for memory of a cuda device: shape, typestr, strides
         (None when contiguous), data (ptr, read-only), version 3, and stream None: the queued work of the memory's
-        device is completed first, so the consumer needs no synchronisation. Absent (AttributeError) on other
-        devices."""
+        device is completed first, so the consumer needs no synchronisation (repeated reads cost a query per
+        stream of the device while nothing is queued). Absent (AttributeError) on other devices and for bfloat16,
+        which the interface cannot describe (use DLPack)."""
         from . import interop
         return interop.cuda_array_interface(self)
 
@@ -817,7 +852,8 @@ class DeviceMemory:
         ext = self._ext
         if ext.imported is not None:
             hold, ext.imported = ext.imported, None
-            hold.release()
+            # Queued kernels may still use the producer's memory (free() never waits): its deleter runs after them.
+            _release_after_queued_work(self.device.index, hold)
             return
         if ext.mapped:
             registered, ext.host_registered = ext.host_registered, 0

@@ -16,8 +16,11 @@ producer makes that stream wait for its work on the memory):
   - a runtime.Stream, or the handle (int) of one of the runtime's streams on the memory's device: an event is
     recorded on each of the device's busy streams and the consumer's stream waits for it (no host wait);
   - any other int on cuda (1: legacy default stream, 2: per-thread default, or another library's cudaStream_t):
-    the runtime cannot queue work on a foreign CUDA stream, so it synchronizes its busy streams as for None;
-    0 is refused (ambiguous in the DLPack specification); on cpu memory (kDLCPU) a foreign int is refused.
+    the runtime's busy streams are synchronized as for None. DLPack asks the producer to order the consumer's
+    stream after its work; work that has completed is ordered before anything the consumer queues, so a host wait
+    meets that (it costs the wait, not correctness; making a foreign stream wait for a runtime event would need
+    the native event, which the runtime does not expose). 0 is refused (ambiguous in the DLPack specification);
+    on cpu memory (kDLCPU) a foreign int is refused.
 
 Import (runtime.from_dlpack): objects with __dlpack__ (numpy arrays, torch tensors, CuPy arrays, runtime memory),
 raw DLPack capsules, and objects with only __cuda_array_interface__ (Numba device arrays). Never a copy:
@@ -31,8 +34,16 @@ The imported DeviceMemory keeps the producer's tensor until it is freed (runtime
 then the producer's deleter runs, exactly once. A producer that is runtime memory is asked with the consumer's
 stream (`stream=`, default the current stream) so the handshake above applies; other producers get `stream`
 when it is an int (a CUDA stream handle they know), else None — the runtime has no access to their streams,
-so synchronise their work first. Likewise the "stream" entry of a foreign __cuda_array_interface__ cannot be
-waited on by the runtime: the producer's work must be complete.
+so synchronise their work first. The "stream" entry of a foreign __cuda_array_interface__ (CAI v3: the consumer
+synchronises on it) is waited for without a host wait: the consumer's stream (`stream=` when it is a
+runtime.Stream of the memory's device, else the current stream, else that device's default stream) waits for
+the work queued so far on the producer's CUstream (rtStreamWaitNativeStream: an event recorded there); use the
+memory on that stream, or order other streams after it. "stream": 0 (disallowed by v3) and non-ints are refused.
+
+Extents: `nbytes` of imported memory is the span its elements occupy, from the first to the end of the last (a
+broadcast view, stride 0, spans one element; a view with gaps spans them). Negative strides are refused (the
+memory of a DeviceMemory lies at ptr .. ptr + nbytes). Read-only imports are refused as kernel arguments where
+the kernel may write (runtime.Function: every memory argument; see runtime.launch.plan).
 """
 
 from __future__ import annotations
@@ -42,9 +53,9 @@ from typing import Any, Optional
 import numpy as np
 
 from . import _core
-from .core import (Device, DeviceMemory, Event, Stream, _c_strides, _live_streams, _MemExtra, _prod, _settle,
-                   _storage_dtype, copy as _copy, current_device, current_stream, empty as _empty, get_device_count,
-                   get_device_properties)
+from .core import (Device, DeviceMemory, Event, Stream, _busy_streams, _c_strides, _live_streams, _MemExtra, _prod,
+                   _settle, _storage_dtype, copy as _copy, current_device, current_stream, default_stream,
+                   empty as _empty, get_device_count, get_device_properties)
 from .errors import InvalidDeviceError, InvalidValueError, NotSupportedError, make_error
 
 kDLCPU, kDLCUDA, kDLCUDAHost = 1, 2, 3
@@ -126,12 +137,6 @@ class _Export:
                 pass
 
 
-def _busy_streams(mem: DeviceMemory) -> list:
-    idx = mem.device.index
-    return [s for s in list(_live_streams)
-            if s._index == idx and (s._handle or s._is_default) and not s.query()]
-
-
 def _our_stream(mem: DeviceMemory, stream: Any) -> Optional[Stream]:
     if isinstance(stream, Stream):
         if stream.device.index != mem.device.index:
@@ -156,7 +161,7 @@ def order_for_consumer(mem: DeviceMemory, stream: Any) -> None:
     ours = _our_stream(mem, stream)
     if ours is not None:
         with mem.device:
-            for s in _busy_streams(mem):
+            for s in _busy_streams(mem.device.index):
                 if s is ours:
                     continue  # in-order: the consumer's own stream already follows its work
                 ev = Event()
@@ -212,14 +217,27 @@ def export_dlpack(mem: DeviceMemory, stream: Any, max_version: Any, dl_device: A
 
 
 def cuda_array_interface(mem: DeviceMemory) -> dict:
+    """The CUDA Array Interface v3 dict of cuda memory. The work queued on the memory's device is completed first
+    ("stream": None promises the consumer needs no synchronisation); consumers read the attribute often (Numba on
+    every call), so idle streams cost one query each and nothing else: the dict itself is made once per object
+    (shape, dtype and strides are fixed) and copied."""
     if dlpack_device(mem)[0] != kDLCUDA:
         raise AttributeError("__cuda_array_interface__ exists only for memory of a cuda device "
                              f"(this is {mem.device.name} memory)")
-    ptr = mem.ptr
-    _settle(mem)  # the consumer may use the data on any stream: "stream": None says no synchronisation is needed
-    return {"shape": mem.shape, "typestr": mem.dtype.str, "data": (ptr, mem.readonly),
-            "strides": None if mem.is_contiguous else mem.strides, "descr": [("", mem.dtype.str)],
-            "version": 3, "stream": None}
+    ptr = mem.ptr  # raises if freed
+    ext = mem._own_extra()
+    cai = ext.cai
+    if cai is None:
+        dt = mem.dtype
+        if dt.name == "bfloat16":
+            raise AttributeError("__cuda_array_interface__: bfloat16 has no typestr in the CUDA Array Interface (numpy "
+                                 "would read '<V2', raw bytes): exchange bfloat16 memory through DLPack "
+                                 "(torch.from_dlpack(mem), cupy.from_dlpack(mem))")
+        cai = ext.cai = {"shape": mem.shape, "typestr": dt.str, "data": (ptr, mem.readonly),
+                         "strides": None if mem.is_contiguous else mem.strides, "descr": [("", dt.str)],
+                         "version": 3, "stream": None}
+    _settle(mem)
+    return dict(cai)
 
 
 # ----------------------------------------------------------------------------------------------- import
@@ -279,17 +297,28 @@ def _memory(ptr: int, shape: tuple, byte_strides: Optional[tuple], dt: np.dtype,
     if any(d < 0 for d in shape):
         raise BufferError(f"from_dlpack: negative dimension in shape {shape}")
     strides = None
+    nbytes = _prod(shape) * dt.itemsize
     if byte_strides is not None:
         strides = tuple(int(s) for s in byte_strides)
+        if len(strides) != len(shape):
+            raise BufferError(f"from_dlpack: {len(strides)} strides for the {len(shape)} dimensions of shape {shape}")
         c = _c_strides(shape, dt.itemsize)
         if all(n <= 1 or s == cs for n, s, cs in zip(shape, strides, c)):
             strides = None  # C-contiguous (strides of dimensions of extent 1 do not matter)
+        elif nbytes:
+            if any(s < 0 for n, s in zip(shape, strides) if n > 1):
+                raise BufferError(f"from_dlpack: negative strides {strides} (a reversed view) are not supported: the "
+                                  f"memory of a DeviceMemory lies at ptr .. ptr + nbytes; import a copy (e.g. "
+                                  f"numpy.ascontiguousarray(x))")
+            # The bytes the elements really occupy: from the first to the end of the last one (less than
+            # size * itemsize for a broadcast (stride 0) view, more for a view with gaps).
+            nbytes = sum((n - 1) * s for n, s in zip(shape, strides)) + dt.itemsize
     ext = _MemExtra()
     ext.imported = hold
     ext.readonly = bool(readonly)
     ext.foreign_host = host
     ext.special = True  # off the launch_copy fast path (inferred copy kinds, read-only and stride checks)
-    return DeviceMemory(int(ptr), _prod(shape) * dt.itemsize, dev, dt, ext, shape, strides)
+    return DeviceMemory(int(ptr), nbytes, dev, dt, ext, shape, strides)
 
 
 def _from_capsule(capsule: Any, device: Any, producer: Any) -> DeviceMemory:
@@ -314,7 +343,30 @@ def _from_capsule(capsule: Any, device: Any, producer: Any) -> DeviceMemory:
         raise
 
 
-def _from_cai(obj: Any, cai: dict, device: Any) -> DeviceMemory:
+def _wait_for_cai_stream(cai: dict, dev: Device, stream: Any) -> None:
+    """CAI v3 "stream": the consumer synchronises on the producer's stream. The consumer's stream (`stream` when it
+    is a runtime.Stream of `dev`, else the current stream when it is on `dev`, else `dev`'s default stream) waits
+    for the work queued so far on the producer's CUstream (an event, no host wait)."""
+    foreign = cai.get("stream")
+    if foreign is None:
+        return  # the producer's work is complete
+    if isinstance(foreign, (bool, np.bool_)) or not isinstance(foreign, (int, np.integer)):
+        raise BufferError(f"from_dlpack: __cuda_array_interface__ 'stream' must be None or a CUDA stream handle "
+                          f"(int), got {foreign!r}")
+    if int(foreign) == 0:
+        raise BufferError("from_dlpack: __cuda_array_interface__ 'stream' is 0, which the interface (v3) disallows "
+                          "as ambiguous (1: legacy default stream, 2: per-thread default stream)")
+    if isinstance(stream, Stream) and stream.device == dev:
+        consumer = stream
+    else:
+        consumer = current_stream()
+        if consumer.device != dev:
+            consumer = default_stream(dev)
+    with dev:
+        _core.stream_wait_native_stream(consumer.handle, int(foreign))
+
+
+def _from_cai(obj: Any, cai: dict, device: Any, stream: Any = None) -> DeviceMemory:
     if not isinstance(cai, dict) or "shape" not in cai or "typestr" not in cai or "data" not in cai:
         raise BufferError("from_dlpack: __cuda_array_interface__ must be a dict with shape, typestr and data")
     if cai.get("mask") is not None:
@@ -337,6 +389,7 @@ def _from_cai(obj: Any, cai: dict, device: Any) -> DeviceMemory:
         raise make_error(InvalidDeviceError, "from_dlpack: __cuda_array_interface__ memory is cuda memory, and the "
                                              "runtime has no cuda device")
     strides = cai.get("strides")
+    _wait_for_cai_stream(cai, dev, stream)
     return _memory(int(ptr or 0), tuple(cai["shape"]), None if strides is None else tuple(strides), dt, dev,
                    _ForeignKeep(obj), bool(readonly), False)
 
@@ -372,6 +425,6 @@ def from_dlpack(obj: Any, *, device: Any = None, stream: Any = None) -> DeviceMe
         return _from_capsule(capsule, device, obj)
     cai = getattr(obj, "__cuda_array_interface__", None)
     if cai is not None:
-        return _from_cai(obj, cai, device)
+        return _from_cai(obj, cai, device, stream)
     raise make_error(InvalidValueError, f"from_dlpack: {type(obj).__name__} has neither __dlpack__ nor "
                                         f"__cuda_array_interface__ (for a host buffer use runtime.to_device)")

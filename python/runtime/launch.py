@@ -4,7 +4,7 @@ checks, packs and launches in one native call (python/src/core_module.cpp)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Optional
 
 import numpy as np
 
@@ -16,12 +16,27 @@ DEFAULT_LOCAL = {1: (256, 1, 1), 2: (16, 16, 1), 3: (8, 8, 4)}
 
 
 def plan(func: int, name: str, codes: str, expected: list, sizes: list, names: list, ndim: int,
-         first_itemsize: int = 1, device: int = -1) -> Any:
+         first_itemsize: int = 1, device: int = -1, writes: Optional[list] = None) -> Any:
     """A launch plan of kernel `func`: per parameter a code ('P' device memory, a struct letter for a typed scalar,
     'n' an untyped parameter), what a speculative launch expects of it, its size and name; ndim hidden global
-    sizes after the parameters (see LaunchPlan in python/src/core_module.cpp)."""
+    sizes after the parameters (see LaunchPlan in python/src/core_module.cpp). `writes`: per parameter, whether
+    the kernel may write the memory passed there (read-only memory is refused there); None: every parameter may
+    be written (a runtime.Function: the constness of its parameters is unknown)."""
     return _core.LaunchPlan(func, name, codes, expected, sizes, names, DeviceMemory, np.generic, ndim,
-                            first_itemsize, device)
+                            first_itemsize, device, None if writes is None else [bool(w) for w in writes])
+
+
+def check_writable(name: str, args: tuple, names: list, writes: Optional[list]) -> None:
+    """Raises InvalidValueError for read-only device memory among `args` where the kernel may write (`writes` as
+    for plan()): the check of the launch plans, for launches that do not go through one (the reference mode of
+    @runtime.jit kernels)."""
+    for i, a in enumerate(args):
+        if isinstance(a, DeviceMemory) and a.readonly and (writes is None or (i < len(writes) and writes[i])):
+            pname = f" ('{names[i]}')" if i < len(names) and names[i] else ""
+            raise make_error(InvalidValueError,
+                             f"kernel '{name}' argument {i}{pname}: {a._describe()} is read-only, and the kernel may "
+                             f"write this parameter: pass a writable copy, e.g. runtime.to_device(x) of the host "
+                             f"array")
 
 
 def _dims(name: str, what: str, v: Any, allow_zero: bool) -> tuple:

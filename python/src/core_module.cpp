@@ -257,6 +257,9 @@ std::string grid_error(const size_t glob[3], const unsigned local[3]) {
 //    caller takes its full path, which compiles for the new signature or raises;
 //  - strict (the full path, and every runtime.Function launch): every argument is converted, and one that cannot
 //    be raises InvalidValueError naming the kernel, the argument and why.
+// Read-only memory (a read-only DLPack import) is refused for every memory parameter the kernel may write: `writes`
+// says which those are (a @runtime.jit kernel knows; a runtime.Function's parameters all count as written, since
+// their constness is unknown); a speculative launch declines, so the strict path says why.
 struct LaunchPlan {
     uintptr_t func = 0;
     std::string name;               // the kernel's name, for error messages
@@ -272,10 +275,11 @@ struct LaunchPlan {
     int device = 0;
     std::vector<size_t> wide_at;  // per parameter: its offset among the parameters of more than 8 bytes
     size_t wide_bytes = 0;
+    std::vector<char> writes;  // per parameter: the kernel may write the memory passed there
 
     LaunchPlan(uintptr_t f, std::string kernel_name, std::string c, nb::list w, std::vector<size_t> param_sizes,
                std::vector<std::string> names, nb::object memtype, nb::object scalartype, int nd,
-               size_t first_isz, int dev)
+               size_t first_isz, int dev, std::optional<std::vector<bool>> may_write)
         : func(f), name(std::move(kernel_name)), codes(std::move(c)), pnames(std::move(names)), ndim(nd),
           first_itemsize(first_isz ? first_isz : 1), device(dev) {
         if (codes.size() != w.size() || codes.size() != param_sizes.size())
@@ -283,6 +287,9 @@ struct LaunchPlan {
         if (codes.size() + static_cast<size_t>(nd) > 64 || nd < 0 || nd > 3)
             throw nb::value_error("LaunchPlan: at most 64 arguments, 0..3 dims");
         pnames.resize(codes.size());
+        if (may_write && may_write->size() != codes.size())
+            throw nb::value_error("LaunchPlan: one `writes` flag per parameter");
+        for (size_t i = 0; i < codes.size(); ++i) writes.push_back(may_write ? (*may_write)[i] : true);
         for (size_t i = 0; i < codes.size(); ++i) {
             const size_t sz = param_sizes[i];
             if (codes[i] != 'n' && sz != code_size(codes[i]))
@@ -397,9 +404,42 @@ struct LaunchPlan {
         }
     }
 
-    // Device memory's address; freed memory: the DeviceMemory's own error (its `ptr` raises).
-    bool pack_memory(PyObject* o, bool strict, uint64_t& slot, Refusal& r) const {
+    // Whether `o` (a DeviceMemory) is read-only: only memory with extras (_ext) can be. -1: a Python error.
+    static int read_only(PyObject* o) {
+        static PyObject *s_ext = nullptr, *s_ro = nullptr;
+        PyObject* ext = attr(o, "_ext", s_ext);
+        if (!ext) return -1;
+        const bool plain = ext == Py_None;
+        Py_DECREF(ext);
+        if (plain) return 0;
+        PyObject* ro = attr(o, "readonly", s_ro);
+        if (!ro) return -1;
+        const int t = PyObject_IsTrue(ro);
+        Py_DECREF(ro);
+        return t;
+    }
+
+    // Device memory's address; freed memory: the DeviceMemory's own error (its `ptr` raises); read-only memory
+    // where the kernel may write (`written`) is refused.
+    bool pack_memory(PyObject* o, bool strict, bool written, uint64_t& slot, Refusal& r) const {
         static PyObject *s_ptr = nullptr, *s_raw = nullptr, *s_freed = nullptr;
+        if (written) {
+            const int ro = read_only(o);
+            if (ro < 0) {
+                if (strict) { r.python_error = true; return false; }
+                PyErr_Clear();
+                return false;
+            }
+            if (ro) {
+                r.why = codes.find('n') != std::string::npos
+                            ? "it is read-only, and a runtime.Function may write any memory argument (the constness "
+                              "of its parameters is not known): pass a writable copy, e.g. runtime.to_device(x) "
+                              "of the host array"
+                            : "it is read-only, and the kernel may write this parameter: pass a writable copy, "
+                              "e.g. runtime.to_device(x) of the host array";
+                return false;
+            }
+        }
         PyObject* p;
         if (strict) {
             p = attr(o, "ptr", s_ptr);  // raises for freed memory
@@ -421,7 +461,7 @@ struct LaunchPlan {
     }
 
     // An argument of an untyped (runtime.Function) parameter of n bytes into its slot.
-    bool pack_untyped(PyObject* o, size_t n, uint64_t& slot, Refusal& r) const {
+    bool pack_untyped(PyObject* o, size_t n, bool written, uint64_t& slot, Refusal& r) const {
         slot = 0;
         if (n < 1 || n > 8) { r.why = "a parameter of " + std::to_string(n) + " bytes"; return false; }
         const auto size_refusal = [&](size_t have) {
@@ -430,7 +470,7 @@ struct LaunchPlan {
         };
         if (PyObject_IsInstance(o, mem_type) == 1) {
             if (n != 8) return size_refusal(8);
-            return pack_memory(o, true, slot, r);
+            return pack_memory(o, true, written, slot, r);
         }
         if (PyObject_IsInstance(o, scalar_type) == 1) {  // a NumPy scalar: its exact bytes (before float: float64 is one)
             Py_buffer view;
@@ -553,7 +593,7 @@ struct LaunchPlan {
             if (c == 'n' && sizes[i] > 8) {
                 ok = pack_bytes(o, sizes[i], wide.data() + wide_at[i], why);
             } else if (c == 'n') {
-                ok = pack_untyped(o, sizes[i], slots[i], why);
+                ok = pack_untyped(o, sizes[i], writes[i] != 0, slots[i], why);
             } else if (c == 'P') {
                 if (strict) {
                     ok = PyObject_IsInstance(o, mem_type) == 1;
@@ -567,7 +607,7 @@ struct LaunchPlan {
                     if (same != 1) { PyErr_Clear(); return nb::none(); }
                     ok = true;
                 }
-                ok = ok && pack_memory(o, strict, slots[i], why);
+                ok = ok && pack_memory(o, strict, writes[i] != 0, slots[i], why);
                 ++nbufs;
             } else {
                 if (!strict && reinterpret_cast<PyObject*>(Py_TYPE(o)) != want[i]) return nb::none();
@@ -710,6 +750,12 @@ NB_MODULE(_core, m) {
     m.def("stream_wait_event", [](uintptr_t s, uintptr_t ev) {
         nogil("rtStreamWaitEvent", [&] { return rtStreamWaitEvent(as_handle<rtStream_st>(s), as_handle<rtEvent_st>(ev)); });
     });
+    m.def("stream_wait_native_stream", [](uintptr_t s, uintptr_t native) {
+        nogil("rtStreamWaitNativeStream",
+              [&] { return rtStreamWaitNativeStream(as_handle<rtStream_st>(s), reinterpret_cast<void*>(native)); });
+    }, nb::arg("stream"), nb::arg("native_stream"),
+          "rtStreamWaitNativeStream: work queued on `stream` later waits for the work queued so far on the backend's "
+          "own stream `native_stream` (a CUstream as an int).");
     m.def("launch_host_func", [](uintptr_t s, nb::callable fn) {
         // The callable is kept by a deferred release queued right behind it: dropped once the stream has
         // passed the host function, whether it ran or was skipped behind a failure.
@@ -978,10 +1024,10 @@ NB_MODULE(_core, m) {
                            "speculative launch returns None (nothing launched) when the arguments are not exactly "
                            "the plan's types, a strict one raises InvalidValueError for an argument it cannot pass.")
         .def(nb::init<uintptr_t, std::string, std::string, nb::list, std::vector<size_t>, std::vector<std::string>,
-                      nb::object, nb::object, int, size_t, int>(),
+                      nb::object, nb::object, int, size_t, int, std::optional<std::vector<bool>>>(),
              nb::arg("function"), nb::arg("name"), nb::arg("codes"), nb::arg("expected"), nb::arg("sizes"),
              nb::arg("names"), nb::arg("memory_type"), nb::arg("scalar_type"), nb::arg("ndim"),
-             nb::arg("first_itemsize"), nb::arg("device"))
+             nb::arg("first_itemsize"), nb::arg("device"), nb::arg("writes") = nb::none())
         .def_ro("device", &LaunchPlan::device)
         .def("launch", [](LaunchPlan& p, nb::handle args, uintptr_t stream) {
             return p.launch(args, stream, nullptr, nullptr, false);

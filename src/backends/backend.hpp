@@ -151,6 +151,10 @@ public:
     virtual void record_impl(Event& event) = 0;
     /// Work queued after this waits for `event`'s current record; never blocks the host.
     virtual void wait_impl(Event& event) = 0;
+    /// (optional) Work queued after this waits for the work queued so far on `native`, a stream of the backend's
+    /// own API on this queue's device (cuda: a CUstream, CU_STREAM_LEGACY and CU_STREAM_PER_THREAD included);
+    /// never blocks the host. Defaults to NOT_SUPPORTED (a backend without native streams).
+    virtual void wait_native_impl(void* native);
     /// Launch `function` with CUDA's argument convention (args[i] points at argument i; the values are
     /// copied before returning). Arity and shape were checked by the core. The caller only borrows `function`:
     /// the queue keeps it (and so its module's code) alive until the launch has run.

@@ -57,6 +57,17 @@ RT_API rtError_t rtStreamWaitEvent(rtStream_t stream, rtEvent_t event) {
     });
 }
 
+RT_API rtError_t rtStreamWaitNativeStream(rtStream_t stream, void* native_stream) {
+    return capi_call("rtStreamWaitNativeStream", [&] {
+        if (!native_stream)
+            fail(RT_ERROR_INVALID_VALUE, "native_stream is NULL (expected a stream of the backend's API, e.g. a "
+                                         "CUstream; the legacy default stream is CU_STREAM_LEGACY = 1)");
+        auto s = runtime().stream(stream);
+        s->next_op();
+        s->queue().wait_native_impl(native_stream);
+    });
+}
+
 RT_API rtError_t rtLaunchHostFunc(rtStream_t stream, rtHostFn_t fn, void* user_data) {
     return capi_call("rtLaunchHostFunc", [&] {
         if (!fn) fail(RT_ERROR_INVALID_VALUE, "fn is NULL (expected a host function)");

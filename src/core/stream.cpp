@@ -50,6 +50,11 @@ bool set_host_call_error(rtError_t code, const char* message) {
 }
 
 namespace backend {
+void Queue::wait_native_impl(void* native) {
+    (void)native;
+    fail(RT_ERROR_NOT_SUPPORTED, "this device's backend has no native streams to wait for (only cuda has: a CUstream)");
+}
+
 void notify_timeline() noexcept {
     if (Runtime* r = detail::g_runtime.load(std::memory_order_acquire)) r->timeline().wake();
 }

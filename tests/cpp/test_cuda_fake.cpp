@@ -640,6 +640,47 @@ TEST_F(FakeCuda, EventsOrderTwoStreams) {
     EXPECT_EQ(rt_test::first_mismatch(back.get(), src.get(), n), -1) << "s2 copied after s1's upload";
 }
 
+// rtStreamWaitNativeStream: a runtime stream waits for another library's CUstream (DLPack / CUDA Array Interface
+// interop), here one made with the fake driver's own cuStreamCreate and held back by a host function of its own.
+TEST_F(FakeCuda, AStreamWaitsForAForeignCuStream) {
+    using CuStreamCreate = int (*)(void**, unsigned);
+    using CuStreamDestroy = int (*)(void*);
+    using CuMemsetD8Async = int (*)(unsigned long long, unsigned char, size_t, void*);
+    using CuLaunchHostFunc = int (*)(void*, void (*)(void*), void*);
+    void* h = ::dlopen(std::getenv("RUNTIME_CUDA_DRIVER_LIB"), RTLD_NOW | RTLD_LOCAL);
+    ASSERT_NE(h, nullptr);
+    auto create = reinterpret_cast<CuStreamCreate>(::dlsym(h, "cuStreamCreate"));
+    auto destroy = reinterpret_cast<CuStreamDestroy>(::dlsym(h, "cuStreamDestroy_v2"));
+    auto memset_async = reinterpret_cast<CuMemsetD8Async>(::dlsym(h, "cuMemsetD8Async"));
+    auto host_func = reinterpret_cast<CuLaunchHostFunc>(::dlsym(h, "cuLaunchHostFunc"));
+    ASSERT_TRUE(create && destroy && memset_async && host_func);
+    const size_t n = 4096;
+    rt_test::DevBuf a(n);  // a runtime call first: cuda:0's context is current on this thread
+    rt_test::HostBuf back(n);  // pinned: the copy below needs no host function (the foreign one holds that thread)
+    ASSERT_RT_OK(back.status());
+    std::memset(back.get(), 0, n);
+    StreamGuard ours;
+    void* foreign = nullptr;
+    ASSERT_EQ(create(&foreign, 0), 0);
+    static std::atomic<bool> open;
+    open = false;
+    ASSERT_EQ(host_func(foreign, [](void*) { rt_test::wait_until([] { return open.load(); }); }, nullptr), 0);
+    ASSERT_EQ(memset_async(reinterpret_cast<unsigned long long>(a.get()), 7, n, foreign), 0);
+    ASSERT_RT_OK(rtStreamWaitNativeStream(ours, foreign));
+    ASSERT_RT_OK(rtMemcpyAsync(back.get(), a.get(), n, RT_MEMCPY_DEVICE_TO_HOST, ours));
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    EXPECT_RT_ERROR(RT_ERROR_NOT_READY, rtStreamQuery(ours)) << "ours waits for the foreign stream's fill";
+    open = true;
+    ASSERT_RT_OK(rtStreamSynchronize(ours));
+    EXPECT_EQ(static_cast<unsigned char*>(back.get())[0], 7);
+    EXPECT_EQ(static_cast<unsigned char*>(back.get())[n - 1], 7) << "ours copied after the foreign fill";
+    EXPECT_RT_ERROR(RT_ERROR_INVALID_HANDLE, rtStreamWaitNativeStream(ours, reinterpret_cast<void*>(0x12345)));
+    EXPECT_TRUE(contains(last_message(), "cuEventRecord")) << last_message();
+    ASSERT_RT_OK(rtStreamSynchronize(ours)) << "a refused wait leaves the stream usable";
+    EXPECT_EQ(destroy(foreign), 0);
+    ::dlclose(h);
+}
+
 TEST_F(FakeCuda, ElapsedTimeMeasuresTheWorkBetweenEvents) {
     StreamGuard s;
     EventGuard start, end, untimed(RT_EVENT_DISABLE_TIMING);

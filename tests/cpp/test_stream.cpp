@@ -42,6 +42,20 @@ TEST_P(Stream, NullOutPointerIsInvalidValue) {
     EXPECT_RT_ERROR(RT_ERROR_INVALID_VALUE, rtStreamCreateWithFlags(nullptr, RT_STREAM_DEFAULT));
 }
 
+TEST_P(Stream, WaitNativeStreamChecksItsArguments) {
+    rtStream_t s = nullptr;
+    ASSERT_RT_OK(rtStreamCreate(&s));
+    EXPECT_RT_ERROR(RT_ERROR_INVALID_VALUE, rtStreamWaitNativeStream(s, nullptr));
+    EXPECT_TRUE(rt_test::contains(rt_test::last_message(), "CU_STREAM_LEGACY")) << rt_test::last_message();
+    EXPECT_RT_ERROR(RT_ERROR_INVALID_HANDLE, rtStreamWaitNativeStream(garbage_handle<rtStream_t>(), reinterpret_cast<void*>(1)));
+    if (rt_test::backend_of(rt_test::current_device()) == "cpu") {
+        EXPECT_RT_ERROR(RT_ERROR_NOT_SUPPORTED, rtStreamWaitNativeStream(s, reinterpret_cast<void*>(1)));
+        EXPECT_TRUE(rt_test::contains(rt_test::last_message(), "no native streams")) << rt_test::last_message();
+        EXPECT_RT_OK(rtStreamSynchronize(s)) << "a refused wait leaves the stream usable";
+    }
+    EXPECT_RT_OK(rtStreamDestroy(s));
+}
+
 TEST_P(Stream, StreamsAreDistinct) {
     constexpr int kN = 64;
     std::vector<rtStream_t> v(kN);

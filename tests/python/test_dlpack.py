@@ -288,6 +288,108 @@ def test_unsupported_dlpack_device_and_dtype_are_refused():
         runtime.from_dlpack([1, 2, 3])
 
 
+# ----------------------------------------------------------------------------------------------- extents, read-only
+
+WRITE_SRC = """
+RT_KERNEL void fill(float* o) { o[get_global_id(0)] = 2.0f; }
+"""
+
+
+def test_nbytes_of_a_strided_import_is_its_real_span():
+    b = runtime.from_dlpack(np.broadcast_to(np.float32(1), (1024,)))  # one element, seen 1024 times
+    assert b.shape == (1024,) and b.strides == (0,) and b.size == 1024 and b.nbytes == 4 and b.readonly
+    h = np.arange(40, dtype=np.float32).reshape(4, 10)
+    g = runtime.from_dlpack(h[:, ::3])  # gaps: from the first element to the end of the last
+    assert g.shape == (4, 4) and g.nbytes == (3 * 40 + 3 * 12) + 4
+    z = runtime.from_dlpack(np.broadcast_to(np.arange(3, dtype=np.int64), (5, 3)))
+    assert z.strides == (0, 8) and z.nbytes == 24
+    e = runtime.from_dlpack(np.empty((0, 3), np.float32)[:, ::2])
+    assert e.nbytes == 0
+    assert runtime.from_dlpack(h.T).nbytes == h.nbytes  # a permutation spans the whole array
+    assert np.from_dlpack(b).strides == (0,) and np.array_equal(np.from_dlpack(g), h[:, ::3])
+
+
+def test_negative_strides_are_refused_clearly():
+    p = Producer(np.arange(8, dtype=np.float32)[::-1])
+    with pytest.raises(BufferError, match="negative strides"):
+        runtime.from_dlpack(p)
+    gc.collect()
+    assert p.deleted == 1  # refused after the capsule was consumed: the producer gets its tensor back
+
+
+def test_read_only_memory_is_refused_where_a_kernel_may_write(stream):
+    f = runtime.Module(WRITE_SRC).get_function("fill")
+    b = runtime.from_dlpack(np.broadcast_to(np.float32(1), (1024,)))
+    with pytest.raises(runtime.InvalidValueError, match=r"kernel 'fill' argument 0: .*read-only.*writable copy"):
+        stream.launch_kernel(f, b)
+    with pytest.raises(runtime.InvalidValueError, match="read-only"):
+        stream.launch_kernel(f, b, global_size=1)
+    ro = np.zeros(16, np.float32)
+    ro.flags.writeable = False
+    with pytest.raises(runtime.InvalidValueError, match="read-only"):
+        stream.launch_kernel(f, runtime.from_dlpack(ro).view())  # a view keeps the flag
+    stream.synchronize()
+    assert not ro.any()
+    ok = runtime.to_device(np.zeros(16, np.float32))  # the writable copy the message suggests
+    stream.launch_kernel(f, ok)
+    stream.synchronize()
+    assert (ok.numpy() == 2).all()
+
+    @runtime.jit
+    def write(o):
+        o[runtime.get_global_id()] = 3.0
+
+    with pytest.raises(runtime.InvalidValueError, match="read-only"):
+        stream.launch_kernel(write, runtime.from_dlpack(ro))
+    w = runtime.from_dlpack(np.zeros(16, np.float32))
+    stream.launch_kernel(write, w)  # the same kernel on writable memory: its fast path runs afterwards
+    stream.launch_kernel(write, w)
+    with pytest.raises(runtime.InvalidValueError, match="read-only"):
+        stream.launch_kernel(write, runtime.from_dlpack(ro))  # the fast path declines; the full path refuses
+    stream.synchronize()
+    assert not ro.any() and (np.from_dlpack(w) == 3).all()
+
+
+def test_check_writable_for_launches_without_a_plan():
+    from runtime import launch
+    ro = np.zeros(4, np.float32)
+    ro.flags.writeable = False
+    d = runtime.from_dlpack(ro)
+    with pytest.raises(runtime.InvalidValueError, match=r"kernel 'k' argument 1 \('o'\): .*read-only"):
+        launch.check_writable("k", (1, d), ["n", "o"], None)
+    launch.check_writable("k", (1, d), ["n", "o"], [False, False])  # a parameter the kernel only reads
+    launch.check_writable("k", (1, runtime.empty(4)), ["n", "o"], None)
+
+
+def test_free_of_imported_memory_waits_for_queued_kernels(stream):
+    """runtime.free() never waits; the producer's deleter must still run only after the queued work that uses
+    the memory (as rtFree does for the runtime's own memory)."""
+    n = 1 << 16
+    p = Producer(np.zeros(n, np.float32))
+    mb = runtime.from_dlpack(p)
+    p_arr = p.arr
+    gate = threading.Event()
+    stream.launch_host_func(lambda: gate.wait(5))  # the kernel stays queued until the gate opens
+    f = runtime.Module(WRITE_SRC).get_function("fill")
+    stream.launch_kernel(f, mb)
+    runtime.free(mb)
+    assert mb.freed
+    assert p.deleted == 0  # the kernel has not run: the producer's memory must stay
+    gate.set()
+    stream.synchronize()
+    assert p.deleted == 1 and (p_arr == 2).all()
+    del mb
+    gc.collect()
+    assert p.deleted == 1  # exactly once
+
+
+def test_free_of_idle_imported_memory_releases_at_once():
+    p = Producer(np.zeros(8, np.float32))
+    mb = runtime.from_dlpack(p)
+    runtime.free(mb)
+    assert p.deleted == 1
+
+
 # ----------------------------------------------------------------------------------------------- torch, cupy
 
 def test_torch_both_ways():
@@ -299,6 +401,64 @@ def test_torch_both_ways():
     assert back.shape == (2, 3) and back.dtype == torch.int64 and back.sum().item() == 15
     tt = torch.from_dlpack(runtime.from_dlpack(t.t()))  # strided both ways
     assert tt.stride() == t.t().stride() and torch.equal(tt, t.t())
+
+
+def test_torch_tensor_written_by_a_kernel_in_place(stream):
+    torch = pytest.importorskip("torch")
+    t = torch.zeros(64, dtype=torch.float32)
+    d = runtime.from_dlpack(t)
+    assert d.ptr == t.data_ptr() and not d.readonly
+    stream.launch_kernel(runtime.Module(WRITE_SRC).get_function("fill"), d)
+    stream.synchronize()
+    assert torch.equal(t, torch.full((64,), 2.0))  # the kernel wrote torch's own memory
+
+    @runtime.jit
+    def scale(a, k):
+        i = runtime.get_global_id()
+        a[i] = a[i] * k
+
+    stream.launch_kernel(scale, d, 1.5)
+    stream.synchronize()
+    assert torch.equal(t, torch.full((64,), 3.0))
+
+
+def test_torch_from_runtime_memory_with_the_stream_handshake(stream):
+    torch = pytest.importorskip("torch")
+    d = runtime.to_device(np.zeros(1 << 12, np.float32))
+    gate = threading.Event()
+    stream.launch_host_func(lambda: gate.wait(5))
+    stream.memset(d, 0x3F)  # queued behind the gate: torch must not see the zeros
+    threading.Timer(0.05, gate.set).start()  # torch.from_dlpack(d) asks with stream=None: a host wait
+    t = torch.from_dlpack(d)
+    assert gate.is_set() and t.data_ptr() == d.ptr
+    assert torch.all(t.view(torch.int32) == 0x3F3F3F3F)
+    runtime.free(d)  # torch's tensor keeps the memory
+    assert t.view(torch.int32)[-1].item() == 0x3F3F3F3F
+    del t
+    gc.collect()
+
+
+def test_torch_non_contiguous_views():
+    torch = pytest.importorskip("torch")
+    base = torch.arange(24, dtype=torch.int64).reshape(4, 6)
+    for view in (base[:, 1::2], base.t(), base[1:3, 2:5], base.expand(2, 4, 6)[1]):
+        d = runtime.from_dlpack(view)
+        assert d.shape == tuple(view.shape) and d.strides == tuple(s * 8 for s in view.stride())
+        assert d.ptr == view.data_ptr()
+        assert np.array_equal(np.from_dlpack(d), view.numpy())
+        back = torch.from_dlpack(d)
+        assert back.stride() == view.stride() and torch.equal(back, view)
+    b = runtime.from_dlpack(torch.ones(1).expand(1000))  # stride 0: one element
+    assert b.strides == (0,) and b.nbytes == 4 and b.size == 1000
+
+    @runtime.jit
+    def total(a, out):
+        out[0] = a.shape[0] + a[1, 2]
+
+    out = runtime.to_device(np.zeros(1, np.int64))
+    runtime.default_stream().launch_kernel(total, runtime.from_dlpack(base[:, 1::2]), out, global_size=1)
+    runtime.synchronize()
+    assert out.numpy()[0] == 4 + base[:, 1::2][1, 2].item()
 
 
 def test_cupy_both_ways():

@@ -108,6 +108,80 @@ CHECKS = {
             runtime.free(m)
             runtime.free(d)
     """,
+    "cuda_array_interface_export_is_cached_and_refuses_bfloat16": """
+        import ml_dtypes
+        from runtime import _core
+        with dev:
+            d = runtime.to_device(np.arange(6, dtype=np.float32).reshape(2, 3))
+            first = d.__cuda_array_interface__
+            first["shape"] = "mutated"  # a consumer's copy: the next access is unaffected
+            again = d.__cuda_array_interface__
+            assert again is not first and again["shape"] == (2, 3) and again["data"] == (d.ptr, False), again
+            s = runtime.Stream()
+            s.memset(d, 0)
+            done = s.record()
+            assert d.__cuda_array_interface__["stream"] is None and done.query()  # queued work completed first
+            b = runtime.to_device(np.arange(4, dtype=np.float32).astype(ml_dtypes.bfloat16))
+            assert not hasattr(b, "__cuda_array_interface__")  # consumers fall back to DLPack
+            try:
+                b.__cuda_array_interface__
+            except AttributeError as e:
+                assert "bfloat16" in str(e) and "DLPack" in str(e), e
+            else:
+                raise AssertionError("bfloat16 exported through the CUDA Array Interface")
+            hold, ptr, shape, strides, dtype, device, ro, version = _core.import_dlpack(b.__dlpack__(max_version=(1, 0)))
+            assert ptr == b.ptr and dtype == (4, 16, 1) and device == (2, 0) and shape == [4], dtype  # kDLBfloat
+            hold.release()
+            e = runtime.from_dlpack(b)
+            assert e.dtype == ml_dtypes.bfloat16 and e.ptr == b.ptr
+            s.close()
+    """,
+    "cuda_array_interface_import_waits_for_the_producers_stream": """
+        import ctypes, os, threading
+        fake = ctypes.CDLL(os.environ["RUNTIME_CUDA_DRIVER_LIB"])
+        HOSTFN = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+        gate = threading.Event()
+        hold_back = HOSTFN(lambda _: gate.wait(30))
+
+        class Foreign:
+            def __init__(self, cai):
+                self.__cuda_array_interface__ = cai
+
+        with dev:
+            n = 4096
+            d = runtime.to_device(np.zeros(n, np.uint8))  # the context is current on this thread from here on
+            foreign = ctypes.c_void_p()
+            assert fake.cuStreamCreate(ctypes.byref(foreign), 0) == 0
+            # The producer's work, held back on its own stream: a fill queued behind a host function.
+            assert fake.cuLaunchHostFunc(foreign, hold_back, None) == 0
+            assert fake.cuMemsetD8Async(ctypes.c_uint64(d.ptr), ctypes.c_ubyte(7), ctypes.c_size_t(n), foreign) == 0
+            s = runtime.Stream()
+            m = runtime.from_dlpack(Foreign(dict(d.__cuda_array_interface__, stream=foreign.value)), stream=s)
+            assert m.ptr == d.ptr
+            out = runtime.alloc_host(n)  # pinned: the copy needs no host function (the producer's holds that thread)
+            s.launch_copy(out, d)  # ordered after the producer's fill by the import
+            assert not s.query(), "the consumer's stream did not wait for the producer's stream"
+            gate.set()
+            s.synchronize()
+            assert (out == 7).all(), out[:8]
+            for bad, what in ((0, "disallows"), ("x", "must be None")):
+                try:
+                    runtime.from_dlpack(Foreign(dict(d.__cuda_array_interface__, stream=bad)))
+                except BufferError as e:
+                    assert what in str(e), e
+                else:
+                    raise AssertionError(f"stream={bad!r} accepted")
+            try:
+                runtime.from_dlpack(Foreign(dict(d.__cuda_array_interface__, stream=0x12345)))
+            except runtime.InvalidHandleError as e:
+                assert "cuEventRecord" in str(e), e
+            else:
+                raise AssertionError("an unknown foreign stream was accepted")
+            s.synchronize()
+            runtime.free(m)
+            assert fake.cuStreamDestroy_v2(foreign) == 0
+            s.close()
+    """,
 }
 
 

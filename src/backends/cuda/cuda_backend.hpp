@@ -164,6 +164,7 @@ public:
     void host_call_impl(const backend::HostCall& call) override;
     void record_impl(backend::Event& event) override;
     void wait_impl(backend::Event& event) override;
+    void wait_native_impl(void* native) override;
     void launch_impl(const std::shared_ptr<backend::Function>& function, const backend::LaunchShape& shape,
                      void* const* args, const backend::LaunchReport& report) override;
     void synchronize_impl() override;

@@ -198,6 +198,23 @@ void CudaQueue::record_impl(backend::Event& event) {
     e.set_record(std::move(r));
 }
 
+void CudaQueue::wait_native_impl(void* native) {
+    device_.enter();
+    // An event of our own recorded on the foreign stream, waited for here; destroying it at once is allowed (the
+    // queued wait keeps what it needs: CUDA releases a recorded event's resources once it has completed).
+    CUevent ev = nullptr;
+    CU_DEVICE_CHECK(device_, cuEventCreate(&ev, CU_EVENT_DISABLE_TIMING));
+    CUresult r = d_.cuEventRecord(ev, static_cast<CUstream>(native));
+    const char* what = "cuEventRecord (on the foreign stream)";
+    if (r == CUDA_SUCCESS) {
+        r = d_.cuStreamWaitEvent(stream_, ev, 0);
+        what = "cuStreamWaitEvent";
+    }
+    d_.cuEventDestroy(ev);
+    device_.check(r, what);
+    enqueued();
+}
+
 void CudaQueue::wait_impl(backend::Event& event) {
     device_.enter();
     auto& e = static_cast<CudaEvent&>(event);
