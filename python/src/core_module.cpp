@@ -252,9 +252,9 @@ std::string grid_error(const size_t glob[3], const unsigned local[3]) {
 // values after the parameters). launch() packs the 8-byte slots on the stack and launches in one call. It runs in
 // one of two modes:
 //  - speculative (the @runtime.jit fast path, which tries the plan of a previous launch): every argument must have
-//    exactly the type the plan was made for (for memory: the DeviceMemory class and its _dtype value); anything
-//    unusual (another type, freed memory, a value that does not fit) returns None *without launching*, and the
-//    caller takes its full path, which compiles for the new signature or raises;
+//    exactly the type the plan was made for (for memory: the DeviceMemory class, its _dtype value, and C order:
+//    _strides None); anything unusual (another type, strided or freed memory, a value that does not fit) returns
+//    None *without launching*, and the caller takes its full path, which compiles for the new signature or raises;
 //  - strict (the full path, and every runtime.Function launch): every argument is converted, and one that cannot
 //    be raises InvalidValueError naming the kernel, the argument and why.
 // Read-only memory (a read-only DLPack import) is refused for every memory parameter the kernel may write: `writes`
@@ -539,7 +539,7 @@ struct LaunchPlan {
     // True once launched (or nothing to run); None when a speculative launch declines.
     nb::object launch(nb::handle args_h, uintptr_t stream, const size_t* glob_in, const unsigned* local_in,
                       bool strict, nb::handle also = nb::handle()) {
-        static PyObject *s_dtype = nullptr, *s_nbytes = nullptr;
+        static PyObject *s_dtype = nullptr, *s_nbytes = nullptr, *s_strides = nullptr;
         PyObject* args = args_h.ptr();
         if (!PyTuple_Check(args)) {
             if (strict) throw nb::type_error("LaunchPlan: the arguments must be a tuple");
@@ -605,6 +605,13 @@ struct LaunchPlan {
                     int same = dt == want[i] ? 1 : PyObject_RichCompareBool(dt, want[i], Py_EQ);
                     Py_DECREF(dt);
                     if (same != 1) { PyErr_Clear(); return nb::none(); }
+                    // Strided memory (_strides not None) declines: a plan made from C-contiguous memory would index
+                    // it flat; the full path refuses it or specialises on its layout.
+                    PyObject* st = attr(o, "_strides", s_strides);
+                    if (!st) { PyErr_Clear(); return nb::none(); }
+                    const bool contiguous = st == Py_None;
+                    Py_DECREF(st);
+                    if (!contiguous) return nb::none();
                     ok = true;
                 }
                 ok = ok && pack_memory(o, strict, writes[i] != 0, slots[i], why);

@@ -48,6 +48,26 @@ def skip_unless_kernels_run(dev=0):
         pytest.skip(f"{device_name(dev)} is on the fake CUDA driver, which runs no kernel code: checked on a GPU")
 
 
+# ---- @runtime.jit tests: compiled kernels against the reference mode
+MODES = ["compiled", "reference"]
+
+
+def jit_run(mode, kernel, args, **launch):
+    """Launch @runtime.jit kernel `kernel` in `mode` ("compiled" or "reference") on device copies of args (numpy
+    arrays; other values are passed as they are) on a fresh stream; the host copies of its device buffers, in order.
+    Compiled runs are skipped where kernels compute nothing (the fake CUDA driver)."""
+    if mode == "compiled":
+        skip_unless_kernels_run()
+    dev = [runtime.to_device(a) if isinstance(a, np.ndarray) else a for a in args]
+    s = runtime.Stream()
+    try:
+        s.launch_kernel(runtime.jit(kernel.fn, interpret=(mode == "reference")), *dev, **launch)
+        s.synchronize()
+    finally:
+        s.close()
+    return [d.numpy() for d in dev if isinstance(d, runtime.DeviceMemory)]
+
+
 @pytest.fixture
 def stream():
     s = runtime.Stream()

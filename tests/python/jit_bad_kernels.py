@@ -108,6 +108,47 @@ def barrier_in_while_on_memory_index(x):
 
 
 @runtime.jit
+def barrier_loop_over_reassigned_parameter(out, n):
+    n = runtime.get_local_id(0)
+    c = 0
+    for _ in range(n):  # LINE:per-item value 'n'
+        runtime.barrier()
+        c += 1
+    out[runtime.get_global_id(0)] = c
+
+
+@runtime.jit
+def parameter_assigned_per_item(out, n):
+    if runtime.get_local_id(0) == 0:
+        n = 3  # LINE:parameter 'n' is assigned a per-item value
+    runtime.barrier()
+    out[runtime.get_global_id(0)] = n
+
+
+@runtime.jit
+def barrier_in_while_reading_memory(done):
+    while done[0] == 0:  # LINE:reads memory ('done[0]')
+        runtime.barrier()
+        if runtime.get_local_id(0) == 0:
+            done[0] = 1
+
+
+@runtime.jit
+def barrier_in_for_over_memory_bound(x):
+    for k in range(x[0]):  # LINE:range reads memory ('x[0]')
+        runtime.barrier()
+
+
+@runtime.jit
+def barrier_in_if_on_local_array(x):
+    t = runtime.local_array(4, np.int32)
+    t[runtime.get_local_id(0) % 4] = 1
+    runtime.barrier()
+    if t[0] > 0:  # LINE:condition reads memory ('t[0]')
+        runtime.barrier()
+
+
+@runtime.jit
 def return_before_barrier(x):
     i = runtime.get_global_id(0)
     if i > 3:

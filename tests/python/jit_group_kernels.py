@@ -512,3 +512,98 @@ def signed_and_unsigned_order(x, out, v):
     if v < lid:
         r += 1000
     out[runtime.get_global_id(0)] = r + buf[lid]
+
+
+# ---- uniformity through parameters and memory (groups.py)
+
+@runtime.jit
+def divergent_through_reassigned_parameter(n, out):
+    """Refused: the loop around the barrier runs a per-item number of times (n is reassigned a local id)."""
+    n = runtime.get_local_id(0)
+    c = 0
+    for _ in range(n):
+        runtime.barrier()
+        c += 1
+    out[runtime.get_global_id(0)] = c
+
+
+@runtime.jit
+def reassigned_parameter_stays_uniform(n, out):
+    """A parameter assigned only uniform values at group level is a group variable: fine around barriers."""
+    buf = runtime.local_array(MAX_GROUP, np.int64)
+    lid = runtime.get_local_id(0)
+    n = n // 2
+    c = 0
+    for _ in range(n):
+        buf[lid] = lid + 1
+        runtime.barrier()
+        c += buf[runtime.get_local_size(0) - 1 - lid]
+        runtime.barrier()
+    out[runtime.get_global_id(0)] = c
+
+
+@runtime.jit
+def flag_loop_through_a_group_local(done, out):
+    """The memory a loop around barriers tests is read into a group variable between barriers (every item reads
+    it after the write and before the next one), not in the loop's condition."""
+    grp = runtime.get_group_id(0)
+    v = done[grp]
+    c = 0
+    while v == 0:
+        runtime.barrier()
+        if runtime.get_local_id(0) == 0:
+            done[grp] = 1
+        c += 1
+        runtime.barrier()
+        v = done[grp]
+    out[runtime.get_global_id(0)] = c
+
+
+@runtime.jit
+def loop_over_a_shape_with_barriers(x, out):
+    """a.shape[d] in a barrier loop's range is a uniform value, not a memory read."""
+    buf = runtime.local_array(MAX_GROUP, np.float64)
+    lid = runtime.get_local_id(0)
+    acc = 0.0
+    for r in range(x.shape[0]):
+        buf[lid] = x[r, runtime.get_global_id(0)]
+        runtime.barrier()
+        acc += buf[runtime.get_local_size(0) - 1 - lid]
+        runtime.barrier()
+    out[runtime.get_global_id(0)] = acc
+
+
+@runtime.jit
+def read_2d(a, out, y, x):
+    out[0] = a[y, x]
+
+
+# ---- local arrays passed to device functions (a pointer to the group's array; shaped where the callee needs it)
+
+@runtime.jit
+def store_tile_row(tile, r, v):
+    """Writes row r of a 2-D array: tile[r, c] = v + c (shaped: it reads tile.shape[1])."""
+    for c in range(tile.shape[1]):
+        tile[r, c] = v + c
+
+
+@runtime.jit
+def flat_sum(buf, n):
+    """buf[0] + ... + buf[n - 1], indexed flat."""
+    s = buf[0] * 0
+    for i in range(n):
+        s += buf[i]
+    return s
+
+
+@runtime.jit
+def local_arrays_through_device_functions(x, out):
+    """Each item fills its row of a TILE x TILE local tile through a device function and sums it through another
+    (2-D, shaped arrays); after the barrier it sums the group's x from a 1-D local array (flat)."""
+    tile = runtime.local_array((TILE, TILE), np.float32)
+    buf = runtime.local_array(TILE, np.float32)
+    lid = runtime.get_local_id(0)
+    buf[lid] = x[runtime.get_global_id(0)]
+    store_tile_row(tile, lid, np.float32(lid * 100))
+    runtime.barrier()
+    out[runtime.get_global_id(0)] = row_sum(tile, lid) + flat_sum(buf, TILE) + runtime.atomic_add(buf, 0, 0)

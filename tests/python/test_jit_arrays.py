@@ -5,48 +5,36 @@ import numpy as np
 import pytest
 
 import runtime
-from conftest import skip_unless_kernels_run
+from conftest import MODES, jit_run, skip_unless_kernels_run
 
 import jit_group_kernels as K
-
-MODES = ["compiled", "reference"]
-
-
-def run(mode, kernel, args, **launch):
-    if mode == "compiled":
-        skip_unless_kernels_run()
-    dev = [runtime.to_device(a) if isinstance(a, np.ndarray) else a for a in args]
-    s = runtime.Stream()
-    s.launch_kernel(runtime.jit(kernel.fn, interpret=(mode == "reference")), *dev, **launch)
-    s.synchronize()
-    return [d.numpy() for d in dev if isinstance(d, runtime.DeviceMemory)]
 
 
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("shape", [(1, 1), (7, 13), (64, 33)])
 def test_2d_indexing(mode, shape, rng):
     a, b = (rng.standard_normal(shape).astype(np.float32) for _ in range(2))
-    *_, out = run(mode, K.add_2d, [a, b, np.zeros(shape, np.float32)], global_size=shape[::-1])
+    *_, out = jit_run(mode, K.add_2d, [a, b, np.zeros(shape, np.float32)], global_size=shape[::-1])
     np.testing.assert_allclose(out, a + 2 * b, rtol=1e-6)
 
 
 @pytest.mark.parametrize("mode", MODES)
 def test_shape_strides_ndim_size(mode):
     a = np.zeros((5, 7), np.float64)
-    _, out = run(mode, K.shape_and_strides, [a, np.zeros(6, np.int64)], global_size=1)
+    _, out = jit_run(mode, K.shape_and_strides, [a, np.zeros(6, np.int64)], global_size=1)
     np.testing.assert_array_equal(out, [5, 7, 56, 8, 2, 35])
 
 
 @pytest.mark.parametrize("mode", MODES)
 def test_3d_indexing(mode, rng):
     a = rng.standard_normal((4, 3, 5))
-    _, out = run(mode, K.sum_3d, [a, np.zeros(4)], global_size=4)
+    _, out = jit_run(mode, K.sum_3d, [a, np.zeros(4)], global_size=4)
     np.testing.assert_allclose(out, a.sum(axis=(1, 2)), rtol=1e-12)
 
 
 @pytest.mark.parametrize("mode", MODES)
 def test_1d_shape(mode):
-    _, out = run(mode, K.length_of, [np.zeros(9, np.float32), np.zeros(3, np.int64)], global_size=3)
+    _, out = jit_run(mode, K.length_of, [np.zeros(9, np.float32), np.zeros(3, np.int64)], global_size=3)
     np.testing.assert_array_equal(out, [9, 9, 9])
 
 
@@ -113,5 +101,30 @@ def test_strided_memory_indexed_flat_is_refused_on_cached_paths():
         with pytest.raises(runtime.InvalidValueError, match="strided device memory, which the kernel indexes flat"):
             s.launch_kernel(k, 2.0, strided, a, out, global_size=8)
     s.launch_kernel(k, 2.0, a, a, out, global_size=8)  # contiguous memory still takes the cached plan
+    s.synchronize()
+    np.testing.assert_array_equal(out.numpy(), np.full(8, 3, np.float32))
+
+
+def test_strided_memory_refused_after_a_default_shaped_contiguous_launch():
+    """The fastest path (Stream.launch_kernel with no sizes: the C++ LaunchPlan of the previous default-shaped
+    launch) declines strided memory of the plan's dtype, so the full path refuses it; contiguous memory keeps it."""
+    skip_unless_kernels_run()
+    from jit_kernels import saxpy
+    k = runtime.jit(saxpy.fn)
+    strided = runtime.from_dlpack(np.arange(16, dtype=np.float32).reshape(4, 4)[:, ::2])
+    assert not strided.is_contiguous and strided.dtype == np.float32
+    out, a = runtime.empty(8, np.float32), runtime.to_device(np.ones(8, np.float32))
+    s = runtime.Stream()
+    for _ in range(2):  # the second launch takes the plan the first one left
+        s.launch_kernel(k, 2.0, a, a, out)
+    s.synchronize()
+    assert k._last_plan is not None
+    for _ in range(2):
+        with pytest.raises(runtime.InvalidValueError, match="strided device memory, which the kernel indexes flat"):
+            s.launch_kernel(k, 2.0, strided, a, out)
+        with pytest.raises(runtime.InvalidValueError, match="strided device memory, which the kernel indexes flat"):
+            s.launch_kernel(k, 2.0, a, a, strided)
+    s.launch_copy(out, np.zeros(8, np.float32))
+    s.launch_kernel(k, 2.0, a, a, out)  # contiguous memory still takes the plan
     s.synchronize()
     np.testing.assert_array_equal(out.numpy(), np.full(8, 3, np.float32))

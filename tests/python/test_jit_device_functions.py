@@ -7,27 +7,16 @@ import numpy as np
 import pytest
 
 import runtime
-from conftest import skip_unless_kernels_run
+from conftest import MODES, jit_run, skip_unless_kernels_run
 
 import jit_group_kernels as K
-
-MODES = ["compiled", "reference"]
-
-
-def run(mode, kernel, args, **launch):
-    if mode == "compiled":
-        skip_unless_kernels_run()
-    dev = [runtime.to_device(a) if isinstance(a, np.ndarray) else a for a in args]
-    s = runtime.Stream()
-    s.launch_kernel(runtime.jit(kernel.fn, interpret=(mode == "reference")), *dev, **launch)
-    s.synchronize()
-    return [d.numpy() for d in dev if isinstance(d, runtime.DeviceMemory)]
 
 
 @pytest.mark.parametrize("mode", MODES)
 def test_nested_device_functions_math_and_atomics(mode, rng):
     x, y = (rng.uniform(-3, 3, 500).astype(np.float32) for _ in range(2))
-    _, _, out, total = run(mode, K.uses_device_functions, [x, y, np.zeros(500, np.float32), np.zeros(1, np.float32)])
+    _, _, out, total = jit_run(mode, K.uses_device_functions,
+                               [x, y, np.zeros(500, np.float32), np.zeros(1, np.float32)])
     np.testing.assert_allclose(out, np.clip(np.hypot(x, y), 0.5, 3), rtol=1e-6)
     assert total[0] == 4 * 500
 
@@ -35,7 +24,7 @@ def test_nested_device_functions_math_and_atomics(mode, rng):
 @pytest.mark.parametrize("mode", MODES)
 def test_device_function_specialised_per_argument_type(mode):
     x = np.arange(-5, 5, dtype=np.int32)
-    _, out = run(mode, K.ints_through_device_functions, [x, np.zeros(10, np.int64)])
+    _, out = jit_run(mode, K.ints_through_device_functions, [x, np.zeros(10, np.int64)])
     np.testing.assert_array_equal(out, x.astype(np.int64) ** 2 + np.arange(10) ** 2)
 
 
@@ -53,7 +42,7 @@ def test_one_rt_device_function_per_specialisation():
 @pytest.mark.parametrize("mode", MODES)
 def test_device_function_indexes_a_shaped_array(mode, rng):
     m = rng.standard_normal((6, 5)).astype(np.float32)
-    _, out = run(mode, K.row_sums, [m, np.zeros(6, np.float32)], global_size=6)
+    _, out = jit_run(mode, K.row_sums, [m, np.zeros(6, np.float32)], global_size=6)
     np.testing.assert_allclose(out, m.sum(axis=1), rtol=1e-5)
 
 
@@ -127,3 +116,26 @@ def test_device_function_constants_are_part_of_the_callers_key(monkeypatch):
 def test_device_functions_called_from_python_outside_kernels():
     with pytest.raises(runtime.InvalidValueError, match="launch_kernel"):
         K.square(3)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_local_arrays_passed_to_device_functions(mode, rng):
+    """A local array passed to a device function: 2-D and shaped (its shape a constant of the call), 1-D and flat,
+    written and read there, across a barrier; on cpu the calls run inside the group form's rt_items blocks."""
+    t = K.TILE
+    x = rng.integers(-50, 50, 3 * t).astype(np.float32)
+    _, out = jit_run(mode, K.local_arrays_through_device_functions, [x, np.zeros(3 * t, np.float32)],
+                     local_size=t)
+    lid = np.tile(np.arange(t), 3)
+    rows = lid * 100 * t + t * (t - 1) / 2  # row lid of the tile: lid * 100 + c for each column c
+    np.testing.assert_array_equal(out, rows + np.repeat(x.reshape(3, t).sum(axis=1), t) + np.repeat(x[::t], t))
+
+
+def test_local_array_arguments_in_the_generated_code():
+    x = runtime.empty(3 * K.TILE, np.float32)
+    t = K.TILE
+    for target in ("cpu", "cuda"):
+        src = K.local_arrays_through_device_functions.source(x, x, target=target)
+        assert f"(&tile[0][0], lid, " in src and f", {t}L, {t}L, {t}L" in src, src  # pointer, shape, stride
+        assert "(&buf[0], " in src, src
+    assert "rt_items(rt_it)" in K.local_arrays_through_device_functions.source(x, x, target="cpu")

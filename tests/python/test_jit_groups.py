@@ -2,43 +2,14 @@
 blocks; the flat form elsewhere) against the reference mode (items of a group stepped from barrier to barrier) and
 numpy, for group sizes 1, 7, 64, 256 and 1024 and 2-D/3-D groups; reductions, scans, transposes and tiled products
 through local arrays; divergent barriers refused; whole groups required."""
-import functools
 
 import numpy as np
 import pytest
 
 import runtime
-from conftest import skip_unless_kernels_run
+from conftest import MODES, jit_run, skip_unless_kernels_run
 
 import jit_group_kernels as K
-
-MODES = ["compiled", "reference"]
-
-
-@functools.lru_cache(maxsize=None)
-def _dialect_has_groups():
-    """Whether the C++ dialect has work-group barriers (rt_barrier, RT_LOCAL, rt_items): issue 13 item 1."""
-    src = ("RT_KERNEL void probe(float* x) { RT_LOCAL float t[4]; rt_items(it) { t[get_local_id(0)] = 1.0f; } "
-           "rt_items(it) { x[get_global_id(0)] = t[0]; } }")
-    try:
-        runtime.Module(src)
-    except runtime.Error:
-        return False
-    return True
-
-
-def run(mode, kernel, args, **launch):
-    """Launch kernel in `mode` on device copies of args; the host copies of its device buffers."""
-    if mode == "compiled":
-        if not _dialect_has_groups():
-            pytest.skip("the kernel dialect has no work-group barriers yet (rt_barrier/rt_items: issue 13 item 1)")
-        skip_unless_kernels_run()
-    dev = [runtime.to_device(a) if isinstance(a, np.ndarray) else a for a in args]
-    s = runtime.Stream()
-    k = runtime.jit(kernel.fn, interpret=(mode == "reference"))
-    s.launch_kernel(k, *dev, **launch)
-    s.synchronize()
-    return [d.numpy() for d in dev if isinstance(d, runtime.DeviceMemory)]
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -46,7 +17,7 @@ def run(mode, kernel, args, **launch):
 def test_group_sum_every_group_size(mode, group, rng):
     groups = 3
     x = rng.standard_normal(group * groups).astype(np.float32)
-    _, out = run(mode, K.group_sum, [x, np.zeros(groups, np.float32)], local_size=group)
+    _, out = jit_run(mode, K.group_sum, [x, np.zeros(groups, np.float32)], local_size=group)
     np.testing.assert_allclose(out, x.reshape(groups, group).sum(axis=1), rtol=1e-4, atol=1e-4)
 
 
@@ -54,7 +25,7 @@ def test_group_sum_every_group_size(mode, group, rng):
 @pytest.mark.parametrize("group", [1, 7, 64, 256, 1024])
 def test_group_reverse_reads_other_items_writes(mode, group, rng):
     x = rng.integers(-1000, 1000, group * 2).astype(np.int32)
-    _, out = run(mode, K.group_reverse, [x, np.zeros_like(x)], local_size=group)
+    _, out = jit_run(mode, K.group_reverse, [x, np.zeros_like(x)], local_size=group)
     np.testing.assert_array_equal(out, x.reshape(2, group)[:, ::-1].ravel())
 
 
@@ -62,7 +33,7 @@ def test_group_reverse_reads_other_items_writes(mode, group, rng):
 @pytest.mark.parametrize("group", [7, 64, 256])
 def test_group_scan(mode, group, rng):
     x = rng.integers(-50, 50, group * 3).astype(np.int64)
-    _, out = run(mode, K.group_scan, [x, np.zeros_like(x)], local_size=group)
+    _, out = jit_run(mode, K.group_scan, [x, np.zeros_like(x)], local_size=group)
     np.testing.assert_array_equal(out, np.cumsum(x.reshape(3, group), axis=1).ravel())
 
 
@@ -70,8 +41,8 @@ def test_group_scan(mode, group, rng):
 def test_transpose_through_a_2d_local_tile(mode, rng):
     n = 48
     a = rng.standard_normal((n, n)).astype(np.float32)
-    _, out = run(mode, K.transpose_tiles, [a.ravel(), np.zeros(n * n, np.float32), n], global_size=(n, n),
-                 local_size=(16, 16))
+    _, out = jit_run(mode, K.transpose_tiles, [a.ravel(), np.zeros(n * n, np.float32), n], global_size=(n, n),
+                     local_size=(16, 16))
     np.testing.assert_array_equal(out.reshape(n, n), a.T)
 
 
@@ -79,8 +50,8 @@ def test_transpose_through_a_2d_local_tile(mode, rng):
 def test_tiled_matmul_flat(mode, rng):
     n = 48
     a, b = (rng.standard_normal((n, n)).astype(np.float32) for _ in range(2))
-    *_, c = run(mode, K.matmul_tiled_flat, [a.ravel(), b.ravel(), np.zeros(n * n, np.float32), n],
-                global_size=(n, n), local_size=(16, 16))
+    *_, c = jit_run(mode, K.matmul_tiled_flat, [a.ravel(), b.ravel(), np.zeros(n * n, np.float32), n],
+                    global_size=(n, n), local_size=(16, 16))
     np.testing.assert_allclose(c.reshape(n, n), a @ b, rtol=1e-4, atol=1e-4)
 
 
@@ -88,7 +59,7 @@ def test_tiled_matmul_flat(mode, rng):
 def test_tiled_matmul_on_shaped_arrays(mode, rng):
     n = 32
     a, b = (rng.standard_normal((n, n)).astype(np.float32) for _ in range(2))
-    *_, c = run(mode, K.matmul_tiled, [a, b, np.zeros((n, n), np.float32)], global_size=(n, n), local_size=(16, 16))
+    *_, c = jit_run(mode, K.matmul_tiled, [a, b, np.zeros((n, n), np.float32)], global_size=(n, n), local_size=(16, 16))
     np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-4)
 
 
@@ -96,7 +67,7 @@ def test_tiled_matmul_on_shaped_arrays(mode, rng):
 @pytest.mark.parametrize("local", [(4, 4, 4), (2, 8, 1), (1, 1, 1)])
 def test_3d_groups(mode, local):
     glob = (local[0] * 2, local[1] * 2, local[2] * 2)
-    out, = run(mode, K.group_ids_3d, [np.zeros(int(np.prod(glob)), np.int32)], global_size=glob, local_size=local)
+    out, = jit_run(mode, K.group_ids_3d, [np.zeros(int(np.prod(glob)), np.int32)], global_size=glob, local_size=local)
     total = int(np.prod(local))
     want = np.zeros(glob[::-1], np.int32)
     for z in range(glob[2]):
@@ -111,7 +82,7 @@ def test_3d_groups(mode, local):
 @pytest.mark.parametrize("mode", MODES)
 def test_per_item_values_live_across_barriers(mode, rng):
     x = rng.standard_normal(512).astype(np.float32)
-    _, out = run(mode, K.private_across_barriers, [x, np.zeros_like(x)])
+    _, out = jit_run(mode, K.private_across_barriers, [x, np.zeros_like(x)])
     mine = x * 2
     left = np.roll(mine.reshape(2, 256), 1, axis=1).ravel()
     np.testing.assert_allclose(out, mine + left + left, rtol=1e-6)
@@ -121,7 +92,7 @@ def test_per_item_values_live_across_barriers(mode, rng):
 @pytest.mark.parametrize("rounds", [0, 1, 5])
 def test_uniform_loop_with_barrier(mode, rounds):
     x = np.arange(128, dtype=np.int32)
-    _, out = run(mode, K.uniform_for_with_barrier, [x, np.zeros_like(x), rounds], local_size=64)
+    _, out = jit_run(mode, K.uniform_for_with_barrier, [x, np.zeros_like(x), rounds], local_size=64)
     want = x.reshape(2, 64).copy()
     for r in range(rounds):
         want = np.roll(want, -1, axis=1) + r
@@ -132,7 +103,7 @@ def test_uniform_loop_with_barrier(mode, rounds):
 @pytest.mark.parametrize("flag", [0, 1])
 def test_uniform_if_with_barrier(mode, flag):
     x = np.arange(128, dtype=np.int32)
-    _, out = run(mode, K.uniform_if_with_barrier, [x, np.zeros_like(x), flag], local_size=64)
+    _, out = jit_run(mode, K.uniform_if_with_barrier, [x, np.zeros_like(x), flag], local_size=64)
     want = x.reshape(2, 64)[:, ::-1].ravel() if flag else -x
     np.testing.assert_array_equal(out, want)
 
@@ -140,14 +111,14 @@ def test_uniform_if_with_barrier(mode, flag):
 @pytest.mark.parametrize("mode", MODES)
 def test_local_array_without_barrier(mode, rng):
     x = rng.standard_normal(1000).astype(np.float32)  # a partial last group: no barrier, so allowed
-    _, out = run(mode, K.local_no_barrier, [x, np.zeros_like(x)])
+    _, out = jit_run(mode, K.local_no_barrier, [x, np.zeros_like(x)])
     np.testing.assert_allclose(out, (x + 1) * 2, rtol=1e-6)
 
 
 @pytest.mark.parametrize("mode", MODES)
 def test_sum_with_atomic_total(mode, rng):
     x = rng.standard_normal(256 * 8)
-    _, total = run(mode, K.group_sum_atomic, [x, np.zeros(1)])
+    _, total = jit_run(mode, K.group_sum_atomic, [x, np.zeros(1)])
     np.testing.assert_allclose(total[0], x.sum(), rtol=1e-9)
 
 
@@ -156,14 +127,12 @@ def test_local_memory_does_not_leak_between_groups(mode):
     """Each group starts from what its own items write: a group whose items write nothing to slot i reads what
     another group left there only if memory leaked; here every group writes every slot, and sums must be its own."""
     x = np.repeat(np.arange(16, dtype=np.float32), 64)  # group g holds 64 copies of g
-    _, out = run(mode, K.group_sum, [x, np.zeros(16, np.float32)], local_size=64)
+    _, out = jit_run(mode, K.group_sum, [x, np.zeros(16, np.float32)], local_size=64)
     np.testing.assert_array_equal(out, np.arange(16, dtype=np.float32) * 64)
 
 
 @pytest.mark.parametrize("mode", MODES)
 def test_barrier_kernels_need_whole_groups(mode):
-    if mode == "compiled" and not _dialect_has_groups():
-        pytest.skip("the kernel dialect has no work-group barriers yet")
     s = runtime.Stream()
     k = runtime.jit(K.group_sum.fn, interpret=(mode == "reference"))
     with pytest.raises(runtime.InvalidValueError, match="group_sum"):
@@ -230,8 +199,8 @@ def test_grid_stride_item_loop(mode, group, rng):
     groups = 3
     n = group * groups * 4 + 5  # a partial last step: items past n skip it
     x = rng.standard_normal(n).astype(np.float32)
-    _, out = run(mode, K.grid_stride_sum, [x, np.zeros(groups, np.float32), n], global_size=group * groups,
-                    local_size=group)
+    _, out = jit_run(mode, K.grid_stride_sum, [x, np.zeros(groups, np.float32), n], global_size=group * groups,
+                     local_size=group)
     gs = group * groups
     want = [sum(float(x[i]) for g in range(k * group, (k + 1) * group) for i in range(g, n, gs))
             for k in range(groups)]
@@ -244,8 +213,8 @@ def test_grid_stride_sums_are_the_flat_forms_bit_for_bit(rng):
     group, groups = 64, 4
     n = group * groups * 9 + 17
     x = rng.standard_normal(n).astype(np.float32)
-    outs = [run(mode, K.grid_stride_sum, [x, np.zeros(groups, np.float32), n], global_size=group * groups,
-                local_size=group)[1] for mode in MODES]
+    outs = [jit_run(mode, K.grid_stride_sum, [x, np.zeros(groups, np.float32), n], global_size=group * groups,
+                    local_size=group)[1] for mode in MODES]
     np.testing.assert_array_equal(outs[0], outs[1])
 
 
@@ -255,7 +224,7 @@ def test_item_loop_forms(mode, group, rng):
     groups, n = 2, 5
     m = group * groups + 3
     x = rng.integers(-100, 100, m).astype(np.int64)
-    _, out = run(mode, K.item_loop_forms, [x, np.zeros(2 * group * groups, np.int64), n, m],
+    _, out = jit_run(mode, K.item_loop_forms, [x, np.zeros(2 * group * groups, np.int64), n, m],
                      global_size=group * groups, local_size=group)
     gsz = group * groups
     acc, last = np.zeros(gsz, np.int64), np.full(gsz, -1, np.int64)
@@ -275,7 +244,7 @@ def test_item_loop_in_2d_groups(mode, local, rng):
     rows, cols = 45, 2 * local[0]
     a = rng.standard_normal(rows * cols)
     gy = 2 * local[1]
-    _, out = run(mode, K.column_sums_2d, [a, np.zeros(2 * cols), rows, cols], global_size=(cols, gy),
+    _, out = jit_run(mode, K.column_sums_2d, [a, np.zeros(2 * cols), rows, cols], global_size=(cols, gy),
                      local_size=local)
     a2 = a.reshape(rows, cols)
     want = np.zeros((2, cols))
@@ -289,7 +258,7 @@ def test_item_loop_in_2d_groups(mode, local, rng):
 def test_loops_left_to_the_items(mode, group, rng):
     n = group * 3
     x = rng.integers(0, 100, n).astype(np.int64)
-    _, out = run(mode, K.loops_left_to_items, [x, np.zeros(n, np.int64), n], local_size=group)
+    _, out = jit_run(mode, K.loops_left_to_items, [x, np.zeros(n, np.int64), n], local_size=group)
     first = np.array([next((i for i in range(g, n, n) if x[i] > 50), -1) for g in range(n)])
     c = np.array([sum(int(x[(g + k) % n]) for k in range(4)) for g in range(n)])
     np.testing.assert_array_equal(out, first.reshape(3, group)[:, ::-1].ravel() * 1000 + c)
@@ -300,7 +269,7 @@ def test_loops_left_to_the_items(mode, group, rng):
 def test_unsigned_order_only_for_values_known_nonnegative(mode, v):
     group = 8
     x = np.arange(group * 2, dtype=np.int32)
-    _, out = run(mode, K.signed_and_unsigned_order, [x, np.zeros_like(x), v], local_size=group)
+    _, out = jit_run(mode, K.signed_and_unsigned_order, [x, np.zeros_like(x), v], local_size=group)
     lid = np.tile(np.arange(group), 2)
     s, m = group // 2, v % 5
     want = (lid < s) * 1 + (lid - 3 < s) * 10 + (m <= lid) * 100 + (v < lid) * 1000 + x
@@ -327,3 +296,77 @@ def test_generated_item_loops_and_unsigned_comparisons():
     assert "((uint64_t)(lid) < (uint64_t)(s))" in order, order  # both >= 0
     assert "((uint64_t)(m) <= (uint64_t)(lid))" in order, order  # m = v % 5 is >= 0 whatever v
     assert "(d < s)" in order and "(v < lid)" in order, order  # d and v may be negative: signed
+
+
+# ---- uniformity through parameters and memory
+
+def test_a_reassigned_parameter_is_not_uniform():
+    """n = get_local_id(0) makes the parameter per item: the loop around the barrier is divergent, refused when
+    compiled (cpu and cuda alike), reported by the reference mode at run time."""
+    args = (8, runtime.empty(8, np.int64))
+    for target in ("cpu", "cuda"):
+        with pytest.raises(runtime.CompileError, match="per-item value 'n'") as e:
+            K.divergent_through_reassigned_parameter.source(*args, target=target)
+        assert "jit_group_kernels.py:" in str(e.value), e.value
+    with pytest.raises(runtime.LaunchError, match="divergent control flow"):
+        jit_run("reference", K.divergent_through_reassigned_parameter, [8, np.zeros(8, np.int64)], global_size=8,
+                local_size=8)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("group", [1, 7, 64])
+def test_a_parameter_assigned_uniformly_stays_a_group_value(mode, group):
+    n = 7
+    (out,) = jit_run(mode, K.reassigned_parameter_stays_uniform, [n, np.zeros(2 * group, np.int64)],
+                     local_size=group)
+    lid = np.tile(np.arange(group), 2)
+    np.testing.assert_array_equal(out, (n // 2) * (group - lid))
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("group", [1, 7, 64])
+def test_memory_tested_through_a_group_local(mode, group):
+    done, out = jit_run(mode, K.flag_loop_through_a_group_local, [np.zeros(3, np.int32),
+                                                                  np.zeros(3 * group, np.int64)],
+                        global_size=3 * group, local_size=group)
+    np.testing.assert_array_equal(done, [1, 1, 1])
+    np.testing.assert_array_equal(out, np.ones(3 * group))
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_shape_in_a_barrier_loop_range_is_uniform(mode, rng):
+    x = rng.standard_normal((5, 64))
+    _, out = jit_run(mode, K.loop_over_a_shape_with_barriers, [x, np.zeros(64)], global_size=64, local_size=32)
+    want = x.reshape(5, 2, 32)[:, :, ::-1].reshape(5, 64).sum(axis=0)
+    np.testing.assert_allclose(out, want, rtol=1e-12)
+
+
+def test_memory_in_a_barrier_loop_condition_is_refused_on_every_target():
+    """A condition that reads memory is evaluated by each item at its own time in the flat (cuda) form: refused on
+    every target alike, with the way to write it (its file and line: jit_bad_kernels.py, test_jit.py)."""
+    import jit_bad_kernels as B
+    d = runtime.empty(4, np.int32)
+    for target in ("cpu", "cuda"):
+        with pytest.raises(runtime.CompileError, match=r"reads memory \('done\[0\]'\).*runtime.barrier\(\); v = "):
+            B.barrier_in_while_reading_memory.source(d, target=target)
+
+
+# ---- indices past a shaped array's dimensions (docs/jit.md "Shaped arrays")
+
+@pytest.mark.parametrize("y,x", [(0, 4), (1, 5), (2, 4), (3, 0), (-4, 0), (0, -5)])
+def test_reference_mode_checks_every_axis(y, x):
+    """The reference mode indexes as NumPy does: an index past its own axis raises IndexError even where the flat
+    offset y * 4 + x would be inside the memory (compiled kernels do not check: undefined, as for flat buffers)."""
+    a = np.arange(12, dtype=np.float32).reshape(3, 4)
+    with pytest.raises(runtime.LaunchError, match=f"IndexError: index {y if not -3 <= y < 3 else x} is out of "
+                                                  f"bounds for axis {0 if not -3 <= y < 3 else 1} with size "
+                                                  f"{3 if not -3 <= y < 3 else 4}"):
+        jit_run("reference", K.read_2d, [a, np.zeros(1, np.float32), y, x], global_size=1)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("y,x", [(0, 0), (1, 3), (2, 1)])
+def test_indices_inside_the_shape(mode, y, x):
+    a = np.arange(12, dtype=np.float32).reshape(3, 4)
+    _, out = jit_run(mode, K.read_2d, [a, np.zeros(1, np.float32), y, x], global_size=1)
+    assert out[0] == a[y, x]

@@ -5,27 +5,15 @@ import numpy as np
 import pytest
 
 import runtime
-from conftest import skip_unless_kernels_run
+from conftest import MODES, jit_run, skip_unless_kernels_run
 
 import jit_group_kernels as K
-
-MODES = ["compiled", "reference"]
-
-
-def run(mode, kernel, args, **launch):
-    if mode == "compiled":
-        skip_unless_kernels_run()
-    dev = [runtime.to_device(a) if isinstance(a, np.ndarray) else a for a in args]
-    s = runtime.Stream()
-    s.launch_kernel(runtime.jit(kernel.fn, interpret=(mode == "reference")), *dev, **launch)
-    s.synchronize()
-    return [d.numpy() for d in dev if isinstance(d, runtime.DeviceMemory)]
 
 
 @pytest.mark.parametrize("mode", MODES)
 def test_print(mode, capfd):
-    run(mode, K.prints, [np.array([0.5, 2.25, 3, 4], np.float32), 4])
-    run(mode, K.prints_percent, [np.array([7], np.int32)], global_size=1)
+    jit_run(mode, K.prints, [np.array([0.5, 2.25, 3, 4], np.float32), 4])
+    jit_run(mode, K.prints_percent, [np.array([7], np.int32)], global_size=1)
     out = capfd.readouterr().out
     assert out == "item 1 of 4 value 2.25 True!\n100% of 7\n", repr(out)
 
@@ -39,12 +27,12 @@ def test_print_source():
 def test_float16_buffers(mode, rng):
     x = rng.uniform(0, 4, 300).astype(np.float16)
     y = rng.uniform(-1, 1, 300).astype(np.float16)
-    *_, out = run(mode, K.half_axpy, [np.float16(1.5), x, y, np.zeros(300, np.float16)])
+    *_, out = jit_run(mode, K.half_axpy, [np.float16(1.5), x, y, np.zeros(300, np.float16)])
     assert out.dtype == np.float16
     np.testing.assert_allclose(out.astype(np.float32), 1.5 * x.astype(np.float32) + y, rtol=2e-3, atol=2e-3)
-    _, out2 = run(mode, K.half_math, [x, np.zeros(300, np.float16)])
+    _, out2 = jit_run(mode, K.half_math, [x, np.zeros(300, np.float16)])
     np.testing.assert_allclose(out2.astype(np.float32), np.sqrt(x.astype(np.float32)) + 0.5, rtol=2e-3)
-    _, out3 = run(mode, K.half_to_float, [x, np.zeros(300, np.float32)])
+    _, out3 = jit_run(mode, K.half_to_float, [x, np.zeros(300, np.float32)])
     np.testing.assert_allclose(out3, x.astype(np.float32) * 3, rtol=1e-6)
 
 
@@ -59,8 +47,8 @@ def test_bfloat16_buffers(mode, rng):
     ml_dtypes = pytest.importorskip("ml_dtypes")
     bf = np.dtype(ml_dtypes.bfloat16)
     x = rng.uniform(0, 4, 100).astype(bf)
-    _, out = run(mode, K.half_to_float, [x, np.zeros(100, np.float32)])
+    _, out = jit_run(mode, K.half_to_float, [x, np.zeros(100, np.float32)])
     np.testing.assert_allclose(out, x.astype(np.float32) * 3, rtol=1e-6)
-    *_, out2 = run(mode, K.half_axpy, [np.float32(2), x, x, np.zeros(100, bf)])
+    *_, out2 = jit_run(mode, K.half_axpy, [np.float32(2), x, x, np.zeros(100, bf)])
     assert out2.dtype == bf
     np.testing.assert_allclose(out2.astype(np.float32), 3 * x.astype(np.float32), rtol=1e-2)

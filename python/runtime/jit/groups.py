@@ -9,9 +9,13 @@ targets (cuda) get the flat form: the body as written, `rt_barrier()` where the 
 
 What is group code, and why that is sound:
   - a compound statement containing a barrier must be uniform: its condition (range bounds) may read only group
-    values — scalar parameters, constants, get_group_id / get_local_size / get_num_groups / get_global_size, group
-    variables, memory at such indices — never get_local_id / get_global_id, atomics, device function calls or a
-    per-item local (a barrier in divergent control flow is undefined in CUDA and OpenCL: refused here);
+    values — scalar parameters the kernel never assigns, constants, get_group_id / get_local_size / get_num_groups /
+    get_global_size, shapes and strides, group variables — never get_local_id / get_global_id, atomics, device
+    function calls or a per-item local (a barrier in divergent control flow is undefined in CUDA and OpenCL: refused
+    here); nor memory, even at a uniform index: cpu evaluates the condition once, between blocks, but in the flat form
+    every item evaluates it at its own time, racing with another item's write in the same stretch (refused on every
+    target, so that a kernel means the same on cpu and cuda: the kernel reads it into a group variable instead);
+  - a scalar parameter the kernel assigns must be a group variable (below): a parameter is one value for the group;
   - group variables: the loop variable of such a loop, and locals whose every assignment is at group level with a
     uniform value (`s = get_local_size(0) // 2`, `s //= 2`): one value for the group, plain C++ locals;
   - every other local is per item: declared inside its rt_items block when only that block uses it (and it is
@@ -90,6 +94,7 @@ class GroupPlan:
         self.loop_var: dict = {}  # id(item loop body) -> its loop variable (assigned at the top of the block)
         self._items: dict = {}  # id(for statement) -> item_loop()'s answer
         self._check_and_place(body, None)
+        self._check_parameters()
 
     # ---- syntax
     def is_barrier_call(self, n: ast.AST) -> bool:
@@ -115,7 +120,8 @@ class GroupPlan:
         tr = self.tr
         for n in _walk(e):
             if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
-                if n.id in tr.params or n.id in self.local_arrays or n.id in group:
+                # A parameter is uniform while the kernel never assigns it (else only as a group variable).
+                if (n.id in tr.params and n.id not in tr.k.assigned) or n.id in self.local_arrays or n.id in group:
                     continue
                 if n.id in tr.k.assigned:
                     return f"the per-item value '{n.id}'"
@@ -443,6 +449,25 @@ class GroupPlan:
             return True
         return False
 
+    def _check_parameters(self) -> None:
+        """A scalar parameter the kernel assigns must be a group variable: on cpu a parameter is one value for the
+        group (group code and every item's block share it), so a per-item store would leak between items."""
+        for name in self.tr.params:
+            if name in self.tr.k.assigned and name not in self.group_vars:
+                st = self.stores.get(name, [self.tr.k.tree])[0]
+                raise self.tr.error(st, f"parameter '{name}' is assigned a per-item value in a kernel that calls "
+                                        f"runtime.barrier() (parameters are the same for the whole group: assign "
+                                        f"the value to a new local instead)")
+
+    def _memory_read(self, e: ast.AST) -> Optional[str]:
+        """The first element read of memory (a buffer or local array) in e, as written, or None; a.shape[d] and
+        a.strides[d] are not memory."""
+        for n in _walk(e):
+            if isinstance(n, ast.Subscript) and not (
+                    isinstance(n.value, ast.Attribute) and n.value.attr in ("shape", "strides")):
+                return ast.unparse(n)
+        return None
+
     def _check_control(self, s: ast.stmt) -> None:
         kind = {ast.For: "for loop", ast.While: "while loop", ast.If: "if statement"}[type(s)]
         if isinstance(s, ast.For):
@@ -456,6 +481,16 @@ class GroupPlan:
                 raise self.tr.error(s, f"runtime.barrier() inside a {kind} whose {what} depends on {why}: a barrier "
                                        f"in divergent control flow (every work-item of the group must reach the same "
                                        f"barriers; make the {what} the same for the whole group)")
+        for p in parts:
+            read = self._memory_read(p)
+            if read is not None:
+                # cpu evaluates group code once, between blocks; the flat form (cuda) has every item evaluate it
+                # at its own time, so a write by another item in the same stretch makes the items diverge.
+                raise self.tr.error(s, f"runtime.barrier() inside a {kind} whose {what} reads memory ('{read}'): "
+                                       f"the items of a group may read it at different times, before and after "
+                                       f"another item writes it, and diverge (read it into a local at group level "
+                                       f"between barriers, e.g. `runtime.barrier(); v = {read}; runtime.barrier()`, "
+                                       f"and test the local)")
 
     def _check_run(self, run: list) -> None:
         def visit(n: ast.AST, loops: int) -> None:

@@ -1138,10 +1138,19 @@ class _Translator(ast.NodeVisitor):
             raise self.error(e, f"recursive call of device function '{fn.name}' ({chain}): device functions cannot "
                                 f"call themselves, directly or through others")
         types, codes = [], []
-        for a in e.args:
+        for j, a in enumerate(e.args):
             if isinstance(a, ast.Name) and a.id in self.local_arrays:
-                raise self.error(e, f"local array '{a.id}' passed to device function '{fn.name}' (pass the values "
-                                    f"it needs, or index it in the kernel)")
+                # The callee takes a pointer to its first element, as it takes a buffer (CUDA's generic addressing
+                # reaches __shared__ memory; on cpu the array lives in the group function's frame, around the
+                # rt_items block that calls); shaped where the callee needs it so, its C-order shape as constants.
+                et, shape = self.local_arrays[a.id]
+                shaped = j in fn.shaped_params()
+                types.append(_Buf(et.dt, len(shape) if shaped else None, True))
+                codes.append(f"&{_cname(a.id)}{'[0]' * len(shape)}")
+                if shaped:
+                    codes += [f"{d}L" for d in shape]
+                    codes += [f"{math.prod(shape[d + 1:])}L" for d in range(len(shape) - 1)]
+                continue
             if isinstance(a, ast.Name) and isinstance(self.params.get(a.id), _Buf):
                 buf = self.params[a.id]
                 types.append(buf)
