@@ -128,3 +128,40 @@ def test_strided_memory_refused_after_a_default_shaped_contiguous_launch():
     s.launch_kernel(k, 2.0, a, a, out)  # contiguous memory still takes the plan
     s.synchronize()
     np.testing.assert_array_equal(out.numpy(), np.full(8, 3, np.float32))
+
+
+@runtime.jit
+def _copy_ro(src, dst):
+    i = runtime.get_global_id(0)
+    dst[i] = src[i] * 2.0
+
+
+@runtime.jit
+def _write_through_atomic(src, dst):
+    runtime.atomic_add(src, 0, 1.0)
+    dst[runtime.get_global_id(0)] = 0.0
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_read_only_memory_passes_where_the_kernel_only_reads(mode):
+    """Read-only memory (imported read-only) is taken where the kernel only reads and refused, naming the
+    parameter, where it stores or hands the buffer to a call (an atomic, a device function)."""
+    if mode == "compiled":
+        skip_unless_kernels_run()
+    host = np.arange(64, dtype=np.float32)
+    host.flags.writeable = False
+    src = runtime.from_dlpack(host)
+    assert src.readonly
+    dst = runtime.zeros(64, np.float32)
+    s = runtime.Stream()
+    copy_ro = runtime.jit(_copy_ro.fn, interpret=mode == "reference")
+    atomic = runtime.jit(_write_through_atomic.fn, interpret=mode == "reference")
+    s.launch_kernel(copy_ro, src, dst)
+    s.synchronize()
+    np.testing.assert_array_equal(dst.numpy(), host * 2)
+    with pytest.raises(runtime.InvalidValueError, match=r"argument 1 \('dst'\).*read-only"):
+        s.launch_kernel(copy_ro, dst, src)
+    with pytest.raises(runtime.InvalidValueError, match=r"argument 0 \('src'\).*read-only"):
+        s.launch_kernel(atomic, src, dst)
+    s.synchronize()
+    np.testing.assert_array_equal(host, np.arange(64, dtype=np.float32))

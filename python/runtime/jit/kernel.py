@@ -111,6 +111,25 @@ def _global_reads(tree: ast.AST, local_names: set) -> list:
     return chains
 
 
+
+def _may_write(tree: ast.FunctionDef, params: list) -> list:
+    """Per parameter, whether the function may write memory through it (launches refuse read-only memory there):
+    the base of a subscript store (`a[i] = v`, `a[i] += v`), or a name handed to any call (an atomic, or a device
+    function, which may store through it). Conservative: a parameter also counts as written when it is rebound."""
+    written = set()
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Subscript) and isinstance(n.ctx, ast.Store):
+            base = n.value
+            while isinstance(base, ast.Subscript):
+                base = base.value
+            if isinstance(base, ast.Name):
+                written.add(base.id)
+        elif isinstance(n, ast.Call):
+            written.update(a.id for a in n.args if isinstance(a, ast.Name))
+        elif isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+            written.add(n.id)
+    return [p in written for p in params]
+
 class JitKernel:
     """A Python function compiled to a device kernel per argument signature. Launch it with
     `stream.launch_kernel(kernel, *args, global_size=..., local_size=...)`; see `source(*args)`."""
@@ -144,6 +163,7 @@ class JitKernel:
         # The file as a C string literal for #line directives.
         self.c_file = "".join("\\" + c if c in '"\\' else c if c.isprintable() else "?" for c in self.file)
         self.assigned = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+        self.may_write = _may_write(tree, self.param_names)
         self._annotations = dict(getattr(fn, "__annotations__", {}))
         self._cache: dict = {}  # (signature key, device) -> _Compiled
         self._fast: dict = {}  # (argument Python types, ndim, device) -> _Compiled: the launch path's lookup
@@ -364,7 +384,7 @@ class JitKernel:
         except Exception:
             _core.module_unload(mod)
             raise
-        return _Compiled(src, mod, func, params, ndim, self.name, self.param_names)
+        return _Compiled(src, mod, func, params, ndim, self.name, self.param_names, self.may_write)
 
     def compiled(self, *args: Any, global_size: Any = None) -> _Compiled:
         """Compile (or fetch from the in-memory cache) for these arguments on the current device."""

@@ -6,7 +6,7 @@ packer every kernel from Python uses (runtime/launch.py, LaunchPlan in python/sr
 from __future__ import annotations
 
 import struct
-from typing import Any
+from typing import Any, Optional
 
 import numpy as np
 
@@ -31,8 +31,10 @@ class _Compiled:
     """A kernel compiled for one (signature, device): module/function handles and the argument layout."""
 
     def __init__(self, source: str, module: int, func: int, params: list, ndim: int, name: str = "",
-                 names: tuple = ()) -> None:
+                 names: tuple = (), may_write: Optional[list] = None) -> None:
         self.source, self.module, self.func = source, module, func
+        # Per entry of `codes` (hidden shapes and strides: never written): whether the kernel may write there.
+        writes = list(may_write) if may_write is not None else [True] * len(params)
         self.name, self.names = name, list(names)
         self.param_sizes = [8 if isinstance(p, _Buf) else 4 if p.dt in _STORAGE else p.dt.itemsize for p in params]
         # Shaped buffers' shapes and strides (in elements): int64 parameters after the kernel's own.
@@ -47,12 +49,13 @@ class _Compiled:
         self.first_buf = self.buf_idx[0] if self.buf_idx else -1
         self.first_itemsize = params[self.first_buf].dt.itemsize if self.buf_idx else 1
         self.codes = "".join("P" if isinstance(p, _Buf) else _pack_code(p.dt) for p in params) + "q" * len(hidden_names)
+        self.writes = writes + [False] * len(hidden_names)
         self.ndim = ndim
 
     def plan(self, arg_types: tuple, dev: int) -> Any:
         """The launch plan for arguments of exactly these Python types (dtype values for device memory)."""
         return _shared.plan(self.func, self.name, self.codes, list(arg_types), self.param_sizes, self.names,
-                            self.ndim, self.first_itemsize, dev)
+                            self.ndim, self.first_itemsize, dev, self.writes)
 
 
 def launch(k: Any, stream: Stream, args: tuple, global_size: Any, local_size: Any) -> None:
@@ -87,6 +90,7 @@ def launch(k: Any, stream: Stream, args: tuple, global_size: Any, local_size: An
         ndim = 1
     if interp:
         k._signature(args, ndim)  # same argument checks as the compiled path
+        _shared.check_writable(k.name, args, k.param_names, k.may_write)
         return _run_reference(k, stream, args, glob, local, ndim)
     # Fast key: the Python types of the arguments (dtype for device memory); a miss takes the full path,
     # which validates the arguments and compiles.
@@ -145,6 +149,7 @@ def _launch_shaped(k: Any, stream: Stream, args: tuple, global_size: Any, local_
     glob, local, ndim = _shared.shape(k.name, args, global_size, local_size)
     if interp:
         k._signature(args, ndim)
+        _shared.check_writable(k.name, args, k.param_names, k.may_write)
         return _run_reference(k, stream, args, glob, local, ndim)
     dev = stream.device.index
     layout, hidden = _hidden_args(k, args)
