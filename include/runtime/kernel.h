@@ -724,6 +724,8 @@ RT_TFN_ float rt_u2f_(uint32_t u) { float f; __builtin_memcpy(&f, &u, 4); return
  * same layout on cpu and cuda (trivially copyable: kernel parameters, elements of device memory). RT_TFN_ and the
  * float bit casts rt_f2u_/rt_u2f_ (and RT_MFN_ for member functions) are given by the backend sections above. */
 
+#ifndef RT_NO_16BIT_TYPES_
+/* (Left out by the cpu target, as the vector types below, where the source and options do not name them.) */
 /* Round to nearest, ties to even; NaN stays NaN (quiet), infinities and subnormals are exact. */
 RT_TFN_ uint16_t rt_float_to_half_bits_(float f) {
     const uint32_t x = rt_f2u_(f), sign = (x >> 16) & 0x8000u, ax = x & 0x7fffffffu;
@@ -807,6 +809,7 @@ struct rt_bfloat16 {
 };
 static_assert(sizeof(rt_half) == 2 && alignof(rt_half) == 2, "rt_half: 2 bytes");
 static_assert(sizeof(rt_bfloat16) == 2 && alignof(rt_bfloat16) == 2, "rt_bfloat16: 2 bytes");
+#endif /* RT_NO_16BIT_TYPES_ */
 
 #ifndef RT_NO_VECTOR_TYPES_
 /* (The cpu target leaves them out of a translation unit whose source and options do not name them: parsing them

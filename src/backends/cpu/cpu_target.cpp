@@ -14,6 +14,7 @@
 #include <climits>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
 #include <mutex>
 #include <system_error>
 #include <thread>
@@ -172,14 +173,16 @@ std::string local_bytes_members(const kernels::Program& program) {
     return out;
 }
 
-/// True if the source or its options may name a vector type of the prelude (rt_float4, rt_make_int2, ...), or it
-/// includes files (which may): otherwise the prelude's vector types are left out of its translation unit, whose
-/// compile they would slow by a tenth (they are ~300 inline functions to parse). Any spelling that holds one of the
-/// prefixes counts, in comments and macros too: erring towards keeping them.
-bool may_use_vector_types(const kernels::Program& program, const kernels::SplitSource& split) {
+/// True if the source or its options may name one of `prefixes` (e.g. the prelude's vector types, rt_float4,
+/// rt_make_int2, ...), or it includes files (which may): otherwise the cpu target leaves those parts of the prelude
+/// out of its translation unit (the vector types are ~300 inline functions, a tenth of a small module's compile time
+/// to parse; the 16-bit types a few percent). Any text that holds a prefix counts, in comments and macros too:
+/// erring towards keeping them.
+bool may_name(const kernels::Program& program, const kernels::SplitSource& split,
+              std::initializer_list<const char*> prefixes) {
     if (!split.includes.empty()) return true;
     for (const std::string* text : {&program.source, &program.option_text})
-        for (const char* prefix : {"rt_float", "rt_double", "rt_int", "rt_uint", "rt_make_"})
+        for (const char* prefix : prefixes)
             if (text->find(prefix) != std::string::npos) return true;
     return false;
 }
@@ -286,7 +289,9 @@ std::string generate_translation_unit(const kernels::Program& program, int index
     tu += kernels::line_directive("runtime/cpu_kernel_abi.h", 1);
     tu += cpu_kernel_abi_text();
     tu += "\n";
-    if (!may_use_vector_types(program, split)) tu += "#define RT_NO_VECTOR_TYPES_ 1\n";
+    if (!may_name(program, split, {"rt_float", "rt_double", "rt_int", "rt_uint", "rt_make_"}))
+        tu += "#define RT_NO_VECTOR_TYPES_ 1\n";
+    if (!may_name(program, split, {"half", "bfloat16"})) tu += "#define RT_NO_16BIT_TYPES_ 1\n";
     tu += kernels::line_directive("runtime/kernel.h", 1);
     tu += kernel_prelude_text();
     tu += "\n";
