@@ -112,11 +112,18 @@
  *     RT_LOCAL arrays and compute values in local variables). `rt_private<T> v;` in group code holds one T per item,
  *     read and written as v[it] inside the blocks, keeping its value from one block to the next (CUDA: a register
  *     of the thread; cpu: an array over the group's items). In a block, `continue` ends the item's turn; `return`,
- *     RT_LOCAL and nested blocks are refused when the source is read, and `break` is undefined.
+ *     RT_LOCAL, nested blocks and a `break` outside a loop or switch of the block are refused when the source is read,
+ *     and so are the item ids (get_local_id, get_global_id, get_local_linear_id, get_global_linear_id) in group
+ *     code. `it` converts to size_t; rt_private takes no other index (v[it ^ 1] does not compile: on CUDA each
+ *     item holds only its own value).
  *   Rules of both forms: rt_barrier, rt_items and RT_LOCAL belong to a kernel's own body (not RT_DEVICE functions:
- *   refused, naming the line); RT_LOCAL arrays take no initializer, and their element types and bounds must be known
- *   at the top of the source (built-in types, structs of the source, macros and static constexpr constants there:
- *   the cpu target sizes them there); on cpu they are of trivial types. A kernel with barriers (either form) runs
+ *   refused, naming the line), and are written out: a #define or -D option using them is refused; RT_LOCAL arrays
+ *   take no initializer, and their element types and bounds must be known at the top of the source (built-in types,
+ *   structs of the source, macros and static constexpr constants there, template parameters: the cpu target sizes
+ *   them there; a name declared in the kernel body is refused); on cpu they are of trivial types. A flat kernel's
+ *   RT_LOCAL arrays are static thread_local on cpu (every access goes through the thread's TLS lookup; contents
+ *   persist from one group to the next on a worker thread, which, as CUDA's uninitialised shared memory, no kernel
+ *   may rely on). A kernel with barriers (either form) runs
  *   whole work-groups only: a launch whose global size is not a multiple of the block in each dimension is refused
  *   with RT_ERROR_INVALID_VALUE naming the kernel. A group's local memory — its RT_LOCAL arrays plus shared_bytes —
  *   is at most rtDeviceProp.local_memory_per_group (cpu: 48 KiB; CUDA: the device's shared memory per block), or
@@ -162,7 +169,7 @@ template <> struct rt_is_fp_<float> { static constexpr bool value = true; };
 template <> struct rt_is_fp_<double> { static constexpr bool value = true; };
 template <class T> struct rt_same_ { typedef T type; };
 
-/* Memory orders of the atomics and rt_fence (issue 13); the values are GCC's __ATOMIC_* (the cpu target passes them on). */
+/* Memory orders of the atomics and rt_fence; the values are GCC's __ATOMIC_* (the cpu target passes them on). */
 enum rt_memory_order {
     rt_memory_order_relaxed = 0,
     rt_memory_order_acquire = 2,
@@ -329,7 +336,7 @@ RT_BUILTIN_ T atomic_cas(T* p, typename rt_same_<T>::type expected, typename rt_
 }
 #undef RT_ORDERED_
 
-/* ---- issue 13 (cuda): linear ids, 16-bit and vector types' helpers, rt_printf, RT_GLOBAL, RT_KERNEL_INSTANTIATE */
+/* ---- (cuda) linear ids, 16-bit and vector types' helpers, rt_printf, RT_GLOBAL, RT_KERNEL_INSTANTIATE */
 RT_BUILTIN_ size_t get_global_linear_id() {
     return (get_global_id(2) * get_global_size(1) + get_global_id(1)) * get_global_size(0) + get_global_id(0);
 }
@@ -411,16 +418,28 @@ RT_BUILTIN_ void* rt_local_memory() {
     extern __shared__ __align__(16) unsigned char rt_dynamic_local_[];
     return rt_dynamic_local_;
 }
+/* The item of an rt_items block (`it`): its linear index in the group (it converts to size_t), and the only index
+ * rt_private takes (no integer converts to it). */
+struct rt_item_id_ {
+    size_t rt_linear_;
+    __device__ __forceinline__ explicit rt_item_id_(size_t linear) : rt_linear_(linear) {}
+    __device__ __forceinline__ operator size_t() const { return rt_linear_; }
+};
 /* The block runs once in every thread (`it`: the thread's linear index in the block), then the block's threads
  * meet at a barrier (in the loop's step, so `continue` reaches it too). */
 #define rt_items(it)                                                                                              \
-    for (size_t it = ((size_t)threadIdx.z * blockDim.y + threadIdx.y) * blockDim.x + threadIdx.x, rt_once_ = 1; \
-         rt_once_; rt_once_ = 0, __syncthreads())
-/* One T per work-item: a register variable of the thread; `name[it]` is it. */
+    for (rt_item_id_ it(((size_t)threadIdx.z * blockDim.y + threadIdx.y) * blockDim.x + threadIdx.x),          \
+         *rt_once_ = &it; rt_once_; rt_once_ = nullptr, __syncthreads())
+/* One T per work-item: a register variable of the thread; `name[it]` is it. Any other index is refused (on cpu
+ * it would select another item's value). */
 template <class T> struct rt_private {
     T rt_value_;
-    __device__ __forceinline__ T& operator[](size_t) { return rt_value_; }
-    __device__ __forceinline__ const T& operator[](size_t) const { return rt_value_; }
+    __device__ __forceinline__ T& operator[](const rt_item_id_&) { return rt_value_; }
+    __device__ __forceinline__ const T& operator[](const rt_item_id_&) const { return rt_value_; }
+    template <class I> __device__ T& operator[](const I&) {
+        static_assert(sizeof(I) == 0, "rt_private<T> is indexed by the item of its rt_items block only: v[it]");
+        return rt_value_;
+    }
 };
 
 #undef RT_BUILTIN_
@@ -457,8 +476,20 @@ struct rt_kernel_base_ {
     const rt_cpu_launch* rt_launch_;  /* its barrier hook (flat form) */
 
     void* rt_local_memory() const { return rt_local_mem_; }
-    /* Flat form: this item waits here until every item of its group arrived (a fiber switch, cpu_kernel.cpp). */
-    void rt_barrier() const { rt_launch_->barrier(rt_launch_->group_ctx); }
+    /* Flat form: this item waits here until every item of its group arrived (a fiber switch, cpu_kernel.cpp). A
+     * kernel the front end did not see as a flat one (rt_barrier() through a macro) has no hook: the launch fails. */
+    void rt_barrier_at_(const char* file, int line) const {
+        if (__builtin_expect(rt_launch_->barrier != 0, 1)) rt_launch_->barrier(rt_launch_->group_ctx);
+        else rt_barrier_unseen_(rt_fault, file, line);
+    }
+    __attribute__((noinline, cold)) static void rt_barrier_unseen_(rt_cpu_fault* fault, const char* file, int line) {
+        if (__atomic_exchange_n(&fault->failed, RT_CPU_FAULT_UNSEEN_BARRIER, __ATOMIC_ACQ_REL) == 0) {
+            fault->expr = "rt_barrier()";
+            fault->file = file;
+            fault->line = line;
+        }
+        if (fault->abandon) fault->abandon();
+    }
 
     size_t get_local_id(unsigned d) const { return rt_item.local[d]; }
     size_t get_group_id(unsigned d) const { return rt_item.group[d]; }
@@ -615,7 +646,7 @@ struct rt_kernel_base_ {
     }
     RT_BUILTIN_ void rt_fence(rt_memory_order order) { __atomic_thread_fence((int)order); }
 
-    /* ---- issue 13 (cpu): linear ids, x fastest */
+    /* ---- linear ids, x fastest */
     size_t get_global_linear_id() const {
         return (get_global_id(2) * get_global_size(1) + get_global_id(1)) * get_global_size(0) + get_global_id(0);
     }
@@ -630,26 +661,46 @@ struct rt_kernel_base_ {
 #define rt_assert(cond) ((cond) ? (void)0 : rt_assert_fail_(rt_fault, #cond, __FILE__, __LINE__))
 
 /* ---- work-groups (see "Work-groups" above).
- * RT_LOCAL: in a group kernel (rt_items) an array of the group function's frame, which runs once per group; in a
+ * rt_barrier(): the call's place goes with it, for the failure of a kernel that has no barrier hook. */
+#define rt_barrier() rt_barrier_at_(__FILE__, __LINE__)
+/* RT_LOCAL: in a group kernel (rt_items) an array of the group function's frame, which runs once per group; in a
  * flat kernel (rt_barrier) the cpu target defines it as `static thread_local` around that kernel: every item of a
- * group is a fiber of one worker thread, so they share it, and groups running on other workers have their own. */
+ * group is a fiber of one worker thread, so they share it, and groups running on other workers have their own
+ * (each access goes through the TLS lookup; the contents persist from one group to the next on a worker, which
+ * the kernel must not rely on: on CUDA shared memory starts uninitialised). */
 #define RT_LOCAL
-/* The group's items, x innermost (the loop the compiler vectorises, as the entry's loop of other kernels); `it` is
- * the item's linear index in the group, which rt_private<T> takes; the ids are the object's, as in other kernels. */
+/* The item of an rt_items block (`it`): its linear index in the group (it converts to size_t), and the only index
+ * rt_private takes (no integer converts to it). */
+struct rt_item_id_ {
+    size_t rt_linear_;
+    inline __attribute__((always_inline)) explicit rt_item_id_(size_t linear) : rt_linear_(linear) {}
+    inline __attribute__((always_inline)) operator size_t() const { return rt_linear_; }
+};
+/* The group's items, x innermost (the loop the compiler vectorises, as the entry's loop of other kernels), each
+ * running the block once (the innermost one-pass loop declares `it`: `continue` ends the item's turn); the ids are
+ * the object's, as in other kernels. */
 #define rt_items(it)                                                                                              \
     for (size_t rt_iz_ = 0; rt_iz_ < rt_item.block[2]; ++rt_iz_)                                                 \
         for (size_t rt_iy_ = (rt_item.local[2] = rt_iz_, 0); rt_iy_ < rt_item.block[1]; ++rt_iy_)                \
             for (size_t rt_ix_ = (rt_item.local[1] = rt_iy_, 0),                                                 \
-                        it = (rt_iz_ * rt_item.block[1] + rt_iy_) * rt_item.block[0];                            \
-                 rt_ix_ < rt_item.block[0] && ((void)(rt_item.local[0] = rt_ix_), true); ++rt_ix_, ++it)
-/* One T per work-item of the group, kept from one rt_items block to the next: `name[it]`. */
+                        rt_il_ = (rt_iz_ * rt_item.block[1] + rt_iy_) * rt_item.block[0];                        \
+                 rt_ix_ < rt_item.block[0] && ((void)(rt_item.local[0] = rt_ix_), true); ++rt_ix_, ++rt_il_)     \
+                for (rt_item_id_ it(rt_il_), *rt_once_ = &it; rt_once_; rt_once_ = nullptr)
+/* One T per work-item of the group, kept from one rt_items block to the next: `name[it]`. Any other index is
+ * refused (it would select another item's value here, and the thread's own on CUDA). */
 template <class T> struct rt_private {
     T rt_values_[RT_CPU_MAX_GROUP_ITEMS];
-    inline __attribute__((always_inline)) T& operator[](size_t i) { return rt_values_[i]; }
-    inline __attribute__((always_inline)) const T& operator[](size_t i) const { return rt_values_[i]; }
+    inline __attribute__((always_inline)) T& operator[](const rt_item_id_& i) { return rt_values_[i.rt_linear_]; }
+    inline __attribute__((always_inline)) const T& operator[](const rt_item_id_& i) const {
+        return rt_values_[i.rt_linear_];
+    }
+    template <class I> T& operator[](const I&) {
+        static_assert(sizeof(I) == 0, "rt_private<T> is indexed by the item of its rt_items block only: v[it]");
+        return rt_values_[0];
+    }
 };
 
-/* ---- issue 13 (cpu): 16-bit and vector types' helpers, rt_printf, RT_GLOBAL, RT_KERNEL_INSTANTIATE */
+/* ---- (cpu) 16-bit and vector types' helpers, rt_printf, RT_GLOBAL, RT_KERNEL_INSTANTIATE */
 #define RT_TFN_ static inline __attribute__((always_inline))
 #define RT_MFN_ inline __attribute__((always_inline))
 RT_TFN_ uint32_t rt_f2u_(float f) { uint32_t u; __builtin_memcpy(&u, &f, 4); return u; }
@@ -668,11 +719,13 @@ RT_TFN_ float rt_u2f_(uint32_t u) { float f; __builtin_memcpy(&f, &u, 4); return
 #endif /* cpu */
 
 
-/* ================================================================== types and built-ins of both backends (issue 13) */
+/* ================================================================== types and built-ins of both backends */
 /* rt_half (IEEE-754 binary16), rt_bfloat16 (the upper half of a binary32), and the vector types: plain structs of the
  * same layout on cpu and cuda (trivially copyable: kernel parameters, elements of device memory). RT_TFN_ and the
  * float bit casts rt_f2u_/rt_u2f_ (and RT_MFN_ for member functions) are given by the backend sections above. */
 
+#ifndef RT_NO_16BIT_TYPES_
+/* (Left out by the cpu target, as the vector types below, where the source and options do not name them.) */
 /* Round to nearest, ties to even; NaN stays NaN (quiet), infinities and subnormals are exact. */
 RT_TFN_ uint16_t rt_float_to_half_bits_(float f) {
     const uint32_t x = rt_f2u_(f), sign = (x >> 16) & 0x8000u, ax = x & 0x7fffffffu;
@@ -756,7 +809,11 @@ struct rt_bfloat16 {
 };
 static_assert(sizeof(rt_half) == 2 && alignof(rt_half) == 2, "rt_half: 2 bytes");
 static_assert(sizeof(rt_bfloat16) == 2 && alignof(rt_bfloat16) == 2, "rt_bfloat16: 2 bytes");
+#endif /* RT_NO_16BIT_TYPES_ */
 
+#ifndef RT_NO_VECTOR_TYPES_
+/* (The cpu target leaves them out of a translation unit whose source and options do not name them: parsing them
+ * is a tenth of a small module's compile time.) */
 /* Vector types: members x, y(, z(, w)); CUDA's sizes and alignments (2 and 4 components aligned to their size, up
  * to 16 bytes; 3 components to the element). Component-wise + - * / with a vector or a scalar of the element type
  * on either side, unary -, += -= *= /=, == and != (true when every component is equal), and the constructors
@@ -819,6 +876,7 @@ static_assert(sizeof(rt_double2) == 16 && alignof(rt_double2) == 16, "CUDA's dou
 static_assert(sizeof(rt_double3) == 24 && alignof(rt_double3) == 8, "CUDA's double3");
 static_assert(sizeof(rt_double4) == 32 && alignof(rt_double4) == 16, "CUDA's double4");
 static_assert(sizeof(rt_int3) == 12 && alignof(rt_int4) == 16 && alignof(rt_uint2) == 8, "CUDA's int3, int4, uint2");
+#endif /* RT_NO_VECTOR_TYPES_ */
 
 
 #undef RT_TFN_

@@ -110,12 +110,14 @@ void launch_kernel(Stream& stream, const CoreFunction& function, backend::Launch
     // a group's local memory is its arrays plus the dynamic bytes.
     if (f.uses_barriers())
         for (int d = 0; d < 3; ++d)
-            if (shape.global[d] != 1ull * grid[d] * block[d])
+            if (shape.global[d] != 1ull * grid[d] * block[d]) {
+                const unsigned long long below = 1ull * (grid[d] - 1) * block[d], above = 1ull * grid[d] * block[d];
+                const std::string sizes = below > 0 ? format("%llu or %llu", below, above) : format("%llu", above);
                 fail(RT_ERROR_INVALID_VALUE,
                      "kernel '%s' uses work-group barriers (rt_items or rt_barrier), so it runs whole work-groups only: "
-                     "global.%s = %llu is not a multiple of block.%s = %u (launch %llu or %llu items)",
-                     name, axis[d], shape.global[d], axis[d], block[d], 1ull * (grid[d] - 1) * block[d],
-                     1ull * grid[d] * block[d]);
+                     "global.%s = %llu is not a multiple of block.%s = %u (launch %s items)",
+                     name, axis[d], shape.global[d], axis[d], block[d], sizes.c_str());
+            }
     if (const size_t own = f.static_local_bytes(); own + shape.shared_bytes > info.max_shared_bytes)
         fail(RT_ERROR_INVALID_VALUE,
              "kernel '%s' needs %zu bytes of local memory per work-group (%zu in its RT_LOCAL arrays + %zu dynamic "

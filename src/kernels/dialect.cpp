@@ -3,11 +3,29 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstring>
+#include <iterator>
 #include <string>
 
 #include "core/error.hpp"
 
 namespace rt::kernels {
+
+size_t line_of(const std::string& text, size_t offset) {
+    size_t line = 1;
+    for (size_t i = 0; i < offset && i < text.size(); ++i) line += text[i] == '\n';
+    return line;
+}
+
+size_t line_offset(const std::string& text, size_t line) {
+    size_t p = 0;
+    for (size_t l = 1; l < line && p < text.size(); ++l) {
+        const size_t nl = text.find('\n', p);
+        if (nl == std::string::npos) return text.size();
+        p = nl + 1;
+    }
+    return p;
+}
 
 namespace {
 
@@ -64,24 +82,20 @@ bool is_prelude_include(const std::string& target) {
 }
 
 
-// ---------------------------------------------------------------- work-groups (issue 13)
+// ---------------------------------------------------------------- work-groups
 
-/// The offset of the '}' matching the '{' at `open` in `code` (comments, literals and directives blanked); the end
-/// of `code` if it is unbalanced (the compiler reports that).
-size_t match_brace(const std::string& code, size_t open) {
+/// The offset of the closing bracket matching the opening one (`{` or `(`) at `open` in `code` (comments, literals
+/// and directives blanked); the end of `code` if it is unbalanced (the compiler reports that).
+size_t match_bracket(const std::string& code, size_t open) {
+    const char o = code[open], c = o == '{' ? '}' : o == '(' ? ')' : ']';
     int depth = 0;
     for (size_t i = open; i < code.size(); ++i) {
-        if (code[i] == '{') ++depth;
-        else if (code[i] == '}' && --depth == 0) return i;
+        if (code[i] == o) ++depth;
+        else if (code[i] == c && --depth == 0) return i;
     }
     return code.size();
 }
-
-size_t line_of(const std::string& code, size_t offset) {
-    size_t line = 1;
-    for (size_t i = 0; i < offset && i < code.size(); ++i) line += code[i] == '\n';
-    return line;
-}
+size_t match_brace(const std::string& code, size_t open) { return match_bracket(code, open); }
 
 /// Whole-word occurrences of `word` in code[from, to).
 std::vector<size_t> find_words(const std::string& code, const char* word, size_t from, size_t to) {
@@ -160,6 +174,88 @@ void parse_local(const std::string& code, size_t p, const std::string& kernel, s
     }
 }
 
+using Range = std::pair<size_t, size_t>;  // [first, second)
+
+bool in_ranges(const std::vector<Range>& ranges, size_t p) {
+    for (const Range& r : ranges)
+        if (p >= r.first && p < r.second) return true;
+    return false;
+}
+
+/// The bodies (from '{' to its '}') of the lambdas in code[from, to): a `[...]` that does not follow an expression
+/// (an identifier, `)` or `]`: a subscript), then an optional parameter list and specifiers, then a '{'.
+std::vector<Range> lambda_bodies(const std::string& code, size_t from, size_t to) {
+    std::vector<Range> out;
+    for (size_t p = from; p < to; ++p) {
+        if (code[p] != '[') continue;
+        if (p + 1 < to && code[p + 1] == '[') {  // an attribute [[...]]
+            p = match_bracket(code, p);
+            continue;
+        }
+        size_t b = p;
+        while (b > from && std::isspace(static_cast<unsigned char>(code[b - 1]))) --b;
+        if (b > 0 && (is_ident(code[b - 1]) || code[b - 1] == ')' || code[b - 1] == ']')) {
+            // `return [..]` and the like start a lambda; other words before '[' are an expression being subscripted
+            size_t w = b;
+            while (w > 0 && is_ident(code[w - 1])) --w;
+            const std::string word = code.substr(w, b - w);
+            if (word != "return" && word != "co_return" && word != "case") continue;
+        }
+        size_t q = skip_space(code, match_bracket(code, p) + 1);
+        if (q < to && code[q] == '(') q = match_bracket(code, q) + 1;
+        int depth = 0;
+        for (; q < to; ++q) {  // specifiers and a trailing return type, up to the body
+            const char c = code[q];
+            if (c == '(' || c == '<' || c == '[') ++depth;
+            else if (c == ')' || c == '>' || c == ']') --depth;
+            else if (depth <= 0 && (c == ';' || c == ',' || c == '{' || c == '}' || c == '=')) break;
+        }
+        if (q < to && code[q] == '{') {
+            const size_t close = match_brace(code, q);
+            out.emplace_back(q, close + 1);
+            p = close;
+        }
+    }
+    return out;
+}
+
+/// The statements of code[from, to) that a `break` inside them leaves instead of the enclosing block: loops and
+/// switches (from their keyword to their end).
+std::vector<Range> break_scopes(const std::string& code, size_t from, size_t to) {
+    std::vector<Range> out;
+    for (const char* w : {"for", "while", "switch", "do"})
+        for (size_t p : find_words(code, w, from, to)) {
+            size_t q = skip_space(code, p + std::char_traits<char>::length(w));
+            if (w[0] != 'd') {
+                if (q >= to || code[q] != '(') continue;
+                q = match_bracket(code, q) + 1;
+            }
+            out.emplace_back(p, std::min(to, statement_end(code, q)));
+        }
+    return out;
+}
+
+/// The offset of a declaration of `name` in code[from, to) (`int N = ..`, `struct N {`, `using N = ..`,
+/// `typedef .. N;`), or npos: a word before it that is not a keyword of an expression, and one of = ; { [ , : after.
+size_t declaration_of(const std::string& code, const std::string& name, size_t from, size_t to) {
+    static const char* const kExpressionWords[] = {"return", "case", "sizeof", "alignof", "new", "delete", "else", "do",
+                                                   "goto", "throw", "decltype", "typename", "co_return", "not", "and",
+                                                   "or", "xor", "bitand", "bitor", "compl"};
+    for (size_t p : find_words(code, name.c_str(), from, to)) {
+        size_t b = p;
+        while (b > from && std::isspace(static_cast<unsigned char>(code[b - 1]))) --b;
+        if (b == from || !is_ident(code[b - 1])) continue;
+        size_t w = b;
+        while (w > from && is_ident(code[w - 1])) --w;
+        const std::string before = code.substr(w, b - w);
+        if (std::find(std::begin(kExpressionWords), std::end(kExpressionWords), before) != std::end(kExpressionWords))
+            continue;
+        const size_t n = skip_space(code, p + name.size());
+        if (n < to && std::strchr("=;{[,:", code[n]) && !(code[n] == ':' && n + 1 < to && code[n + 1] == ':')) return p;
+    }
+    return std::string::npos;
+}
+
 /// The checks of scan_kernels' comment (dialect.hpp), and each kernel's form and local arrays.
 void analyse_groups(const std::string& code, std::vector<KernelDecl>& kernels) {
     static const char* const kWords[] = {"rt_barrier", "rt_items", "RT_LOCAL"};
@@ -185,6 +281,8 @@ void analyse_groups(const std::string& code, std::vector<KernelDecl>& kernels) {
                  "(rt_items blocks end with a barrier of their own)",
                  k.name.c_str(), line_of(code, items[0]), line_of(code, barriers[0]));
         k.form = !items.empty() ? GroupForm::items : !barriers.empty() ? GroupForm::barrier : GroupForm::none;
+        const std::vector<Range> lambdas = lambda_bodies(code, from, to);
+        std::vector<Range> blocks;
         for (size_t p : items) {
             size_t q = skip_space(code, p + 8);
             size_t close = q < to && code[q] == '(' ? code.find(')', q) : std::string::npos;
@@ -192,16 +290,95 @@ void analyse_groups(const std::string& code, std::vector<KernelDecl>& kernels) {
                 fail(RT_ERROR_INVALID_VALUE, "line %zu: kernel '%s': expected `rt_items(name) { ... }`",
                      line_of(code, p), k.name.c_str());
             const size_t end = statement_end(code, close + 1);
+            blocks.emplace_back(close + 1, end);
             for (const char* w : {"rt_items", "return", "RT_LOCAL"})
-                for (size_t inner : find_words(code, w, close + 1, end))
+                for (size_t inner : find_words(code, w, close + 1, end)) {
+                    if (w[0] == 'r' && w[1] == 'e' && in_ranges(lambdas, inner)) continue;  // a lambda's own return
                     fail(RT_ERROR_INVALID_VALUE,
                          "line %zu: kernel '%s': %s inside the rt_items block of line %zu (%s)", line_of(code, inner),
                          k.name.c_str(), w, line_of(code, p),
                          std::string(w) == "rt_items" ? "rt_items blocks do not nest"
                          : std::string(w) == "return" ? "a block runs for every item in turn: use `continue` to end an item's turn"
                                                       : "declare local arrays in the kernel's group code, outside the blocks");
+                }
+            // A break of the block itself would end the loop over the items on cpu and skip the barrier on CUDA.
+            const std::vector<Range> scopes = break_scopes(code, close + 1, end);
+            for (size_t b : find_words(code, "break", close + 1, end))
+                if (!in_ranges(scopes, b) && !in_ranges(lambdas, b))
+                    fail(RT_ERROR_INVALID_VALUE,
+                         "line %zu: kernel '%s': break inside the rt_items block of line %zu, outside a loop or switch "
+                         "of the block (a block runs for every item in turn: use `continue` to end an item's turn)",
+                         line_of(code, b), k.name.c_str(), line_of(code, p));
         }
-        for (size_t p : find_words(code, "RT_LOCAL", from, to)) parse_local(code, p, k.name, k.locals);
+        // Group code is uniform: the work-item ids have no single value there (on cpu it runs once per group).
+        if (k.form == GroupForm::items)
+            for (const char* w : {"get_local_id", "get_global_id", "get_local_linear_id", "get_global_linear_id"})
+                for (size_t p : find_words(code, w, from, to))
+                    if (!in_ranges(blocks, p) && !in_ranges(lambdas, p))
+                        fail(RT_ERROR_INVALID_VALUE,
+                             "line %zu: kernel '%s': %s() in group code, outside its rt_items blocks: group code runs "
+                             "once per group on cpu (in every thread on CUDA) and must be uniform; read the work-item ids "
+                             "inside a block (`rt_items(it) { ... get_local_id(0) ... }`)",
+                             line_of(code, p), k.name.c_str(), w);
+        for (size_t p : find_words(code, "RT_LOCAL", from, to)) {
+            const size_t first = k.locals.size();
+            parse_local(code, p, k.name, k.locals);
+            // The cpu target sizes the arrays outside the kernel: names of the kernel body are not visible there.
+            for (size_t l = first; l < k.locals.size(); ++l) {
+                const std::string& type = k.locals[l].type;
+                for (size_t i = 0; i < type.size();) {
+                    if (!is_ident_start(type[i]) || (i > 0 && is_ident(type[i - 1]))) {
+                        ++i;
+                        continue;
+                    }
+                    size_t j = i;
+                    while (j < type.size() && is_ident(type[j])) ++j;
+                    const std::string name = type.substr(i, j - i);
+                    const size_t decl = declaration_of(code, name, from, p);
+                    if (decl != std::string::npos)
+                        fail(RT_ERROR_INVALID_VALUE,
+                             "line %zu: kernel '%s': the RT_LOCAL array of type `%s` uses '%s', declared in the kernel "
+                             "body (line %zu): the element types and bounds of local arrays must be known outside the "
+                             "kernel (file-scope static constexpr constants, structs or macros, or template parameters)",
+                             k.locals[l].line, k.name.c_str(), type.c_str(), name.c_str(), line_of(code, decl));
+                    i = j;
+                }
+            }
+        }
+    }
+}
+
+/// A #define whose replacement uses rt_barrier, rt_items or RT_LOCAL is refused: the front end does not expand
+/// macros, so a kernel using the macro would not be seen as using barriers (cpu: no fibers; CUDA: no whole-group
+/// check) or local memory (its bytes not counted).
+void refuse_group_macros(const std::string& source) {
+    const std::string code = code_only(source);
+    for (size_t line = 0; line < code.size();) {
+        size_t end = code.find('\n', line);
+        if (end == std::string::npos) end = code.size();
+        const size_t first = code.find_first_not_of(" \t", line);
+        size_t last = end;  // the directive with its '\' continuations
+        while (last < code.size() && last > line && source[last - 1] == '\\') {
+            const size_t next = code.find('\n', last + 1);
+            last = next == std::string::npos ? code.size() : next;
+        }
+        if (first < end && code[first] == '#') {
+            size_t d = skip_space(code, first + 1);
+            if (code.compare(d, 6, "define") == 0 && d + 6 < code.size() && !is_ident(code[d + 6])) {
+                size_t n = d + 6;
+                while (n < last && (code[n] == ' ' || code[n] == '\t')) ++n;
+                size_t e = n;
+                while (e < last && is_ident(code[e])) ++e;
+                for (const char* w : {"rt_barrier", "rt_items", "RT_LOCAL"})
+                    for (size_t p : find_words(code, w, e, last))
+                        fail(RT_ERROR_INVALID_VALUE,
+                             "line %zu: the macro '%s' uses %s: write rt_barrier(), rt_items blocks and RT_LOCAL arrays "
+                             "out in the kernel body (the front end does not expand macros, so a kernel using the macro "
+                             "would not be prepared for them)",
+                             line_of(code, p), code.substr(n, e - n).c_str(), w);
+            }
+        }
+        line = last + 1;
     }
 }
 }  // namespace
@@ -388,6 +565,7 @@ std::vector<KernelDecl> scan_kernels(const std::string& source) {
                      k.name.c_str());
         kernels.push_back(std::move(k));
     }
+    refuse_group_macros(source);
     analyse_groups(code, kernels);
     return kernels;
 }
@@ -625,6 +803,13 @@ std::vector<std::string> scan_globals(const std::string& source) {
 Program read_program(const std::string& source, const std::string& options, const std::string& name) {
     Program p;
     p.options = parse_options(options);
+    for (const std::string& o : p.options)  // (as refuse_group_macros: the front end would not see them)
+        if (o.compare(0, 2, "-D") == 0)
+            for (const char* w : {"rt_barrier", "rt_items", "RT_LOCAL"})
+                if (!find_words(o, w, 2, o.size()).empty())
+                    fail(RT_ERROR_INVALID_VALUE,
+                         "kernel compile option '%s' is not accepted: a macro may not expand to %s (write rt_barrier(), "
+                         "rt_items blocks and RT_LOCAL arrays out in the kernel body)", o.c_str(), w);
     p.kernels = scan_kernels(source);
     p.instantiations = scan_instantiations(source, p.kernels);
     p.globals = scan_globals(source);

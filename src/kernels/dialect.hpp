@@ -59,11 +59,18 @@ std::vector<std::string> scan_globals(const std::string& source);
 /// twice: rt::Error(INVALID_VALUE) (kernels cannot be overloaded: a name is what rtModuleGetFunction looks up on every
 /// backend); `noexcept`: INVALID_VALUE. Kernels must be written out: one produced by a macro is not found.
 /// Work-group rules, checked here once for every target (INVALID_VALUE naming the line): rt_barrier, rt_items and
-/// RT_LOCAL only in kernel bodies; a kernel uses rt_items or rt_barrier, not both; rt_items blocks do not nest and
-/// hold no `return`, `rt_barrier` or RT_LOCAL; RT_LOCAL arrays take no initializer.
+/// RT_LOCAL only in kernel bodies, and in no #define (nor -D option: read_program); a kernel uses rt_items or
+/// rt_barrier, not both; rt_items blocks do not nest and hold no `return` (but a lambda's), RT_LOCAL, or `break`
+/// outside a loop or switch of the block; the group code of an rt_items kernel (outside its blocks and lambdas) does
+/// not call get_local_id, get_global_id, get_local_linear_id or get_global_linear_id; RT_LOCAL arrays take no
+/// initializer, and their types use no name declared in the kernel body.
 std::vector<KernelDecl> scan_kernels(const std::string& source);
 /// The names of the kernels of scan_kernels(source) that are not templates.
 std::vector<std::string> find_kernel_names(const std::string& source);
+
+/// The 1-based line of `offset` in `text`, and the offset where 1-based `line` starts (text.size() past the end).
+size_t line_of(const std::string& text, size_t offset);
+size_t line_offset(const std::string& text, size_t line);
 
 /// `#line <line> "<name>"` with the name escaped, and a newline.
 std::string line_directive(const std::string& name, size_t line);

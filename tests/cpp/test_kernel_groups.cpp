@@ -165,6 +165,19 @@ RT_KERNEL void overflow_flat(int32_t* out) {
     rt_barrier();
     out[get_global_id(0)] = get_local_id(0) == 1 ? deep(out, 1 << 20) : 0;
 }
+// Frames of another shape over the stacks the failures above left mid-run (ASan: their shadow must be clean).
+RT_DEVICE int32_t frame_sum(int32_t seed) {
+    volatile int32_t pad[2048];
+    for (int32_t i = 0; i < 2048; ++i) pad[i] = seed + i;
+    int32_t s = 0;
+    for (int32_t i = 0; i < 2048; i += 512) s += pad[i];
+    return s;
+}
+RT_KERNEL void frames_flat(int32_t* out) {
+    const int32_t a = frame_sum((int32_t)get_local_id(0));
+    rt_barrier();
+    out[get_global_id(0)] = a + frame_sum(1);
+}
 )rtsrc";
 
 // Local memory over the device's limit (48 KiB on cpu and, by default, on CUDA).
@@ -466,14 +479,163 @@ RT_DEVICE int helper() {
 RT_KERNEL void k(int* p) { p[0] = helper(); }
 )rtsrc",
          "line 3: RT_LOCAL is used outside a kernel body"},
+        {"a local id in group code", R"rtsrc(// RT_TEST_EXPECT_COMPILE_ERROR
+RT_KERNEL void k(float* o) {
+    size_t g = get_local_id(0);
+    rt_items(it) { o[get_global_id(0)] = (float)g; }
+}
+)rtsrc",
+         "line 3: kernel 'k': get_local_id() in group code, outside its rt_items blocks"},
+        {"a linear global id between blocks", R"rtsrc(// RT_TEST_EXPECT_COMPILE_ERROR
+RT_KERNEL void k(float* o) {
+    rt_items(it) { o[get_global_id(0)] = 1.0f; }
+    const size_t g = get_global_linear_id();
+    rt_items(it) { o[get_global_id(0)] += (float)g; }
+}
+)rtsrc",
+         "line 4: kernel 'k': get_global_linear_id() in group code"},
+        {"break of a block", R"rtsrc(// RT_TEST_EXPECT_COMPILE_ERROR
+RT_KERNEL void k(int* p) {
+    rt_items(it) {
+        if (it == 3) break;
+        p[it] = 1;
+    }
+}
+)rtsrc",
+         "line 4: kernel 'k': break inside the rt_items block of line 3, outside a loop or switch of the block"},
+        {"a barrier through a macro", R"rtsrc(// RT_TEST_EXPECT_COMPILE_ERROR
+#define SYNC rt_barrier()
+RT_KERNEL void k(int* p) {
+    p[get_global_id(0)] = 1;
+    SYNC;
+}
+)rtsrc",
+         "line 2: the macro 'SYNC' uses rt_barrier: write rt_barrier(), rt_items blocks and RT_LOCAL arrays out"},
+        {"a block through a continued macro", R"rtsrc(// RT_TEST_EXPECT_COMPILE_ERROR
+#define EACH(x) \
+    rt_items(x)
+RT_KERNEL void k(int* p) { EACH(it) { p[it] = 1; } }
+)rtsrc",
+         "line 3: the macro 'EACH' uses rt_items"},
+        {"a local bound of the kernel body", R"rtsrc(// RT_TEST_EXPECT_COMPILE_ERROR
+RT_KERNEL void k(float* o) {
+    constexpr int N = 16;
+    RT_LOCAL float t[N];
+    rt_items(it) { t[it % N] = 1.0f; }
+    rt_items(it) { o[get_global_id(0)] = t[it % N]; }
+}
+)rtsrc",
+         "line 4: kernel 'k': the RT_LOCAL array of type `float[N]` uses 'N', declared in the kernel body (line 3)"},
+        {"a local element type of the kernel body", R"rtsrc(// RT_TEST_EXPECT_COMPILE_ERROR
+RT_KERNEL void k(float* o) {
+    struct Pair { float a, b; };
+    RT_LOCAL Pair t[16];
+    t[get_local_id(0)].a = 1.0f;
+    rt_barrier();
+    o[get_global_id(0)] = t[0].a;
+}
+)rtsrc",
+         "line 4: kernel 'k': the RT_LOCAL array of type `Pair[16]` uses 'Pair', declared in the kernel body (line 3)"},
     };
     for (const Misuse& c : cases) {
         SCOPED_TRACE(c.what);
         rtModule_t m = nullptr;
         ASSERT_RT_ERROR(RT_ERROR_INVALID_VALUE, rtModuleLoadSource(&m, c.source, nullptr));
-        EXPECT_TRUE(contains(last_message(), c.message));
+        EXPECT_TRUE(contains(last_message(), c.message)) << last_message();
         EXPECT_EQ(m, nullptr);
     }
+    // A -D option may not bring them in either (the front end does not see it).
+    rtModule_t m = nullptr;
+    ASSERT_RT_ERROR(RT_ERROR_INVALID_VALUE,
+                    rtModuleLoadSource(&m, "RT_KERNEL void k(int* p) { SYNC; p[0] = 1; }\n", "-DSYNC=rt_barrier()"));
+    EXPECT_TRUE(contains(last_message(), "kernel compile option '-DSYNC=rt_barrier()' is not accepted: a macro may not "
+                                         "expand to rt_barrier"))
+        << last_message();
+    EXPECT_EQ(m, nullptr);
+}
+
+// rt_private takes its block's item only: another index would read another item's value on cpu and the thread's
+// own on CUDA, so it does not compile on either.
+constexpr const char* kPrivateByInteger = R"rtsrc(// RT_TEST_EXPECT_COMPILE_ERROR
+RT_KERNEL void k(float* o) {
+    rt_private<float> v;
+    rt_items(it) { v[it] = (float)it; }
+    rt_items(it) { o[get_global_id(0)] = v[it ^ 1]; }
+}
+)rtsrc";
+
+TEST(KernelGroupRules, RtPrivateIndexedByAnythingButTheItemDoesNotCompile) {
+    rtModule_t m = nullptr;
+    ASSERT_RT_ERROR(RT_ERROR_COMPILE_FAILED, rtModuleLoadSource(&m, kPrivateByInteger, nullptr));
+    EXPECT_TRUE(contains(last_message(), "rt_private<T> is indexed by the item of its rt_items block only: v[it]"))
+        << last_message();
+    EXPECT_EQ(m, nullptr);
+}
+
+// What the rules leave alone: a lambda's own return and a break of a loop inside a block, the ids inside lambdas
+// and blocks, `it` as a number, and local bounds from file-scope constants and template parameters.
+constexpr const char* kAllowed = R"rtsrc(
+static constexpr int kTile = 8;
+struct Pair { float a, b; };
+RT_KERNEL void allowed(const int32_t* in, int32_t* out) {
+    RT_LOCAL int32_t t[kTile * 2];
+    RT_LOCAL Pair unused[2];
+    (void)unused;
+    const size_t base = get_group_id(0) * get_local_size(0);
+    rt_private<int32_t> first;
+    rt_items(it) {
+        auto twice = [](int32_t x) { if (x < 0) return 0; return 2 * x; };
+        int32_t found = -1;
+        for (int32_t j = 0; j < 4; ++j) {
+            if (in[base + it] == j) { found = j; break; }
+        }
+        switch (found) { case 0: found = 100; break; default: break; }
+        first[it] = twice(found);
+        t[it] = (int32_t)it;
+    }
+    rt_items(it) { out[get_global_id(0)] = first[it] + t[kTile * 2 - 1 - it]; }
+}
+template <class T, int N> RT_KERNEL void fill_local(T* out) {
+    RT_LOCAL T t[N];
+    rt_items(it) { t[it % N] = (T)1; }
+    rt_items(it) { out[get_global_id(0)] = t[it % N]; }
+}
+RT_KERNEL_INSTANTIATE(fill_local_f4, fill_local<float, 4>);
+)rtsrc";
+
+TEST_P(KernelGroups, LambdasLoopBreaksAndFileScopeBoundsAreAllowed) {
+    rtModule_t m = nullptr;
+    ASSERT_RT_OK(rtModuleLoadSource(&m, kAllowed, nullptr));
+    std::vector<int32_t> in(32);
+    for (size_t i = 0; i < in.size(); ++i) in[i] = static_cast<int32_t>(i % 6) - 1;  // -1, 0, 1, 2, 3, 4, ...
+    DevBuf a(in.size() * 4), b(in.size() * 4);
+    ASSERT_RT_OK(rtMemcpy(a.get(), in.data(), in.size() * 4, RT_MEMCPY_HOST_TO_DEVICE));
+    void* pa = a.get();
+    void* pb = b.get();
+    void* args[] = {&pa, &pb};
+    ASSERT_RT_OK(rtLaunchKernel(fn("allowed", m), dim(2), dim(16), args, 0, nullptr));
+    ASSERT_RT_OK(rtStreamSynchronize(nullptr));
+    const std::vector<int32_t> got = read<int32_t>(b, in.size());
+    for (size_t i = 0; i < in.size(); ++i) {
+        const int32_t v = in[i], found = v >= 0 && v < 4 ? (v == 0 ? 100 : v) : -1;
+        EXPECT_EQ(got[i], (found < 0 ? 0 : 2 * found) + static_cast<int32_t>(15 - i % 16)) << i;
+    }
+    void* out_args[] = {&pb};
+    ASSERT_RT_OK(rtLaunchKernel(fn("fill_local_f4", m), dim(2), dim(16), out_args, 0, nullptr));
+    ASSERT_RT_OK(rtStreamSynchronize(nullptr));
+    EXPECT_EQ(read<float>(b, 32), std::vector<float>(32, 1.0f));
+    EXPECT_RT_OK(rtModuleUnload(m));
+}
+
+TEST_P(KernelGroups, TheWholeGroupMessageNeverProposesZeroItems) {
+    rtFunction_t f = fn("reverse_items");
+    DevBuf a(64 * 4), b(64 * 4);
+    void* pa = a.get();
+    void* pb = b.get();
+    void* args[] = {&pa, &pb};
+    ASSERT_RT_ERROR(RT_ERROR_INVALID_VALUE, launch_ex(f, dim(1), dim(64), args, 2, nullptr, 0, nullptr, 10));
+    EXPECT_TRUE(contains(last_message(), "global.x = 10 is not a multiple of block.x = 64 (launch 64 items)"))
+        << last_message();
 }
 
 // ------------------------------------------------------------------------------ the flat form's failures (cpu)
@@ -533,7 +695,53 @@ TEST_P(FlatFailures, DivergentAssertTrapAndOverflowFailTheLaunchAndTheStreamReco
         ASSERT_RT_OK(rtLaunchKernel(get("assert_flat"), dim(4), dim(32), args, 0, nullptr));
         ASSERT_RT_OK(rtStreamSynchronize(nullptr));
     }
+    {
+        void* args[] = {&po};
+        ASSERT_RT_OK(rtLaunchKernel(get("frames_flat"), dim(4), dim(32), args, 0, nullptr));
+        ASSERT_RT_OK(rtStreamSynchronize(nullptr));
+        std::vector<int32_t> v(128);
+        ASSERT_RT_OK(rtMemcpy(v.data(), out.get(), v.size() * 4, RT_MEMCPY_DEVICE_TO_HOST));
+        for (int32_t i = 0; i < 128; ++i) {
+            const int32_t l = i % 32;
+            EXPECT_EQ(v[i], (4 * l + 3072) + (4 + 3072)) << i;
+        }
+    }
     EXPECT_RT_OK(rtModuleUnload(m));
+}
+
+// An rt_barrier() the front end cannot see (a macro of an included header) in a kernel it did not prepare for
+// barriers: the launch fails naming the call, where the barrier hook would be missing.
+TEST_P(FlatFailures, ABarrierTheFrontEndDidNotSeeFailsTheLaunch) {
+    if (backend_of(device()) != "cpu") GTEST_SKIP() << "the cpu barrier hook";
+    char tmpl[] = "/tmp/rt-test-groups-macro-XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl), nullptr);
+    const std::string dir = tmpl;
+    {
+        FILE* f = std::fopen((dir + "/sync.h").c_str(), "w");
+        ASSERT_NE(f, nullptr);
+        std::fputs("#define SYNC rt_barrier()\n", f);
+        std::fclose(f);
+    }
+    const char* source = "#include \"sync.h\"\n"
+                         "RT_KERNEL void hidden(int32_t* out) {\n"
+                         "    out[get_global_id(0)] = 1;\n"
+                         "    SYNC;\n"
+                         "}\n";
+    rtModule_t m = nullptr;
+    ASSERT_RT_OK(rtModuleLoadSource(&m, source, ("-I" + dir).c_str()));
+    rtFunction_t f = nullptr;
+    ASSERT_RT_OK(rtModuleGetFunction(&f, m, "hidden"));
+    DevBuf out(64 * 4);
+    void* po = out.get();
+    void* args[] = {&po};
+    ASSERT_RT_OK(rtLaunchKernel(f, dim(4), dim(16), args, 0, nullptr));
+    ASSERT_RT_ERROR(RT_ERROR_LAUNCH_FAILED, rtStreamSynchronize(nullptr));
+    EXPECT_TRUE(contains(last_message(), "rt_barrier() at kernel_source:4 in kernel 'hidden', which the front end did "
+                                         "not see as using barriers (written through a macro?"))
+        << last_message();
+    EXPECT_RT_OK(rtModuleUnload(m));
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
 }
 
 RT_INSTANTIATE_DEVICE_TEST(FlatFailures);

@@ -33,8 +33,8 @@ template <unsigned long I, class T> struct rt_leaf_ {
     static_assert(__is_trivially_copyable(T), "kernel parameters must be trivially copyable (scalars, pointers, plain structs)");
     T value;
 };
-/* An argument's value, read bytewise from wherever the caller's packing put it: a 16-byte slot of the core holds a
- * 32-byte-aligned struct misaligned, so the pointer is never dereferenced as a P (issue 13). */
+/* An argument's value, read bytewise from wherever the caller's packing put it: a slot need not be aligned as P
+ * (the core's 16-byte slots hold structs of larger alignment), so the pointer is never dereferenced as a P. */
 template <class P> struct rt_arg_bytes_ { unsigned char b[sizeof(P)]; };
 template <class P> static inline __attribute__((always_inline)) P rt_load_arg_(const void* p) {
     rt_arg_bytes_<P> bytes;
@@ -81,6 +81,22 @@ static inline __attribute__((always_inline)) void rt_stream_fence_() {
     __builtin_ia32_sfence();
 #endif
 }
+/* The kernel object of a launch piece, before its first item: what every entry sets (ids of item (0,0,0) of group
+ * (0,0,0)). Returned by value, so the object's address never escapes the entry (its ids stay in registers and
+ * the item loops vectorise). */
+static inline __attribute__((always_inline)) rt_module_ rt_module_for_(const rt_cpu_launch* L, rt_cpu_fault* fault) {
+    rt_module_ m;
+    m.rt_fault = fault;
+    m.rt_local_mem_ = L->shared_memory;  /* rt_local_memory() */
+    m.rt_launch_ = L;
+    for (int d = 0; d < 3; ++d) {
+        m.rt_item.block[d] = L->block[d];
+        m.rt_item.grid[d] = L->grid[d];
+        m.rt_item.group[d] = 0;
+        m.rt_item.local[d] = 0;
+    }
+    return m;
+}
 template <class F> struct rt_sig_;
 template <class... P> struct rt_sig_<void (rt_module_::*)(P...)> {
     static constexpr int count = sizeof...(P);
@@ -89,11 +105,10 @@ template <class... P> struct rt_sig_<void (rt_module_::*)(P...)> {
      * inlined, its index arithmetic is merged with the twin's, and GCC then no longer sees the twin's
      * loads as contiguous (it gathers). */
     template <long long (rt_module_::*Row)(void**, P...)>
-    static __attribute__((noinline)) long long row_addresses(rt_item_ item, rt_cpu_fault* fault, void** dst,
-                                                             typename rt_plain_<P>::type... p) {
-        rt_module_ m;
+    static __attribute__((noinline)) long long row_addresses(const rt_cpu_launch* L, rt_item_ item, rt_cpu_fault* fault,
+                                                             void** dst, typename rt_plain_<P>::type... p) {
+        rt_module_ m = rt_module_for_(L, fault);
         m.rt_item = item;
-        m.rt_fault = fault;
         return (m.*Row)(dst, p...);
     }
     /* Unpacks the arguments once, then runs groups [group_begin, group_end) row by row (fixed local y and
@@ -113,14 +128,10 @@ template <class... P> struct rt_sig_<void (rt_module_::*)(P...)> {
         rt_pack_<rt_seq_<I...>, typename rt_plain_<P>::type...> a(args);
         rt_cpu_fault spare = {0, 0, 0, 0, 0};
         rt_cpu_fault* fault = L->fault ? L->fault : &spare;
-        rt_module_ m;
-        m.rt_fault = fault;
-        m.rt_local_mem_ = L->shared_memory;  /* rt_local_memory() (work-groups) */
-        m.rt_launch_ = L;
+        rt_module_ m = rt_module_for_(L, fault);
         /* Handed to the twin as an argument, not held in m: a base the compiler sees as invariant. */
         alignas(64) unsigned char stage[staged ? Staging::count * RT_STAGE_BYTES : 1];
         const unsigned long long gx = L->grid[0], gy = L->grid[1];
-        for (int d = 0; d < 3; ++d) { m.rt_item.block[d] = L->block[d]; m.rt_item.grid[d] = L->grid[d]; }
         size_t g0 = L->group_begin % gx, g1 = (L->group_begin / gx) % gy, g2 = L->group_begin / (gx * gy);
         for (unsigned long long g = L->group_begin; g < L->group_end; ++g) {
             m.rt_item.group[0] = g0;
@@ -144,7 +155,7 @@ template <class... P> struct rt_sig_<void (rt_module_::*)(P...)> {
                         rt_item_ first = m.rt_item;
                         first.local[0] = 0;
                         const long long run = row_addresses<Row>(
-                            first, fault, dst, static_cast<rt_leaf_<I, typename rt_plain_<P>::type>&>(a).value...);
+                            L, first, fault, dst, static_cast<rt_leaf_<I, typename rt_plain_<P>::type>&>(a).value...);
                         const size_t n = run <= 0 ? 0 : (unsigned long long)run < ext[0] ? (size_t)run : ext[0];
                         for (size_t x = 0; x < n; ++x) {
                             m.rt_item.local[0] = x;
@@ -191,7 +202,7 @@ template <class... P> struct rt_sig_<void (rt_module_::*)(P...)> {
         else run<F>(L, args);
     }
 
-    /* ---- work-groups (issue 13). Both forms run whole groups only (the launch is refused otherwise). */
+    /* ---- work-groups. Both forms run whole groups only (the launch is refused otherwise). */
     /* Group kernels (rt_items): the kernel runs once per group, on a local object whose address never escapes; its
      * rt_items blocks are the loops over the group's items (kernel.h). */
     template <void (rt_module_::*F)(P...), unsigned long... I>
@@ -200,16 +211,8 @@ template <class... P> struct rt_sig_<void (rt_module_::*)(P...)> {
         rt_pack_<rt_seq_<I...>, typename rt_plain_<P>::type...> a(args);
         rt_cpu_fault spare = {0, 0, 0, 0, 0};
         rt_cpu_fault* fault = L->fault ? L->fault : &spare;
-        rt_module_ m;
-        m.rt_fault = fault;
-        m.rt_local_mem_ = L->shared_memory;
-        m.rt_launch_ = L;
+        rt_module_ m = rt_module_for_(L, fault);
         const unsigned long long gx = L->grid[0], gy = L->grid[1];
-        for (int d = 0; d < 3; ++d) {
-            m.rt_item.block[d] = L->block[d];
-            m.rt_item.grid[d] = L->grid[d];
-            m.rt_item.local[d] = 0;
-        }
         size_t g0 = L->group_begin % gx, g1 = (L->group_begin / gx) % gy, g2 = L->group_begin / (gx * gy);
         for (unsigned long long g = L->group_begin; g < L->group_end; ++g) {
             m.rt_item.group[0] = g0;
@@ -238,15 +241,8 @@ template <class... P> struct rt_sig_<void (rt_module_::*)(P...)> {
     template <void (rt_module_::*F)(P...), class Pack, unsigned long... I>
     static void fiber_item_(void* ctx, unsigned linear) {
         const fiber_group_<Pack>* c = (const fiber_group_<Pack>*)ctx;
-        rt_module_ m;
-        m.rt_fault = c->fault;
-        m.rt_local_mem_ = c->L->shared_memory;
-        m.rt_launch_ = c->L;
-        for (int d = 0; d < 3; ++d) {
-            m.rt_item.block[d] = c->L->block[d];
-            m.rt_item.grid[d] = c->L->grid[d];
-            m.rt_item.group[d] = c->group[d];
-        }
+        rt_module_ m = rt_module_for_(c->L, c->fault);
+        for (int d = 0; d < 3; ++d) m.rt_item.group[d] = c->group[d];
         m.rt_item.local[0] = linear % c->L->block[0];
         m.rt_item.local[1] = linear / c->L->block[0] % c->L->block[1];
         m.rt_item.local[2] = linear / c->L->block[0] / c->L->block[1];
@@ -264,7 +260,7 @@ template <class... P> struct rt_sig_<void (rt_module_::*)(P...)> {
             c.group[0] = g % gx;
             c.group[1] = g / gx % gy;
             c.group[2] = g / (gx * gy);
-            if (L->run_fibers(L, g, &fiber_item_<F, Pack, I...>, &c) != 0) break;
+            L->run_fibers(L, g, &fiber_item_<F, Pack, I...>, &c);  /* (a failing group does not return here) */
             if (__atomic_load_n(&c.fault->failed, __ATOMIC_RELAXED)) break;
         }
     }

@@ -6,22 +6,13 @@
 
 #include <cstring>
 
-#if defined(__SANITIZE_THREAD__)
-#define RT_FIBER_TSAN_ 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define RT_FIBER_TSAN_ 1
-#endif
-#endif
-#if defined(__SANITIZE_ADDRESS__)
-#define RT_FIBER_ASAN_ 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define RT_FIBER_ASAN_ 1
-#endif
-#endif
-#ifdef RT_FIBER_TSAN_
+#include "backends/cpu/cpu_sanitizer.hpp"
+#ifdef RT_CPU_TSAN_
 #include <sanitizer/tsan_interface.h>
+#endif
+#ifdef RT_CPU_ASAN_
+#include <sanitizer/asan_interface.h>
+#include <sanitizer/common_interface_defs.h>
 #endif
 
 extern "C" void rt_fiber_start_();
@@ -139,7 +130,7 @@ bool fibers_supported() noexcept {
 }
 
 size_t fiber_stack_bytes() noexcept {
-#if defined(RT_FIBER_ASAN_) || defined(RT_FIBER_TSAN_)
+#if defined(RT_CPU_ASAN_) || defined(RT_CPU_TSAN_)
     return size_t{1} << 20;
 #else
     return size_t{256} << 10;
@@ -160,13 +151,41 @@ bool allocate_fiber_stack(FiberStack& s) noexcept {
     s.map_bytes = page + bytes;
     s.lo = reinterpret_cast<uintptr_t>(m) + page;
     s.bytes = bytes;
-#ifdef RT_FIBER_TSAN_
+#ifdef RT_CPU_TSAN_
     s.tsan = __tsan_create_fiber(0);
 #endif
     return true;
 }
 
+void release_fiber_stack_pages(FiberStack& s) noexcept {
+    if (s.map) ::madvise(reinterpret_cast<void*>(s.lo), s.bytes, MADV_DONTNEED);
+}
+
+#ifdef RT_CPU_ASAN_
+namespace {
+/// Destroys the fake stack a fiber left saved when it was abandoned at a barrier (its group failed): ASan destroys a
+/// fiber's fake stack when it switches away from it for good, so the fiber's is made the running one for a moment
+/// and switched away from (no stack changes: only ASan's record of the current stack does, and back).
+__attribute__((noinline)) void drop_fake_stack(FiberStack& s) noexcept {
+    void* own = nullptr;
+    const void* bottom = nullptr;
+    size_t size = 0;
+    __sanitizer_start_switch_fiber(&own, reinterpret_cast<const void*>(s.lo), s.bytes);
+    __sanitizer_finish_switch_fiber(s.fake_stack, &bottom, &size);
+    __sanitizer_start_switch_fiber(nullptr, bottom, size);
+    __sanitizer_finish_switch_fiber(own, nullptr, nullptr);
+    s.fake_stack = nullptr;
+}
+}  // namespace
+#endif
+
 void prepare_fiber(FiberStack& s, void (*entry)(void*), void* arg) noexcept {
+#ifdef RT_CPU_ASAN_
+    // A stack its fiber left mid-run (the group failed while it waited at a barrier) still has the shadow of that
+    // run's frames (redzones poisoned) and, with detect_stack_use_after_return, a fake stack saved.
+    if (s.fake_stack) drop_fake_stack(s);
+    __asan_unpoison_memory_region(reinterpret_cast<const volatile void*>(s.lo), s.bytes);
+#endif
     const uintptr_t top = (s.lo + s.bytes) & ~uintptr_t{15};
 #if defined(__x86_64__)
     // From the saved stack pointer up: MXCSR and x87 control word (8 bytes), r15, r14, r13, r12, rbx, rbp, the
@@ -193,7 +212,6 @@ void prepare_fiber(FiberStack& s, void (*entry)(void*), void* arg) noexcept {
     (void)top, (void)entry, (void)arg;
     s.sp = nullptr;
 #endif
-    s.fake_stack = nullptr;
 }
 
 }  // namespace rt::cpu

@@ -16,7 +16,7 @@ struct FiberStack {
     uintptr_t lo = 0;       // lowest usable address (above the guard)
     size_t bytes = 0;       // usable bytes
     void* sp = nullptr;     // the saved stack pointer while the fiber is not running
-    void* fake_stack = nullptr;  // ASan's fake-stack handle while it is not running
+    void* fake_stack = nullptr;  // ASan's fake-stack handle while it is not running mid-run (null otherwise)
     void* tsan = nullptr;        // TSan's fiber
 };
 
@@ -26,7 +26,11 @@ size_t fiber_stack_bytes() noexcept;
 /// Maps `s` (fiber_stack_bytes() and a guard page); false when the system refuses.
 bool allocate_fiber_stack(FiberStack& s) noexcept;
 
-/// Lays out `s` so that the next switch to it runs entry(arg) on it from the top; entry must never return.
+/// Gives the touched pages of `s` back to the system (MADV_DONTNEED: they read as zero when touched again).
+void release_fiber_stack_pages(FiberStack& s) noexcept;
+
+/// Lays out `s` so that the next switch to it runs entry(arg) on it from the top; entry must never return. Under
+/// ASan, whatever a run left mid-way on it (the shadow of its frames, a saved fake stack) is cleared first.
 void prepare_fiber(FiberStack& s, void (*entry)(void*), void* arg) noexcept;
 
 }  // namespace rt::cpu

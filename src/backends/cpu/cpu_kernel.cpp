@@ -15,24 +15,11 @@
 #include <mutex>
 #include <vector>
 
-#if defined(__SANITIZE_THREAD__)
-#define RT_KERNEL_TSAN_ 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define RT_KERNEL_TSAN_ 1
-#endif
-#endif
-#if defined(__SANITIZE_ADDRESS__)
-#define RT_KERNEL_ASAN_ 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define RT_KERNEL_ASAN_ 1
-#endif
-#endif
-#ifdef RT_KERNEL_TSAN_
+#include "backends/cpu/cpu_sanitizer.hpp"
+#ifdef RT_CPU_TSAN_
 #include <sanitizer/tsan_interface.h>
 #endif
-#ifdef RT_KERNEL_ASAN_
+#ifdef RT_CPU_ASAN_
 #include <sanitizer/common_interface_defs.h>
 #endif
 
@@ -226,9 +213,13 @@ void ensure_trap_handlers() noexcept {
     g_checked.store(requested, std::memory_order_release);
 }
 
-/// Thread exit: give up our alternate stack (it is reused by a later thread) and the record.
+void release_fiber_pages(TrapThread* t);
+
+/// Thread exit: give up our alternate stack (it is reused by a later thread) and the record; the pages of its fiber
+/// stacks are released (the mappings stay, for the record's next thread).
 void release_thread(void* p) {
     auto* t = static_cast<TrapThread*>(p);
+    release_fiber_pages(t);
     if (t->alt_installed) {
         stack_t current {};
         if (sigaltstack(nullptr, &current) == 0 && current.ss_sp == static_cast<char*>(t->alt) + getpagesize()) {
@@ -314,7 +305,7 @@ struct FiberGroup {
     TrapThread* thread = nullptr;
     void (*item)(void*, unsigned) = nullptr;
     void* ctx = nullptr;
-    unsigned n = 0, current = 0, waiting = 0, ended = 0;
+    unsigned n = 0, current = 0, ended = 0;
     enum class Outcome { running, done, divergent, abandoned } outcome = Outcome::running;
     // A divergent group, for the report.
     unsigned long long group = 0;
@@ -327,20 +318,23 @@ void fiber_switch(FiberGroup& g, int from, int to, bool from_done) {
     void** save = from < 0 ? &g.main_sp : &g.stacks[static_cast<size_t>(from)].sp;
     FiberStack* target = to < 0 ? nullptr : &g.stacks[static_cast<size_t>(to)];
     g.thread->fiber_lo = target ? target->lo : 0;
-#ifdef RT_KERNEL_ASAN_
+#ifdef RT_CPU_ASAN_
     void** fake = from_done ? nullptr : from < 0 ? &g.main_fake : &g.stacks[static_cast<size_t>(from)].fake_stack;
     __sanitizer_start_switch_fiber(fake, target ? reinterpret_cast<const void*>(target->lo) : g.main_bottom,
                                    target ? target->bytes : g.main_size);
 #else
     (void)from_done;
 #endif
-#ifdef RT_KERNEL_TSAN_
+#ifdef RT_CPU_TSAN_
     __tsan_switch_to_fiber(target ? target->tsan : g.main_tsan, 0);
 #endif
     rt_fiber_switch_(save, target ? target->sp : g.main_sp);
-#ifdef RT_KERNEL_ASAN_
-    __sanitizer_finish_switch_fiber(from < 0 ? g.main_fake : g.stacks[static_cast<size_t>(from)].fake_stack, nullptr,
-                                    nullptr);
+#ifdef RT_CPU_ASAN_
+    // Resumed: the saved fake stack is the running one again (a fiber left at a barrier keeps it saved, which
+    // prepare_fiber then drops).
+    void*& resumed = from < 0 ? g.main_fake : g.stacks[static_cast<size_t>(from)].fake_stack;
+    __sanitizer_finish_switch_fiber(resumed, nullptr, nullptr);
+    resumed = nullptr;
 #endif
 }
 
@@ -360,7 +354,6 @@ void fiber_next(FiberGroup& g, unsigned me, bool done) {
             fiber_switch(g, static_cast<int>(me), -1, true);
             return;
         }
-        g.waiting = 0;
         next = 0;
     }
     if (next == me) return;  // a group of one item: its barriers return at once
@@ -370,10 +363,11 @@ void fiber_next(FiberGroup& g, unsigned me, bool done) {
 
 void fiber_entry(void* p) {
     FiberGroup& g = *static_cast<FiberGroup*>(p);
-#ifdef RT_KERNEL_ASAN_
+#ifdef RT_CPU_ASAN_
     __sanitizer_finish_switch_fiber(nullptr, nullptr, nullptr);
 #endif
-    for (;;) {  // fiber_next does not come back here once the item ended (the group is re-prepared)
+    // An ended fiber is never resumed (run_group_fibers re-prepares it for the next group): the loop does not repeat.
+    for (;;) {
         const unsigned me = g.current;
         g.item(g.ctx, me);
         ++g.ended;
@@ -384,7 +378,6 @@ void fiber_entry(void* p) {
 /// rt_cpu_launch.barrier: the running item waits for its group.
 void group_barrier(void* ctx) {
     FiberGroup& g = *static_cast<FiberGroup*>(ctx);
-    ++g.waiting;
     fiber_next(g, g.current, false);
 }
 
@@ -403,7 +396,7 @@ FiberGroup* fiber_group(TrapThread* t) noexcept {
 }
 
 /// rt_cpu_launch.run_fibers (cpu_kernel_abi.h), on the thread's own stack inside run_guarded.
-int run_group_fibers(const rt_cpu_launch* L, unsigned long long group, void (*item)(void*, unsigned), void* ctx) {
+void run_group_fibers(const rt_cpu_launch* L, unsigned long long group, void (*item)(void*, unsigned), void* ctx) {
     TrapThread* t = t_trap;
     FiberGroup& g = *static_cast<FiberGroup*>(L->group_ctx);
     const unsigned n = L->block[0] * L->block[1] * L->block[2];
@@ -417,7 +410,7 @@ int run_group_fibers(const rt_cpu_launch* L, unsigned long long group, void (*it
     }
     for (unsigned i = 0; i < n; ++i) {
         prepare_fiber(g.stacks[i], fiber_entry, &g);
-#ifdef RT_KERNEL_TSAN_
+#ifdef RT_CPU_TSAN_
         // A fresh TSan state per item and group: an ended item never returns through the frames TSan saw entered,
         // and one left by a trap still counts itself inside the signal handler.
         if (g.stacks[i].tsan) __tsan_destroy_fiber(g.stacks[i].tsan);
@@ -427,13 +420,13 @@ int run_group_fibers(const rt_cpu_launch* L, unsigned long long group, void (*it
     g.item = item;
     g.ctx = ctx;
     g.n = n;
-    g.current = g.waiting = g.ended = 0;
+    g.current = g.ended = 0;
     g.group = group;
     g.outcome = FiberGroup::Outcome::running;
-#ifdef RT_KERNEL_TSAN_
+#ifdef RT_CPU_TSAN_
     g.main_tsan = __tsan_get_current_fiber();
 #endif
-#ifdef RT_KERNEL_ASAN_
+#ifdef RT_CPU_ASAN_
     if (!g.main_bottom) {
         pthread_attr_t attr;
         if (pthread_getattr_np(pthread_self(), &attr) == 0) {
@@ -446,16 +439,26 @@ int run_group_fibers(const rt_cpu_launch* L, unsigned long long group, void (*it
 #endif
     fiber_switch(g, -1, 0, false);
     switch (g.outcome) {
-        case FiberGroup::Outcome::done: return 0;
+        case FiberGroup::Outcome::done: return;
         case FiberGroup::Outcome::divergent: end_piece(t, kDivergentBarrier);
-        default: end_piece(t, 0);  // an rt_assert failed in an item (it claimed the fault)
+        case FiberGroup::Outcome::abandoned: end_piece(t, 0);  // an rt_assert or rt_barrier() failed (it claimed the fault)
+        case FiberGroup::Outcome::running: break;
     }
+    __builtin_trap();  // every item switches back with an outcome
+}
+
+/// The touched pages of the thread's fiber stacks go back to the system (MADV_DONTNEED; the mappings stay): after a
+/// group that failed (a trap may have been a deep recursion, and its items' frames are abandoned) and at thread exit.
+/// Stacks of groups that end normally are kept as they are: their next group touches the same pages.
+void release_fiber_pages(TrapThread* t) {
+    if (!t->fibers) return;
+    for (FiberStack& s : t->fibers->stacks) release_fiber_stack_pages(s);
 }
 
 /// In the trap handler, about to jump from a fiber to the thread's own stack: TSan's current state becomes the
 /// thread's again, where the jump buffer was set (the fiber's state is replaced when its group is next prepared).
 void tsan_leave_fiber(TrapThread* t) {
-#ifdef RT_KERNEL_TSAN_
+#ifdef RT_CPU_TSAN_
     if (t->fibers && t->fibers->main_tsan) __tsan_switch_to_fiber(t->fibers->main_tsan, 0);
 #else
     (void)t;
@@ -466,10 +469,12 @@ void tsan_leave_fiber(TrapThread* t) {
 void left_fibers(TrapThread* t) {
     if (!t->fiber_lo) return;
     t->fiber_lo = 0;
-#ifdef RT_KERNEL_ASAN_
+#ifdef RT_CPU_ASAN_
     if (t->fibers) {
+        // The trapping item's fake stack is the running one: dropped; the thread's own comes back.
         __sanitizer_start_switch_fiber(nullptr, t->fibers->main_bottom, t->fibers->main_size);
-        __sanitizer_finish_switch_fiber(nullptr, nullptr, nullptr);
+        __sanitizer_finish_switch_fiber(t->fibers->main_fake, nullptr, nullptr);
+        t->fibers->main_fake = nullptr;
     }
 #endif
 }
@@ -604,16 +609,18 @@ void run_kernel(Executor& executor, const CpuFunction& function, const backend::
             launch.group_ctx = g;
         }
         // A failed rt_assert claimed the fault itself; a trap claims it here (the first failure is reported).
-        if (!run_guarded(t, entry, &launch, args) && t->signal &&
-            __atomic_exchange_n(&fault.failed, 1, __ATOMIC_ACQ_REL) == 0) {
-            trap_signal = t->signal;
-            trap_address = t->address;
-            trap_overflow = t->overflow;
-            if (t->signal == kDivergentBarrier) {
-                divergent_group = t->fibers->group;
-                divergent_ended = t->fibers->ended_items;
-                divergent_waiting = t->fibers->waiting_items;
+        if (!run_guarded(t, entry, &launch, args)) {
+            if (t->signal && __atomic_exchange_n(&fault.failed, 1, __ATOMIC_ACQ_REL) == 0) {
+                trap_signal = t->signal;
+                trap_address = t->address;
+                trap_overflow = t->overflow;
+                if (t->signal == kDivergentBarrier) {
+                    divergent_group = t->fibers->group;
+                    divergent_ended = t->fibers->ended_items;
+                    divergent_waiting = t->fibers->waiting_items;
+                }
             }
+            if (flat) release_fiber_pages(t);
         }
     };
     if (groups <= grain) piece(0, groups);  // one piece: no pool round trip
@@ -645,6 +652,10 @@ void run_kernel(Executor& executor, const CpuFunction& function, const backend::
                           "with their default stack size)", describe_signal(trap_signal), trap_address);
         else if (trap_signal)
             what = format("trapped: %s at address %p", describe_signal(trap_signal), trap_address);
+        else if (__atomic_load_n(&fault.failed, __ATOMIC_ACQUIRE) == RT_CPU_FAULT_UNSEEN_BARRIER)
+            what = format("failed: rt_barrier() at %s:%d in kernel '%s', which the front end did not see as using "
+                          "barriers (written through a macro? write rt_barrier() out in the kernel body)",
+                          fault.file ? fault.file : "?", fault.line, function.name().c_str());
         else
             what = format("rt_assert(%s) failed at %s:%d", fault.expr ? fault.expr : "?", fault.file ? fault.file : "?",
                           fault.line);

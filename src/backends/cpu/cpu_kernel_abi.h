@@ -10,7 +10,7 @@ extern "C" {
 
 /* Bumped whenever a struct below changes; a module built for another ABI is refused at load.
  * 6: modules carry ISA records and may hold several variants (below).
- * 7: work-groups (issue 13): rt_cpu_kernel_info.group_form/local_bytes, rt_cpu_launch's fiber hooks; modules export
+ * 7: work-groups: rt_cpu_kernel_info.group_form/local_bytes, rt_cpu_launch's fiber hooks; modules export
  *    their module-scope variables (RT_GLOBAL): rt_cpu_module_globals. */
 #define RT_CPU_ABI_VERSION 7
 
@@ -18,7 +18,7 @@ extern "C" {
  * stage (RT_STAGE_ITEMS). */
 #define RT_CPU_MAX_BLOCK_X 1024
 
-/* Work-groups (issue 13): the most items of a cpu work-group (the device's max_threads_per_block; rt_private<T>
+/* Work-groups: the most items of a cpu work-group (the device's max_threads_per_block; rt_private<T>
  * holds one T per item) and the local memory of one (RT_LOCAL arrays + dynamic shared_bytes; the device's
  * max_shared_bytes, rtDeviceProp.local_memory_per_group). */
 #define RT_CPU_MAX_GROUP_ITEMS 1024
@@ -32,10 +32,12 @@ extern "C" {
 #define RT_STAGE_ITEMS RT_CPU_MAX_BLOCK_X /* items of a row that fit a stage: the cpu device's largest block[0] */
 #define RT_STAGE_BYTES (RT_STAGE_ITEMS * 8)
 
-/* The first failure of a launch (rt_assert or trap). `failed` is claimed with an atomic exchange
- * (__atomic_exchange_n) by the first failing work-item. A failing rt_assert then calls `abandon`, which
- * does not return when the runtime set it: it ends the calling piece of the launch at once (the store
- * after the assert never happens). */
+/* The first failure of a launch (rt_assert, trap, or an rt_barrier() without a barrier hook). `failed` is claimed
+ * with an atomic exchange (__atomic_exchange_n) by the first failing work-item: to 1, or to
+ * RT_CPU_FAULT_UNSEEN_BARRIER by an rt_barrier() (at file:line) in a kernel the front end did not see as a flat
+ * one. A failing rt_assert or rt_barrier() then calls `abandon`, which does not return when the runtime set it: it
+ * ends the calling piece of the launch at once (the store after the assert never happens). */
+#define RT_CPU_FAULT_UNSEEN_BARRIER 2
 typedef struct rt_cpu_fault {
     int failed;
     int line;
@@ -61,10 +63,10 @@ typedef struct rt_cpu_launch {
     unsigned long long stream_min_bytes;
     /* ---- work-groups (ABI 7): set by the runtime for kernels of the flat form (RT_CPU_GROUP_BARRIER).
      * run_fibers runs item(ctx, i) for every item i (linear, x fastest) of the group `group` (linear) as one
-     * fiber each on the calling thread and returns 0 once all ended, or does not return (the piece ends) when the
+     * fiber each on the calling thread and returns once all ended, or does not return (the piece ends) when the
      * group fails: an item ended while others wait at a barrier, or an rt_assert failed. barrier(group_ctx), from
-     * an item, waits until every item of the group reached it. */
-    int (*run_fibers)(const struct rt_cpu_launch* launch, unsigned long long group,
+     * an item, waits until every item of the group reached it; null for kernels of the other forms. */
+    void (*run_fibers)(const struct rt_cpu_launch* launch, unsigned long long group,
                       void (*item)(void* ctx, unsigned linear), void* ctx);
     void (*barrier)(void* group_ctx);
     void* group_ctx;

@@ -14,6 +14,7 @@
 #include <climits>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
 #include <mutex>
 #include <system_error>
 #include <thread>
@@ -126,24 +127,13 @@ bool has_staged_twin(const std::string& source, const std::string& kernel) {
     return source.find("void rt_staged_" + kernel + "(") != std::string::npos;
 }
 
-// ---- work-groups (issue 13)
+// ---- work-groups
 
 /// The offset in `body` (split_includes' body of `source`: the same lines, some blanked) of `offset` in `source`,
 /// which lies on a line that was not blanked (kernels are not directives).
 size_t body_offset(const std::string& source, const std::string& body, size_t offset) {
-    size_t line_start = source.rfind('\n', offset == 0 ? 0 : offset - 1);
-    line_start = line_start == std::string::npos || offset == 0 ? 0 : line_start + 1;
-    size_t lines = 0;
-    for (size_t i = 0; i < line_start; ++i) lines += source[i] == '\n';
-    size_t b = 0;
-    for (size_t l = 0; l < lines && b != std::string::npos; ++l) b = body.find('\n', b) + 1;
-    return b + (offset - line_start);
-}
-
-size_t line_at(const std::string& text, size_t offset) {
-    size_t line = 1;
-    for (size_t i = 0; i < offset && i < text.size(); ++i) line += text[i] == '\n';
-    return line;
+    const size_t line = kernels::line_of(source, offset);
+    return kernels::line_offset(body, line) + (offset - kernels::line_offset(source, line));
 }
 
 /// The body with each flat kernel (rt_barrier) between a #define of RT_LOCAL as `static thread_local` (its items are
@@ -153,15 +143,16 @@ std::string place_flat_locals(const kernels::Program& program, std::string body)
         if (k->form != kernels::GroupForm::barrier || k->locals.empty()) continue;
         const size_t close = std::min(k->body_close + 1, program.source.size());
         const size_t b_close = body_offset(program.source, body, close), b_start = body_offset(program.source, body, k->start);
-        body.insert(b_close, "\n#undef RT_LOCAL\n#define RT_LOCAL\n" + kernels::line_directive(program.name, line_at(program.source, close)));
+        body.insert(b_close, "\n#undef RT_LOCAL\n#define RT_LOCAL\n" + kernels::line_directive(program.name, kernels::line_of(program.source, close)));
         body.insert(b_start, "\n#undef RT_LOCAL\n#define RT_LOCAL static thread_local\n" +
-                                 kernels::line_directive(program.name, line_at(program.source, k->start)));
+                                 kernels::line_directive(program.name, kernels::line_of(program.source, k->start)));
     }
     return body;
 }
 
 /// Inside the module's struct: `rt_local_bytes_<kernel>`, the bytes of the kernel's RT_LOCAL arrays (their types
-/// must be known at the source's top level: kernel.h), each at the line of its RT_LOCAL for diagnostics.
+/// must be known at the source's top level, which the front end checks: kernel.h), each at the line of its RT_LOCAL
+/// for diagnostics.
 /// A kernel template's is a function template with the template's header (its arrays' types may depend on its
 /// parameters): `rt_local_bytes_axpy<float>()`.
 std::string local_bytes_members(const kernels::Program& program) {
@@ -180,6 +171,20 @@ std::string local_bytes_members(const kernels::Program& program) {
         out += k.is_template ? "; }\n" : ";\n";
     }
     return out;
+}
+
+/// True if the source or its options may name one of `prefixes` (e.g. the prelude's vector types, rt_float4,
+/// rt_make_int2, ...), or it includes files (which may): otherwise the cpu target leaves those parts of the prelude
+/// out of its translation unit (the vector types are ~300 inline functions, a tenth of a small module's compile time
+/// to parse; the 16-bit types a few percent). Any text that holds a prefix counts, in comments and macros too:
+/// erring towards keeping them.
+bool may_name(const kernels::Program& program, const kernels::SplitSource& split,
+              std::initializer_list<const char*> prefixes) {
+    if (!split.includes.empty()) return true;
+    for (const std::string* text : {&program.source, &program.option_text})
+        for (const char* prefix : prefixes)
+            if (text->find(prefix) != std::string::npos) return true;
+    return false;
 }
 
 int form_code(kernels::GroupForm form) {
@@ -284,6 +289,9 @@ std::string generate_translation_unit(const kernels::Program& program, int index
     tu += kernels::line_directive("runtime/cpu_kernel_abi.h", 1);
     tu += cpu_kernel_abi_text();
     tu += "\n";
+    if (!may_name(program, split, {"rt_float", "rt_double", "rt_int", "rt_uint", "rt_make_"}))
+        tu += "#define RT_NO_VECTOR_TYPES_ 1\n";
+    if (!may_name(program, split, {"half", "bfloat16"})) tu += "#define RT_NO_16BIT_TYPES_ 1\n";
     tu += kernels::line_directive("runtime/kernel.h", 1);
     tu += kernel_prelude_text();
     tu += "\n";
