@@ -35,7 +35,7 @@ SEED = {"H2D_bandwidth": "12.5 GB/s", "D2H_bandwidth": "12.5 GB/s", "D2D_bandwid
         "H2D_latency": "15 us", "D2H_latency": "15 us", "D2D_latency": "2 us"}
 
 KERNEL_N = 16 << 20  # floats in the kernel_twice_16M rows
-_HIGHER_IS_BETTER_UNITS = ("GB/s",)
+_HIGHER_IS_BETTER_UNITS = ("GB/s", "GFLOP/s")
 
 
 def _core_path(explicit: Optional[str]) -> Path:

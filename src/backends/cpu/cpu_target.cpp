@@ -196,9 +196,9 @@ int form_code(kernels::GroupForm form) {
 const std::string& generator_identity() {
     static const std::string id = kcache::Hasher()
                                       .add(static_cast<uint64_t>(RT_CPU_ABI_VERSION))
-                                      .add(cpu_kernel_abi_text())
-                                      .add(kernel_prelude_text())
-                                      .add(cpu_entry_text())
+                                      .add(cpu_kernel_abi_text_digest())
+                                      .add(kernel_prelude_text_digest())
+                                      .add(cpu_entry_text_digest())
                                       .hex();
     return id;
 }

@@ -279,7 +279,7 @@ std::string CudaTarget::identity() const {
     // without options cover the fixed ones.
     static const std::string prelude = [] {
         kcache::Hasher h;
-        h.add(kernel_prelude_text()).add(kBoundedMarker).add(RT_CUDA_FAULT_RECORD_SYMBOL);
+        h.add(kernel_prelude_text_digest()).add(kBoundedMarker).add(RT_CUDA_FAULT_RECORD_SYMBOL);
         for (const auto& [name, text] : kStandardHeaders) h.add(name).add(text);
         h.add(bounded_source(kernels::read_program("RT_KERNEL void k(int* p) { p[0] = 1; }", "", "sample")));
         return h.hex();
