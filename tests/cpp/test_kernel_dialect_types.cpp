@@ -20,23 +20,7 @@ using namespace rt_test;
 
 namespace {
 
-class CacheDirEnvironment : public ::testing::Environment {
-public:
-    void SetUp() override {
-        char tmpl[] = "/tmp/rt-test-dialect-types-XXXXXX";
-        ASSERT_NE(::mkdtemp(tmpl), nullptr);
-        dir_ = tmpl;
-        ::setenv("RUNTIME_CACHE_DIR", dir_.c_str(), 1);
-    }
-    void TearDown() override {
-        std::error_code ec;
-        if (!dir_.empty()) std::filesystem::remove_all(dir_, ec);
-    }
-
-private:
-    std::string dir_;
-};
-::testing::Environment* const g_cache_env = ::testing::AddGlobalTestEnvironment(new CacheDirEnvironment);
+RT_TEST_TEMP_CACHE_DIR("dialect-types");
 
 constexpr rtDim3 dim(unsigned x, unsigned y = 1, unsigned z = 1) { return rtDim3{x, y, z}; }
 

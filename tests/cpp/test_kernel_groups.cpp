@@ -190,23 +190,7 @@ RT_KERNEL void big_local(float* out) {
 }
 )rtsrc";
 
-class CacheDirEnvironment : public ::testing::Environment {
-public:
-    void SetUp() override {
-        char tmpl[] = "/tmp/rt-test-kernel-groups-XXXXXX";
-        ASSERT_NE(::mkdtemp(tmpl), nullptr);
-        dir_ = tmpl;
-        ::setenv("RUNTIME_CACHE_DIR", dir_.c_str(), 1);
-    }
-    void TearDown() override {
-        std::error_code ec;
-        if (!dir_.empty()) std::filesystem::remove_all(dir_, ec);
-    }
-
-private:
-    std::string dir_;
-};
-::testing::Environment* const g_cache_env = ::testing::AddGlobalTestEnvironment(new CacheDirEnvironment);
+RT_TEST_TEMP_CACHE_DIR("kernel-groups");
 
 class KernelGroups : public DeviceTest {
 protected:

@@ -141,24 +141,7 @@ struct Mixed {
     bool g;
 };
 
-/// Every test process compiles into its own empty cache directory (removed at exit), never a user's.
-class CacheDirEnvironment : public ::testing::Environment {
-public:
-    void SetUp() override {
-        char tmpl[] = "/tmp/rt-test-kernel-launch-XXXXXX";
-        ASSERT_NE(::mkdtemp(tmpl), nullptr);
-        dir_ = tmpl;
-        ::setenv("RUNTIME_CACHE_DIR", dir_.c_str(), 1);
-    }
-    void TearDown() override {
-        std::error_code ec;
-        if (!dir_.empty()) std::filesystem::remove_all(dir_, ec);
-    }
-
-private:
-    std::string dir_;
-};
-::testing::Environment* const g_cache_env = ::testing::AddGlobalTestEnvironment(new CacheDirEnvironment);
+RT_TEST_TEMP_CACHE_DIR("kernel-launch");
 
 constexpr rtDim3 dim(unsigned x, unsigned y = 1, unsigned z = 1) { return rtDim3{x, y, z}; }
 

@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -501,3 +502,31 @@ private:
 #define RT_INSTANTIATE_DEVICE_TEST(Suite)                                                            \
     INSTANTIATE_TEST_SUITE_P(AllDevices, Suite, ::testing::ValuesIn(::rt_test::device_indices()), \
                              ::rt_test::device_param_name)
+
+namespace rt_test {
+
+/// Makes the test process compile kernels into its own empty cache directory (removed at exit), never a user's:
+/// `RT_TEST_TEMP_CACHE_DIR("kernel-launch");` at namespace scope of a test file.
+class TempCacheDir : public ::testing::Environment {
+public:
+    explicit TempCacheDir(std::string tag) : tag_(std::move(tag)) {}
+    void SetUp() override {
+        std::string tmpl = "/tmp/rt-test-" + tag_ + "-XXXXXX";
+        ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
+        dir_ = tmpl;
+        ::setenv("RUNTIME_CACHE_DIR", dir_.c_str(), 1);
+    }
+    void TearDown() override {
+        std::error_code ec;
+        if (!dir_.empty()) std::filesystem::remove_all(dir_, ec);
+    }
+
+private:
+    std::string tag_, dir_;
+};
+
+}  // namespace rt_test
+
+#define RT_TEST_TEMP_CACHE_DIR(tag)                                                  \
+    ::testing::Environment* const rt_test_temp_cache_dir_ [[maybe_unused]] = \
+        ::testing::AddGlobalTestEnvironment(new ::rt_test::TempCacheDir(tag))
