@@ -451,6 +451,37 @@ TEST_P(DialectTypes, VectorOperatorsComponentWise) {
     }
 }
 
+// The cpu target leaves the vector and 16-bit types out of translation units that never name them; a name pasted
+// together by a macro is still found.
+constexpr const char* kPastedNames = R"rtsrc(
+#define RT_VEC_(t, n) rt_##t##n
+#define RT_SIXTEEN_(p) rt_##p##float16
+RT_KERNEL void pasted(RT_VEC_(float, 2)* o, RT_SIXTEEN_(b)* h) {
+    const size_t i = get_global_id(0);
+    o[i] = rt_make_float2((float)i, 2.0f * (float)i);
+    h[i] = RT_SIXTEEN_(b)((float)i);
+}
+)rtsrc";
+
+TEST_P(DialectTypes, TypesNamedThroughTokenPastingAreThere) {
+    if (!executes()) GTEST_SKIP() << "the fake CUDA driver runs no kernel code";
+    rtModule_t m = load(kPastedNames);
+    const unsigned n = 64;
+    DevBuf o(n * 8), h(n * 2);
+    void* p[] = {o.get(), h.get()};
+    run(fn(m, "pasted"), n, {&p[0], &p[1]});
+    const auto out = read<float>(o, 2 * n);
+    const auto bits = read<uint16_t>(h, n);
+    for (unsigned i = 0; i < n; ++i) {
+        EXPECT_EQ(out[2 * i], static_cast<float>(i)) << i;
+        EXPECT_EQ(out[2 * i + 1], 2.0f * static_cast<float>(i)) << i;
+        uint32_t f = 0;
+        const float v = static_cast<float>(i);
+        std::memcpy(&f, &v, 4);
+        EXPECT_EQ(bits[i], static_cast<uint16_t>(f >> 16)) << i;  // small integers are exact in bfloat16
+    }
+}
+
 TEST_P(DialectTypes, LayoutsAreCudasAndKernelParametersOfAnyAlignmentArriveWhole) {
     if (!executes()) GTEST_SKIP() << "the fake CUDA driver runs no kernel code";
     rtModule_t m = load(kTypes);

@@ -165,3 +165,24 @@ def test_read_only_memory_passes_where_the_kernel_only_reads(mode):
         s.launch_kernel(atomic, src, dst)
     s.synchronize()
     np.testing.assert_array_equal(host, np.arange(64, dtype=np.float32))
+
+
+def _alias_store(src, dst):
+    i = runtime.get_global_id(0)
+    b = src
+    b[i] = 7.0
+    dst[i] = 1.0
+
+
+def test_reference_mode_never_stores_into_read_only_memory():
+    """The reference mode's host views of read-only memory are read-only: a store through an alias the launch's
+    check cannot see raises instead of writing the producer's array."""
+    host = np.arange(8, dtype=np.float32)
+    host.flags.writeable = False
+    src = runtime.from_dlpack(host)
+    s = runtime.Stream()
+    with pytest.raises(runtime.Error, match="read-only"):
+        s.launch_kernel(runtime.jit(_alias_store, interpret=True), src, runtime.zeros(8, np.float32))
+        s.synchronize()
+    np.testing.assert_array_equal(host, np.arange(8, dtype=np.float32))
+

@@ -132,10 +132,16 @@ def _host_view(mem: DeviceMemory, dt: np.dtype) -> tuple:
         if n == 0:
             return np.empty(0, dt), None
         raw = (ctypes.c_char * (n * dt.itemsize)).from_address(mem.ptr)
-        return np.frombuffer(raw, dtype=dt), None
+        view = np.frombuffer(raw, dtype=dt)
+        if mem.readonly:  # a store through any alias raises, as the compiled launch refuses the memory
+            view.flags.writeable = False
+        return view, None
     from .core import copy
     host = np.empty(n, dt)
     copy(host, mem)
+    if mem.readonly:
+        host.flags.writeable = False
+        return host, None
     return host, (lambda: copy(mem, host))
 
 

@@ -1043,6 +1043,8 @@ class _Translator(ast.NodeVisitor):
         def ok(st: ast.AST, t: ast.AST) -> bool:
             if not isinstance(t, ast.Name):
                 return False
+            if isinstance(st, ast.AnnAssign) and _try_resolve(self, st.annotation) not in (int, np.int64, np.uint64):
+                return False  # a narrower declared type may wrap a non-negative value (x: np.int8 = 200)
             if isinstance(st, (ast.Assign, ast.AnnAssign)):
                 return st.value is not None and self.nonneg(st.value)
             if isinstance(st, ast.AugAssign):

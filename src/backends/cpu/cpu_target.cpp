@@ -176,11 +176,13 @@ std::string local_bytes_members(const kernels::Program& program) {
 /// True if the source or its options may name one of `prefixes` (e.g. the prelude's vector types, rt_float4,
 /// rt_make_int2, ...), or it includes files (which may): otherwise the cpu target leaves those parts of the prelude
 /// out of its translation unit (the vector types are ~300 inline functions, a tenth of a small module's compile time
-/// to parse; the 16-bit types a few percent). Any text that holds a prefix counts, in comments and macros too:
-/// erring towards keeping them.
+/// to parse; the 16-bit types a few percent). Any text that holds a prefix counts, in comments and macros too, and
+/// any token pasting (`##`): erring towards keeping them.
 bool may_name(const kernels::Program& program, const kernels::SplitSource& split,
               std::initializer_list<const char*> prefixes) {
     if (!split.includes.empty()) return true;
+    for (const std::string* text : {&program.source, &program.option_text})
+        if (text->find("##") != std::string::npos) return true;  // a name pasted together (rt_##t##4) may be one
     for (const std::string* text : {&program.source, &program.option_text})
         for (const char* prefix : prefixes)
             if (text->find(prefix) != std::string::npos) return true;
