@@ -121,9 +121,10 @@
  *   take no initializer, and their element types and bounds must be known at the top of the source (built-in types,
  *   structs of the source, macros and static constexpr constants there, template parameters: the cpu target sizes
  *   them there; a name declared in the kernel body is refused); on cpu they are of trivial types. A flat kernel's
- *   RT_LOCAL arrays are static thread_local on cpu (every access goes through the thread's TLS lookup; contents
- *   persist from one group to the next on a worker thread, which, as CUDA's uninitialised shared memory, no kernel
- *   may rely on). A kernel with barriers (either form) runs
+ *   RT_LOCAL arrays are static storage of the module on cpu, and the runtime runs one group of a module's flat
+ *   kernels at a time in the process (the flat form is the slow, correct fallback; contents persist from one group to
+ *   the next, which, as CUDA's uninitialised shared memory, no kernel may rely on). A kernel with barriers (either
+ *   form) runs
  *   whole work-groups only: a launch whose global size is not a multiple of the block in each dimension is refused
  *   with RT_ERROR_INVALID_VALUE naming the kernel. A group's local memory — its RT_LOCAL arrays plus shared_bytes —
  *   is at most rtDeviceProp.local_memory_per_group (cpu: 48 KiB; CUDA: the device's shared memory per block), or
@@ -664,10 +665,10 @@ struct rt_kernel_base_ {
  * rt_barrier(): the call's place goes with it, for the failure of a kernel that has no barrier hook. */
 #define rt_barrier() rt_barrier_at_(__FILE__, __LINE__)
 /* RT_LOCAL: in a group kernel (rt_items) an array of the group function's frame, which runs once per group; in a
- * flat kernel (rt_barrier) the cpu target defines it as `static thread_local` around that kernel: every item of a
- * group is a fiber of one worker thread, so they share it, and groups running on other workers have their own
- * (each access goes through the TLS lookup; the contents persist from one group to the next on a worker, which
- * the kernel must not rely on: on CUDA shared memory starts uninitialised). */
+ * flat kernel (rt_barrier) the cpu target defines it as `static` around that kernel: every item of a group is a
+ * fiber of one worker thread, so they share it, and the runtime runs one group of the module's flat kernels at a
+ * time (the contents persist from one group to the next, which the kernel must not rely on: on CUDA shared memory
+ * starts uninitialised). */
 #define RT_LOCAL
 /* The item of an rt_items block (`it`): its linear index in the group (it converts to size_t), and the only index
  * rt_private takes (no integer converts to it). */

@@ -16,7 +16,7 @@ namespace rt::kernels {
 namespace {
 /// Bumped whenever the front end or a target changes what it generates from the same inputs in a way the embedded
 /// texts do not show (kernel discovery, the cuda rewrite): old cache entries are then never loaded.
-constexpr uint64_t kGeneratorVersion = 3;  // 3: kernel templates, module globals (issue 13)
+constexpr uint64_t kGeneratorVersion = 4;  // 4: flat kernels' RT_LOCAL arrays are static, not thread_local
 }  // namespace
 
 std::string cache_key(const Target& target, const std::string& name, const std::string& source,

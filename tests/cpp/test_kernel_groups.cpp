@@ -314,6 +314,45 @@ TEST_P(KernelGroups, LocalMemoryNeverLeaksBetweenConcurrentGroups) {
     }
 }
 
+TEST_P(KernelGroups, FlatLocalsStayRightAcrossModuleReloads) {
+    // Every item's slot holds a value no fresh memory has (item 0's too), and the module is unloaded and loaded
+    // again each round: its local arrays must be the ones the group wrote (thread-local storage of a reloaded
+    // module once handed items a freed block).
+    const char* src = R"rtsrc(
+RT_KERNEL void reload_sum(const double* in, double* out) {
+    RT_LOCAL double part[64];
+    const size_t l = get_local_id(0);
+    part[l] = in[get_global_id(0)];
+    rt_barrier();
+    if (l == 0) {
+        double s = 0;
+        for (int i = 0; i < 64; ++i) s += part[i];
+        out[get_group_id(0)] = s;
+    }
+}
+)rtsrc";
+    std::vector<double> in(256);
+    for (unsigned i = 0; i < 256; ++i) in[i] = 1.5 + 0.5 * i;
+    DevBuf din(256 * sizeof(double)), dout(4 * sizeof(double));
+    ASSERT_RT_OK(rtMemcpy(din.get(), in.data(), 256 * sizeof(double), RT_MEMCPY_HOST_TO_DEVICE));
+    for (int round = 0; round < 40; ++round) {
+        rtModule_t m = nullptr;
+        ASSERT_RT_OK(rtModuleLoadSource(&m, src, nullptr));
+        void* pi = din.get();
+        void* po = dout.get();
+        void* args[] = {&pi, &po};
+        ASSERT_RT_OK(rtLaunchKernel(fn("reload_sum", m), dim(4), dim(64), args, 0, nullptr));
+        ASSERT_RT_OK(rtStreamSynchronize(nullptr));
+        const std::vector<double> got = read<double>(dout, 4);
+        ASSERT_RT_OK(rtModuleUnload(m));
+        for (unsigned g = 0; g < 4; ++g) {
+            double want = 0;
+            for (unsigned i = g * 64; i < g * 64 + 64; ++i) want += in[i];
+            ASSERT_EQ(got[g], want) << "round " << round << " group " << g;
+        }
+    }
+}
+
 TEST_P(KernelGroups, BarrierKernelsNeedWholeWorkGroups) {
     for (const char* name : {"reverse_items", "reverse_flat"}) {
         rtFunction_t f = fn(name);

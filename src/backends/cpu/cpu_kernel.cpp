@@ -623,8 +623,15 @@ void run_kernel(Executor& executor, const CpuFunction& function, const backend::
             if (flat) release_fiber_pages(t);
         }
     };
-    if (groups <= grain) piece(0, groups);  // one piece: no pool round trip
-    else executor.parallel_for(groups, grain, piece);
+    if (flat) {
+        // The groups of a flat kernel share its static RT_LOCAL arrays (cpu_target.cpp): one at a time, in one piece.
+        std::lock_guard lock(function.flat_launch_mutex());
+        piece(0, groups);
+    } else if (groups <= grain) {
+        piece(0, groups);  // one piece: no pool round trip
+    } else {
+        executor.parallel_for(groups, grain, piece);
+    }
 
     if (!__atomic_load_n(&fault.failed, __ATOMIC_ACQUIRE)) return;
     try {

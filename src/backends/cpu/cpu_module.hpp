@@ -2,6 +2,7 @@
 #pragma once
 
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,10 @@ public:
     /// baseline variant needs (checked before any of its code runs), else INVALID_VALUE.
     static std::shared_ptr<CpuModule> load(const std::string& path, bool from_cache);
 
+    /// Held by a launch of one of this module's flat kernels (rt_barrier) while its groups run: their RT_LOCAL
+    /// arrays are static storage of the loaded image, so one group of them runs at a time in the process.
+    std::mutex& flat_launch_mutex() { return flat_launch_mutex_; }
+
 private:
     CpuModule(void* handle, std::string path, const rt_cpu_kernel_info* kernels, int count, std::string variant);
 
@@ -46,6 +51,7 @@ private:
     std::string variant_;
     const rt_cpu_global_info* globals_ = nullptr;
     int global_count_ = 0;
+    std::mutex flat_launch_mutex_;
 };
 
 class CpuFunction final : public backend::Function {
@@ -58,6 +64,7 @@ public:
     bool uses_barriers() const override { return info_->group_form != RT_CPU_GROUP_NONE; }
     size_t static_local_bytes() const override { return static_cast<size_t>(info_->local_bytes); }
     int group_form() const { return info_->group_form; }
+    std::mutex& flat_launch_mutex() const { return module_->flat_launch_mutex(); }
 
 private:
     std::shared_ptr<CpuModule> module_;  // keeps the code loaded while launches are queued

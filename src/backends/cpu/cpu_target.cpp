@@ -136,15 +136,18 @@ size_t body_offset(const std::string& source, const std::string& body, size_t of
     return kernels::line_offset(body, line) + (offset - kernels::line_offset(source, line));
 }
 
-/// The body with each flat kernel (rt_barrier) between a #define of RT_LOCAL as `static thread_local` (its items are
-/// fibers of one thread, kernel.h) and the prelude's own (empty) one again; #line keeps the source's numbering.
+/// The body with each flat kernel (rt_barrier) between a #define of RT_LOCAL as `static` (its items are fibers of one
+/// thread, each reaching the same arrays; the runtime runs one group of a module's flat kernels at a time:
+/// CpuModule::flat_launch_mutex) and the prelude's own (empty) one again; #line keeps the source's numbering. Not
+/// thread_local: a worker's TLS block of a module can be stale across an unload and reload of modules (glibc updates
+/// a thread's TLS lazily), and kernel code would then store into freed memory.
 std::string place_flat_locals(const kernels::Program& program, std::string body) {
     for (auto k = program.kernels.rbegin(); k != program.kernels.rend(); ++k) {
         if (k->form != kernels::GroupForm::barrier || k->locals.empty()) continue;
         const size_t close = std::min(k->body_close + 1, program.source.size());
         const size_t b_close = body_offset(program.source, body, close), b_start = body_offset(program.source, body, k->start);
         body.insert(b_close, "\n#undef RT_LOCAL\n#define RT_LOCAL\n" + kernels::line_directive(program.name, kernels::line_of(program.source, close)));
-        body.insert(b_start, "\n#undef RT_LOCAL\n#define RT_LOCAL static thread_local\n" +
+        body.insert(b_start, "\n#undef RT_LOCAL\n#define RT_LOCAL static\n" +
                                  kernels::line_directive(program.name, kernels::line_of(program.source, k->start)));
     }
     return body;
