@@ -38,6 +38,15 @@ typedef enum rtError {
     RT_ERROR_NOT_SUPPORTED = 8,    /* the device or build cannot do this */
     RT_ERROR_NOT_FOUND = 9,        /* a named symbol (kernel) does not exist */
     RT_ERROR_NOT_PERMITTED = 10,   /* the call would wait from inside queue context (a host function, a release) */
+    RT_ERROR_STREAM_CAPTURE_UNSUPPORTED = 11,  /* not allowed while a stream capture is under way (graph.h) */
+    RT_ERROR_STREAM_CAPTURE_INVALIDATED = 12,  /* the capture was invalidated by an earlier error */
+    RT_ERROR_STREAM_CAPTURE_UNJOINED = 13,     /* a stream forked into the capture was not joined back */
+    RT_ERROR_STREAM_CAPTURE_IMPLICIT = 14,     /* the default stream was used while a stream was capturing */
+    RT_ERROR_STREAM_CAPTURE_WRONG_THREAD = 15, /* the capture was begun on another thread */
+    RT_ERROR_STREAM_CAPTURE_ISOLATION = 16,    /* a dependency would cross from one capture into another */
+    RT_ERROR_CAPTURED_EVENT = 17,              /* the event was last recorded in a capture: it has no work to wait for */
+    RT_ERROR_GRAPH_EXEC_UPDATE_FAILURE = 18,   /* rtGraphExecUpdate refused the graph (see its result) */
+    RT_ERROR_ILLEGAL_STATE = 19,               /* the object is not in a state that allows the call */
     RT_ERROR_UNKNOWN = 999
 } rtError_t;
 
@@ -376,5 +385,7 @@ RT_API rtError_t rtLaunchKernelEx(rtFunction_t function, const rtLaunchConfig* c
 #ifdef __cplusplus
 } /* extern "C" */
 #endif
+
+#include "runtime/graph.h"
 
 #endif /* RUNTIME_RUNTIME_H */

@@ -17,6 +17,9 @@ namespace kernels {
 class Target;
 class ModuleCache;
 }  // namespace kernels
+namespace graph {
+struct Program;
+}  // namespace graph
 
 namespace backend {
 
@@ -33,6 +36,8 @@ struct HostCall {
     AsyncErrorSlot* slot;  ///< owned by the core stream; outlives every queued operation of it. Null: internal
                            ///< (runtime bookkeeping such as notify_at_impl's default): never skipped
     uint64_t op_index;     ///< the stream's operation number, for the error message
+    const char* graph_node = nullptr;  ///< in a graph launch: the node's label ("node 3 (host function)"), which
+                                       ///< lives as long as the launch; null otherwise
 };
 /// Defined by the core: runs the user's function, captures a failure. Never throws.
 void run_host_call(const HostCall& call) noexcept;
@@ -101,6 +106,17 @@ struct LaunchShape {
 struct LaunchReport {
     AsyncErrorSlot* slot;  ///< owned by the core stream; outlives every queued operation of it
     uint64_t op_index;
+    const char* graph_node = nullptr;  ///< in a graph launch: the node's label, alive as long as the launch; else null
+};
+
+/// A graph program (graph/program.hpp) lowered for one device's queues, e.g. the cpu device's command array
+/// replayed with dependency counters, or a native CUDA graph. Holds what it needs of the program alive.
+class GraphExecutable {
+public:
+    virtual ~GraphExecutable() = default;
+    /// Command `index` of the program it was made from changed its operands (an update, a relocation): take them.
+    /// Never called while a launch of this executable is queued or running (the core lowers a new one instead).
+    virtual void refresh_impl(size_t index) = 0;
 };
 
 /// What a device is, reported once at start-up (ggml's dev_caps: a struct, not probing).
@@ -179,6 +195,12 @@ public:
     /// queue's destructor runs). Called once, before any other call. A backend that runs operations itself skips
     /// them while the slot has a failure (AsyncErrorSlot::failed, count_skipped). Defaults to ignoring it.
     virtual void bind_error_slot_impl(AsyncErrorSlot* slot) { (void)slot; }
+    /// (optional) Launches a graph lowered by this queue's device (Device::compile_graph_impl): one operation of the
+    /// queue, ordered as any other, which completes once every command has. A failed command is reported to
+    /// report.slot naming its label, and its successors (and the queue's later work) are skipped. The queue keeps
+    /// `graph` alive until the launch has run. Only called for executables of this backend; defaults to
+    /// NOT_SUPPORTED (a backend whose compile_graph_impl returns null is replayed by the core instead).
+    virtual void launch_graph_impl(const std::shared_ptr<GraphExecutable>& graph, const LaunchReport& report);
     /// (optional) Lets go of kernels held past their launches (a queue may keep its latest launched function to
     /// spare a reference count per launch), so an unloaded module's code goes once the launches queued so far have
     /// run. Called by the core after a module unload, from any thread; never blocks. Defaults to nothing.
@@ -212,6 +234,12 @@ public:
     virtual kernels::Target& kernel_target() = 0;
     /// The modules loaded from source for kernel_target(), shared by the devices that share that target's code.
     virtual kernels::ModuleCache& kernel_modules() = 0;
+    /// (optional) Lowers an instantiated graph for this device's queues. Null (the default): the core replays the
+    /// program's commands one by one, in topological order, through the queue's *_impl calls.
+    virtual std::shared_ptr<GraphExecutable> compile_graph_impl(const std::shared_ptr<const graph::Program>& program) {
+        (void)program;
+        return nullptr;
+    }
     /// `timing`: the event records timestamps. `blocking_sync`: synchronize parks without spinning.
     virtual std::unique_ptr<Event> create_event_impl(bool timing, bool blocking_sync) = 0;
 };

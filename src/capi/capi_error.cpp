@@ -16,6 +16,15 @@ RT_API const char* rtGetErrorName(rtError_t error) {
         case RT_ERROR_NOT_SUPPORTED: return "RT_ERROR_NOT_SUPPORTED";
         case RT_ERROR_NOT_FOUND: return "RT_ERROR_NOT_FOUND";
         case RT_ERROR_NOT_PERMITTED: return "RT_ERROR_NOT_PERMITTED";
+        case RT_ERROR_STREAM_CAPTURE_UNSUPPORTED: return "RT_ERROR_STREAM_CAPTURE_UNSUPPORTED";
+        case RT_ERROR_STREAM_CAPTURE_INVALIDATED: return "RT_ERROR_STREAM_CAPTURE_INVALIDATED";
+        case RT_ERROR_STREAM_CAPTURE_UNJOINED: return "RT_ERROR_STREAM_CAPTURE_UNJOINED";
+        case RT_ERROR_STREAM_CAPTURE_IMPLICIT: return "RT_ERROR_STREAM_CAPTURE_IMPLICIT";
+        case RT_ERROR_STREAM_CAPTURE_WRONG_THREAD: return "RT_ERROR_STREAM_CAPTURE_WRONG_THREAD";
+        case RT_ERROR_STREAM_CAPTURE_ISOLATION: return "RT_ERROR_STREAM_CAPTURE_ISOLATION";
+        case RT_ERROR_CAPTURED_EVENT: return "RT_ERROR_CAPTURED_EVENT";
+        case RT_ERROR_GRAPH_EXEC_UPDATE_FAILURE: return "RT_ERROR_GRAPH_EXEC_UPDATE_FAILURE";
+        case RT_ERROR_ILLEGAL_STATE: return "RT_ERROR_ILLEGAL_STATE";
         case RT_ERROR_UNKNOWN: return "RT_ERROR_UNKNOWN";
     }
     return "RT_ERROR_UNRECOGNIZED";
@@ -34,6 +43,15 @@ RT_API const char* rtGetErrorString(rtError_t error) {
         case RT_ERROR_NOT_SUPPORTED: return "not supported by this device or build";
         case RT_ERROR_NOT_FOUND: return "the named symbol was not found";
         case RT_ERROR_NOT_PERMITTED: return "the call would wait from inside a host function or release (queue context)";
+        case RT_ERROR_STREAM_CAPTURE_UNSUPPORTED: return "the operation is not permitted while a stream is being captured";
+        case RT_ERROR_STREAM_CAPTURE_INVALIDATED: return "the stream capture was invalidated by an earlier error";
+        case RT_ERROR_STREAM_CAPTURE_UNJOINED: return "a stream forked into the capture was not joined back before it ended";
+        case RT_ERROR_STREAM_CAPTURE_IMPLICIT: return "the default stream was used while a stream was being captured";
+        case RT_ERROR_STREAM_CAPTURE_WRONG_THREAD: return "the capture was begun on another thread";
+        case RT_ERROR_STREAM_CAPTURE_ISOLATION: return "a dependency would connect two different captures";
+        case RT_ERROR_CAPTURED_EVENT: return "the event was last recorded in a capture";
+        case RT_ERROR_GRAPH_EXEC_UPDATE_FAILURE: return "the executable graph cannot take that update";
+        case RT_ERROR_ILLEGAL_STATE: return "the object is not in a state that allows the call";
         case RT_ERROR_UNKNOWN: return "internal error";
     }
     return "unrecognized error code";

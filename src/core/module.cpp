@@ -73,14 +73,14 @@ void CoreModule::unload() {
     for (const std::shared_ptr<Stream>& s : device_.streams()) s->queue().release_kernels_impl();
 }
 
-void launch_kernel(Stream& stream, const CoreFunction& function, backend::LaunchShape shape, void* const* args,
-                   int num_args, const size_t* arg_sizes) {
+backend::LaunchShape validate_launch(const CoreDevice& device, const CoreFunction& function, backend::LaunchShape shape,
+                                     void* const* args, int num_args, const size_t* arg_sizes) {
     const backend::Function& f = *function.impl();
     const char* name = f.name().c_str();
-    if (&stream.device() != &function.device())
+    if (&device != &function.device())
         fail(RT_ERROR_INVALID_VALUE, "kernel '%s' was loaded for %s but the stream belongs to %s", name,
-             function.device().label().c_str(), stream.device().label().c_str());
-    const backend::DeviceInfo& info = stream.device().info();
+             function.device().label().c_str(), device.label().c_str());
+    const backend::DeviceInfo& info = device.info();
     static const char* const axis[3] = {"x", "y", "z"};
     const unsigned* grid = shape.grid;
     const unsigned* block = shape.block;
@@ -88,10 +88,10 @@ void launch_kernel(Stream& stream, const CoreFunction& function, backend::Launch
     for (int d = 0; d < 3; ++d) {
         if (grid[d] == 0 || grid[d] > static_cast<unsigned>(info.max_grid_size[d]))
             fail(RT_ERROR_INVALID_VALUE, "kernel '%s': grid.%s = %u is out of range (expected 1..%d on %s)", name, axis[d],
-                 grid[d], info.max_grid_size[d], stream.device().label().c_str());
+                 grid[d], info.max_grid_size[d], device.label().c_str());
         if (block[d] == 0 || block[d] > static_cast<unsigned>(info.max_block_size[d]))
             fail(RT_ERROR_INVALID_VALUE, "kernel '%s': block.%s = %u is out of range (expected 1..%d on %s)", name,
-                 axis[d], block[d], info.max_block_size[d], stream.device().label().c_str());
+                 axis[d], block[d], info.max_block_size[d], device.label().c_str());
         threads *= block[d];
         const unsigned long long full = 1ull * grid[d] * block[d];
         if (shape.global[d] == 0) {
@@ -123,7 +123,7 @@ void launch_kernel(Stream& stream, const CoreFunction& function, backend::Launch
              "kernel '%s' needs %zu bytes of local memory per work-group (%zu in its RT_LOCAL arrays + %zu dynamic "
              "shared_bytes), more than the %zu bytes %s has (rtDeviceProp.local_memory_per_group)",
              name, own + shape.shared_bytes, own, shape.shared_bytes, info.max_shared_bytes,
-             stream.device().label().c_str());
+             device.label().c_str());
     int arity = f.num_args();
     if (num_args >= 0 && arity >= 0 && num_args != arity)
         fail(RT_ERROR_INVALID_VALUE, "kernel '%s' takes %d argument(s) but %d were given", name, arity, num_args);
@@ -138,6 +138,12 @@ void launch_kernel(Stream& stream, const CoreFunction& function, backend::Launch
                 fail(RT_ERROR_INVALID_VALUE, "kernel '%s': argument %d has %zu bytes but the parameter has %zu", name, i,
                      arg_sizes[i], sizes[static_cast<size_t>(i)]);
     }
+    return shape;
+}
+
+void launch_kernel(Stream& stream, const CoreFunction& function, backend::LaunchShape shape, void* const* args,
+                   int num_args, const size_t* arg_sizes) {
+    shape = validate_launch(stream.device(), function, shape, args, num_args, arg_sizes);
     stream.queue().launch_impl(function.impl(), shape, args, backend::LaunchReport{&stream.errors(), stream.next_op()});
 }
 

@@ -55,7 +55,11 @@ private:
     std::shared_ptr<backend::Function> impl_;
 };
 
-/// Validates shape, arity and argument sizes (num_args < 0: not stated by the caller), then enqueues.
+/// Validates a launch of `function` on a stream of `device`: shape, arity and argument sizes (num_args < 0: not
+/// stated by the caller). Returns the shape with shape.global[d] == 0 replaced by grid[d]*block[d]. Throws.
+backend::LaunchShape validate_launch(const CoreDevice& device, const CoreFunction& function, backend::LaunchShape shape,
+                                     void* const* args, int num_args, const size_t* arg_sizes);
+/// Validates (validate_launch), then enqueues.
 /// shape.global[d] == 0 stands for grid[d]*block[d]; it is filled in before the backend sees it.
 void launch_kernel(Stream& stream, const CoreFunction& function, backend::LaunchShape shape, void* const* args,
                    int num_args, const size_t* arg_sizes);

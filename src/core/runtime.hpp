@@ -18,6 +18,12 @@
 
 namespace rt {
 
+namespace graph {
+class Graph;
+struct Node;
+class GraphExec;
+}  // namespace graph
+
 class Runtime {
 public:
     explicit Runtime(InitOptions options);
@@ -55,6 +61,9 @@ public:
     HandleTable<Event, 0x45> events;    // 'E'
     HandleTable<CoreModule, 0x4D> modules;      // 'M'
     HandleTable<CoreFunction, 0x46> functions;  // 'F'
+    HandleTable<graph::Graph, 0x47> graphs;           // 'G' (graph/graph.hpp)
+    HandleTable<graph::Node, 0x4E> graph_nodes;       // 'N': aliasing references into their graph's nodes
+    HandleTable<graph::GraphExec, 0x58> graph_execs;  // 'X' (graph/exec.hpp)
     MemoryRegistry registry;
 
 private:

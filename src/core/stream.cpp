@@ -55,6 +55,12 @@ void Queue::wait_native_impl(void* native) {
     fail(RT_ERROR_NOT_SUPPORTED, "this device's backend has no native streams to wait for (only cuda has: a CUstream)");
 }
 
+void Queue::launch_graph_impl(const std::shared_ptr<GraphExecutable>& graph, const LaunchReport& report) {
+    (void)graph;
+    (void)report;
+    fail(RT_ERROR_NOT_SUPPORTED, "this device's backend does not launch lowered graphs");
+}
+
 void notify_timeline() noexcept {
     if (Runtime* r = detail::g_runtime.load(std::memory_order_acquire)) r->timeline().wake();
 }
