@@ -2,7 +2,7 @@
 //
 // The C ABI in runtime.h stays the only exported surface; everything here is inline. Conventions:
 //  - every failing C call becomes a runtime::Error carrying the rtError_t (see check());
-//  - handles (Stream, Event, DeviceBuffer, PinnedBuffer) are move-only owners; a moved-from
+//  - handles (Stream, Event, DeviceBuffer, PinnedBuffer, Module, Graph, GraphExec) are move-only owners; a moved-from
 //    handle is empty and its destructor does nothing;
 //  - destructors never throw: they release the resource and ignore late errors, like the C++
 //    standard library's own RAII types;
@@ -17,6 +17,7 @@
 #include <concepts>
 #include <cstddef>
 #include <exception>
+#include <initializer_list>
 #include <memory>
 #include <ranges>
 #include <span>
@@ -26,6 +27,7 @@
 #include <tuple>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 namespace runtime {
 
@@ -211,6 +213,7 @@ class Kernel;
 // ------------------------------------------------------------------------------------- events
 
 class Stream;
+class Graph;
 
 /// Options of an Event; designated-initialiser friendly: Event({.enable_timing = false}).
 struct EventOptions {
@@ -362,6 +365,27 @@ public:
     /// arguments pass their device pointer; others are copied by value at the call). Arity and
     /// argument sizes are checked by the library against the kernel's parameters.
     template <class... Args> void launch(const Kernel& kernel, const LaunchConfig& config, Args&&... args);
+
+    /// Starts capturing: the work queued on this stream from now on becomes nodes of a graph instead of running,
+    /// until end_capture() (rtStreamBeginCapture; `mode` says which calls the capture forbids meanwhile).
+    void begin_capture(rtStreamCaptureMode mode = RT_STREAM_CAPTURE_MODE_GLOBAL) {
+        check(rtStreamBeginCapture(handle_, mode));
+    }
+    /// Ends the capture and returns its graph; an invalidated or unjoined capture throws (the capture is over
+    /// either way, and the stream usable again).
+    Graph end_capture();
+    /// begin_capture(mode), `body()`, end_capture(): the graph of what `body` queued. If `body` throws, the capture
+    /// is ended, its graph dropped, and the exception rethrown.
+    template <class F>
+        requires std::invocable<F&>
+    Graph capture(F&& body, rtStreamCaptureMode mode = RT_STREAM_CAPTURE_MODE_GLOBAL);
+    /// Whether the stream is capturing (RT_STREAM_CAPTURE_STATUS_ACTIVE, or _INVALIDATED after an error broke the
+    /// capture) or not (_NONE).
+    rtStreamCaptureStatus capture_status() const {
+        rtStreamCaptureStatus status = RT_STREAM_CAPTURE_STATUS_NONE;
+        check(rtStreamGetCaptureInfo(handle_, &status, nullptr));
+        return status;
+    }
 
 private:
     Stream(rtStream_t handle, bool owned) noexcept : handle_(handle), owned_(owned) {}
@@ -580,6 +604,26 @@ template <class T> const T& kernel_arg(const T& v) noexcept {
 }
 } // namespace detail
 
+namespace detail {
+/// Calls `f(ptrs, sizes)` with the address and size of each converted argument (kernel_arg), materialised so
+/// their addresses are stable for the call (the library copies the values before returning); nullptrs when
+/// there are none.
+template <class F, class... Args> void with_kernel_args(F&& f, Args&&... args) {
+    if constexpr (sizeof...(Args) == 0) {
+        f(static_cast<void**>(nullptr), static_cast<const std::size_t*>(nullptr));
+    } else {
+        auto values = std::tuple{kernel_arg(args)...};
+        std::apply(
+            [&](auto&... v) {
+                void* ptrs[] = {const_cast<void*>(static_cast<const void*>(&v))...};
+                const std::size_t sizes[] = {sizeof(v)...};
+                f(ptrs, sizes);
+            },
+            values);
+    }
+}
+} // namespace detail
+
 template <class... Args> void Stream::launch(const Kernel& kernel, const LaunchConfig& config, Args&&... args) {
     rtLaunchConfig c = RT_LAUNCH_CONFIG_INIT;  // size set, every other field 0; the fields by name
     c.grid = config.grid;
@@ -588,21 +632,369 @@ template <class... Args> void Stream::launch(const Kernel& kernel, const LaunchC
     c.stream = handle_;
     c.num_args = static_cast<int>(sizeof...(Args));
     for (int d = 0; d < 3; ++d) c.global[d] = config.global[static_cast<std::size_t>(d)];
-    if constexpr (sizeof...(Args) == 0) {
-        check(rtLaunchKernelEx(kernel.native_handle(), &c, nullptr));
-    } else {
-        // Materialise each converted argument so its address is stable for the call (the library
-        // copies the values before returning).
-        auto values = std::tuple{detail::kernel_arg(args)...};
-        std::apply(
-            [&](auto&... v) {
-                void* ptrs[] = {const_cast<void*>(static_cast<const void*>(&v))...};
-                const std::size_t sizes[] = {sizeof(v)...};
-                c.arg_sizes = sizes;
-                check(rtLaunchKernelEx(kernel.native_handle(), &c, ptrs));
-            },
-            values);
+    detail::with_kernel_args(
+        [&](void** ptrs, const std::size_t* sizes) {
+            c.arg_sizes = sizes;
+            check(rtLaunchKernelEx(kernel.native_handle(), &c, ptrs));
+        },
+        std::forward<Args>(args)...);
+}
+
+// ------------------------------------------------------------------------------------- graphs
+//
+// A Graph is a set of operations with dependencies (graph.h): captured from a stream (Stream::capture,
+// begin_capture/end_capture) or built node by node. GraphExec is a graph checked, memory-planned and ready to
+// launch as one operation of a stream, again and again. Both are move-only owners.
+
+/// A node of a Graph: a non-owning handle, valid while its graph is alive.
+class GraphNode {
+public:
+    explicit GraphNode(rtGraphNode_t handle) noexcept : handle_(handle) {}
+    rtGraphNode_t native_handle() const noexcept { return handle_; }
+    /// Its kind (RT_GRAPH_NODE_TYPE_KERNEL, _MEMCPY, ...).
+    rtGraphNodeType type() const {
+        rtGraphNodeType t = RT_GRAPH_NODE_TYPE_EMPTY;
+        check(rtGraphNodeGetType(handle_, &t));
+        return t;
     }
+    /// The nodes it runs after.
+    std::vector<GraphNode> dependencies() const;
+    friend bool operator==(const GraphNode&, const GraphNode&) = default;
+
+private:
+    rtGraphNode_t handle_;
+};
+
+namespace detail {
+/// A list of nodes as the C calls take them: `count` handles read by `get(out, &count)` (rtGraphGetNodes,
+/// rtGraphNodeGetDependencies), asked twice: the number, then the handles.
+template <class Get> std::vector<GraphNode> node_list(Get&& get) {
+    std::size_t count = 0;
+    check(get(static_cast<rtGraphNode_t*>(nullptr), &count));
+    std::vector<rtGraphNode_t> raw(count);
+    if (count) check(get(raw.data(), &count));
+    std::vector<GraphNode> nodes;
+    nodes.reserve(count);
+    for (std::size_t i = 0; i < count; ++i) nodes.emplace_back(raw[i]);
+    return nodes;
+}
+} // namespace detail
+
+inline std::vector<GraphNode> GraphNode::dependencies() const {
+    return detail::node_list([&](rtGraphNode_t* out, std::size_t* n) { return rtGraphNodeGetDependencies(handle_, out, n); });
+}
+
+/// The nodes a new node runs after: `{a, b}`, or any range of GraphNode (a vector, graph.nodes()).
+class Dependencies {
+public:
+    Dependencies() = default;
+    Dependencies(std::initializer_list<GraphNode> nodes) { assign(nodes); }
+    template <std::ranges::input_range R>
+        requires std::same_as<std::ranges::range_value_t<R>, GraphNode>
+    Dependencies(const R& nodes) { assign(nodes); }
+    const rtGraphNode_t* data() const noexcept { return handles_.empty() ? nullptr : handles_.data(); }
+    std::size_t size() const noexcept { return handles_.size(); }
+
+private:
+    template <class R> void assign(const R& nodes) {
+        for (const GraphNode& n : nodes) handles_.push_back(n.native_handle());
+    }
+    std::vector<rtGraphNode_t> handles_;
+};
+
+/// An allocation node and the address it gives its graph (valid in the graph's own nodes: graph.h).
+struct GraphAllocation {
+    GraphNode node;
+    void* ptr;
+};
+
+/// The planned memory of an executable graph (rtGraphMemoryInfo).
+struct GraphMemoryInfo {
+    std::size_t arena_bytes = 0;     ///< device memory held for its allocation nodes
+    std::size_t allocated_bytes = 0; ///< the sum of their sizes
+    std::size_t allocations = 0;     ///< their number
+};
+
+/// A refused GraphExec::update: code() is RT_ERROR_GRAPH_EXEC_UPDATE_FAILURE, result() what differed, what()
+/// names the first node that differs.
+class GraphUpdateError : public Error {
+public:
+    GraphUpdateError(rtGraphExecUpdateResult result, std::string_view detail)
+        : Error(RT_ERROR_GRAPH_EXEC_UPDATE_FAILURE, detail), result_(result) {}
+    rtGraphExecUpdateResult result() const noexcept { return result_; }
+
+private:
+    rtGraphExecUpdateResult result_;
+};
+
+class GraphExec;
+
+namespace detail {
+/// Checks `n` arguments of `sizes` bytes against `kernel`'s parameters: a kernel node copies its arguments by the
+/// kernel's parameter sizes (rtKernelNodeParams has no sizes), so a wrong count or size is refused here.
+inline void check_node_args(const Kernel& kernel, const std::size_t* sizes, std::size_t n) {
+    int count = 0;
+    check(rtFunctionGetParamInfo(kernel.native_handle(), &count, nullptr));
+    std::vector<std::size_t> want(static_cast<std::size_t>(count > 0 ? count : 0));
+    if (count > 0) check(rtFunctionGetParamInfo(kernel.native_handle(), &count, want.data()));
+    if (want.size() != n)
+        throw Error(RT_ERROR_INVALID_VALUE, "kernel node: the kernel takes " + std::to_string(want.size()) +
+                                                " argument(s), got " + std::to_string(n));
+    for (std::size_t i = 0; i < n; ++i)
+        if (want[i] != sizes[i])
+            throw Error(RT_ERROR_INVALID_VALUE, "kernel node: argument " + std::to_string(i) + " is " +
+                                                    std::to_string(sizes[i]) + " bytes, the kernel's parameter " +
+                                                    std::to_string(want[i]));
+}
+/// rtKernelNodeParams of a launch shape (the argument pointers set by the caller).
+inline rtKernelNodeParams kernel_node_params(const Kernel& kernel, const LaunchConfig& config) {
+    rtKernelNodeParams p{};
+    p.function = kernel.native_handle();
+    p.grid = config.grid;
+    p.block = config.block;
+    p.shared_bytes = config.shared_bytes;
+    for (int d = 0; d < 3; ++d) p.global[d] = config.global[static_cast<std::size_t>(d)];
+    return p;
+}
+} // namespace detail
+
+/// A graph of operations; move-only owner of an rtGraph_t. Not thread-safe: one thread at a time builds a graph
+/// (as CUDA's). Operands are checked when a node is added, as the stream call of the same kind checks them.
+class Graph {
+public:
+    /// An empty graph on the current device.
+    Graph() { check(rtGraphCreate(&handle_, 0)); }
+    /// Takes ownership of `handle` (e.g. from rtStreamEndCapture).
+    static Graph adopt(rtGraph_t handle) noexcept { return Graph(handle); }
+    Graph(Graph&& o) noexcept : handle_(std::exchange(o.handle_, nullptr)) {}
+    Graph& operator=(Graph&& o) noexcept {
+        if (this != &o) {
+            reset();
+            handle_ = std::exchange(o.handle_, nullptr);
+        }
+        return *this;
+    }
+    Graph(const Graph&) = delete;
+    Graph& operator=(const Graph&) = delete;
+    /// Executable graphs made from it are not affected.
+    ~Graph() { reset(); }
+
+    rtGraph_t native_handle() const noexcept { return handle_; }
+    /// A deep copy (same nodes, parameters, edges and names; its own node handles).
+    Graph clone() const {
+        rtGraph_t c = nullptr;
+        check(rtGraphClone(&c, handle_));
+        return Graph(c);
+    }
+    /// The nodes in the order they were added.
+    std::vector<GraphNode> nodes() const {
+        return detail::node_list([&](rtGraphNode_t* out, std::size_t* n) { return rtGraphGetNodes(handle_, out, n); });
+    }
+    std::size_t size() const {
+        std::size_t n = 0;
+        check(rtGraphGetNodes(handle_, nullptr, &n));
+        return n;
+    }
+
+    /// A node that does nothing (a join point).
+    GraphNode add_empty(const Dependencies& deps = {}) {
+        return added([&](rtGraphNode_t* n) { return rtGraphAddEmptyNode(n, handle_, deps.data(), deps.size()); });
+    }
+    /// A copy of `bytes` bytes (rtMemcpyAsync's operands).
+    GraphNode add_copy(void* dst, const void* src, std::size_t bytes, rtMemcpyKind kind = RT_MEMCPY_DEFAULT,
+                       const Dependencies& deps = {}) {
+        const rtMemcpyNodeParams p{dst, src, bytes, kind};
+        return added([&](rtGraphNode_t* n) { return rtGraphAddMemcpyNode(n, handle_, deps.data(), deps.size(), &p); });
+    }
+    /// A fill of `bytes` bytes of device memory with (unsigned char)value.
+    GraphNode add_memset(void* dst, int value, std::size_t bytes, const Dependencies& deps = {}) {
+        const rtMemsetNodeParams p{dst, value, bytes};
+        return added([&](rtGraphNode_t* n) { return rtGraphAddMemsetNode(n, handle_, deps.data(), deps.size(), &p); });
+    }
+    /// A launch of `kernel` (arguments as Stream::launch takes them, copied now; their count and sizes must match
+    /// the kernel's parameters).
+    template <class... Args>
+    GraphNode add_kernel(const Kernel& kernel, const LaunchConfig& config, const Dependencies& deps, Args&&... args) {
+        rtKernelNodeParams p = detail::kernel_node_params(kernel, config);
+        rtGraphNode_t node = nullptr;
+        detail::with_kernel_args(
+            [&](void** ptrs, const std::size_t* sizes) {
+                detail::check_node_args(kernel, sizes, sizeof...(Args));
+                p.args = ptrs;
+                check(rtGraphAddKernelNode(&node, handle_, deps.data(), deps.size(), &p));
+            },
+            std::forward<Args>(args)...);
+        return GraphNode(node);
+    }
+    /// A call of `fn(user_data)` on a runtime thread (as rtLaunchHostFunc). The graph does not own `user_data`:
+    /// it must outlive every launch (callables that the graph owns: capture Stream::launch_host_func).
+    GraphNode add_host(rtHostFn_t fn, void* user_data, const Dependencies& deps = {}) {
+        const rtHostNodeParams p{fn, user_data};
+        return added([&](rtGraphNode_t* n) { return rtGraphAddHostNode(n, handle_, deps.data(), deps.size(), &p); });
+    }
+    /// A node running a copy of `child` taken now.
+    GraphNode add_child(const Graph& child, const Dependencies& deps = {}) {
+        return added([&](rtGraphNode_t* n) {
+            return rtGraphAddChildGraphNode(n, handle_, deps.data(), deps.size(), child.handle_);
+        });
+    }
+    /// Records `event` when the node runs.
+    GraphNode add_event_record(Event& event, const Dependencies& deps = {}) {
+        return added([&](rtGraphNode_t* n) {
+            return rtGraphAddEventRecordNode(n, handle_, deps.data(), deps.size(), event.native_handle());
+        });
+    }
+    /// Waits for `event`'s record current at the launch.
+    GraphNode add_event_wait(const Event& event, const Dependencies& deps = {}) {
+        return added([&](rtGraphNode_t* n) {
+            return rtGraphAddEventWaitNode(n, handle_, deps.data(), deps.size(), event.native_handle());
+        });
+    }
+    /// An allocation of `bytes` from the executable graph's arena; its address is the graph's (graph.h).
+    GraphAllocation add_alloc(std::size_t bytes, const Dependencies& deps = {}) {
+        rtMemAllocNodeParams p{bytes, nullptr};
+        GraphNode node = added([&](rtGraphNode_t* n) {
+            return rtGraphAddMemAllocNode(n, handle_, deps.data(), deps.size(), &p);
+        });
+        return {node, p.ptr};
+    }
+    /// Frees `ptr`, the address of an allocation node of this graph.
+    GraphNode add_free(void* ptr, const Dependencies& deps = {}) {
+        return added([&](rtGraphNode_t* n) { return rtGraphAddMemFreeNode(n, handle_, deps.data(), deps.size(), ptr); });
+    }
+
+    /// Names the external buffer [ptr, ptr + bytes) for GraphExec::save and GraphExec::set_buffer.
+    void bind_name(const std::string& name, void* ptr, std::size_t bytes) {
+        check(rtGraphBindName(handle_, name.c_str(), ptr, bytes));
+    }
+    template <class T> void bind_name(const std::string& name, DeviceBuffer<T>& buffer) {
+        bind_name(name, buffer.data(), buffer.bytes());
+    }
+    /// Writes the graph in Graphviz DOT to `path` (`verbose`: every parameter of every node).
+    void to_dot(const std::string& path, bool verbose = false) const {
+        check(rtGraphDebugDotPrint(handle_, path.c_str(), verbose ? RT_GRAPH_DEBUG_DOT_FLAGS_VERBOSE : 0u));
+    }
+    /// Checks, plans and prepares the graph to launch (rtGraphInstantiate).
+    GraphExec instantiate() const;
+
+private:
+    explicit Graph(rtGraph_t handle) noexcept : handle_(handle) {}
+    template <class Add> GraphNode added(Add&& add) {
+        rtGraphNode_t node = nullptr;
+        check(add(&node));
+        return GraphNode(node);
+    }
+    void reset() noexcept {
+        if (handle_) rtGraphDestroy(std::exchange(handle_, nullptr));
+    }
+    rtGraph_t handle_ = nullptr;
+};
+
+/// An executable graph: move-only owner of an rtGraphExec_t. Launches of one executable graph run one at a time,
+/// in the order they were made, whichever their streams.
+class GraphExec {
+public:
+    /// Instantiates `graph` (which it does not depend on afterwards).
+    explicit GraphExec(const Graph& graph) { check(rtGraphInstantiate(&handle_, graph.native_handle(), 0)); }
+    /// An executable graph saved by save(), on the current device; bind its named buffers (set_buffer) before
+    /// launching it.
+    static GraphExec load(const std::string& path) {
+        rtGraphExec_t e = nullptr;
+        check(rtGraphExecLoad(&e, path.c_str()));
+        return GraphExec(e);
+    }
+    GraphExec(GraphExec&& o) noexcept : handle_(std::exchange(o.handle_, nullptr)) {}
+    GraphExec& operator=(GraphExec&& o) noexcept {
+        if (this != &o) {
+            reset();
+            handle_ = std::exchange(o.handle_, nullptr);
+        }
+        return *this;
+    }
+    GraphExec(const GraphExec&) = delete;
+    GraphExec& operator=(const GraphExec&) = delete;
+    /// Returns at once; the executable graph goes once its launches have completed.
+    ~GraphExec() { reset(); }
+
+    rtGraphExec_t native_handle() const noexcept { return handle_; }
+
+    /// Launches it on `stream`: one operation of the stream (a failed node fails it, named by the stream's next
+    /// synchronize).
+    void launch(Stream& stream) { check(rtGraphLaunch(handle_, stream.native_handle())); }
+    /// Makes it ready to launch on `stream` without launching it (optional).
+    void upload(Stream& stream) { check(rtGraphUpload(handle_, stream.native_handle())); }
+    /// Takes the parameters of every node of `graph` (same nodes and edges as the graph it was made from) for the
+    /// next launches; refused: GraphUpdateError, and this executable graph is unchanged.
+    void update(const Graph& graph) {
+        rtGraphExecUpdateResult result = RT_GRAPH_EXEC_UPDATE_SUCCESS;
+        const rtError_t e = rtGraphExecUpdate(handle_, graph.native_handle(), &result);
+        if (e == RT_ERROR_GRAPH_EXEC_UPDATE_FAILURE) throw GraphUpdateError(result, rtGetLastErrorMessage());
+        check(e);
+    }
+    /// New parameters of kernel node `node` (of the graph it was made from) for the next launches; the kernel may
+    /// change to another of the same device.
+    template <class... Args>
+    void set_kernel_params(GraphNode node, const Kernel& kernel, const LaunchConfig& config, Args&&... args) {
+        rtKernelNodeParams p = detail::kernel_node_params(kernel, config);
+        detail::with_kernel_args(
+            [&](void** ptrs, const std::size_t* sizes) {
+                detail::check_node_args(kernel, sizes, sizeof...(Args));
+                p.args = ptrs;
+                check(rtGraphExecKernelNodeSetParams(handle_, node.native_handle(), &p));
+            },
+            std::forward<Args>(args)...);
+    }
+    /// New operands of copy node `node` for the next launches.
+    void set_copy_params(GraphNode node, void* dst, const void* src, std::size_t bytes,
+                         rtMemcpyKind kind = RT_MEMCPY_DEFAULT) {
+        const rtMemcpyNodeParams p{dst, src, bytes, kind};
+        check(rtGraphExecMemcpyNodeSetParams(handle_, node.native_handle(), &p));
+    }
+    /// Binds the named buffer `name` to [ptr, ptr + bytes) for the next launches.
+    void set_buffer(const std::string& name, void* ptr, std::size_t bytes) {
+        check(rtGraphExecSetBuffer(handle_, name.c_str(), ptr, bytes));
+    }
+    template <class T> void set_buffer(const std::string& name, DeviceBuffer<T>& buffer) {
+        set_buffer(name, buffer.data(), buffer.bytes());
+    }
+    /// Writes it to `path` (kernels, memory plan, named buffers); device pointers outside named buffers and
+    /// allocation nodes, and host functions, cannot be saved (RT_ERROR_NOT_SUPPORTED naming the node).
+    void save(const std::string& path) const { check(rtGraphExecSave(handle_, path.c_str())); }
+    /// Its arena against the sum of its allocations.
+    GraphMemoryInfo memory_info() const {
+        rtGraphMemoryInfo m{};
+        check(rtGraphExecGetMemoryInfo(handle_, &m));
+        return GraphMemoryInfo{m.arena_bytes, m.allocated_bytes, m.allocations};
+    }
+
+private:
+    explicit GraphExec(rtGraphExec_t handle) noexcept : handle_(handle) {}
+    void reset() noexcept {
+        if (handle_) rtGraphExecDestroy(std::exchange(handle_, nullptr));
+    }
+    rtGraphExec_t handle_ = nullptr;
+};
+
+inline GraphExec Graph::instantiate() const { return GraphExec(*this); }
+
+inline Graph Stream::end_capture() {
+    rtGraph_t g = nullptr;
+    check(rtStreamEndCapture(handle_, &g));
+    return Graph::adopt(g);
+}
+
+template <class F>
+    requires std::invocable<F&>
+Graph Stream::capture(F&& body, rtStreamCaptureMode mode) {
+    begin_capture(mode);
+    try {
+        body();
+    } catch (...) {
+        rtGraph_t g = nullptr;
+        if (rtStreamEndCapture(handle_, &g) == RT_SUCCESS) rtGraphDestroy(g);
+        throw;
+    }
+    return end_capture();
 }
 
 } // namespace runtime

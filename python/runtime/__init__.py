@@ -5,7 +5,9 @@ copy(dst, src, direction=None), free, @jit with get_global_id(); plus device str
 stream/device context managers, Event(enable_timing=True).elapsed_time, typed n-d device memory (shape, strides,
 dtype; empty/zeros/to_device/view) with DLPack both ways (from_dlpack) and __cuda_array_interface__, typed errors; the
 memory strategies (enable_pool_allocator, enable_zero_copy, enable_memory_reuse), pinned/registered/mapped host
-memory (alloc_host, register_host, map_host) and exact statistics (memory_stats, memory_summary).
+memory (alloc_host, register_host, map_host) and exact statistics (memory_stats, memory_summary); graphs (issue 14):
+stream.capture() / begin_capture / end_capture give a Graph, instantiate() a GraphExec to launch, update and save,
+load_graph reads one back (runtime.graph).
 """
 
 from __future__ import annotations
@@ -13,8 +15,11 @@ from __future__ import annotations
 import numpy as _np
 
 from . import _core
-from .errors import (CompileError, Error, InvalidDeviceError, InvalidHandleError, InvalidValueError, LaunchError,
-                     NotFoundError, NotPermittedError, NotReadyError, NotSupportedError, OutOfMemoryError,
+from .errors import (CapturedEventError, CompileError, Error, GraphExecUpdateError, IllegalStateError,
+                     InvalidDeviceError, InvalidHandleError, InvalidValueError, LaunchError, NotFoundError,
+                     NotPermittedError, NotReadyError, NotSupportedError, OutOfMemoryError, StreamCaptureError,
+                     StreamCaptureImplicitError, StreamCaptureInvalidatedError, StreamCaptureIsolationError,
+                     StreamCaptureUnjoinedError, StreamCaptureUnsupportedError, StreamCaptureWrongThreadError,
                      UnknownError)
 from .errors import ERROR_CLASSES as _ERROR_CLASSES
 
@@ -30,6 +35,8 @@ from .jit import (JitKernel, atomic_add, atomic_cas, atomic_exchange, atomic_max
                   local_array, get_global_id, get_global_size, get_group_id, get_local_id, get_local_size, get_num_groups, jit)
 from .kernel import Function, Module  # noqa: E402
 from .core import zeros  # noqa: E402
+from .core import thread_capture_mode  # noqa: E402
+from .graph import Graph, GraphExec, GraphMemoryInfo, GraphNode, load_graph  # noqa: E402
 from .interop import from_dlpack  # noqa: E402
 
 # dtypes, for annotations (`def k(a: runtime.float64)`) and alloc(..., dtype=runtime.int32)
@@ -56,3 +63,7 @@ __all__ = [
     "bool_", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float32", "float64",
 ]
 __all__ += ["zeros", "from_dlpack", "float16", "complex64", "complex128"]
+__all__ += ["Graph", "GraphExec", "GraphNode", "GraphMemoryInfo", "load_graph", "thread_capture_mode",
+            "StreamCaptureError", "StreamCaptureUnsupportedError", "StreamCaptureInvalidatedError",
+            "StreamCaptureUnjoinedError", "StreamCaptureImplicitError", "StreamCaptureWrongThreadError",
+            "StreamCaptureIsolationError", "CapturedEventError", "GraphExecUpdateError", "IllegalStateError"]

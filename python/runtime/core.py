@@ -414,6 +414,43 @@ class Stream:
                 return _core.stream_query(0)
         return _core.stream_query(self.handle)
 
+    # ---- capture (runtime.graph)
+    def begin_capture(self, mode: str = "global") -> None:
+        """Start capturing: the work queued on this stream from now on (copies, memsets, kernels, host functions,
+        event records and waits, stream-ordered allocations) becomes nodes of a graph instead of running, until
+        end_capture(). `mode` ("global", "thread_local" or "relaxed") says which calls the capture forbids
+        meanwhile (runtime.graph)."""
+        code = _capture_mode_code(mode, "begin_capture")
+        _core.stream_begin_capture(self.handle, code)
+        _active_captures[self.handle] = (mode, threading.get_ident())
+
+    def end_capture(self) -> "Graph":
+        """End the capture begun by begin_capture() and return its runtime.Graph. An invalidated capture raises
+        StreamCaptureInvalidatedError naming what broke it, a stream left unjoined StreamCaptureUnjoinedError; the
+        capture is over either way."""
+        from .graph import Graph
+        h = self.handle
+        try:
+            g = _core.stream_end_capture(h)
+        finally:
+            if _core.stream_get_capture_info(h)[0] == 0:
+                _active_captures.pop(h, None)
+                _free_deferred()
+        return Graph._adopt(g, self.device)
+
+    def capture(self, mode: str = "global") -> "_Capture":
+        """`with stream.capture() as graph:` captures the block: `graph` (a runtime.Graph) holds its nodes once the
+        block exits. An exception in the block ends the capture, drops its graph and propagates."""
+        _capture_mode_code(mode, "capture")
+        return _Capture(self, mode)
+
+    @property
+    def is_capturing(self) -> bool:
+        """Whether the stream is being captured (also after an error invalidated the capture, until it ends)."""
+        if self._is_default:
+            return False
+        return _core.stream_get_capture_info(self.handle)[0] != 0
+
     # ---- context manager, destruction
     def __enter__(self) -> "Stream":
         stack = _stream_stack()
@@ -441,6 +478,96 @@ class Stream:
     def __repr__(self) -> str:
         what = "default" if self._is_default else f"{self._handle:#x}"
         return f"runtime.Stream({what}, device={self.device.name!r})"
+
+
+_CAPTURE_MODES = {"global": 0, "thread_local": 1, "relaxed": 2}
+
+# The captures begun through this package: {stream handle: (mode, thread id)}. While one forbids rtFree on a thread
+# (graph.h's rules), a DeviceMemory finalized there is freed when the capture ends instead (_deferred_frees): a
+# garbage collection during a capture must not invalidate it. An explicit free() still fails, as in C.
+_active_captures: dict = {}
+_deferred_frees: list = []
+
+
+def _capture_mode_code(mode: Any, what: str) -> int:
+    code = _CAPTURE_MODES.get(mode) if isinstance(mode, str) else None
+    if code is None:
+        raise make_error(InvalidValueError, f"{what}: mode must be one of 'global', 'thread_local', 'relaxed', "
+                                            f"got {mode!r}")
+    return code
+
+
+def _thread_capture_mode() -> str:
+    return getattr(_tls, "capture_mode", "global")
+
+
+def _free_forbidden() -> bool:
+    """Whether rtFree would be refused on this thread by a capture begun through this package."""
+    mine = _thread_capture_mode()
+    if mine == "relaxed":
+        return False
+    me = threading.get_ident()
+    for mode, tid in list(_active_captures.values()):
+        if mode != "relaxed" and tid == me:
+            return True
+        if mode == "global" and mine == "global":
+            return True
+    return False
+
+
+def _free_deferred() -> None:
+    """Free the memory finalized while a capture forbade it, once no capture does."""
+    while _deferred_frees and not _free_forbidden():
+        mem = _deferred_frees.pop()
+        try:
+            mem._release()
+        except Exception:
+            pass
+
+
+class _Capture:
+    """The context manager of stream.capture(): begins on entry, gives the graph (filled at exit)."""
+
+    def __init__(self, stream: Stream, mode: str) -> None:
+        from .graph import Graph
+        self.stream, self.mode = stream, mode
+        self.graph = Graph._pending(stream.device)
+
+    def __enter__(self) -> "Graph":
+        self.stream.begin_capture(self.mode)
+        return self.graph
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> bool:
+        if exc_type is None:
+            self.graph._take(self.stream.end_capture())
+            return False
+        try:
+            self.stream.end_capture().close()
+        except Error:
+            pass  # the block's own exception is the one to see; the capture is over either way
+        return False
+
+
+class thread_capture_mode:
+    """`with runtime.thread_capture_mode("relaxed"):` sets the calling thread's capture mode for the block
+    (rtThreadExchangeStreamCaptureMode): which calls a capture under way in another thread forbids here. Typical
+    use: "relaxed" around an allocation a helper thread must make while another thread captures."""
+
+    def __init__(self, mode: str) -> None:
+        self.code = _capture_mode_code(mode, "thread_capture_mode")
+        self.mode = mode
+        self.saved: list = []
+
+    def __enter__(self) -> "thread_capture_mode":
+        self.saved.append((_core.thread_exchange_capture_mode(self.code), _thread_capture_mode()))
+        _tls.capture_mode = self.mode
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        code, mode = self.saved.pop()
+        _core.thread_exchange_capture_mode(code)
+        _tls.capture_mode = mode
+        _free_deferred()
 
 
 def _stream_stack() -> list:
@@ -568,7 +695,7 @@ class _MemExtra:
     copy fast path (read-only, non-contiguous, foreign host memory)."""
 
     __slots__ = ("stream", "host", "host_registered", "mapped", "base", "views", "exports", "release_pending",
-                 "imported", "foreign_host", "readonly", "special", "cai")
+                 "imported", "foreign_host", "readonly", "special", "cai", "captured")
 
     def __init__(self) -> None:
         self.stream: Optional[weakref.ref] = None
@@ -584,6 +711,7 @@ class _MemExtra:
         self.readonly = False
         self.special = False  # off the launch_copy fast path
         self.cai: Optional[dict] = None  # the __cuda_array_interface__ dict, made on first use (cuda memory)
+        self.captured = False  # alloc(stream=s) while s was capturing: an allocation node's memory, the graph's
 
 
 class DeviceMemory:
@@ -863,6 +991,8 @@ class DeviceMemory:
         if not self._ptr:
             return
         stream = ext.stream() if ext.stream is not None else None
+        if ext.captured and (stream is None or stream._handle not in _active_captures):
+            return  # an allocation node's memory outside its capture: the graph's executable graphs release it
         if stream is not None and (stream._handle or stream._is_default):
             with stream.device:
                 _core.free_async(self._ptr, 0 if stream._is_default else stream._handle)
@@ -883,6 +1013,9 @@ class DeviceMemory:
     def __del__(self) -> None:
         if not self._freed:
             try:
+                if _active_captures and _free_forbidden():
+                    _deferred_frees.append(self)  # freed when the capture ends (see _active_captures)
+                    return
                 self._release()
             except Exception:
                 pass
@@ -995,6 +1128,7 @@ def _allocate(n: int, dt: Optional[np.dtype], shape: Optional[tuple], device: An
             ptr = _core.malloc_async(n, 0 if stream._is_default else stream.handle)
         ext = _MemExtra()
         ext.stream = weakref.ref(stream)
+        ext.captured = bool(_active_captures) and stream._handle in _active_captures
         return DeviceMemory(ptr, n, stream.device, dt, ext, shape)
     if device is None:
         ptr, idx = _core.malloc_current(n)

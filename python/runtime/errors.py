@@ -76,6 +76,73 @@ class NotPermittedError(Error):
     code, name = 10, "RT_ERROR_NOT_PERMITTED"
 
 
+class StreamCaptureError(Error):
+    """Base class of the errors of stream capture (codes 11..17): a call the capture forbids, a capture broken by an
+    earlier error, a stream left unjoined, the default stream used during a capture, the capture ended on another
+    thread, a dependency between two captures, a wait on an event recorded in a capture."""
+
+
+class StreamCaptureUnsupportedError(StreamCaptureError):
+    """The call is not allowed while a stream capture is under way (e.g. stream.synchronize() on a capturing
+    stream, runtime.copy() or runtime.alloc() during a global-mode capture); it invalidates the capture it would
+    have broken."""
+
+    code, name = 11, "RT_ERROR_STREAM_CAPTURE_UNSUPPORTED"
+
+
+class StreamCaptureInvalidatedError(StreamCaptureError):
+    """The capture was invalidated by an earlier error; ending it says which call broke it."""
+
+    code, name = 12, "RT_ERROR_STREAM_CAPTURE_INVALIDATED"
+
+
+class StreamCaptureUnjoinedError(StreamCaptureError):
+    """A stream that joined the capture (by waiting for an event recorded in it) was not joined back before the
+    capture ended; the message names it."""
+
+    code, name = 13, "RT_ERROR_STREAM_CAPTURE_UNJOINED"
+
+
+class StreamCaptureImplicitError(StreamCaptureError):
+    """The default stream was used while a stream was capturing."""
+
+    code, name = 14, "RT_ERROR_STREAM_CAPTURE_IMPLICIT"
+
+
+class StreamCaptureWrongThreadError(StreamCaptureError):
+    """The capture was begun on another thread (end it there, or capture in mode "relaxed")."""
+
+    code, name = 15, "RT_ERROR_STREAM_CAPTURE_WRONG_THREAD"
+
+
+class StreamCaptureIsolationError(StreamCaptureError):
+    """A dependency would cross from one capture into another."""
+
+    code, name = 16, "RT_ERROR_STREAM_CAPTURE_ISOLATION"
+
+
+class CapturedEventError(StreamCaptureError):
+    """The event was last recorded in a capture: it stands for no work that could be waited for or queried."""
+
+    code, name = 17, "RT_ERROR_CAPTURED_EVENT"
+
+
+class GraphExecUpdateError(Error):
+    """GraphExec.update refused the graph (the executable graph is unchanged). `result` says what differed:
+    "error", "topology_changed", "node_type_changed", "function_changed", "parameters_changed" or
+    "not_supported"; the message names the first node that differs."""
+
+    code, name = 18, "RT_ERROR_GRAPH_EXEC_UPDATE_FAILURE"
+    result: str = "error"
+
+
+class IllegalStateError(Error):
+    """The object is not in a state that allows the call (e.g. beginning a capture on a stream already
+    capturing)."""
+
+    code, name = 19, "RT_ERROR_ILLEGAL_STATE"
+
+
 class UnknownError(Error):
     """An internal failure of the runtime."""
 
@@ -85,7 +152,10 @@ class UnknownError(Error):
 ERROR_CLASSES = {
     cls.code: cls
     for cls in (InvalidValueError, InvalidDeviceError, InvalidHandleError, OutOfMemoryError, NotReadyError,
-                CompileError, LaunchError, NotSupportedError, NotFoundError, NotPermittedError, UnknownError)
+                CompileError, LaunchError, NotSupportedError, NotFoundError, NotPermittedError,
+                StreamCaptureUnsupportedError, StreamCaptureInvalidatedError, StreamCaptureUnjoinedError,
+                StreamCaptureImplicitError, StreamCaptureWrongThreadError, StreamCaptureIsolationError,
+                CapturedEventError, GraphExecUpdateError, IllegalStateError, UnknownError)
 }
 
 

@@ -36,15 +36,24 @@ namespace {
 // leaked reference: a static nb::dict would be released by a C++ static destructor after the interpreter is gone.
 PyObject* g_error_classes = nullptr;
 
-[[noreturn]] void raise_error(rtError_t code, const std::string& detail);
+// An integer attribute set on a raised exception besides `code` (e.g. a refused graph update's `result`).
+struct ExtraAttr {
+    const char* name = nullptr;
+    long value = 0;
+};
 
-[[noreturn]] void raise_error(rtError_t code, const char* api) {
+[[noreturn]] void raise_error(rtError_t code, const std::string& detail, ExtraAttr extra = {});
+
+// The thread's last error message, or "<api>: <the code's description>" when the library left none.
+std::string last_detail(rtError_t code, const char* api) {
     const char* detail = rtGetLastErrorMessage();
-    raise_error(code, (detail && *detail) ? std::string(detail) : std::string(api) + ": " + rtGetErrorString(code));
+    return (detail && *detail) ? std::string(detail) : std::string(api) + ": " + rtGetErrorString(code);
 }
 
+[[noreturn]] void raise_error(rtError_t code, const char* api) { raise_error(code, last_detail(code, api)); }
+
 // The exception class registered for `code`, with "RT_ERROR_NAME: detail" as its message.
-[[noreturn]] void raise_error(rtError_t code, const std::string& detail) {
+[[noreturn]] void raise_error(rtError_t code, const std::string& detail, ExtraAttr extra) {
     std::string msg = rtGetErrorName(code);
     msg += ": ";
     msg += detail;
@@ -59,6 +68,11 @@ PyObject* g_error_classes = nullptr;
     PyObject* code_obj = PyLong_FromLong(static_cast<long>(code));
     PyObject_SetAttrString(exc, "code", code_obj);
     Py_XDECREF(code_obj);
+    if (extra.name) {
+        PyObject* v = PyLong_FromLong(extra.value);
+        PyObject_SetAttrString(exc, extra.name, v);
+        Py_XDECREF(v);
+    }
     PyErr_SetObject(cls, exc);
     Py_DECREF(exc);
     throw nb::python_error();
@@ -670,7 +684,12 @@ NB_MODULE(_core, m) {
     nb::dict codes;
     for (rtError_t c : {RT_SUCCESS, RT_ERROR_INVALID_VALUE, RT_ERROR_INVALID_DEVICE, RT_ERROR_INVALID_HANDLE,
                         RT_ERROR_OUT_OF_MEMORY, RT_ERROR_NOT_READY, RT_ERROR_COMPILE_FAILED, RT_ERROR_LAUNCH_FAILED,
-                        RT_ERROR_NOT_SUPPORTED, RT_ERROR_NOT_FOUND, RT_ERROR_NOT_PERMITTED, RT_ERROR_UNKNOWN})
+                        RT_ERROR_NOT_SUPPORTED, RT_ERROR_NOT_FOUND, RT_ERROR_NOT_PERMITTED,
+                        RT_ERROR_STREAM_CAPTURE_UNSUPPORTED, RT_ERROR_STREAM_CAPTURE_INVALIDATED,
+                        RT_ERROR_STREAM_CAPTURE_UNJOINED, RT_ERROR_STREAM_CAPTURE_IMPLICIT,
+                        RT_ERROR_STREAM_CAPTURE_WRONG_THREAD, RT_ERROR_STREAM_CAPTURE_ISOLATION,
+                        RT_ERROR_CAPTURED_EVENT, RT_ERROR_GRAPH_EXEC_UPDATE_FAILURE, RT_ERROR_ILLEGAL_STATE,
+                        RT_ERROR_UNKNOWN})
         codes[rtGetErrorName(c)] = static_cast<int>(c);
     m.attr("ERROR_CODES") = codes;  // {"RT_ERROR_INVALID_VALUE": 1, ...}
 
@@ -1053,6 +1072,126 @@ NB_MODULE(_core, m) {
              nb::arg("ly"), nb::arg("lz"), nb::arg("strict") = false, nb::arg("also") = nb::none(),
              "Launch over an explicit global and local size (3 dims each); `also` (if not None) stays alive with "
              "the arguments until the launch has run.");
+
+    // ---- stream capture and graphs (graph.h). Graph, node and exec handles are ints like every other handle; the
+    // Python objects that captured work uses are kept by the capture's graph: rtStreamDeferRelease on a capturing
+    // stream (every enqueue_keep above) attaches the release to the graph, which runs it once the graph and every
+    // executable graph made from it are gone and their launches have completed.
+    m.attr("STREAM_CAPTURE_MODE_GLOBAL") = static_cast<int>(RT_STREAM_CAPTURE_MODE_GLOBAL);
+    m.attr("STREAM_CAPTURE_MODE_THREAD_LOCAL") = static_cast<int>(RT_STREAM_CAPTURE_MODE_THREAD_LOCAL);
+    m.attr("STREAM_CAPTURE_MODE_RELAXED") = static_cast<int>(RT_STREAM_CAPTURE_MODE_RELAXED);
+    m.attr("GRAPH_DEBUG_DOT_FLAGS_VERBOSE") = RT_GRAPH_DEBUG_DOT_FLAGS_VERBOSE;
+    m.def("stream_begin_capture", [](uintptr_t s, int mode) {
+        nogil("rtStreamBeginCapture",
+              [&] { return rtStreamBeginCapture(as_handle<rtStream_st>(s), static_cast<rtStreamCaptureMode>(mode)); });
+    }, nb::arg("stream"), nb::arg("mode"));
+    m.def("stream_end_capture", [](uintptr_t s) {
+        rtGraph_t g = nullptr;
+        nogil("rtStreamEndCapture", [&] { return rtStreamEndCapture(as_handle<rtStream_st>(s), &g); });
+        return as_int(g);
+    }, "rtStreamEndCapture: the captured graph (raises when the capture was invalidated or left a stream unjoined).");
+    m.def("stream_get_capture_info", [](uintptr_t s) {
+        rtStreamCaptureStatus status = RT_STREAM_CAPTURE_STATUS_NONE;
+        unsigned long long id = 0;
+        nogil("rtStreamGetCaptureInfo", [&] { return rtStreamGetCaptureInfo(as_handle<rtStream_st>(s), &status, &id); });
+        return nb::make_tuple(static_cast<int>(status), id);
+    }, "(status, capture id): status 0 none, 1 active, 2 invalidated; the id is 0 when not capturing.");
+    m.def("thread_exchange_capture_mode", [](int mode) {
+        rtStreamCaptureMode m_ = static_cast<rtStreamCaptureMode>(mode);
+        nogil("rtThreadExchangeStreamCaptureMode", [&] { return rtThreadExchangeStreamCaptureMode(&m_); });
+        return static_cast<int>(m_);
+    }, "Sets the calling thread's capture mode and returns the previous one.");
+    m.def("graph_destroy", [](uintptr_t g) {
+        nogil("rtGraphDestroy", [&] { return rtGraphDestroy(as_handle<rtGraph_st>(g)); });
+    });
+    m.def("graph_clone", [](uintptr_t g) {
+        rtGraph_t c = nullptr;
+        nogil("rtGraphClone", [&] { return rtGraphClone(&c, as_handle<rtGraph_st>(g)); });
+        return as_int(c);
+    });
+    m.def("graph_get_nodes", [](uintptr_t g) {
+        std::vector<rtGraphNode_t> nodes;
+        nogil("rtGraphGetNodes", [&] {
+            size_t n = 0;
+            rtError_t e = rtGraphGetNodes(as_handle<rtGraph_st>(g), nullptr, &n);
+            if (e != RT_SUCCESS || n == 0) return e;
+            nodes.resize(n);
+            return rtGraphGetNodes(as_handle<rtGraph_st>(g), nodes.data(), &n);
+        });
+        std::vector<uintptr_t> out;
+        for (rtGraphNode_t n : nodes) out.push_back(as_int(n));
+        return out;
+    }, "The graph's node handles in the order they were added.");
+    m.def("graph_node_get_type", [](uintptr_t n) {
+        rtGraphNodeType t = RT_GRAPH_NODE_TYPE_EMPTY;
+        nogil("rtGraphNodeGetType", [&] { return rtGraphNodeGetType(as_handle<rtGraphNode_st>(n), &t); });
+        return static_cast<int>(t);
+    });
+    m.def("graph_node_get_dependencies", [](uintptr_t node) {
+        std::vector<rtGraphNode_t> deps;
+        nogil("rtGraphNodeGetDependencies", [&] {
+            size_t n = 0;
+            rtError_t e = rtGraphNodeGetDependencies(as_handle<rtGraphNode_st>(node), nullptr, &n);
+            if (e != RT_SUCCESS || n == 0) return e;
+            deps.resize(n);
+            return rtGraphNodeGetDependencies(as_handle<rtGraphNode_st>(node), deps.data(), &n);
+        });
+        std::vector<uintptr_t> out;
+        for (rtGraphNode_t d : deps) out.push_back(as_int(d));
+        return out;
+    });
+    m.def("graph_debug_dot_print", [](uintptr_t g, const std::string& path, unsigned flags) {
+        nogil("rtGraphDebugDotPrint",
+              [&] { return rtGraphDebugDotPrint(as_handle<rtGraph_st>(g), path.c_str(), flags); });
+    }, nb::arg("graph"), nb::arg("path"), nb::arg("flags") = 0u);
+    m.def("graph_bind_name", [](uintptr_t g, const std::string& name, uintptr_t p, size_t bytes) {
+        nogil("rtGraphBindName",
+              [&] { return rtGraphBindName(as_handle<rtGraph_st>(g), name.c_str(), as_ptr(p), bytes); });
+    });
+    m.def("graph_instantiate", [](uintptr_t g, unsigned long long flags) {
+        rtGraphExec_t x = nullptr;
+        nogil("rtGraphInstantiate", [&] { return rtGraphInstantiate(&x, as_handle<rtGraph_st>(g), flags); });
+        return as_int(x);
+    }, nb::arg("graph"), nb::arg("flags") = 0ull);
+    m.def("graph_upload", [](uintptr_t x, uintptr_t s) {
+        nogil("rtGraphUpload", [&] { return rtGraphUpload(as_handle<rtGraphExec_st>(x), as_handle<rtStream_st>(s)); });
+    });
+    m.def("graph_launch", [](uintptr_t x, uintptr_t s, nb::handle keep) {
+        rtStream_t st = as_handle<rtStream_st>(s);
+        enqueue_keep("rtGraphLaunch", st, keep, [&] { return rtGraphLaunch(as_handle<rtGraphExec_st>(x), st); });
+    }, nb::arg("exec"), nb::arg("stream"), nb::arg("keep") = nb::none(),
+          "rtGraphLaunch; `keep` (if not None: the buffers bound to the exec) stays alive until the launch has run.");
+    m.def("graph_exec_update", [](uintptr_t x, uintptr_t g) {
+        rtGraphExecUpdateResult result = RT_GRAPH_EXEC_UPDATE_SUCCESS;
+        rtError_t e;
+        {
+            nb::gil_scoped_release r;
+            e = rtGraphExecUpdate(as_handle<rtGraphExec_st>(x), as_handle<rtGraph_st>(g), &result);
+        }
+        if (e != RT_SUCCESS)
+            raise_error(e, last_detail(e, "rtGraphExecUpdate"), ExtraAttr{"result", static_cast<long>(result)});
+    }, "rtGraphExecUpdate; a refusal raises with `.result` set to the rtGraphExecUpdateResult.");
+    m.def("graph_exec_set_buffer", [](uintptr_t x, const std::string& name, uintptr_t p, size_t bytes) {
+        nogil("rtGraphExecSetBuffer",
+              [&] { return rtGraphExecSetBuffer(as_handle<rtGraphExec_st>(x), name.c_str(), as_ptr(p), bytes); });
+    });
+    m.def("graph_exec_save", [](uintptr_t x, const std::string& path) {
+        nogil("rtGraphExecSave", [&] { return rtGraphExecSave(as_handle<rtGraphExec_st>(x), path.c_str()); });
+    });
+    m.def("graph_exec_load", [](const std::string& path) {
+        rtGraphExec_t x = nullptr;
+        nogil("rtGraphExecLoad", [&] { return rtGraphExecLoad(&x, path.c_str()); });
+        return as_int(x);
+    });
+    m.def("graph_exec_get_memory_info", [](uintptr_t x) {
+        rtGraphMemoryInfo info;
+        std::memset(&info, 0, sizeof info);
+        nogil("rtGraphExecGetMemoryInfo", [&] { return rtGraphExecGetMemoryInfo(as_handle<rtGraphExec_st>(x), &info); });
+        return nb::make_tuple(info.arena_bytes, info.allocated_bytes, info.allocations);
+    }, "(arena_bytes, allocated_bytes, allocations) of rtGraphMemoryInfo.");
+    m.def("graph_exec_destroy", [](uintptr_t x) {
+        nogil("rtGraphExecDestroy", [&] { return rtGraphExecDestroy(as_handle<rtGraphExec_st>(x)); });
+    });
 
     // ---- DLPack
     bind_dlpack(m);

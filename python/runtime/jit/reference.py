@@ -18,7 +18,7 @@ from typing import Any, Callable, Optional
 import numpy as np
 
 from ..core import DeviceMemory, Stream, make_error
-from ..errors import InvalidValueError, LaunchError
+from ..errors import InvalidValueError, LaunchError, StreamCaptureUnsupportedError
 from .builtins import _item, barrier, local_array
 
 _ENV_DATA = getattr(os.environ, "_data", None)  # CPython's encoded environment: a plain dict lookup per launch
@@ -147,6 +147,11 @@ def _host_view(mem: DeviceMemory, dt: np.dtype) -> tuple:
 
 def _run_reference(k: Any, stream: Stream, args: tuple, glob: tuple, local: tuple, ndim: int) -> None:
     """Run the Python body over every work-item, in order, after the stream's queued work (synchronously)."""
+    if stream.is_capturing:
+        raise make_error(StreamCaptureUnsupportedError,
+                         f"kernel '{k.name}' runs in the reference mode (in Python, at the call), which a stream "
+                         f"capture cannot record: capture the compiled kernel (unset RUNTIME_JIT_INTERPRET, or "
+                         f"interpret=False)")
     stream.synchronize()
     pyargs, writebacks = [], []
     shaped = k.shaped_params()
