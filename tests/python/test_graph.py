@@ -540,3 +540,40 @@ def test_load_graph_refuses_a_file_that_is_not_a_graph(tmp_path):
         runtime.load_graph(bad)
     with pytest.raises(runtime.Error):
         runtime.load_graph(tmp_path / "missing.rtgraph")
+
+
+# ------------------------------------------------------------------------------------------------ docs/graphs.md
+
+def _fenced(text, lang):
+    """The fenced code blocks of `lang` in a Markdown text, in order."""
+    blocks, inside, lines = [], False, []
+    for line in text.splitlines():
+        if not inside and line.strip() == "```" + lang:
+            inside, lines = True, []
+        elif inside and line.strip() == "```":
+            inside = False
+            blocks.append("\n".join(lines))
+        elif inside:
+            lines.append(line)
+    return blocks
+
+
+def test_the_python_examples_of_the_document_run(repo, tmp_path):
+    skip_unless_kernels_run()
+    blocks = _fenced((repo / "docs" / "graphs.md").read_text(), "python")
+    assert len(blocks) >= 5
+    script = tmp_path / "graphs_doc.py"
+    script.write_text("\n\n".join(blocks) + "\nprint('docs ok')\n")
+    env = dict(os.environ)
+    env.pop("RUNTIME_JIT_INTERPRET", None)
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300, env=env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "docs ok" in proc.stdout
+
+
+def test_the_cpp_example_of_the_document_is_the_one_a_test_runs(repo):
+    doc = _fenced((repo / "docs" / "graphs.md").read_text(), "cpp")[0]
+    test = (repo / "tests" / "cpp" / "test_cpp_graph.cpp").read_text()
+    begin, end = "// docs-example-begin\n", "    // docs-example-end"
+    body = test[test.index(begin) + len(begin):test.index(end)]
+    assert textwrap.dedent(doc).strip() == textwrap.dedent(body).strip()
