@@ -433,9 +433,7 @@ class Stream:
         try:
             g = _core.stream_end_capture(h)
         finally:
-            if _core.stream_get_capture_info(h)[0] == 0:
-                _active_captures.pop(h, None)
-                _free_deferred()
+            _capture_may_have_ended(h)
         return Graph._adopt(g, self.device)
 
     def capture(self, mode: str = "global") -> "_Capture":
@@ -468,6 +466,8 @@ class Stream:
         h, self._handle = self._handle, 0
         if h:
             _core.stream_destroy(h)
+            if h in _active_captures:
+                _capture_may_have_ended(h, destroyed=True)
 
     def __del__(self) -> None:
         try:
@@ -513,6 +513,20 @@ def _free_forbidden() -> bool:
         if mode == "global" and mine == "global":
             return True
     return False
+
+
+def _capture_may_have_ended(handle: int, destroyed: bool = False) -> None:
+    """Forget the capture of stream `handle` if it is over (an end_capture that failed may have ended it or not),
+    then free what waited for it."""
+    over = destroyed
+    if not over:
+        try:
+            over = _core.stream_get_capture_info(handle)[0] == 0
+        except Error:
+            over = True  # not a live stream: no capture either
+    if over:
+        _active_captures.pop(handle, None)
+        _free_deferred()
 
 
 def _free_deferred() -> None:
