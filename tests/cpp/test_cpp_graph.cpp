@@ -156,7 +156,7 @@ TEST_P(CppGraph, BeginAndEndCaptureAndStatus) {
     s.memset(d, 5);
     runtime::Graph g = s.end_capture();
     EXPECT_EQ(g.size(), 1u);
-    EXPECT_THROW((void)s.end_capture(), runtime::Error);  // not capturing
+    EXPECT_RT_ERROR((void)s.end_capture(), RT_ERROR_ILLEGAL_STATE);  // not capturing
     runtime::Stream def = runtime::Stream::default_stream();
     EXPECT_RT_ERROR(def.begin_capture(), RT_ERROR_STREAM_CAPTURE_UNSUPPORTED);
 }

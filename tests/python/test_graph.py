@@ -316,11 +316,25 @@ def test_synchronous_calls_are_forbidden_in_a_global_capture(stream):
         runtime.copy(h, d)
     with pytest.raises(runtime.StreamCaptureInvalidatedError):
         stream.end_capture()
-    # Relaxed: the same call is allowed (it touches no capturing stream).
-    with stream.capture("relaxed") as graph:
+    # Relaxed: the same call is allowed. (It runs on the default stream, which waits for every blocking stream of
+    # the device: the capturing stream must be a non-blocking one, as in CUDA.)
+    quiet = runtime.Stream(non_blocking=True)
+    with quiet.capture("relaxed") as graph:
         runtime.copy(h, d)
-        stream.memset(d, 1)
+        quiet.memset(d, 1)
     assert len(graph) == 1
+    quiet.close()
+
+
+def test_the_default_stream_is_unusable_while_a_blocking_stream_captures(stream):
+    d = runtime.zeros(16, np.uint8)
+    stream.begin_capture()
+    with runtime.device(stream.device.index):
+        with pytest.raises(runtime.StreamCaptureImplicitError) as info:
+            runtime.default_stream().memset(d, 1)
+    assert info.value.code == 14
+    with pytest.raises(runtime.StreamCaptureInvalidatedError):
+        stream.end_capture()
 
 
 def test_unjoined_stream_is_named(stream):
