@@ -1,7 +1,11 @@
 // C API: executable graphs — instantiate, upload, launch, update, node parameters, memory figures, destroy.
+#include <cstring>
+
 #include "capi/capi_common.hpp"
 #include "graph/exec.hpp"
 #include "graph/graph.hpp"
+#include "graph/handles.hpp"
+#include "graph/node_params.hpp"
 
 using namespace rt;
 
@@ -16,13 +20,17 @@ std::shared_ptr<graph::GraphExec> exec_of(rtGraphExec_t handle) {
     return x;
 }
 
-std::shared_ptr<graph::Graph> graph_of(rtGraph_t handle) {
-    if (!handle) fail(RT_ERROR_INVALID_HANDLE, "graph is NULL (expected a handle from rtGraphCreate or rtStreamEndCapture)");
-    auto g = runtime().graphs.find(reinterpret_cast<uint64_t>(handle));
-    if (!g)
-        fail(RT_ERROR_INVALID_HANDLE, "graph %p is not a live graph (never created, destroyed, or not a graph handle)",
-             static_cast<void*>(handle));
-    return g;
+std::shared_ptr<graph::Graph> graph_of(rtGraph_t handle) { return graph::find_graph(handle); }
+
+/// The node behind `handle`, which must be of `type`, with its graph locked while `use(graph, node)` runs.
+template <class Use>
+void with_node(rtGraphNode_t handle, rtGraphNodeType type, Use&& use) {
+    std::shared_ptr<graph::Node> n = graph::find_node(handle);
+    if (n->type != type)
+        fail(RT_ERROR_INVALID_VALUE, "%s is a %s node, not a %s node", graph::node_label(*n).c_str(),
+             graph::node_type_name(n->type), graph::node_type_name(type));
+    std::lock_guard lock(n->graph->mutex());
+    use(*n->graph, *n);
 }
 
 }  // namespace
@@ -77,6 +85,44 @@ RT_API rtError_t rtGraphExecUpdate(rtGraphExec_t exec, rtGraph_t graph, rtGraphE
         if (result) *result = outcome;
         if (outcome != RT_GRAPH_EXEC_UPDATE_SUCCESS)
             fail(RT_ERROR_GRAPH_EXEC_UPDATE_FAILURE, "the executable graph was not changed: %s", why.c_str());
+    });
+}
+
+RT_API rtError_t rtGraphExecKernelNodeSetParams(rtGraphExec_t exec, rtGraphNode_t node,
+                                                const rtKernelNodeParams* params) {
+    return capi_call("rtGraphExecKernelNodeSetParams", [&] {
+        auto x = exec_of(exec);
+        if (!params) fail(RT_ERROR_INVALID_VALUE, "params is NULL (expected an rtKernelNodeParams)");
+        graph::KernelParams kp;
+        with_node(node, RT_GRAPH_NODE_TYPE_KERNEL, [&](const graph::Graph& g, const graph::Node&) {
+            std::shared_ptr<CoreFunction> f = runtime().functions.find(reinterpret_cast<uint64_t>(params->function));
+            if (!f)
+                fail(RT_ERROR_INVALID_HANDLE, "params->function %p is not a kernel of a loaded module (never looked "
+                     "up, or unloaded)", static_cast<void*>(params->function));
+            const backend::LaunchShape shape{{params->grid.x, params->grid.y, params->grid.z},
+                                             {params->block.x, params->block.y, params->block.z},
+                                             params->shared_bytes,
+                                             {params->global[0], params->global[1], params->global[2]}};
+            kp = graph::make_kernel_params(g, *f, shape, params->args);
+        });
+        x->set_kernel_params(reinterpret_cast<uint64_t>(node), kp);
+    });
+}
+
+RT_API rtError_t rtGraphExecMemcpyNodeSetParams(rtGraphExec_t exec, rtGraphNode_t node,
+                                                const rtMemcpyNodeParams* params) {
+    return capi_call("rtGraphExecMemcpyNodeSetParams", [&] {
+        auto x = exec_of(exec);
+        if (!params) fail(RT_ERROR_INVALID_VALUE, "params is NULL (expected an rtMemcpyNodeParams)");
+        int kind;  // the C ABI may pass any integer as an rtMemcpyKind: read its bytes, never load it as the enum
+        static_assert(sizeof kind == sizeof params->kind);
+        std::memcpy(&kind, &params->kind, sizeof kind);
+        graph::MemoryParams mp;
+        with_node(node, RT_GRAPH_NODE_TYPE_MEMCPY, [&](const graph::Graph& g, const graph::Node&) {
+            mp = graph::make_copy_params(g, params->dst, params->src, params->count, kind,
+                                         "rtGraphExecMemcpyNodeSetParams");
+        });
+        x->set_memory_params(reinterpret_cast<uint64_t>(node), mp);
     });
 }
 

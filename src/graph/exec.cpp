@@ -11,26 +11,11 @@
 #include "core/runtime.hpp"
 #include "core/stream.hpp"
 #include "graph/memory_plan.hpp"
+#include "graph/node_params.hpp"
 
 namespace rt::graph {
 
 namespace {
-
-const char* type_name(rtGraphNodeType t) {
-    switch (t) {
-        case RT_GRAPH_NODE_TYPE_KERNEL: return "kernel";
-        case RT_GRAPH_NODE_TYPE_MEMCPY: return "memcpy";
-        case RT_GRAPH_NODE_TYPE_MEMSET: return "memset";
-        case RT_GRAPH_NODE_TYPE_HOST: return "host";
-        case RT_GRAPH_NODE_TYPE_GRAPH: return "child graph";
-        case RT_GRAPH_NODE_TYPE_EMPTY: return "empty";
-        case RT_GRAPH_NODE_TYPE_WAIT_EVENT: return "event wait";
-        case RT_GRAPH_NODE_TYPE_EVENT_RECORD: return "event record";
-        case RT_GRAPH_NODE_TYPE_MEM_ALLOC: return "allocation";
-        case RT_GRAPH_NODE_TYPE_MEM_FREE: return "free";
-    }
-    return "unknown";
-}
 
 const char* copy_kind_name(backend::CopyKind k) {
     switch (k) {
@@ -261,7 +246,12 @@ void GraphExec::set_kernel_params(uint64_t node, const KernelParams& params) {
         c.arg_sizes = std::move(staged.arg_sizes);
         replace_relocations(q.relocations, index, relocations);
         if (!q.unbound_name()) q.apply_relocations(arena_, index);
-        if (renamed) q.labels[index] = relabel(q.labels[index], c);
+        if (renamed) {
+            Node described;
+            described.type = RT_GRAPH_NODE_TYPE_KERNEL;
+            described.kernel.function = c.function;
+            q.labels[index] = relabel(q.labels[index], described);
+        }
         changed.push_back(index);
     });
 }
@@ -287,7 +277,7 @@ void GraphExec::set_memory_params(uint64_t node, const MemoryParams& params) {
     staged.elided = params.elided || params.bytes == 0;
     std::vector<Relocation> relocations;
     restage(staged, index, relocations);
-    const bool resized = staged.bytes != p.commands[index].bytes;
+    const bool resized = staged.bytes != old.bytes;
     modify([&](Program& q, std::vector<uint32_t>& changed) {
         Command& c = q.commands[index];
         c.dst = staged.dst;
@@ -298,7 +288,12 @@ void GraphExec::set_memory_params(uint64_t node, const MemoryParams& params) {
         c.elided = staged.elided;
         replace_relocations(q.relocations, index, relocations);
         if (!q.unbound_name()) q.apply_relocations(arena_, index);
-        if (resized) q.labels[index] = relabel(q.labels[index], c);
+        if (resized) {
+            Node described;
+            described.type = c.type;
+            described.memory = params;
+            q.labels[index] = relabel(q.labels[index], described);
+        }
         changed.push_back(index);
     });
 }
@@ -336,7 +331,7 @@ rtGraphExecUpdateResult GraphExec::update(const Graph& graph, std::string* why) 
         const Command& old = p.commands[c];
         const std::string& label = p.labels[c];
         if (node.type != old.type) {
-            *why = format("%s is a %s node in the graph", label.c_str(), type_name(node.type));
+            *why = format("%s is a %s node in the graph", label.c_str(), node_type_name(node.type));
             return RT_GRAPH_EXEC_UPDATE_ERROR_NODE_TYPE_CHANGED;
         }
         const uint32_t* deps = p.node_deps.data() + p.node_dep_begin[i];
@@ -439,14 +434,14 @@ rtGraphExecUpdateResult GraphExec::update(const Graph& graph, std::string* why) 
                     const bool renamed = cmd.function != node.kernel.function &&
                                          cmd.function->impl()->name() != node.kernel.function->impl()->name();
                     load_command(cmd, node);
-                    if (renamed) q.labels[c] = relabel(q.labels[c], cmd);
+                    if (renamed) q.labels[c] = relabel(q.labels[c], node);
                     break;
                 }
                 case RT_GRAPH_NODE_TYPE_MEMCPY:
                 case RT_GRAPH_NODE_TYPE_MEMSET: {
                     const bool resized = cmd.bytes != node.memory.bytes;
                     load_command(cmd, node);
-                    if (resized) q.labels[c] = relabel(q.labels[c], cmd);
+                    if (resized) q.labels[c] = relabel(q.labels[c], node);
                     break;
                 }
                 case RT_GRAPH_NODE_TYPE_HOST:

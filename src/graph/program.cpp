@@ -9,6 +9,7 @@
 #include "core/module.hpp"
 #include "graph/graph.hpp"
 #include "graph/memory_plan.hpp"
+#include "graph/node_params.hpp"
 
 namespace rt::graph {
 
@@ -70,25 +71,9 @@ void flatten_into(const Graph& g, uint32_t parent, std::vector<uint32_t> entry, 
 
 }  // namespace
 
-std::string describe(const Command& c) {
-    switch (c.type) {
-        case RT_GRAPH_NODE_TYPE_KERNEL:
-            return format("kernel '%s'", c.function ? c.function->impl()->name().c_str() : "?");
-        case RT_GRAPH_NODE_TYPE_MEMCPY: return format("copy of %zu bytes", c.bytes);
-        case RT_GRAPH_NODE_TYPE_MEMSET: return format("fill of %zu bytes", c.bytes);
-        case RT_GRAPH_NODE_TYPE_HOST: return "host function";
-        case RT_GRAPH_NODE_TYPE_GRAPH: return "child graph";
-        case RT_GRAPH_NODE_TYPE_EMPTY: return "empty";
-        case RT_GRAPH_NODE_TYPE_WAIT_EVENT: return "event wait";
-        case RT_GRAPH_NODE_TYPE_EVENT_RECORD: return "event record";
-        case RT_GRAPH_NODE_TYPE_MEM_ALLOC: return format("allocation of %zu bytes", c.alloc_bytes);
-        case RT_GRAPH_NODE_TYPE_MEM_FREE: return "free";
-    }
-    return "node";
-}
-
-std::string relabel(const std::string& label, const Command& c) {
-    return label.substr(0, label.find(" (")) + " (" + describe(c) + ")";  // the number has no " ("
+std::string relabel(const std::string& label, const Node& node) {
+    // "node <id> (...)": the id has no space.
+    return node_label(node, std::string_view(label).substr(5, label.find(' ', 5) - 5));
 }
 
 namespace {
@@ -100,11 +85,7 @@ std::string path_of(const FlatGraph& f, uint32_t i) {
 }
 }  // namespace
 
-std::string FlatGraph::label(uint32_t i) const {
-    Command c;
-    load_command(c, *nodes[i].node);
-    return "node " + path_of(*this, i) + " (" + describe(c) + ")";
-}
+std::string FlatGraph::label(uint32_t i) const { return node_label(*nodes[i].node, path_of(*this, i)); }
 
 FlatGraph flatten(const Graph& graph) {
     FlatGraph f;
@@ -176,7 +157,9 @@ const OperandMap::Range* OperandMap::find(uintptr_t p) const {
     if (ranges_.empty() || p < ranges_.front().base) return nullptr;
     auto it = std::upper_bound(ranges_.begin(), ranges_.end(), p, [](uintptr_t v, const Range& r) { return v < r.base; });
     const Range& r = *(it - 1);
-    return p - r.base < r.bytes ? &r : nullptr;
+    // An allocation's end address is its own (ProvisionalSpace leaves gaps): a kernel's "end" argument relocates.
+    const bool inside = r.kind == Symbol::Kind::arena ? p - r.base <= r.bytes : p - r.base < r.bytes;
+    return inside ? &r : nullptr;
 }
 
 void OperandMap::resolve(const Program& program, const Command& c, uint32_t index, const ProvisionalSpace* space,
@@ -406,7 +389,7 @@ std::shared_ptr<Program> instantiate(const Graph& graph) {
         cmd.successor_count = succ_begin[v + 1] - succ_begin[v];
         for (uint32_t k = succ_begin[v]; k < succ_begin[v + 1]; ++k) p.successors[edge++] = p.command_of_node[succ[k]];
         if (cmd.predecessor_count == 0) p.roots.push_back(c);
-        p.labels[c] = "node " + path_of(flat, v) + " (" + describe(cmd) + ")";
+        p.labels[c] = node_label(node, path_of(flat, v));
         p.node_handles[c] = flat.nodes[v].parent == FlatGraph::kTop ? node.handle : 0;
         switch (node.type) {
             case RT_GRAPH_NODE_TYPE_HOST: p.has_host_nodes = true; break;

@@ -162,7 +162,7 @@ struct FlatGraph {
     };
     std::vector<Entry> nodes;
     std::vector<uint32_t> deps;
-    /// "node 3 (kernel 'scale')"; a node of the child graph of node 2: "node 2.1 (...)".
+    /// node_label: "node 3 (kernel 'scale')"; a node of the child graph of node 2: "node 2.1 (...)".
     std::string label(uint32_t i) const;
 };
 /// Throws INVALID_VALUE if the graph has more nodes than a program can index.
@@ -170,10 +170,8 @@ FlatGraph flatten(const Graph& graph);
 
 /// A command's parameters taken from its node (operands as the graph has them: provisional and named addresses).
 void load_command(Command& command, const Node& node);
-/// What a command is, in words, for labels: "kernel 'scale'", "copy of 64 bytes", "host function".
-std::string describe(const Command& command);
-/// A label with the same node number and `command`'s description ("node 3 (kernel 'other')").
-std::string relabel(const std::string& label, const Command& command);
+/// `label` ("node 3 (kernel 'scale')") with the same node number and `node`'s description (node_label).
+std::string relabel(const std::string& label, const Node& node);
 
 /// The address ranges operands are resolved against: allocation nodes' provisional ranges and named buffers.
 class OperandMap {
