@@ -612,6 +612,55 @@ TEST_P(GraphUpdate, BadHandlesAreRefusedWithResultError) {
     EXPECT_EQ(result, RT_GRAPH_EXEC_UPDATE_ERROR);
 }
 
+TEST_P(GraphUpdate, AGraphOfAnotherDeviceIsRefused) {
+    int count = 0;
+    ASSERT_RT_OK(rtGetDeviceCount(&count));
+    int other = -1;
+    for (int d = 0; d < count && other < 0; ++d)
+        if (d != device() && backend_of(d) == backend_of(device())) other = d;
+    if (other < 0) GTEST_SKIP() << "one device of this backend";
+    Pipeline p = build(1, 2, out_.get());
+    ExecGuard x;
+    ASSERT_RT_OK(rtGraphInstantiate(x.out(), p.graph, 0));
+    GraphGuard empty_here;
+    rtGraphNode_t e;
+    ASSERT_RT_OK(rtGraphAddEmptyNode(&e, empty_here, nullptr, 0));
+    ExecGuard y;
+    ASSERT_RT_OK(rtGraphInstantiate(y.out(), empty_here, 0));
+
+    ASSERT_RT_OK(rtSetDevice(other));
+    rtModule_t m = nullptr;
+    ASSERT_RT_OK(rtModuleLoadSource(&m, kSource, nullptr));
+    rtFunction_t add = nullptr, scale = nullptr;
+    ASSERT_RT_OK(rtModuleGetFunction(&add, m, "add"));
+    ASSERT_RT_OK(rtModuleGetFunction(&scale, m, "scale"));
+    {
+        DevBuf a(kBytes), b(kBytes);
+        GraphGuard g, empty_there;
+        rtGraphNode_t k1, k2, d2h, e2;
+        void* pa = a.get();
+        void* pb = b.get();
+        int32_t n = kN, delta = 1, factor = 2;
+        void* add_args[] = {&pa, &n, &delta};
+        void* scale_args[] = {&pa, &pb, &n, &factor};
+        rtKernelNodeParams kp1 = kernel_params(add, add_args), kp2 = kernel_params(scale, scale_args);
+        ASSERT_RT_OK(rtGraphAddKernelNode(&k1, g, nullptr, 0, &kp1));
+        ASSERT_RT_OK(rtGraphAddKernelNode(&k2, g, &k1, 1, &kp2));
+        ASSERT_RT_OK(copy_node(&d2h, g, {k2}, out_.get(), b.get(), kBytes));
+        ASSERT_RT_OK(rtGraphAddEmptyNode(&e2, empty_there, nullptr, 0));
+        rtGraphExecUpdateResult result = RT_GRAPH_EXEC_UPDATE_SUCCESS;
+        EXPECT_RT_ERROR(RT_ERROR_GRAPH_EXEC_UPDATE_FAILURE, rtGraphExecUpdate(x, g, &result));
+        EXPECT_EQ(result, RT_GRAPH_EXEC_UPDATE_ERROR_FUNCTION_CHANGED);
+        EXPECT_TRUE(contains(last_message(), "node 0 (kernel 'add')")) << last_message();
+        EXPECT_RT_ERROR(RT_ERROR_GRAPH_EXEC_UPDATE_FAILURE, rtGraphExecUpdate(y, empty_there, &result));
+        EXPECT_EQ(result, RT_GRAPH_EXEC_UPDATE_ERROR);
+        EXPECT_TRUE(contains(last_message(), "belongs to")) << last_message();
+    }
+    EXPECT_RT_OK(rtModuleUnload(m));
+    ASSERT_RT_OK(rtSetDevice(device()));
+    EXPECT_EQ(run(x, out_), expected(1, 2));
+}
+
 TEST_P(GraphUpdate, KernelNodeParametersChangeForLaterLaunches) {
     Pipeline p = build(1, 2, out_.get());
     ExecGuard x;
