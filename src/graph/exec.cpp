@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
+#include <cstring>
 
 #include "core/event.hpp"
 #include "core/memory.hpp"
@@ -58,12 +60,21 @@ void replace_relocations(std::vector<Relocation>& all, uint32_t command, const s
 
 }  // namespace
 
-GraphExec::GraphExec(std::shared_ptr<Program> program) : program_(std::move(program)) {
+namespace {
+/// RUNTIME_GRAPH_LOWERING=0: no executable graph is lowered; the core replays every one command by command, as it
+/// does for a backend without lowering (so that path can be exercised on any device). Read at instantiation.
+bool lowering_enabled() {
+    const char* v = std::getenv("RUNTIME_GRAPH_LOWERING");
+    return !(v && std::strcmp(v, "0") == 0);
+}
+}  // namespace
+
+GraphExec::GraphExec(std::shared_ptr<Program> program) : program_(std::move(program)), lower_(lowering_enabled()) {
     Program& p = *program_;
     if (p.arena_bytes) arena_ = allocate_device(*p.device, p.arena_bytes, nullptr, "rtGraphInstantiate");
     try {
         if (!p.unbound_name()) p.apply_relocations(arena_);
-        lowered_ = p.device->impl().compile_graph_impl(program_);
+        if (lower_) lowered_ = p.device->impl().compile_graph_impl(program_);
         program_refs_ = program_.use_count();
         for (uint32_t c = 0; c < p.node_handles.size(); ++c)
             if (p.node_handles[c]) by_handle_.emplace_back(p.node_handles[c], c);
@@ -191,7 +202,7 @@ void GraphExec::modify(Change&& change) {
     }
     auto copy = std::make_shared<Program>(*program_);
     change(*copy, changed);
-    std::shared_ptr<backend::GraphExecutable> lowered = device().impl().compile_graph_impl(copy);
+    std::shared_ptr<backend::GraphExecutable> lowered = lower_ ? device().impl().compile_graph_impl(copy) : nullptr;
     program_ = std::move(copy);
     lowered_ = std::move(lowered);
     program_refs_ = program_.use_count();

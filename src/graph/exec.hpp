@@ -23,7 +23,8 @@ class Graph;
 class GraphExec {
 public:
     /// Takes an instantiated (or loaded) program: allocates its arena on program->device, applies its relocations
-    /// when every named buffer is bound, and lowers it (Device::compile_graph_impl).
+    /// when every named buffer is bound, and lowers it (Device::compile_graph_impl) unless the environment has
+    /// RUNTIME_GRAPH_LOWERING=0 (then the core replays it, as for a backend without lowering).
     explicit GraphExec(std::shared_ptr<Program> program);
     /// The arena is freed once the work queued so far has run (free_device); queued launches hold the program (core
     /// replay: through the timeline) or the lowered executable (its queue), which holds what it reads of it.
@@ -75,6 +76,7 @@ private:
     std::mutex mutex_;  // serialises launches, updates and bindings of this exec (never held while waiting)
     std::shared_ptr<Program> program_;
     std::shared_ptr<backend::GraphExecutable> lowered_;  // null: replayed by the core
+    bool lower_ = true;  // whether to ask the backend (RUNTIME_GRAPH_LOWERING=0: never)
     long program_refs_ = 1;  // program_.use_count() when no launch holds it (the lowering may hold one too)
     void* arena_ = nullptr;
     std::weak_ptr<Stream> last_stream_;               // the stream of the previous launch

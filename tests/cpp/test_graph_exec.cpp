@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <mutex>
+#include <optional>
 
 using namespace rt_test;
 
@@ -80,11 +81,26 @@ private:
     rtGraphExec_t x_ = nullptr;
 };
 
-class GraphExecTest : public DeviceTest {
+/// The parameter: a device index, plus kCoreReplay for the runs with RUNTIME_GRAPH_LOWERING=0, where the core
+/// replays every executable graph command by command (what a backend without lowering gets, cuda's path).
+constexpr int kCoreReplay = 1 << 16;
+
+std::vector<int> devices_and_modes() {
+    std::vector<int> v = device_indices();
+    const size_t n = v.size();
+    for (size_t i = 0; i < n; ++i) v.push_back(v[i] | kCoreReplay);
+    return v;
+}
+
+std::string mode_name(const ::testing::TestParamInfo<int>& info) {
+    return "dev" + std::to_string(info.param & ~kCoreReplay) + ((info.param & kCoreReplay) ? "_core_replay" : "");
+}
+
+class GraphExecTest : public ::testing::TestWithParam<int> {
 protected:
     void SetUp() override {
-        DeviceTest::SetUp();
-        if (HasFatalFailure()) return;
+        if (GetParam() & kCoreReplay) lowering_.emplace("RUNTIME_GRAPH_LOWERING", "0");
+        ASSERT_RT_OK(rtSetDevice(device()));
         if (!launches_execute(device())) GTEST_SKIP() << "kernels do not run on this device (fake driver)";
         ASSERT_RT_OK(rtModuleLoadSource(&module_, kSource, nullptr));
         ASSERT_RT_OK(rtModuleGetFunction(&add_, module_, "add"));
@@ -151,8 +167,18 @@ protected:
         return v;
     }
 
+    int device() const { return GetParam() & ~kCoreReplay; }
+
     rtModule_t module_ = nullptr;
     rtFunction_t add_ = nullptr, scale_ = nullptr, checked_ = nullptr;
+
+private:
+    std::optional<EnvVar> lowering_;
+    // Below the per-test CTest TIMEOUT (60 s) so a hang reports itself with the test name.
+    Watchdog watchdog_{std::chrono::milliseconds(45000),
+                       ::testing::UnitTest::GetInstance()->current_test_info()
+                           ? ::testing::UnitTest::GetInstance()->current_test_info()->name()
+                           : "test"};
 };
 
 // ---------------------------------------------------------------- results
@@ -888,7 +914,7 @@ TEST_P(GraphExecTest, AStreamOfAnotherDeviceIsRefused) {
     ASSERT_RT_OK(rtSetDevice(device()));
 }
 
-RT_INSTANTIATE_DEVICE_TEST(GraphExecTest);
-RT_INSTANTIATE_DEVICE_TEST(GraphUpdate);
+INSTANTIATE_TEST_SUITE_P(AllDevices, GraphExecTest, ::testing::ValuesIn(devices_and_modes()), mode_name);
+INSTANTIATE_TEST_SUITE_P(AllDevices, GraphUpdate, ::testing::ValuesIn(devices_and_modes()), mode_name);
 
 }  // namespace
