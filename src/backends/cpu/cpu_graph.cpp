@@ -135,7 +135,8 @@ void CpuGraph::replay(Executor& executor, const backend::LaunchReport& report,
     op_index_ = report.op_index;
     stream_min_bytes_ = stream_min_bytes;
     if (!forks_) {
-        chain(roots_[0]);  // a single chain: everything on this thread, no counters, no executor
+        uint32_t carried = 0;
+        chain(roots_[0], kNone, carried);  // a single chain: everything on this thread, no counters, no executor
         running_.store(false, std::memory_order_release);
         return;
     }
@@ -143,13 +144,11 @@ void CpuGraph::replay(Executor& executor, const backend::LaunchReport& report,
     unfinished_.store(static_cast<uint32_t>(nodes_.size()), std::memory_order_relaxed);
     executor.share(*this);
     if (roots_.size() > 1) push(roots_.data() + 1, roots_.size() - 1);
-    finished(chain(roots_[0]));
+    run_batch(roots_.data(), 1);
     uint32_t batch[kTakeBatch];
     for (;;) {
         if (const size_t k = take(batch)) {
-            uint32_t ran = 0;
-            for (size_t j = 0; j < k; ++j) ran += chain(batch[j]);
-            finished(ran);
+            run_batch(batch, k);
             continue;
         }
         if (unfinished_.load(std::memory_order_acquire) == 0) break;  // every node's effects are visible now
@@ -161,14 +160,25 @@ void CpuGraph::replay(Executor& executor, const backend::LaunchReport& report,
 
 void CpuGraph::help() noexcept {
     uint32_t batch[kTakeBatch];
-    while (const size_t k = take(batch)) {
-        uint32_t ran = 0;
-        for (size_t j = 0; j < k; ++j) ran += chain(batch[j]);
-        finished(ran);
-    }
+    while (const size_t k = take(batch)) run_batch(batch, k);
 }
 
-uint32_t CpuGraph::chain(uint32_t first) noexcept {
+void CpuGraph::run_batch(const uint32_t* batch, size_t count) noexcept {
+    uint32_t ran = 0, carried = 0;
+    for (size_t j = 0; j < count; ++j) {
+        // The join the next node of the batch arrives at first, if it has a single successor: arrivals there are
+        // folded into one decrement (the siblings of a fan-in), which cannot delay the join: it waits for them all.
+        uint32_t next_join = kNone;
+        if (j + 1 < count) {
+            const Node& next = nodes_[batch[j + 1]];
+            if (next.successor_count == 1) next_join = successors_[next.first_successor];
+        }
+        ran += chain(batch[j], next_join, carried);
+    }
+    finished(ran);
+}
+
+uint32_t CpuGraph::chain(uint32_t first, uint32_t next_join, uint32_t& carried) noexcept {
     uint32_t ran = 0;
     uint32_t i = first;
     for (;;) {
@@ -178,8 +188,21 @@ uint32_t CpuGraph::chain(uint32_t first) noexcept {
         const uint32_t* s = successors_.data() + node.first_successor;
         const uint32_t count = node.successor_count;
         if (count == 1) {  // the chain: no buffer, no sharing
-            if (!arrive(s[0])) return ran;
-            i = s[0];
+            const uint32_t next = s[0];
+            const uint32_t preds = nodes_[next].predecessor_count;
+            if (preds > 1) {
+                if (next == next_join) {  // the batch's next node arrives here too: one decrement for both
+                    ++carried;
+                    return ran;
+                }
+                // `carried` arrivals of the batch's previous nodes are for this join (the first one this node
+                // reaches: next_join of the previous node).
+                const uint32_t arrivals = 1 + carried;
+                carried = 0;
+                if (pending_[next].fetch_sub(arrivals, std::memory_order_acq_rel) != arrivals) return ran;
+                pending_[next].store(preds, std::memory_order_relaxed);  // see arrive()
+            }
+            i = next;
             continue;
         }
         // Several successors: continue with the first that became ready, share the others.
@@ -244,7 +267,7 @@ void CpuGraph::push(const uint32_t* nodes, size_t count) noexcept {
         std::copy(nodes, nodes + count, ready_.get() + size);  // each node is ready once per launch: room for all
         ready_count_.store(size + count);  // seq_cst: pairs with the parked launcher's check (wait_for_work)
     }
-    executor_->offered(count > 1);
+    executor_->offered(count > 1);  // also brings back helpers that left while the pool was empty
     wake_launcher();
 }
 

@@ -77,9 +77,14 @@ private:
     };
 
     void lower(size_t index);                 // nodes_[index] (and args_[index]) from the program's command
-    uint32_t chain(uint32_t first) noexcept;  // runs `first` and what becomes ready after it; returns nodes run
+    /// Runs ready nodes `batch[0 .. count)`, each with what becomes ready after it, then counts them finished.
+    void run_batch(const uint32_t* batch, size_t count) noexcept;
+    /// Runs `first` and the chain of nodes that become ready after it on this thread (sharing the others); returns
+    /// how many ran. An arrival at `next_join` is left to the caller's next node (`carried`), which arrives there too.
+    uint32_t chain(uint32_t first, uint32_t next_join, uint32_t& carried) noexcept;
     void execute(const Node& node) noexcept;
     bool arrive(uint32_t node) noexcept;  // a predecessor of `node` completed: true if it is now ready
+    /// Shares ready nodes with the executors (waking an idle one, or all for several nodes).
     void push(const uint32_t* nodes, size_t count) noexcept;
     size_t take(uint32_t* out) noexcept;
     void finished(uint32_t nodes) noexcept;  // `nodes` more have run (or were skipped)
