@@ -303,7 +303,7 @@ def test_capture_misuse_raises_the_right_classes(stream):
         stream.synchronize()  # a capturing stream cannot be waited for: invalidates the capture
     with pytest.raises(runtime.StreamCaptureInvalidatedError) as info:
         stream.end_capture()
-    assert "ynchronize" in str(info.value)  # names what broke it
+    assert "synchroniz" in str(info.value)  # names what broke it
     assert not stream.is_capturing
     stream.synchronize()  # usable again
 
