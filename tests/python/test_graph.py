@@ -591,3 +591,53 @@ def test_the_cpp_example_of_the_document_is_the_one_a_test_runs(repo):
     begin, end = "// docs-example-begin\n", "    // docs-example-end"
     body = test[test.index(begin) + len(begin):test.index(end)]
     assert textwrap.dedent(doc).strip() == textwrap.dedent(body).strip()
+
+
+# ------------------------------------------------------------------------------------------------ cuda (fake driver)
+
+FAKE_CUDA = """
+import numpy as np
+import runtime
+dev = runtime.device("cuda:0")
+assert "Fake CUDA Device" in dev.properties.name, dev.properties.name
+with dev:
+    s = runtime.Stream()
+    h = np.arange(4096, dtype=np.float32)
+    back = np.zeros_like(h)
+    d = runtime.alloc(h.nbytes)
+    calls = []
+    with s.capture() as graph:
+        s.launch_copy(d, h)
+        s.launch_copy(back, d)
+        s.launch_host_func(lambda: calls.append(1))
+    assert [n.type for n in graph.nodes()] == ["memcpy", "memcpy", "host"]
+    assert not back.any() and calls == []
+    graph.launch(s)
+    s.synchronize()
+    np.testing.assert_array_equal(back, h)
+    h[:] = 7
+    graph.launch(s)
+    s.synchronize()
+    assert (back == 7).all() and calls == [1, 1]
+    s.begin_capture()
+    try:
+        s.synchronize()
+    except runtime.StreamCaptureUnsupportedError:
+        pass
+    try:
+        s.end_capture()
+        raise AssertionError("an invalidated capture ended without an error")
+    except runtime.StreamCaptureInvalidatedError:
+        pass
+print("fake cuda graphs ok")
+"""
+
+
+def test_capture_and_replay_on_the_cuda_backend_with_the_fake_driver(repo):
+    lib = os.environ.get("RUNTIME_FAKE_CUDA_LIB") or str(repo / "build" / "tests" / "fake_cuda" / "libfake_cuda.so")
+    if not os.path.isfile(lib):
+        pytest.skip(f"the fake CUDA driver is not built ({lib}; set RUNTIME_FAKE_CUDA_LIB)")
+    env = dict(os.environ, RUNTIME_CUDA_DRIVER_LIB=lib)
+    proc = subprocess.run([sys.executable, "-c", FAKE_CUDA], capture_output=True, text=True, timeout=120, env=env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "fake cuda graphs ok" in proc.stdout
