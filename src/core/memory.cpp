@@ -3,6 +3,7 @@
 
 #include "core/checked_size.hpp"
 #include "core/runtime.hpp"
+#include "graph/capture.hpp"
 
 namespace rt {
 
@@ -76,6 +77,7 @@ Side check_operand(const char* api, const char* role, const void* ptr, size_t by
 }  // namespace
 
 void* allocate_device(CoreDevice& device, size_t bytes, Stream* stream, const char* api) {
+    if (void* p = nullptr; stream && stream->capture() && graph::capture_alloc(*stream, bytes, &p, api)) return p;
     if (bytes == 0) return nullptr;
     bool pooled = false;
     void* p = device.memory().allocate(bytes, stream, &pooled, api);
@@ -85,6 +87,7 @@ void* allocate_device(CoreDevice& device, size_t bytes, Stream* stream, const ch
 
 void free_device(void* ptr, Stream* stream, const char* api) {
     if (!ptr) return;
+    if (stream && stream->capture() && graph::capture_free(*stream, ptr, api)) return;
     std::optional<Allocation> a = runtime().registry.erase(reinterpret_cast<uintptr_t>(ptr), MemoryKind::device);
     if (!a) refuse_release(api, ptr, "a pointer returned by rtMalloc or rtMallocAsync");
     a->device->memory().release(ptr, a->size, a->pooled, stream);
@@ -165,6 +168,7 @@ void* mapped_device_pointer(void* host_ptr) {
 }
 
 void enqueue_copy(Stream& stream, void* dst, const void* src, size_t bytes, int kind, const char* api) {
+    if (stream.capture() && graph::capture_copy(stream, dst, src, bytes, kind, api)) return;
     if (kind < RT_MEMCPY_HOST_TO_HOST || kind > RT_MEMCPY_DEFAULT)
         fail(RT_ERROR_INVALID_VALUE, "%s: kind %d is not an rtMemcpyKind (expected 0..4)", api, kind);
     if (bytes == 0) return;
@@ -206,6 +210,7 @@ void enqueue_copy(Stream& stream, void* dst, const void* src, size_t bytes, int 
 }
 
 void enqueue_fill(Stream& stream, void* dst, int value, size_t bytes, const char* api) {
+    if (stream.capture() && graph::capture_fill(stream, dst, value, bytes, api)) return;
     if (bytes == 0) return;
     PointerInfo info;
     if (check_operand(api, "destination", dst, bytes, &info) == Side::host)

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <mutex>
 
+#include "graph/capture.hpp"
 #include "kernels/target.hpp"
 
 namespace rt {
@@ -87,6 +88,7 @@ void Runtime::wait_all_idle() const {
 
 void Runtime::shutdown() {
     refuse_wait_in_queue_context("rtFinalize");
+    graph::end_all_captures();
     // Actions may queue work or defer more (a release dropping the last reference to memory): until quiet.
     do {
         wait_all_idle();
