@@ -26,7 +26,9 @@ std::vector<rtGraphNode_t> nodes_of(rtGraph_t g) {
     size_t n = 0;
     EXPECT_RT_OK(rtGraphGetNodes(g, nullptr, &n));
     std::vector<rtGraphNode_t> v(n);
-    if (n) EXPECT_RT_OK(rtGraphGetNodes(g, v.data(), &n));
+    if (n) {
+        EXPECT_RT_OK(rtGraphGetNodes(g, v.data(), &n));
+    }
     v.resize(n);
     return v;
 }
@@ -48,7 +50,9 @@ std::set<rtGraphNode_t> deps_of(rtGraphNode_t node) {
     size_t n = 0;
     EXPECT_RT_OK(rtGraphNodeGetDependencies(node, nullptr, &n));
     std::vector<rtGraphNode_t> v(n);
-    if (n) EXPECT_RT_OK(rtGraphNodeGetDependencies(node, v.data(), &n));
+    if (n) {
+        EXPECT_RT_OK(rtGraphNodeGetDependencies(node, v.data(), &n));
+    }
     return {v.begin(), v.begin() + static_cast<std::ptrdiff_t>(n)};
 }
 
