@@ -767,6 +767,29 @@ TEST_P(Capture, TheDefaultStreamCannotJoinACapture) {
     EXPECT_RT_OK(rtStreamDestroy(nb));
 }
 
+TEST_P(Capture, AStreamOfAnotherDeviceCannotJoin) {
+    int count = 0;
+    ASSERT_RT_OK(rtGetDeviceCount(&count));
+    int other = -1;
+    for (int i = 0; i < count && other < 0; ++i)
+        if (i != device() && backend_of(i) == backend_of(device())) other = i;
+    if (other < 0) GTEST_SKIP() << "one device of this backend (the _2dev rerun has two)";
+    StreamGuard s;
+    EventGuard e;
+    ASSERT_RT_OK(rtStreamBeginCapture(s, RT_STREAM_CAPTURE_MODE_GLOBAL));
+    ASSERT_RT_OK(rtEventRecord(e, s));
+    ASSERT_RT_OK(rtSetDevice(other));
+    rtStream_t there = nullptr;
+    ASSERT_RT_OK(rtStreamCreate(&there));
+    EXPECT_RT_ERROR(RT_ERROR_INVALID_VALUE, rtStreamWaitEvent(there, e));
+    EXPECT_TRUE(contains(last_message(), "one device"));
+    EXPECT_EQ(status_of(there), RT_STREAM_CAPTURE_STATUS_NONE);
+    EXPECT_RT_OK(rtStreamDestroy(there));
+    ASSERT_RT_OK(rtSetDevice(device()));
+    GraphGuard g;
+    EXPECT_RT_OK(rtStreamEndCapture(s, g.out()));
+}
+
 // ---------------------------------------------------------------- refused operations
 
 TEST_P(Capture, OperationsThatCannotBeCapturedInvalidateTheCapture) {
