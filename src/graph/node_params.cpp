@@ -169,7 +169,10 @@ std::string node_kind_text(const Node& node) {
             return format("memcpy %s %zu B", copy_direction(node.memory.kind), node.memory.bytes);
         case RT_GRAPH_NODE_TYPE_MEMSET: return format("memset %zu B", node.memory.bytes);
         case RT_GRAPH_NODE_TYPE_GRAPH:
-            return format("child graph (%zu nodes)", node.child ? node.child->nodes().size() : size_t{0});
+        {
+            const size_t n = node.child ? node.child->nodes().size() : 0;
+            return format("child graph (%zu node%s)", n, n == 1 ? "" : "s");
+        }
         case RT_GRAPH_NODE_TYPE_MEM_ALLOC: return format("alloc %zu B", node.alloc_bytes);
         default: return node_type_name(node.type);
     }
