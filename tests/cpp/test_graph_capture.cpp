@@ -103,6 +103,8 @@ protected:
     void TearDown() override {
         if (module_) rtModuleUnload(module_);
     }
+
+public:
     rtError_t axpb(rtStream_t s, void* x, int n, float a, float b) {
         void* args[] = {&x, &n, &a, &b};
         return rtLaunchKernel(axpb_, rtDim3{static_cast<unsigned>((n + 63) / 64), 1, 1}, rtDim3{64, 1, 1}, args, 0, s);
@@ -111,6 +113,8 @@ protected:
         void* args[] = {&x, &y, &n};
         return rtLaunchKernel(add_, rtDim3{static_cast<unsigned>((n + 63) / 64), 1, 1}, rtDim3{64, 1, 1}, args, 0, s);
     }
+
+protected:
     /// Ends the capture on `s` expecting `code`; the message must contain `needle`; no graph comes back.
     void expect_end_fails(rtStream_t s, rtError_t code, const std::string& needle) {
         rtGraph_t g = reinterpret_cast<rtGraph_t>(0x1);
@@ -884,6 +888,132 @@ TEST_P(Capture, FinalizeEndsACaptureUnderWay) {
     void* p = nullptr;
     EXPECT_RT_OK(rtMalloc(&p, 64)) << "no capture rule outlives its runtime";
     EXPECT_RT_OK(rtFree(p));
+}
+
+// ---------------------------------------------------------------- capture, instantiate, launch
+
+/// Host function: counts its runs.
+void count(void* p) { static_cast<std::atomic<int>*>(p)->fetch_add(1); }
+
+/// A two-stream pipeline with every kind of operation: out = 5 * in + 1, per element, and *runs incremented.
+struct Pipeline {
+    static constexpr int kN = 1000;
+    static constexpr size_t kBytes = kN * sizeof(float);
+    std::vector<float> in = std::vector<float>(kN), out = std::vector<float>(kN, -1.0f);
+    DevBuf x{kBytes}, y{kBytes};
+    EventGuard fork, join;
+    std::atomic<int> runs{0};
+
+    Pipeline() {
+        for (int i = 0; i < kN; ++i) in[static_cast<size_t>(i)] = static_cast<float>(i % 97) - 40.0f;
+    }
+    /// Queues it on s1 (which waits for s2 at the end).
+    rtError_t enqueue(Capture& t, rtStream_t s1, rtStream_t s2) {
+        rtError_t e = rtMemcpyAsync(x.get(), in.data(), kBytes, RT_MEMCPY_HOST_TO_DEVICE, s1);
+        if (e == RT_SUCCESS) e = rtEventRecord(fork, s1);
+        if (e == RT_SUCCESS) e = rtStreamWaitEvent(s2, fork);
+        void* tmp = nullptr;
+        if (e == RT_SUCCESS) e = rtMallocAsync(&tmp, kBytes, s2);
+        if (e == RT_SUCCESS) e = rtMemsetAsync(tmp, 0, kBytes, s2);
+        if (e == RT_SUCCESS) e = t.add(s2, x.get(), tmp, kN);            // tmp = x
+        if (e == RT_SUCCESS) e = t.axpb(s2, tmp, kN, 3.0f, 1.0f);          // tmp = 3x + 1
+        if (e == RT_SUCCESS) e = rtMemsetAsync(y.get(), 0, kBytes, s1);
+        if (e == RT_SUCCESS) e = t.add(s1, x.get(), y.get(), kN);        // y = x
+        if (e == RT_SUCCESS) e = t.axpb(s1, y.get(), kN, 2.0f, 0.0f);      // y = 2x
+        if (e == RT_SUCCESS) e = rtEventRecord(join, s2);
+        if (e == RT_SUCCESS) e = rtStreamWaitEvent(s1, join);
+        if (e == RT_SUCCESS) e = t.add(s1, tmp, y.get(), kN);            // y = 5x + 1
+        if (e == RT_SUCCESS) e = rtFreeAsync(tmp, s1);
+        if (e == RT_SUCCESS) e = rtMemcpyAsync(out.data(), y.get(), kBytes, RT_MEMCPY_DEVICE_TO_HOST, s1);
+        if (e == RT_SUCCESS) e = rtLaunchHostFunc(s1, count, &runs);
+        return e;
+    }
+    bool expected() const {
+        for (int i = 0; i < kN; ++i)
+            if (out[static_cast<size_t>(i)] != 5.0f * in[static_cast<size_t>(i)] + 1.0f) return false;
+        return true;
+    }
+};
+
+TEST_P(Capture, ALaunchOfTheCapturedGraphDoesWhatTheStreamsDid) {
+    if (!launches_execute(device())) GTEST_SKIP() << "kernels do not run on the fake driver";
+    StreamGuard s1, s2;
+    Pipeline streamed;
+    ASSERT_RT_OK(streamed.enqueue(*this, s1, s2));
+    ASSERT_RT_OK(rtStreamSynchronize(s1));
+    ASSERT_TRUE(streamed.expected());
+    ASSERT_EQ(streamed.runs.load(), 1);
+
+    Pipeline captured;
+    ASSERT_RT_OK(rtStreamBeginCapture(s1, RT_STREAM_CAPTURE_MODE_GLOBAL));
+    ASSERT_RT_OK(captured.enqueue(*this, s1, s2));
+    GraphGuard g;
+    ASSERT_RT_OK(rtStreamEndCapture(s1, g.out()));
+    EXPECT_EQ(captured.runs.load(), 0);
+    rtGraphExec_t exec = nullptr;
+    ASSERT_RT_OK(rtGraphInstantiate(&exec, g, 0));
+    for (int launch = 1; launch <= 3; ++launch) {
+        std::fill(captured.out.begin(), captured.out.end(), -1.0f);
+        ASSERT_RT_OK(rtGraphLaunch(exec, s1));
+        ASSERT_RT_OK(rtStreamSynchronize(s1));
+        EXPECT_EQ(captured.out, streamed.out) << "launch " << launch;
+        EXPECT_EQ(captured.runs.load(), launch);
+    }
+    // The events recorded in the capture were recorded by the launches: they are real records again.
+    EXPECT_RT_OK(rtEventSynchronize(captured.join));
+    EXPECT_RT_OK(rtEventQuery(captured.fork));
+    rtGraphMemoryInfo info{};
+    ASSERT_RT_OK(rtGraphExecGetMemoryInfo(exec, &info));
+    EXPECT_EQ(info.allocations, 1u);
+    EXPECT_EQ(info.allocated_bytes, Pipeline::kBytes);
+    EXPECT_RT_OK(rtGraphExecDestroy(exec));
+}
+
+TEST_P(Capture, GraphLaunchOnACapturingStreamIsRefused) {
+    StreamGuard s, other;
+    DevBuf d(64);
+    ASSERT_RT_OK(rtStreamBeginCapture(s, RT_STREAM_CAPTURE_MODE_GLOBAL));
+    ASSERT_RT_OK(rtMemsetAsync(d.get(), 9, 64, s));
+    GraphGuard g;
+    ASSERT_RT_OK(rtStreamEndCapture(s, g.out()));
+    rtGraphExec_t exec = nullptr;
+    ASSERT_RT_OK(rtGraphInstantiate(&exec, g, 0));
+    ASSERT_RT_OK(rtStreamBeginCapture(other, RT_STREAM_CAPTURE_MODE_GLOBAL));
+    EXPECT_RT_ERROR(RT_ERROR_STREAM_CAPTURE_UNSUPPORTED, rtGraphLaunch(exec, other));
+    EXPECT_TRUE(contains(last_message(), "rtGraphAddChildGraphNode"));
+    expect_end_fails(other, RT_ERROR_STREAM_CAPTURE_INVALIDATED, "rtGraphLaunch");
+    ASSERT_RT_OK(rtGraphLaunch(exec, other));
+    ASSERT_RT_OK(rtStreamSynchronize(other));
+    unsigned char h[64] = {};
+    ASSERT_RT_OK(rtMemcpy(h, d.get(), 64, RT_MEMCPY_DEVICE_TO_HOST));
+    EXPECT_EQ(h[17], 9);
+    EXPECT_RT_OK(rtGraphExecDestroy(exec));
+}
+
+TEST_P(Capture, AWaitForAnOutsideEventHoldsEveryLaunch) {
+    StreamGuard s, other;
+    EventGuard outside;
+    std::atomic<int> runs{0};
+    ASSERT_RT_OK(rtEventRecord(outside, other));
+    ASSERT_RT_OK(rtStreamBeginCapture(s, RT_STREAM_CAPTURE_MODE_GLOBAL));
+    ASSERT_RT_OK(rtStreamWaitEvent(s, outside));
+    ASSERT_RT_OK(rtLaunchHostFunc(s, count, &runs));
+    GraphGuard g;
+    ASSERT_RT_OK(rtStreamEndCapture(s, g.out()));
+    rtGraphExec_t exec = nullptr;
+    ASSERT_RT_OK(rtGraphInstantiate(&exec, g, 0));
+    for (int launch = 1; launch <= 2; ++launch) {
+        Gate gate;
+        ASSERT_RT_OK(gate.launch(other));
+        ASSERT_RT_OK(rtEventRecord(outside, other));  // the record current at the launch is the one waited for
+        ASSERT_RT_OK(rtGraphLaunch(exec, s));
+        ASSERT_TRUE(wait_until([&] { return gate.entered(); }));
+        EXPECT_EQ(runs.load(), launch - 1) << "the host node waits for the event";
+        gate.open();
+        ASSERT_RT_OK(rtStreamSynchronize(s));
+        EXPECT_EQ(runs.load(), launch);
+    }
+    EXPECT_RT_OK(rtGraphExecDestroy(exec));
 }
 
 RT_INSTANTIATE_DEVICE_TEST(Capture);
