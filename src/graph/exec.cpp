@@ -323,8 +323,7 @@ rtGraphExecUpdateResult GraphExec::update(const Graph& graph, std::string* why) 
         return kernel == flat.nodes.end() ? RT_GRAPH_EXEC_UPDATE_ERROR : RT_GRAPH_EXEC_UPDATE_ERROR_FUNCTION_CHANGED;
     }
     const uint32_t n = static_cast<uint32_t>(p.commands.size());
-    if (p.command_of_node.size() != n || p.node_parent.size() != n || p.node_types.size() != n ||
-        p.node_dep_begin.size() != size_t{n} + 1) {
+    if (p.command_of_node.size() != n || p.node_parent.size() != n || p.node_dep_begin.size() != size_t{n} + 1) {
         *why = "the executable graph does not know the graph it was made from (it was loaded from a file)";
         return RT_GRAPH_EXEC_UPDATE_ERROR_NOT_SUPPORTED;
     }
@@ -346,7 +345,7 @@ rtGraphExecUpdateResult GraphExec::update(const Graph& graph, std::string* why) 
         const uint32_t c = p.command_of_node[i];
         const Command& old = p.commands[c];
         const std::string& label = p.labels[c];
-        if (node.type != p.node_types[i]) {
+        if (node.type != old.type) {
             *why = format("%s is a %s node in the graph", label.c_str(), node_type_name(node.type));
             return RT_GRAPH_EXEC_UPDATE_ERROR_NODE_TYPE_CHANGED;
         }

@@ -100,7 +100,7 @@ FlatGraph flatten(const Graph& graph) {
 }
 
 void load_command(Command& c, const Node& n) {
-    c.type = n.type == RT_GRAPH_NODE_TYPE_GRAPH ? RT_GRAPH_NODE_TYPE_EMPTY : n.type;
+    c.type = n.type;
     switch (n.type) {
         case RT_GRAPH_NODE_TYPE_KERNEL:
             c.function = n.kernel.function;
@@ -365,11 +365,7 @@ std::shared_ptr<Program> instantiate(const Graph& graph) {
     p.command_of_node.resize(n);
     for (uint32_t c = 0; c < n; ++c) p.command_of_node[order[c]] = c;
     p.node_parent.resize(n);
-    p.node_types.resize(n);
-    for (uint32_t i = 0; i < n; ++i) {
-        p.node_parent[i] = flat.nodes[i].parent;
-        p.node_types[i] = flat.nodes[i].node->type;
-    }
+    for (uint32_t i = 0; i < n; ++i) p.node_parent[i] = flat.nodes[i].parent;
     p.node_dep_begin.resize(n + 1);
     p.node_deps.reserve(flat.deps.size());
     for (uint32_t i = 0; i < n; ++i) {

@@ -41,8 +41,9 @@ struct Relocation {
     Symbol symbol;
 };
 
-/// One operation. Child graphs are flattened (a child graph node becomes an EMPTY command after the child's last
-/// nodes: a join; no command is of type GRAPH); MEM_ALLOC / MEM_FREE / EMPTY commands do nothing when replayed (their
+/// One operation. Child graphs are flattened: their nodes are inlined before the child node's command, which stays
+/// (type GRAPH) as the join of the child's last nodes and does nothing when replayed; MEM_ALLOC / MEM_FREE / EMPTY
+/// commands do nothing when replayed (their
 /// memory is the arena's); WAIT_EVENT / EVENT_RECORD commands do nothing either: the core orders the whole launch
 /// after every waited event and records every recorded event after the launch (graph/exec.hpp).
 struct Command {
@@ -118,7 +119,6 @@ struct Program {
     /// way — a load — fills them too, or cannot be updated).
     std::vector<uint32_t> command_of_node;
     std::vector<uint32_t> node_parent;      ///< FlatGraph::Entry::parent of each node
-    std::vector<rtGraphNodeType> node_types;  ///< each node's type (a child graph node's command is an EMPTY join)
     std::vector<uint32_t> node_dep_begin;   ///< node i's dependencies: node_deps[node_dep_begin[i] .. [i + 1])
     std::vector<uint32_t> node_deps;
     std::vector<ArenaSlot> slots;           ///< per allocation node, in command order
@@ -171,8 +171,7 @@ struct FlatGraph {
 /// Throws INVALID_VALUE if the graph has more nodes than a program can index.
 FlatGraph flatten(const Graph& graph);
 
-/// A command's parameters taken from its node (operands as the graph has them: provisional and named addresses); a
-/// child graph node gives an EMPTY command.
+/// A command's parameters taken from its node (operands as the graph has them: provisional and named addresses).
 void load_command(Command& command, const Node& node);
 /// `label` ("node 3 (kernel 'scale')") with the same node number and `node`'s description (node_label).
 std::string relabel(const std::string& label, const Node& node);
