@@ -91,9 +91,11 @@ void measure(std::vector<Side>& sides, const GraphPeerOptions& o) {
     }
 }
 
-std::optional<Stat> micro(const std::vector<double>& secs) {
+/// Seconds per unit → a Stat in `scale` units per second (1e9: ns, 1e6: us); none without runs.
+std::optional<Stat> scaled(const std::vector<double>& secs, double scale) {
     if (secs.empty()) return std::nullopt;
-    return to_microseconds(summarize(secs));
+    const Stat s = summarize(secs);
+    return Stat{s.median * scale, s.min * scale, s.max * scale, s.samples};
 }
 
 /// "yes" when ours is below every peer cell that has a figure, "NO" when not, "" when none has one.
@@ -187,8 +189,8 @@ GraphPeerRow dag_row(const GraphShape& shape, const GraphPeerOptions& o, Ours& o
     GraphPeerRow row;
     const bool chain = shape.kind == GraphShape::Chain;
     row.metric = chain ? "graph_chain_1000_peers" : "graph_fanout_1000_peers";
-    row.label = chain ? "graph chain 1,000 empty kernels, per node" : "graph fan-out/in 1,000 empty, per node";
-    row.unit = "us";
+    row.label = chain ? "chain of 1,000: launch+sync, per node" : "fan-out/in of 1,000: launch+sync, per node";
+    row.unit = "ns";
     row.peer.name = "PoCL cl_khr_command_buffer replay (out-of-order command buffer, a sync point per edge)";
     row.others.resize(2);
     PeerCell& tbb_cell = row.others[0];
@@ -265,9 +267,9 @@ GraphPeerRow dag_row(const GraphShape& shape, const GraphPeerOptions& o, Ours& o
     measure(sides, o);
     RT_CHECK(rtGraphExecDestroy(exec));
 
-    row.ours = micro(sides[0].secs);
+    row.ours = scaled(sides[0].secs, 1e9);
     for (std::size_t i = 1; i < sides.size(); ++i)
-        if (sides[i].cell->note.empty()) sides[i].cell->stat = micro(sides[i].secs);
+        if (sides[i].cell->note.empty()) sides[i].cell->stat = scaled(sides[i].secs, 1e9);
     row.target = "< PoCL cb, oneTBB";
     row.verdict = verdict_below(row.ours, {&row.peer, &tbb_cell});
     return row;
@@ -408,9 +410,9 @@ GraphPeerRow pipeline_row(unsigned n, const char* metric, const char* label, con
     measure(sides, o);
     RT_CHECK(rtGraphExecDestroy(exec));
 
-    row.ours = micro(sides[0].secs);
-    row.peer.stat = row.peer.note.empty() ? micro(sides[1].secs) : std::nullopt;
-    streams.stat = micro(sides[2].secs);
+    row.ours = scaled(sides[0].secs, 1e6);
+    row.peer.stat = row.peer.note.empty() ? scaled(sides[1].secs, 1e6) : std::nullopt;
+    streams.stat = scaled(sides[2].secs, 1e6);
     row.target = "< streams";
     row.verdict = verdict_below(row.ours, {&streams});
     return row;

@@ -24,7 +24,7 @@ struct PeerCell {
 struct GraphPeerRow {
     std::string metric;  // JSON name, e.g. "graph_chain_1000_peers"
     std::string label;
-    std::string unit;    // "us"
+    std::string unit;    // "ns" (DAG rows, per node) or "us" (pipeline rows, per iteration)
     std::optional<Stat> ours;
     PeerCell peer;                 // the row's PoCL figure (the table's peer column)
     std::vector<PeerCell> others;  // further peers, each its own ratio

@@ -78,7 +78,7 @@ def test_graph_rows_with_their_peers(quick_run):
     by_metric = {r["metric"]: r for r in records if "bytes" not in r}
     for metric in GRAPH_ROWS:
         r = by_metric[metric]
-        assert r["unit"] == "us" and r["value"] > 0, r
+        assert r["unit"] == ("ns" if metric.startswith("graph_") else "us") and r["value"] > 0, r
         assert r["other_peers"], r
         for o in r["other_peers"]:
             assert (o["value"] is not None and o["value"] > 0 and o["min"] <= o["value"] <= o["max"]) or o["note"], o
