@@ -101,10 +101,8 @@ void CpuGraph::lower(size_t index) {
             node.kind = Kind::host;
             node.host = {c.fn, c.user_data};
             break;
-        case RT_GRAPH_NODE_TYPE_GRAPH:
-            fail(RT_ERROR_UNKNOWN, "internal error: %s is a child graph left in an instantiated program", node.label);
         default:
-            // EMPTY, MEM_ALLOC, MEM_FREE (the arena's memory), WAIT_EVENT, EVENT_RECORD (the core orders the whole
+            // GRAPH (a child graph's node stays as the join after the child's inlined nodes), EMPTY, MEM_ALLOC, MEM_FREE (the arena's memory), WAIT_EVENT, EVENT_RECORD (the core orders the whole
             // launch after the waited events and records the recorded ones after it): nothing to run.
             node.kind = Kind::nop;
             break;
