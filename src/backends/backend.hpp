@@ -41,6 +41,10 @@ struct HostCall {
 };
 /// Defined by the core: runs the user's function, captures a failure. Never throws.
 void run_host_call(const HostCall& call) noexcept;
+/// Defined by the core: how failure messages name an operation of a stream: "operation #12 on the stream", or for a
+/// node of a graph launch (`graph_node`: its label, "node 3 (kernel 'scale')") "node 3 of the graph launched as
+/// operation #12 on the stream". Throws only std::bad_alloc.
+std::string describe_operation(uint64_t op_index, const char* graph_node);
 /// Defined by the core: a queue reached a position armed by notify_at_impl. Any thread; never blocks.
 void notify_timeline() noexcept;
 /// Defined by the core: runs `action` once every stream has completed the work queued before the call (a backend
@@ -115,7 +119,9 @@ class GraphExecutable {
 public:
     virtual ~GraphExecutable() = default;
     /// Command `index` of the program it was made from changed its operands (an update, a relocation): take them.
-    /// Never called while a launch of this executable is queued or running (the core lowers a new one instead).
+    /// Called only while no queued launch holds this executable (a queue that keeps it until its launches ran makes
+    /// the core lower a new one instead); a backend whose queues keep nothing of it — cuda: the driver keeps what a
+    /// launch in flight runs — gets the change while launches are queued, and must leave those as they were launched.
     virtual void refresh_impl(size_t index) = 0;
 };
 
@@ -198,8 +204,10 @@ public:
     /// (optional) Launches a graph lowered by this queue's device (Device::compile_graph_impl): one operation of the
     /// queue, ordered as any other, which completes once every command has. A failed command is reported to
     /// report.slot naming its label, and its successors (and the queue's later work) are skipped. The queue keeps
-    /// `graph` alive until the launch has run. Only called for executables of this backend; defaults to
-    /// NOT_SUPPORTED (a backend whose compile_graph_impl returns null is replayed by the core instead).
+    /// what the launch runs alive until it has run: `graph` itself, or only what the launch reads where the native
+    /// API keeps a launch apart from later changes and from the executable's destruction (cuda). Only called for
+    /// executables of this backend; defaults to NOT_SUPPORTED (a backend whose compile_graph_impl returns null is
+    /// replayed by the core instead).
     virtual void launch_graph_impl(const std::shared_ptr<GraphExecutable>& graph, const LaunchReport& report);
     /// (optional) Lets go of kernels held past their launches (a queue may keep its latest launched function to
     /// spare a reference count per launch), so an unloaded module's code goes once the launches queued so far have
