@@ -188,7 +188,7 @@ ctest_gpu() {
   [[ -f $build/tests/CTestTestfile.cmake ]] || skip "no C++ tests in this build (GoogleTest was not found)"
   local exclude=()
   # The fake runs no kernel code: the files that check what kernels compute need a GPU.
-  [[ $dry == 1 ]] && exclude=(-E '^test_(kernel_launch|module|cpp_api)_cuda($|_)')
+  [[ $dry == 1 ]] && exclude=(-E '^test_(kernel_launch|module|cpp_api|kernel_groups)_cuda($|_)')
   (cd "$build" && ctest -L gpu -j1 --no-tests=error --output-on-failure --output-log "$logs/ctest-gpu.ctest.log" "${exclude[@]}")
 }
 bench_core() { test_env; "$build/bench/runtime-bench-core" --device cuda:0 --quick; }
