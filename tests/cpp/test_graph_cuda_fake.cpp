@@ -272,9 +272,9 @@ TEST_F(GraphCudaFake, EveryNodeKindAndItsDependenciesReachTheDriver) {
     for (int i = 0; i < 256; ++i) ASSERT_EQ(out.get()[i], 7) << "byte " << i;
 }
 
-// The same copies and fills as stream operations and as a graph give the same bytes: pinned and pageable host memory,
-// host-to-device, device-to-device, device-to-host, host-to-host (pageable: a host node, as the stream path runs it on
-// the callback thread; pinned: a memcpy node), a fill inside a buffer.
+// The same copies and fills as stream operations and as a graph, captured or built, give the same bytes: pinned and
+// pageable host memory, host-to-device, device-to-device, device-to-host, host-to-host (pageable: a host node, as the
+// stream path runs it on the callback thread; pinned: a memcpy node), a fill inside a buffer.
 TEST_F(GraphCudaFake, AGraphGivesTheBytesOfTheSameOperationsOnAStream) {
     constexpr size_t kBytes = 4096;
     const std::vector<unsigned char> input = rt_test::pattern(kBytes, 11);
@@ -300,18 +300,58 @@ TEST_F(GraphCudaFake, AGraphGivesTheBytesOfTheSameOperationsOnAStream) {
         ASSERT_RT_OK(rtMemset(d2.get(), 0, kBytes));
     };
 
+    auto enqueue = [&](rtStream_t s) {
+        ASSERT_RT_OK(rtMemcpyAsync(d1.get(), input.data(), kBytes, RT_MEMCPY_HOST_TO_DEVICE, s));
+        ASSERT_RT_OK(rtMemsetAsync(d1.get() + 1000, 0xab, 300, s));
+        ASSERT_RT_OK(rtMemcpyAsync(d2.get(), d1.get(), kBytes, RT_MEMCPY_DEVICE_TO_DEVICE, s));
+        ASSERT_RT_OK(rtMemcpyAsync(pinned_out.get(), d2.get(), kBytes, RT_MEMCPY_DEVICE_TO_HOST, s));
+        ASSERT_RT_OK(rtMemcpyAsync(pageable_out.data(), d2.get(), kBytes, RT_MEMCPY_DEVICE_TO_HOST, s));
+        ASSERT_RT_OK(rtMemcpyAsync(pageable_copy.data(), pinned_out.get(), kBytes, RT_MEMCPY_HOST_TO_HOST, s));
+        ASSERT_RT_OK(rtMemcpyAsync(pinned_copy.get(), pinned_in.get(), kBytes, RT_MEMCPY_HOST_TO_HOST, s));
+    };
     StreamGuard s;
     clear();
-    ASSERT_RT_OK(rtMemcpyAsync(d1.get(), input.data(), kBytes, RT_MEMCPY_HOST_TO_DEVICE, s));
-    ASSERT_RT_OK(rtMemsetAsync(d1.get() + 1000, 0xab, 300, s));
-    ASSERT_RT_OK(rtMemcpyAsync(d2.get(), d1.get(), kBytes, RT_MEMCPY_DEVICE_TO_DEVICE, s));
-    ASSERT_RT_OK(rtMemcpyAsync(pinned_out.get(), d2.get(), kBytes, RT_MEMCPY_DEVICE_TO_HOST, s));
-    ASSERT_RT_OK(rtMemcpyAsync(pageable_out.data(), d2.get(), kBytes, RT_MEMCPY_DEVICE_TO_HOST, s));
-    ASSERT_RT_OK(rtMemcpyAsync(pageable_copy.data(), pinned_out.get(), kBytes, RT_MEMCPY_HOST_TO_HOST, s));
-    ASSERT_RT_OK(rtMemcpyAsync(pinned_copy.get(), pinned_in.get(), kBytes, RT_MEMCPY_HOST_TO_HOST, s));
+    enqueue(s);
     ASSERT_RT_OK(rtStreamSynchronize(s));
     const Outputs stream_version = outputs();
     EXPECT_NE(stream_version.pinned_out, std::vector<unsigned char>(kBytes, 0));
+    auto replays_equal = [&](rtGraphExec_t x, const char* what) {
+        for (int run = 0; run < 3; ++run) {
+            clear();
+            ASSERT_RT_OK(rtGraphLaunch(x, s));
+            ASSERT_RT_OK(rtStreamSynchronize(s));
+            const Outputs graph_version = outputs();
+            EXPECT_EQ(graph_version.pinned_out, stream_version.pinned_out) << what << ", run " << run;
+            EXPECT_EQ(graph_version.pageable_out, stream_version.pageable_out) << what << ", run " << run;
+            EXPECT_EQ(graph_version.pageable_copy, stream_version.pageable_copy) << what << ", run " << run;
+            EXPECT_EQ(graph_version.pinned_copy, stream_version.pinned_copy) << what << ", run " << run;
+        }
+    };
+    auto kinds_are_lowered = [&](const char* what) {
+        int memcpys = 0, hosts = 0, memsets = 0;
+        for (const FakeCudaGraphNode& v : exec_nodes()) {
+            memcpys += v.kind == FAKE_CUDA_NODE_MEMCPY;
+            hosts += v.kind == FAKE_CUDA_NODE_HOST;
+            memsets += v.kind == FAKE_CUDA_NODE_MEMSET;
+        }
+        EXPECT_EQ(memcpys, 5) << what << ": H2D, D2D, two D2H and the pinned H2H";
+        EXPECT_EQ(hosts, 1) << what << ": the pageable host-to-host copy";
+        EXPECT_EQ(memsets, 1) << what;
+    };
+
+    // Captured from the stream.
+    {
+        StreamGuard c;
+        ASSERT_RT_OK(rtStreamBeginCapture(c, RT_STREAM_CAPTURE_MODE_GLOBAL));
+        enqueue(c);
+        rtGraph_t captured = nullptr;
+        ASSERT_RT_OK(rtStreamEndCapture(c, &captured));
+        ExecGuard x;
+        ASSERT_RT_OK(rtGraphInstantiate(x.out(), captured, 0));
+        ASSERT_RT_OK(rtGraphDestroy(captured));
+        kinds_are_lowered("captured");
+        replays_equal(x, "captured");
+    }
 
     GraphGuard g;
     rtGraphNode_t h2d, set, d2d, out1, out2, h2h, pinned_h2h;
@@ -324,24 +364,8 @@ TEST_F(GraphCudaFake, AGraphGivesTheBytesOfTheSameOperationsOnAStream) {
     ASSERT_RT_OK(copy(&pinned_h2h, g, {}, pinned_copy.get(), pinned_in.get(), kBytes));
     ExecGuard x;
     ASSERT_RT_OK(rtGraphInstantiate(x.out(), g, 0));
-    const std::vector<FakeCudaGraphNode> nodes = exec_nodes();
-    int memcpys = 0, hosts = 0;
-    for (const FakeCudaGraphNode& v : nodes) {
-        memcpys += v.kind == FAKE_CUDA_NODE_MEMCPY;
-        hosts += v.kind == FAKE_CUDA_NODE_HOST;
-    }
-    EXPECT_EQ(memcpys, 5) << "H2D, D2D, two D2H and the pinned H2H";
-    EXPECT_EQ(hosts, 1) << "the pageable host-to-host copy";
-    for (int run = 0; run < 3; ++run) {
-        clear();
-        ASSERT_RT_OK(rtGraphLaunch(x, s));
-        ASSERT_RT_OK(rtStreamSynchronize(s));
-        const Outputs graph_version = outputs();
-        EXPECT_EQ(graph_version.pinned_out, stream_version.pinned_out) << "run " << run;
-        EXPECT_EQ(graph_version.pageable_out, stream_version.pageable_out) << "run " << run;
-        EXPECT_EQ(graph_version.pageable_copy, stream_version.pageable_copy) << "run " << run;
-        EXPECT_EQ(graph_version.pinned_copy, stream_version.pinned_copy) << "run " << run;
-    }
+    kinds_are_lowered("explicit");
+    replays_equal(x, "explicit");
 }
 
 // Allocation nodes live in the executable graph's arena: operands inside them reach the driver relocated.
