@@ -203,11 +203,12 @@ public:
     virtual void bind_error_slot_impl(AsyncErrorSlot* slot) { (void)slot; }
     /// (optional) Launches a graph lowered by this queue's device (Device::compile_graph_impl): one operation of the
     /// queue, ordered as any other, which completes once every command has. A failed command is reported to
-    /// report.slot naming its label, and its successors (and the queue's later work) are skipped. The queue keeps
-    /// what the launch runs alive until it has run: `graph` itself, or only what the launch reads where the native
-    /// API keeps a launch apart from later changes and from the executable's destruction (cuda). Only called for
-    /// executables of this backend; defaults to NOT_SUPPORTED (a backend whose compile_graph_impl returns null is
-    /// replayed by the core instead).
+    /// report.slot naming its label, and its successors (and the queue's later work) are skipped as the queue skips
+    /// work behind a failure (cuda: host nodes; kernels and copies the GPU has run anyway, as on its streams). The
+    /// queue keeps what the launch runs alive until it has run: `graph` itself, or only what the launch reads where
+    /// the native API keeps a launch apart from later changes and from the executable's destruction (cuda). Only
+    /// called for executables of this backend; defaults to NOT_SUPPORTED (a backend whose compile_graph_impl returns
+    /// null is replayed by the core instead).
     virtual void launch_graph_impl(const std::shared_ptr<GraphExecutable>& graph, const LaunchReport& report);
     /// (optional) Lets go of kernels held past their launches (a queue may keep its latest launched function to
     /// spare a reference count per launch), so an unloaded module's code goes once the launches queued so far have

@@ -4,9 +4,12 @@
 // naming the node, lifetimes. No GPU: kernels run no code here, so results come from copies, fills and host nodes
 // (scripts/gpu-check.sh runs the graph suites on a GPU).
 #include <dlfcn.h>
+#include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <map>
 #include <thread>
 
@@ -705,6 +708,66 @@ TEST_F(GraphCudaFake, CudaCallsFromAHostNodeAreRefused) {
     ASSERT_RT_OK(rtStreamSynchronize(s));
     EXPECT_RT_OK(probe.set);
     EXPECT_EQ(probe.result, RT_ERROR_NOT_PERMITTED);
+}
+
+// A kernel of a foreign module (a PTX file) runs whole work-groups: a node that asks for an exact global size other
+// than grid x block is refused at instantiation, naming the node, as its launch on a stream is refused; an update to
+// such a shape is refused too, and the launches after it say so (the instantiated graph no longer matches).
+TEST_F(GraphCudaFake, AForeignKernelNodeWithAnExactSizeIsRefusedNamingIt) {
+    const char* ptx = ".version 8.0\n.target sm_90\n.address_size 64\n\n"
+                      ".visible .entry add_k(\n\t.param .u64 add_k_param_0,\n\t.param .u32 add_k_param_1\n)\n{\n\tret;\n}\n";
+    const std::string path = ::testing::TempDir() + "graph_cuda_fake_" + std::to_string(::getpid()) + ".ptx";
+    { std::ofstream(path, std::ios::binary) << ptx; }
+    rtModule_t m = nullptr;
+    ASSERT_RT_OK(rtModuleLoadFile(&m, path.c_str()));
+    std::remove(path.c_str());
+    rtFunction_t add = nullptr;
+    ASSERT_RT_OK(rtModuleGetFunction(&add, m, "add_k"));
+    DevBuf d(1024);
+    void* p = d.get();
+    uint32_t n = 10;
+    void* args[] = {&p, &n};
+    rtKernelNodeParams exact{};
+    exact.function = add;
+    exact.grid = rtDim3{1, 1, 1};
+    exact.block = rtDim3{64, 1, 1};
+    exact.args = args;
+    exact.global[0] = 10;
+    {
+        GraphGuard g;
+        rtGraphNode_t root, k;
+        ASSERT_RT_OK(rtGraphAddEmptyNode(&root, g, nullptr, 0));
+        ASSERT_RT_OK(rtGraphAddKernelNode(&k, g, &root, 1, &exact));
+        rtGraphExec_t x = nullptr;
+        EXPECT_RT_ERROR(RT_ERROR_NOT_SUPPORTED, rtGraphInstantiate(&x, g, 0));
+        EXPECT_TRUE(contains(last_message(), "node 1 (kernel 'add_k')")) << last_message();
+        EXPECT_TRUE(contains(last_message(), "exact global size")) << last_message();
+        EXPECT_EQ(x, nullptr);
+    }
+    // Over grid x block it is lowered; an update to an exact size is refused, and so are the launches after it.
+    GraphGuard g;
+    rtGraphNode_t k;
+    rtKernelNodeParams whole = exact;
+    whole.global[0] = 0;
+    ASSERT_RT_OK(rtGraphAddKernelNode(&k, g, nullptr, 0, &whole));
+    ExecGuard x;
+    ASSERT_RT_OK(rtGraphInstantiate(x.out(), g, 0));
+    StreamGuard s;
+    ASSERT_RT_OK(rtGraphLaunch(x, s));
+    ASSERT_RT_OK(rtStreamSynchronize(s));
+    EXPECT_RT_ERROR(RT_ERROR_NOT_SUPPORTED, rtGraphExecKernelNodeSetParams(x, k, &exact));
+    EXPECT_TRUE(contains(last_message(), "add_k")) << last_message();
+    const int graphs = fake().graph_launches();
+    EXPECT_RT_ERROR(RT_ERROR_NOT_SUPPORTED, rtGraphLaunch(x, s));
+    EXPECT_TRUE(contains(last_message(), "node 0 (kernel 'add_k')")) << last_message();
+    EXPECT_EQ(fake().graph_launches(), graphs);
+    // Back to grid x block: it launches again.
+    ASSERT_RT_OK(rtGraphExecKernelNodeSetParams(x, k, &whole));
+    ASSERT_RT_OK(rtGraphLaunch(x, s));
+    ASSERT_RT_OK(rtStreamSynchronize(s));
+    EXPECT_EQ(fake().graph_launches(), graphs + 1);
+    ASSERT_RT_OK(rtGraphExecDestroy(x.release()));
+    ASSERT_RT_OK(rtModuleUnload(m));
 }
 
 // ------------------------------------------------------------------------------------------------ lifetimes, order
