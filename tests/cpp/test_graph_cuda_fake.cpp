@@ -50,7 +50,9 @@ const Fake& fake() {
         const char* lib = std::getenv("RUNTIME_CUDA_DRIVER_LIB");
         void* h = lib ? ::dlopen(lib, RTLD_NOW | RTLD_LOCAL) : nullptr;
         if (!h) return r;
-        auto sym = [h](auto& fn, const char* name) { fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(::dlsym(h, name)); };
+        auto sym = [h](auto& fn, const char* name) {
+            fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(::dlsym(h, name));
+        };
         sym(r.launch_count, "fake_cuda_launch_count");
         sym(r.last_launch, "fake_cuda_last_launch");
         sym(r.inject_fault, "fake_cuda_inject_fault");
@@ -215,15 +217,17 @@ TEST_F(GraphCudaFake, EveryNodeKindAndItsDependenciesReachTheDriver) {
     const std::vector<FakeCudaGraphNode> nodes = exec_nodes();
     ASSERT_EQ(nodes.size(), 9u) << "one node per node of the graph";
     auto kernel_named = [](const char* name) {
-        return [name](const FakeCudaGraphNode& v) { return v.kind == FAKE_CUDA_NODE_KERNEL && std::strcmp(v.kernel, name) == 0; };
+        return [name](const FakeCudaGraphNode& v) {
+            return v.kind == FAKE_CUDA_NODE_KERNEL && std::strcmp(v.kernel, name) == 0;
+        };
     };
     const int iset = only(nodes, [](const FakeCudaGraphNode& v) { return v.kind == FAKE_CUDA_NODE_MEMSET; }, "memset");
     const int ik = only(nodes, kernel_named("scale"), "scale");
     const int iside = only(nodes, kernel_named("noop"), "noop");
     const int icopy = only(nodes, [](const FakeCudaGraphNode& v) { return v.kind == FAKE_CUDA_NODE_MEMCPY; }, "memcpy");
     const int ih = only(nodes, [](const FakeCudaGraphNode& v) { return v.kind == FAKE_CUDA_NODE_HOST; }, "host");
-    const int iroot = only(nodes, [](const FakeCudaGraphNode& v) { return v.kind == FAKE_CUDA_NODE_EMPTY && v.num_deps == 0; },
-                           "the root");
+    const int iroot = only(
+        nodes, [](const FakeCudaGraphNode& v) { return v.kind == FAKE_CUDA_NODE_EMPTY && v.num_deps == 0; }, "the root");
     ASSERT_TRUE(iset >= 0 && ik >= 0 && iside >= 0 && icopy >= 0 && ih >= 0 && iroot >= 0);
     // The allocation and its free are empty nodes after the noop kernel; the join waits for the host node and them.
     const int ialloc = only(nodes, [&](const FakeCudaGraphNode& v) {

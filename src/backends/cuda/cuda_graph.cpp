@@ -214,7 +214,8 @@ CudaGraph::Form CudaGraph::form_of(uint32_t command) const {
             if (c.elided) return Form::empty;
             // Pageable host-to-host copies run on the callback thread, as on the stream path (a copy engine cannot
             // reach pageable memory asynchronously); between pinned blocks a memcpy node does it.
-            if (c.kind == backend::CopyKind::host_to_host && !(is_pinned_host(c.dst, c.bytes) && is_pinned_host(c.src, c.bytes)))
+            if (c.kind == backend::CopyKind::host_to_host &&
+                !(is_pinned_host(c.dst, c.bytes) && is_pinned_host(c.src, c.bytes)))
                 return Form::host_copy;
             return Form::memcpy;
         case RT_GRAPH_NODE_TYPE_MEMSET: return c.elided ? Form::empty : Form::memset;
@@ -255,7 +256,8 @@ void CudaGraph::build() {
             forms_[i] = form_of(i);
             nodes_[i] = add_node(i, deps[i]);
             const graph::Command& c = p.commands[i];
-            for (uint32_t s = 0; s < c.successor_count; ++s) deps[p.successors[c.first_successor + s]].push_back(nodes_[i]);
+            for (uint32_t s = 0; s < c.successor_count; ++s)
+                deps[p.successors[c.first_successor + s]].push_back(nodes_[i]);
         }
         CU_DEVICE_CHECK(device_, cuGraphInstantiateWithFlags(&exec_, graph_, 0));
     } catch (...) {
