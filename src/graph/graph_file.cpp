@@ -1,0 +1,896 @@
+// Saved executable graphs: encoding and checked decoding of the file format (graph_file.hpp), saving a program with
+// its kernels' source and code, loading one back with its kernels loaded or rebuilt for the current device.
+#include "graph/graph_file.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <map>
+#include <tuple>
+
+#include "core/device.hpp"
+#include "core/error.hpp"
+#include "core/module.hpp"
+#include "core/runtime.hpp"
+#include "graph/graph.hpp"
+#include "kernels/dialect.hpp"
+#include "kernels/disk_cache.hpp"
+#include "kernels/target.hpp"
+
+namespace rt::graph::file {
+
+namespace {
+
+// Bounds of single fields (the bytes left bound every count and length besides).
+constexpr size_t kMaxShortText = 4096;  // backend, kernel names, labels, options
+constexpr size_t kMaxArgBytes = 1 << 20;
+constexpr size_t kMaxNameLength = 63;   // rtGraphBindName's
+
+std::string errno_text() { return std::strerror(errno); }
+
+bool valid_name(const std::string& name) {
+    if (name.empty() || name.size() > kMaxNameLength) return false;
+    for (char c : name)
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.' ||
+              c == '-'))
+            return false;
+    return true;
+}
+
+const char* type_name(rtGraphNodeType t) {
+    switch (t) {
+        case RT_GRAPH_NODE_TYPE_KERNEL: return "kernel";
+        case RT_GRAPH_NODE_TYPE_MEMCPY: return "copy";
+        case RT_GRAPH_NODE_TYPE_MEMSET: return "fill";
+        case RT_GRAPH_NODE_TYPE_EMPTY: return "empty";
+        case RT_GRAPH_NODE_TYPE_MEM_ALLOC: return "allocation";
+        case RT_GRAPH_NODE_TYPE_MEM_FREE: return "free";
+        default: return "unknown";
+    }
+}
+
+const char* kind_name(backend::CopyKind k) {
+    switch (k) {
+        case backend::CopyKind::host_to_host: return "host-to-host";
+        case backend::CopyKind::host_to_device: return "host-to-device";
+        case backend::CopyKind::device_to_host: return "device-to-host";
+        case backend::CopyKind::device_to_device: return "device-to-device";
+    }
+    return "?";
+}
+bool kind_device_dst(backend::CopyKind k) {
+    return k == backend::CopyKind::host_to_device || k == backend::CopyKind::device_to_device;
+}
+bool kind_device_src(backend::CopyKind k) {
+    return k == backend::CopyKind::device_to_host || k == backend::CopyKind::device_to_device;
+}
+const char* field_name(Relocation::Field f) {
+    switch (f) {
+        case Relocation::Field::dst: return "destination";
+        case Relocation::Field::src: return "source";
+        case Relocation::Field::arg: return "argument";
+    }
+    return "?";
+}
+
+// ---------------------------------------------------------------- encoding
+
+class Writer {
+public:
+    void u8(uint8_t v) { out_.push_back(static_cast<char>(v)); }
+    void u16(uint16_t v) { le(v, 2); }
+    void u32(uint32_t v) { le(v, 4); }
+    void u64(uint64_t v) { le(v, 8); }
+    void str(const std::string& s) {
+        u32(static_cast<uint32_t>(s.size()));
+        out_ += s;
+    }
+    void blob(const std::string& s) {
+        u64(s.size());
+        out_ += s;
+    }
+    std::string& bytes() { return out_; }
+
+private:
+    void le(uint64_t v, int n) {
+        for (int i = 0; i < n; ++i) out_.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+    }
+    std::string out_;
+};
+
+uint32_t count32(size_t n, const char* what) {
+    if (n > UINT32_MAX) fail(RT_ERROR_NOT_SUPPORTED, "the graph has %zu %s, more than a saved graph holds", n, what);
+    return static_cast<uint32_t>(n);
+}
+
+// ---------------------------------------------------------------- decoding
+
+/// Reads the body; every read is bounds-checked, every failure names the file, the field and where it is.
+class Reader {
+public:
+    Reader(std::string_view body, const std::string& what) : p_(body), what_(what) {}
+
+    [[noreturn]] void bad(const std::string& why) const {
+        fail(RT_ERROR_INVALID_VALUE, "%s is corrupted: %s", what_.c_str(), why.c_str());
+    }
+    size_t left() const { return p_.size() - at_; }
+    size_t at() const { return at_; }
+
+    uint8_t u8(const char* field) { return static_cast<uint8_t>(le(1, field)); }
+    uint16_t u16(const char* field) { return static_cast<uint16_t>(le(2, field)); }
+    uint32_t u32(const char* field) { return static_cast<uint32_t>(le(4, field)); }
+    uint64_t u64(const char* field) { return le(8, field); }
+    /// A count of elements that take at least `min_bytes` each: no more than the bytes left could hold.
+    uint32_t count(const char* field, size_t min_bytes) {
+        const size_t where = at_;
+        uint32_t n = u32(field);
+        if (min_bytes > 0 && n > left() / min_bytes)
+            bad(format("%s = %u at byte %zu cannot be: the %zu bytes left hold at most %zu", field, n, where, left(),
+                       left() / min_bytes));
+        return n;
+    }
+    std::string str(const char* field, size_t max) { return take(u32(field), max, field); }
+    std::string blob(const char* field, size_t max) { return take(u64(field), max, field); }
+
+private:
+    uint64_t le(int n, const char* field) {
+        need(static_cast<size_t>(n), field);
+        uint64_t v = 0;
+        for (int i = 0; i < n; ++i) v |= static_cast<uint64_t>(static_cast<uint8_t>(p_[at_ + i])) << (8 * i);
+        at_ += static_cast<size_t>(n);
+        return v;
+    }
+    void need(size_t n, const char* field) const {
+        if (n > left()) bad(format("%s at byte %zu needs %zu bytes, %zu are left", field, at_, n, left()));
+    }
+    std::string take(uint64_t n, size_t max, const char* field) {
+        if (n > max) bad(format("%s at byte %zu is %llu bytes long, more than %zu", field, at_,
+                                static_cast<unsigned long long>(n), max));
+        need(static_cast<size_t>(n), field);
+        std::string s(p_.substr(at_, static_cast<size_t>(n)));
+        at_ += static_cast<size_t>(n);
+        return s;
+    }
+
+    std::string_view p_;
+    size_t at_ = 0;
+    const std::string& what_;
+};
+
+bool is_saved_type(uint32_t t) {
+    return t == RT_GRAPH_NODE_TYPE_KERNEL || t == RT_GRAPH_NODE_TYPE_MEMCPY || t == RT_GRAPH_NODE_TYPE_MEMSET ||
+           t == RT_GRAPH_NODE_TYPE_EMPTY || t == RT_GRAPH_NODE_TYPE_MEM_ALLOC || t == RT_GRAPH_NODE_TYPE_MEM_FREE;
+}
+
+bool has_nul(const std::string& s) { return s.find('\0') != std::string::npos; }
+
+uint16_t rd16(const unsigned char* p) { return static_cast<uint16_t>(p[0] | p[1] << 8); }
+uint32_t rd32(const unsigned char* p) { return rd16(p) | static_cast<uint32_t>(rd16(p + 2)) << 16; }
+uint64_t rd64(const unsigned char* p) { return rd32(p) | static_cast<uint64_t>(rd32(p + 4)) << 32; }
+
+}  // namespace
+
+uint64_t checksum(std::string_view bytes) {
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (char c : bytes) {
+        h ^= static_cast<uint8_t>(c);
+        h *= 0x100000001b3ull;
+    }
+    return h;
+}
+
+std::string encode(const SavedGraph& g) {
+    Writer w;
+    w.str(g.backend);
+    w.str(g.identity);
+    w.u32(count32(g.modules.size(), "kernel modules"));
+    for (const SavedModule& m : g.modules) {
+        w.u8(m.has_source ? 1 : 0);
+        w.str(m.source);
+        w.str(m.options);
+        w.str(m.origin);
+        w.blob(m.binary);
+    }
+    w.u32(count32(g.names.size(), "named buffers"));
+    for (const auto& [name, bytes] : g.names) {
+        w.str(name);
+        w.u64(bytes);
+    }
+    w.u64(g.arena_bytes);
+    w.u64(g.allocated_bytes);
+    w.u64(g.allocations);
+    w.u32(count32(g.commands.size(), "nodes"));
+    for (const SavedCommand& c : g.commands) {
+        w.u32(static_cast<uint32_t>(c.type));
+        w.u32(c.node);
+        w.str(c.label);
+        switch (c.type) {
+            case RT_GRAPH_NODE_TYPE_KERNEL:
+                w.u32(c.module);
+                w.str(c.kernel);
+                for (unsigned v : c.shape.grid) w.u32(v);
+                for (unsigned v : c.shape.block) w.u32(v);
+                w.u64(c.shape.shared_bytes);
+                for (unsigned long long v : c.shape.global) w.u64(v);
+                w.u32(count32(c.arg_sizes.size(), "kernel arguments"));
+                for (size_t i = 0; i < c.arg_sizes.size(); ++i) {
+                    w.u64(c.arg_offsets[i]);
+                    w.u64(c.arg_sizes[i]);
+                }
+                w.blob(c.args);
+                break;
+            case RT_GRAPH_NODE_TYPE_MEMCPY:
+                w.u8(c.kind);
+                w.u64(c.bytes);
+                break;
+            case RT_GRAPH_NODE_TYPE_MEMSET:
+                w.u8(c.value);
+                w.u64(c.bytes);
+                break;
+            case RT_GRAPH_NODE_TYPE_MEM_ALLOC:
+                w.u64(c.arena_offset);
+                w.u64(c.bytes);
+                break;
+            default:
+                break;
+        }
+        w.u32(count32(c.successors.size(), "edges"));
+        for (uint32_t s : c.successors) w.u32(s);
+    }
+    w.u32(count32(g.relocations.size(), "relocations"));
+    for (const Relocation& r : g.relocations) {
+        w.u32(r.command);
+        w.u8(static_cast<uint8_t>(r.field));
+        w.u32(r.arg_offset);
+        w.u8(static_cast<uint8_t>(r.symbol.kind));
+        w.u32(r.symbol.name);
+        w.u64(r.symbol.offset);
+    }
+    const std::string& body = w.bytes();
+
+    Writer h;
+    h.bytes().append(kMagic, sizeof kMagic);
+    h.u32(kFormatVersion);
+    h.u16(RUNTIME_VERSION_MAJOR);
+    h.u16(RUNTIME_VERSION_MINOR);
+    h.u16(RUNTIME_VERSION_PATCH);
+    h.u16(0);
+    h.u32(0);
+    h.u64(body.size());
+    h.u64(checksum(body));
+    return h.bytes() + body;
+}
+
+SavedGraph decode(std::string_view bytes, const std::string& what) {
+    const char* w = what.c_str();
+    const auto* u = reinterpret_cast<const unsigned char*>(bytes.data());
+    // The header: is it ours, which version, is it whole, is it intact — in that order, so each message is the apt one.
+    const size_t magic_seen = std::min(bytes.size(), sizeof kMagic);
+    if (std::memcmp(bytes.data(), kMagic, magic_seen) != 0 || bytes.empty()) {
+        std::string seen;
+        for (size_t i = 0; i < magic_seen; ++i) seen += format("%s%02x", i ? " " : "", u[i]);
+        fail(RT_ERROR_INVALID_VALUE,
+             "%s is not a saved graph (rtGraphExecSave): it starts with the bytes [%s], not the magic \"RTGRAPH\"",
+             w, bytes.empty() ? "none: the file is empty" : seen.c_str());
+    }
+    if (bytes.size() < kHeaderBytes)
+        fail(RT_ERROR_INVALID_VALUE, "%s is truncated: %zu bytes, fewer than the %zu of a saved graph's header", w,
+             bytes.size(), kHeaderBytes);
+    const uint32_t version = rd32(u + 8);
+    if (version != kFormatVersion)
+        fail(RT_ERROR_INVALID_VALUE,
+             "%s was written in saved-graph format version %u (by runtime %u.%u.%u); this library (runtime %d.%d.%d) "
+             "reads format version %u only: save the graph again with this library", w, version, rd16(u + 12),
+             rd16(u + 14), rd16(u + 16), RUNTIME_VERSION_MAJOR, RUNTIME_VERSION_MINOR, RUNTIME_VERSION_PATCH,
+             kFormatVersion);
+    if (rd16(u + 18) != 0 || rd32(u + 20) != 0)
+        fail(RT_ERROR_INVALID_VALUE, "%s is corrupted: reserved header bytes 18..23 are not 0", w);
+    const uint64_t body_bytes = rd64(u + 24);
+    const size_t have = bytes.size() - kHeaderBytes;
+    if (body_bytes > have)
+        fail(RT_ERROR_INVALID_VALUE, "%s is truncated: its header announces %llu bytes after it, the file has %zu", w,
+             static_cast<unsigned long long>(body_bytes), have);
+    if (body_bytes < have)
+        fail(RT_ERROR_INVALID_VALUE,
+             "%s is corrupted: its header announces %llu bytes after it, but the file has %zu (bytes appended, or a "
+             "damaged header)", w, static_cast<unsigned long long>(body_bytes), have);
+    const std::string_view body = bytes.substr(kHeaderBytes);
+    const uint64_t sum = checksum(body);
+    if (sum != rd64(u + 32))
+        fail(RT_ERROR_INVALID_VALUE,
+             "%s is corrupted: the checksum of its %zu bytes after the header is %016llx, its header says %016llx", w,
+             body.size(), static_cast<unsigned long long>(sum), static_cast<unsigned long long>(rd64(u + 32)));
+
+    Reader r(body, what);
+    SavedGraph g;
+    g.backend = r.str("the backend", kMaxShortText);
+    g.identity = r.str("the build identity", r.left());
+    const uint32_t modules = r.count("the module count", 1 + 4 * 3 + 8);
+    g.modules.resize(modules);
+    for (uint32_t i = 0; i < modules; ++i) {
+        SavedModule& m = g.modules[i];
+        const uint8_t has_source = r.u8("a module's source flag");
+        if (has_source > 1) r.bad(format("module %u: source flag %u (expected 0 or 1)", i, has_source));
+        m.has_source = has_source == 1;
+        m.source = r.str("a module's source", r.left());
+        m.options = r.str("a module's options", kMaxShortText);
+        m.origin = r.str("a module's origin", kMaxShortText);
+        m.binary = r.blob("a module's code", r.left());
+        if (!m.has_source && (!m.source.empty() || !m.options.empty()))
+            r.bad(format("module %u has no source but %zu bytes of source text and %zu of options", i,
+                         m.source.size(), m.options.size()));
+        if (m.has_source && m.source.empty()) r.bad(format("module %u has an empty source", i));
+        if (!m.has_source && m.binary.empty()) r.bad(format("module %u has neither source nor code", i));
+    }
+    const uint32_t names = r.count("the named buffer count", 4 + 1 + 8);
+    g.names.resize(names);
+    for (uint32_t i = 0; i < names; ++i) {
+        g.names[i].first = r.str("a buffer name", kMaxNameLength);
+        g.names[i].second = r.u64("a buffer size");
+        if (!valid_name(g.names[i].first))
+            r.bad(format("named buffer %u: '%s' is not a name (1..63 characters of [A-Za-z0-9_.-])", i,
+                         g.names[i].first.c_str()));
+        if (g.names[i].second == 0) r.bad(format("named buffer '%s' has 0 bytes", g.names[i].first.c_str()));
+        for (uint32_t j = 0; j < i; ++j)
+            if (g.names[j].first == g.names[i].first)
+                r.bad(format("the buffer name '%s' appears twice (%u and %u)", g.names[i].first.c_str(), j, i));
+    }
+    g.arena_bytes = r.u64("the arena size");
+    g.allocated_bytes = r.u64("the allocated bytes");
+    g.allocations = r.u64("the allocation count");
+
+    const uint32_t commands = r.count("the node count", 4 + 4 + 4 + 4);
+    g.commands.resize(commands);
+    uint64_t allocated = 0, allocations = 0;
+    for (uint32_t i = 0; i < commands; ++i) {
+        SavedCommand& c = g.commands[i];
+        const uint32_t type = r.u32("a node's type");
+        if (!is_saved_type(type))
+            r.bad(format("node %u of %u has type %u, which no saved graph holds (kernel, copy, fill, empty, "
+                         "allocation and free nodes only)", i, commands, type));
+        c.type = static_cast<rtGraphNodeType>(type);
+        c.node = r.u32("a node's index");
+        c.label = r.str("a node's label", kMaxShortText);
+        if (has_nul(c.label)) r.bad(format("node %u: its label holds a NUL byte", i));
+        auto where = [&] { return format("node %u (%s '%s')", i, type_name(c.type), c.label.c_str()); };
+        switch (c.type) {
+            case RT_GRAPH_NODE_TYPE_KERNEL: {
+                c.module = r.u32("a kernel's module");
+                if (c.module >= modules)
+                    r.bad(format("%s: module %u, but the file has %u modules", where().c_str(), c.module, modules));
+                c.kernel = r.str("a kernel's name", kMaxShortText);
+                if (c.kernel.empty() || has_nul(c.kernel))
+                    r.bad(format("%s: the kernel's name is empty or holds a NUL byte", where().c_str()));
+                for (unsigned& v : c.shape.grid) v = r.u32("a grid size");
+                for (unsigned& v : c.shape.block) v = r.u32("a block size");
+                c.shape.shared_bytes = static_cast<size_t>(r.u64("a kernel's shared bytes"));
+                for (unsigned long long& v : c.shape.global) v = r.u64("a global size");
+                const uint32_t n = r.count("a kernel's argument count", 16);
+                c.arg_offsets.resize(n);
+                c.arg_sizes.resize(n);
+                for (uint32_t a = 0; a < n; ++a) {
+                    c.arg_offsets[a] = r.u64("an argument's offset");
+                    c.arg_sizes[a] = r.u64("an argument's size");
+                }
+                c.args = r.blob("a kernel's argument values", kMaxArgBytes);
+                uint64_t end = 0;
+                for (uint32_t a = 0; a < n; ++a) {
+                    const uint64_t o = c.arg_offsets[a], s = c.arg_sizes[a];
+                    if (s == 0 || o < end || o > c.args.size() || s > c.args.size() - o)
+                        r.bad(format("%s: argument %u at bytes %llu..+%llu does not follow argument %u inside the "
+                                     "%zu bytes of values", where().c_str(), a, static_cast<unsigned long long>(o),
+                                     static_cast<unsigned long long>(s), a ? a - 1 : 0, c.args.size()));
+                    end = o + s;
+                }
+                break;
+            }
+            case RT_GRAPH_NODE_TYPE_MEMCPY:
+                c.kind = r.u8("a copy's kind");
+                if (c.kind > static_cast<uint8_t>(backend::CopyKind::device_to_device))
+                    r.bad(format("%s: copy kind %u (expected 0..3)", where().c_str(), c.kind));
+                c.bytes = r.u64("a copy's size");
+                break;
+            case RT_GRAPH_NODE_TYPE_MEMSET:
+                c.value = r.u8("a fill's value");
+                c.bytes = r.u64("a fill's size");
+                break;
+            case RT_GRAPH_NODE_TYPE_MEM_ALLOC:
+                c.arena_offset = r.u64("an allocation's arena offset");
+                c.bytes = r.u64("an allocation's size");
+                if (c.bytes == 0 || c.arena_offset > g.arena_bytes || c.bytes > g.arena_bytes - c.arena_offset)
+                    r.bad(format("%s: %llu bytes at arena offset %llu do not fit the arena of %llu bytes",
+                                 where().c_str(), static_cast<unsigned long long>(c.bytes),
+                                 static_cast<unsigned long long>(c.arena_offset),
+                                 static_cast<unsigned long long>(g.arena_bytes)));
+                if (c.bytes > UINT64_MAX - allocated) r.bad(format("%s: the allocations overflow", where().c_str()));
+                allocated += c.bytes;
+                ++allocations;
+                break;
+            default:
+                break;
+        }
+        const uint32_t succ = r.count("a node's successor count", 4);
+        if (succ > commands - i - 1)
+            r.bad(format("%s has %u successors, but only %u nodes come after it", where().c_str(), succ,
+                         commands - i - 1));
+        c.successors.resize(succ);
+        uint32_t last = i;
+        for (uint32_t& s : c.successors) {
+            s = r.u32("a successor");
+            if (s <= last || s >= commands)
+                r.bad(format("%s: successor %u is not a later node in ascending order (expected %u..%u)",
+                             where().c_str(), s, last + 1, commands - 1));
+            last = s;
+        }
+    }
+    if (allocations != g.allocations || allocated != g.allocated_bytes)
+        r.bad(format("the memory plan says %llu allocations of %llu bytes, the nodes hold %llu of %llu bytes",
+                     static_cast<unsigned long long>(g.allocations), static_cast<unsigned long long>(g.allocated_bytes),
+                     static_cast<unsigned long long>(allocations), static_cast<unsigned long long>(allocated)));
+
+    const uint32_t relocations = r.count("the relocation count", 4 + 1 + 4 + 1 + 4 + 8);
+    g.relocations.resize(relocations);
+    // Per command: which operands a relocation resolves (dst, src; kernel words are checked for duplicates below).
+    std::vector<uint8_t> resolved(commands, 0);
+    std::vector<std::pair<uint32_t, uint32_t>> words;  // (command, argument offset) of kernel relocations
+    for (uint32_t i = 0; i < relocations; ++i) {
+        Relocation& x = g.relocations[i];
+        x.command = r.u32("a relocation's node");
+        const uint8_t field = r.u8("a relocation's field");
+        x.arg_offset = r.u32("a relocation's argument offset");
+        const uint8_t kind = r.u8("a relocation's symbol kind");
+        x.symbol.name = r.u32("a relocation's buffer");
+        x.symbol.offset = r.u64("a relocation's offset");
+        if (x.command >= commands)
+            r.bad(format("relocation %u is of node %u, but the graph has %u nodes", i, x.command, commands));
+        if (field > static_cast<uint8_t>(Relocation::Field::arg))
+            r.bad(format("relocation %u: field %u (expected 0..2)", i, field));
+        if (kind > static_cast<uint8_t>(Symbol::Kind::named))
+            r.bad(format("relocation %u: symbol kind %u (expected 0 or 1)", i, kind));
+        x.field = static_cast<Relocation::Field>(field);
+        x.symbol.kind = static_cast<Symbol::Kind>(kind);
+        const SavedCommand& c = g.commands[x.command];
+        const std::string at = format("relocation %u (the %s of node %u, %s '%s')", i, field_name(x.field), x.command,
+                                      type_name(c.type), c.label.c_str());
+        uint64_t extent = g.arena_bytes;
+        if (x.symbol.kind == Symbol::Kind::named) {
+            if (x.symbol.name >= names)
+                r.bad(format("%s: named buffer %u, but the file has %u", at.c_str(), x.symbol.name, names));
+            extent = g.names[x.symbol.name].second;
+        } else if (x.symbol.name != 0) {
+            r.bad(format("%s: an arena relocation with buffer %u (expected 0)", at.c_str(), x.symbol.name));
+        }
+        const char* space = x.symbol.kind == Symbol::Kind::named ? g.names[x.symbol.name].first.c_str() : "the arena";
+        if (x.field == Relocation::Field::arg) {
+            if (c.type != RT_GRAPH_NODE_TYPE_KERNEL) r.bad(format("%s: not a kernel node", at.c_str()));
+            if (x.arg_offset % 8 != 0 || x.arg_offset > c.args.size() || c.args.size() - x.arg_offset < 8)
+                r.bad(format("%s: offset %u is not an aligned 8-byte word of the %zu bytes of argument values",
+                             at.c_str(), x.arg_offset, c.args.size()));
+            if (x.symbol.offset > extent)
+                r.bad(format("%s: offset %llu is past the end of %s (%llu bytes)", at.c_str(),
+                             static_cast<unsigned long long>(x.symbol.offset), space,
+                             static_cast<unsigned long long>(extent)));
+            words.emplace_back(x.command, x.arg_offset);
+            continue;
+        }
+        const bool copy = c.type == RT_GRAPH_NODE_TYPE_MEMCPY;
+        if (!(copy || (c.type == RT_GRAPH_NODE_TYPE_MEMSET && x.field == Relocation::Field::dst)))
+            r.bad(format("%s: that node has no such operand", at.c_str()));
+        if (x.arg_offset != 0) r.bad(format("%s: argument offset %u (expected 0)", at.c_str(), x.arg_offset));
+        if (x.symbol.offset > extent || c.bytes > extent - x.symbol.offset)
+            r.bad(format("%s: %llu bytes at offset %llu do not fit %s (%llu bytes)", at.c_str(),
+                         static_cast<unsigned long long>(c.bytes), static_cast<unsigned long long>(x.symbol.offset),
+                         space, static_cast<unsigned long long>(extent)));
+        if (copy && x.symbol.kind == Symbol::Kind::arena) {
+            const auto k = static_cast<backend::CopyKind>(c.kind);
+            const bool device_side = x.field == Relocation::Field::dst ? kind_device_dst(k) : kind_device_src(k);
+            if (!device_side)
+                r.bad(format("%s: a %s copy takes host memory there, but the arena is device memory", at.c_str(),
+                             kind_name(k)));
+        }
+        const uint8_t bit = x.field == Relocation::Field::dst ? 1 : 2;
+        if (resolved[x.command] & bit) r.bad(format("%s: the operand has two relocations", at.c_str()));
+        resolved[x.command] |= bit;
+    }
+    std::sort(words.begin(), words.end());
+    if (auto d = std::adjacent_find(words.begin(), words.end()); d != words.end())
+        r.bad(format("node %u: the argument word at offset %u has two relocations", d->first, d->second));
+    for (uint32_t i = 0; i < commands; ++i) {
+        const SavedCommand& c = g.commands[i];
+        const uint8_t want = c.type == RT_GRAPH_NODE_TYPE_MEMCPY ? 3 : c.type == RT_GRAPH_NODE_TYPE_MEMSET ? 1 : 0;
+        if ((resolved[i] & want) != want)
+            r.bad(format("node %u (%s '%s') has no relocation for its %s: a saved graph reaches memory only "
+                         "through its arena and named buffers", i, type_name(c.type), c.label.c_str(),
+                         (resolved[i] & 1) ? "source" : "destination"));
+    }
+    if (r.left() != 0)
+        r.bad(format("%zu bytes follow the last relocation (the graph ends at byte %zu of %zu after the header)",
+                     r.left(), r.at(), body.size()));
+    return g;
+}
+
+// ---------------------------------------------------------------- save
+
+namespace {
+
+/// "device memory of cpu:0 (inside an allocation of 4096 bytes at 0x...)", or what else the registry knows of `p`.
+std::string describe_pointer(const void* p) {
+    const PointerInfo info = runtime().registry.lookup(p);
+    if (!info.allocation) return "memory unknown to the runtime (host memory of this process)";
+    const Allocation& a = *info.allocation;
+    const char* what = a.module_global                            ? "a module global (RT_GLOBAL) of"
+                       : a.kind == MemoryKind::device             ? "device memory of"
+                       : a.kind == MemoryKind::pinned_host        ? "pinned host memory (rtMallocHost) of"
+                                                                  : "registered host memory (rtHostRegister) of";
+    return format("%s %s (inside an allocation of %zu bytes at %p)", what, a.device ? a.device->label().c_str() : "?",
+                  a.size, reinterpret_cast<void*>(a.base));
+}
+
+std::string read_file(const std::string& path, const char* role) {
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) fail(RT_ERROR_INVALID_VALUE, "cannot open %s '%s': %s", role, path.c_str(), errno_text().c_str());
+    struct stat st {};
+    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        ::close(fd);
+        fail(RT_ERROR_INVALID_VALUE, "%s '%s' is not a regular file", role, path.c_str());
+    }
+    std::string data;
+    try {
+        data.resize(static_cast<size_t>(st.st_size));
+    } catch (...) {
+        ::close(fd);
+        throw;
+    }
+    size_t done = 0;
+    while (done < data.size()) {
+        ssize_t n = ::read(fd, data.data() + done, data.size() - done);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) {
+            std::string why = errno_text();
+            ::close(fd);
+            fail(RT_ERROR_INVALID_VALUE, "cannot read %s '%s': %s", role, path.c_str(), why.c_str());
+        }
+        if (n == 0) break;  // shrank while read: what is there is checked like any other content
+        done += static_cast<size_t>(n);
+    }
+    ::close(fd);
+    data.resize(done);
+    return data;
+}
+
+/// Writes `data` to `path` through a temporary name in its directory and rename(2): readers see the old file or the
+/// new complete one.
+void write_file_atomically(const std::string& path, const std::string& data) {
+    static std::atomic<unsigned> counter{0};
+    const std::string temp = format("%s.tmp.%ld.%u", path.c_str(), static_cast<long>(::getpid()), counter++);
+    int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0) fail(RT_ERROR_INVALID_VALUE, "cannot write '%s': %s", path.c_str(), errno_text().c_str());
+    size_t done = 0;
+    while (done < data.size()) {
+        ssize_t n = ::write(fd, data.data() + done, data.size() - done);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) {
+            std::string why = n < 0 ? errno_text() : "no space written";
+            ::close(fd);
+            ::unlink(temp.c_str());
+            fail(RT_ERROR_INVALID_VALUE, "cannot write '%s': %s", path.c_str(), why.c_str());
+        }
+        done += static_cast<size_t>(n);
+    }
+    if (::close(fd) != 0 || ::rename(temp.c_str(), path.c_str()) != 0) {
+        std::string why = errno_text();
+        ::unlink(temp.c_str());
+        fail(RT_ERROR_INVALID_VALUE, "cannot write '%s': %s", path.c_str(), why.c_str());
+    }
+}
+
+/// The module record of `origin`: its source and options, and the code built for `target` (from the disk cache, or
+/// built now); a module without source, its file's code. `user` names a node that uses it, for messages.
+SavedModule save_module(kernels::Target& target, const ModuleOrigin& origin, const std::string& user) {
+    SavedModule m;
+    if (origin.has_source) {
+        m.has_source = true;
+        m.source = origin.source;
+        m.options = origin.options;
+        // The same program ModuleCache::load_source compiled: normally a disk cache hit.
+        const kernels::Image image = kernels::compile(target, kernels::read_program(origin.source, origin.options));
+        std::string why;
+        if (!kcache::read_bytes(image.path, m.binary, why))
+            fail(RT_ERROR_INVALID_VALUE, "%s: cannot read its module's built code '%s': %s", user.c_str(),
+                 image.path.c_str(), why.c_str());
+        return m;
+    }
+    m.origin = origin.path;
+    if (!origin.binary.empty()) {
+        m.binary = origin.binary;
+        return m;
+    }
+    try {
+        m.binary = read_file(origin.path, "the module file");
+    } catch (const Error& e) {
+        fail(RT_ERROR_NOT_SUPPORTED,
+             "%s: its kernel comes from a module loaded by rtModuleLoadFile, which a saved graph holds as that file's "
+             "code only (no source to rebuild it from), and %s", user.c_str(), e.what());
+    }
+    if (m.binary.empty())
+        fail(RT_ERROR_NOT_SUPPORTED, "%s: its kernel's module file '%s' is empty now", user.c_str(),
+             origin.path.c_str());
+    return m;
+}
+
+}  // namespace
+
+void save(const Program& p, const std::string& path) {
+    kernels::Target& target = p.device->impl().kernel_target();
+    SavedGraph g;
+    g.backend = target.cache_name();
+    g.identity = kernels::build_identity(target);
+    for (const ProgramName& n : p.names) g.names.emplace_back(n.name, n.bytes);
+    g.arena_bytes = p.arena_bytes;
+    g.allocated_bytes = p.allocated_bytes;
+    g.allocations = p.allocations;
+    g.relocations = p.relocations;
+
+    // Which operands the relocations cover: dst/src per command, and the kernel argument words.
+    std::vector<uint8_t> resolved(p.commands.size(), 0);
+    std::vector<std::vector<uint32_t>> words(p.commands.size());
+    for (const Relocation& r : p.relocations) {
+        if (r.field == Relocation::Field::arg) words[r.command].push_back(r.arg_offset);
+        else resolved[r.command] |= r.field == Relocation::Field::dst ? 1 : 2;
+    }
+
+    std::map<const ModuleOrigin*, uint32_t> module_index;
+    g.commands.resize(p.commands.size());
+    for (size_t i = 0; i < p.commands.size(); ++i) {
+        const Command& c = p.commands[i];
+        const std::string& label = p.labels[i];
+        SavedCommand& s = g.commands[i];
+        s.type = c.type;
+        s.node = c.node;
+        s.label = label;
+        s.successors.assign(p.successors.begin() + c.first_successor,
+                            p.successors.begin() + c.first_successor + c.successor_count);
+        switch (c.type) {
+            case RT_GRAPH_NODE_TYPE_HOST:
+                fail(RT_ERROR_NOT_SUPPORTED,
+                     "%s is a host node: its function %p is code of this process, which a saved graph cannot hold",
+                     label.c_str(), reinterpret_cast<void*>(c.fn));
+            case RT_GRAPH_NODE_TYPE_EVENT_RECORD:
+            case RT_GRAPH_NODE_TYPE_WAIT_EVENT:
+                fail(RT_ERROR_NOT_SUPPORTED,
+                     "%s %s an event of this process, which a saved graph cannot hold (record or wait for events "
+                     "around the launch of the loaded graph instead)", label.c_str(),
+                     c.type == RT_GRAPH_NODE_TYPE_EVENT_RECORD ? "records" : "waits for");
+            case RT_GRAPH_NODE_TYPE_KERNEL: {
+                const std::shared_ptr<const ModuleOrigin>& origin = c.function->origin();
+                if (!origin)
+                    fail(RT_ERROR_NOT_SUPPORTED,
+                         "%s: kernel '%s' was not loaded by rtModuleLoadSource or rtModuleLoadFile, so its code "
+                         "cannot be saved", label.c_str(), c.function->impl()->name().c_str());
+                auto [it, fresh] = module_index.emplace(origin.get(), static_cast<uint32_t>(g.modules.size()));
+                if (fresh) g.modules.push_back(save_module(target, *origin, label));
+                s.module = it->second;
+                s.kernel = c.function->impl()->name();
+                s.shape = c.shape;
+                s.arg_offsets.assign(c.arg_offsets.begin(), c.arg_offsets.end());
+                s.arg_sizes.assign(c.arg_sizes.begin(), c.arg_sizes.end());
+                s.args.assign(reinterpret_cast<const char*>(c.args.data()), c.args.size());
+                // Relocated words are rewritten at every binding: saved as 0 (no address of this process in the
+                // file). Any other word that points into memory the runtime knows cannot be carried over.
+                std::vector<uint32_t>& mine = words[i];
+                std::sort(mine.begin(), mine.end());
+                for (size_t o = 0; o + 8 <= s.args.size(); o += 8) {
+                    if (std::binary_search(mine.begin(), mine.end(), static_cast<uint32_t>(o))) {
+                        std::memset(s.args.data() + o, 0, 8);
+                        continue;
+                    }
+                    uint64_t v = 0;
+                    std::memcpy(&v, c.args.data() + o, 8);
+                    if (v == 0 || !runtime().registry.lookup(reinterpret_cast<const void*>(v)).allocation) continue;
+                    size_t a = 0;
+                    while (a + 1 < c.arg_offsets.size() && c.arg_offsets[a + 1] <= o) ++a;
+                    fail(RT_ERROR_NOT_SUPPORTED,
+                         "%s: argument %zu holds the pointer %p, %s, which is neither in a named buffer "
+                         "(rtGraphBindName) nor in memory of an allocation node of the graph: it cannot be saved",
+                         label.c_str(), a, reinterpret_cast<void*>(v), describe_pointer(reinterpret_cast<void*>(v)).c_str());
+                }
+                break;
+            }
+            case RT_GRAPH_NODE_TYPE_MEMCPY:
+            case RT_GRAPH_NODE_TYPE_MEMSET: {
+                const bool copy = c.type == RT_GRAPH_NODE_TYPE_MEMCPY;
+                for (int bit : {1, 2}) {
+                    if (bit == 2 && !copy) break;
+                    if (resolved[i] & bit) continue;
+                    const void* ptr = bit == 1 ? c.dst : c.src;
+                    fail(RT_ERROR_NOT_SUPPORTED,
+                         "%s: its %s %p is %s, neither in a named buffer (rtGraphBindName) nor in memory of an "
+                         "allocation node of the graph: it cannot be saved", label.c_str(),
+                         bit == 1 ? "destination" : "source", ptr, describe_pointer(ptr).c_str());
+                }
+                s.bytes = c.bytes;
+                s.kind = static_cast<uint8_t>(c.kind);
+                s.value = c.value;
+                break;
+            }
+            case RT_GRAPH_NODE_TYPE_MEM_ALLOC:
+                s.arena_offset = c.arena_offset;
+                s.bytes = c.alloc_bytes;
+                break;
+            case RT_GRAPH_NODE_TYPE_EMPTY:
+            case RT_GRAPH_NODE_TYPE_MEM_FREE:
+                break;
+            default:
+                fail(RT_ERROR_NOT_SUPPORTED, "%s: a node of type %d cannot be saved", label.c_str(),
+                     static_cast<int>(c.type));
+        }
+    }
+    write_file_atomically(path, encode(g));
+}
+
+// ---------------------------------------------------------------- load
+
+namespace {
+
+/// Loads built code from memory: through a private file in the target's cache directory (what Target::load takes),
+/// removed once loaded. Throws what Target::load throws for code it cannot load.
+std::shared_ptr<backend::Module> load_code(kernels::Target& target, const std::string& code) {
+    const std::string temp = kcache::unique_temp_path(kcache::backend_dir(target.cache_name()), "graph-file",
+                                                      target.image_extension());
+    kcache::store_bytes(temp, code);
+    try {
+        std::shared_ptr<backend::Module> m = target.load(temp, /*precompiled=*/true);
+        ::unlink(temp.c_str());
+        return m;
+    } catch (...) {
+        ::unlink(temp.c_str());
+        throw;
+    }
+}
+
+}  // namespace
+
+std::shared_ptr<Program> load(const std::string& path, CoreDevice& device) {
+    const std::string what = "'" + path + "'";
+    const SavedGraph g = decode(read_file(path, "the saved graph"), what);
+
+    kernels::Target& target = device.impl().kernel_target();
+    // Code fits when it was built for this very target. Where the identity cannot be known (cpu: no compiler here),
+    // code of the same backend is tried: the target itself refuses code this machine cannot run.
+    bool fits = false;
+    try {
+        fits = kernels::build_identity(target) == g.identity;
+    } catch (const Error&) {
+        fits = g.backend == target.cache_name();
+    }
+    std::vector<std::shared_ptr<backend::Module>> modules(g.modules.size());
+    std::vector<std::shared_ptr<const ModuleOrigin>> origins(g.modules.size());
+    for (size_t i = 0; i < g.modules.size(); ++i) {
+        const SavedModule& m = g.modules[i];
+        auto origin = std::make_shared<ModuleOrigin>();
+        if (!m.binary.empty() && (fits || !m.has_source)) {
+            try {
+                modules[i] = load_code(target, m.binary);
+            } catch (const Error& e) {
+                if (!m.has_source)
+                    fail(RT_ERROR_INVALID_VALUE,
+                         "%s: module %zu was saved without its source (from the module file '%s', loaded by "
+                         "rtModuleLoadFile), and its code (built for %s) cannot be loaded on %s: %s", what.c_str(), i,
+                         m.origin.c_str(), g.backend.c_str(), device.label().c_str(), e.what());
+                // Code that does not load (damaged, or refused by this machine): rebuilt from the source below.
+            }
+        }
+        if (m.has_source) {
+            origin->has_source = true;
+            origin->source = m.source;
+            origin->options = m.options;
+            if (!modules[i]) {
+                try {
+                    modules[i] = device.impl().kernel_modules().load_source(target, m.source, m.options);
+                } catch (const Error& e) {
+                    fail(e.code(), "%s: rebuilding module %zu from its source for %s (%s) failed: %s", what.c_str(), i,
+                         device.label().c_str(),
+                         m.binary.empty() ? "no code was saved" : "the saved code was built for another target",
+                         e.what());
+                }
+            }
+        } else {
+            origin->path = m.origin;
+            origin->binary = m.binary;  // saved again as it came
+        }
+        origins[i] = std::move(origin);
+    }
+
+    auto p = std::make_shared<Program>();
+    p->device = &device;
+    p->keepalive = std::make_shared<Keepalive>();
+    for (const auto& [name, bytes] : g.names) {
+        ProgramName n;
+        n.name = name;
+        n.bytes = static_cast<size_t>(bytes);
+        p->names.push_back(std::move(n));
+    }
+    p->arena_bytes = static_cast<size_t>(g.arena_bytes);
+    p->allocated_bytes = static_cast<size_t>(g.allocated_bytes);
+    p->allocations = static_cast<size_t>(g.allocations);
+    p->relocations = g.relocations;
+    p->commands.resize(g.commands.size());
+    p->labels.reserve(g.commands.size());
+    p->node_handles.assign(g.commands.size(), 0);
+    std::map<std::pair<uint32_t, std::string>, std::shared_ptr<CoreFunction>> functions;
+    for (size_t i = 0; i < g.commands.size(); ++i) {
+        const SavedCommand& s = g.commands[i];
+        Command& c = p->commands[i];
+        c.type = s.type;
+        c.node = s.node;
+        p->labels.push_back(s.label);
+        c.first_successor = static_cast<uint32_t>(p->successors.size());
+        c.successor_count = static_cast<uint32_t>(s.successors.size());
+        p->successors.insert(p->successors.end(), s.successors.begin(), s.successors.end());
+        switch (s.type) {
+            case RT_GRAPH_NODE_TYPE_KERNEL: {
+                auto& f = functions[{s.module, s.kernel}];
+                if (!f) {
+                    std::shared_ptr<backend::Function> impl = modules[s.module]->get_function_impl(s.kernel);
+                    if (!impl) {
+                        std::string names = kernels::join(modules[s.module]->kernel_names());
+                        fail(RT_ERROR_INVALID_VALUE, "%s: %s runs kernel '%s', which module %u does not have (its "
+                             "kernels: %s)", what.c_str(), s.label.c_str(), s.kernel.c_str(), s.module,
+                             names.empty() ? "none" : names.c_str());
+                    }
+                    f = std::make_shared<CoreFunction>(device, std::move(impl), origins[s.module]);
+                }
+                const backend::Function& fn = *f->impl();
+                const int n = fn.num_args();
+                if (n < 0 || static_cast<size_t>(n) != s.arg_sizes.size())
+                    fail(RT_ERROR_INVALID_VALUE, "%s: %s saved %zu arguments of kernel '%s', which takes %s here",
+                         what.c_str(), s.label.c_str(), s.arg_sizes.size(), s.kernel.c_str(),
+                         n < 0 ? "unknown parameters" : format("%d", n).c_str());
+                for (size_t a = 0; a < s.arg_sizes.size(); ++a)
+                    if (s.arg_sizes[a] != fn.arg_sizes()[a])
+                        fail(RT_ERROR_INVALID_VALUE,
+                             "%s: %s saved argument %zu of kernel '%s' with %llu bytes; its parameter has %zu here",
+                             what.c_str(), s.label.c_str(), a, s.kernel.c_str(),
+                             static_cast<unsigned long long>(s.arg_sizes[a]), fn.arg_sizes()[a]);
+                c.args.assign(s.args.begin(), s.args.end());
+                c.arg_offsets.assign(s.arg_offsets.begin(), s.arg_offsets.end());
+                c.arg_sizes.assign(s.arg_sizes.begin(), s.arg_sizes.end());
+                std::vector<void*> pointers(c.arg_offsets.size());
+                c.argument_pointers(pointers.data());
+                try {
+                    c.shape = validate_launch(device, *f, s.shape, pointers.data(), n, c.arg_sizes.data());
+                } catch (const Error& e) {
+                    fail(e.code(), "%s: %s cannot run on %s: %s", what.c_str(), s.label.c_str(),
+                         device.label().c_str(), e.what());
+                }
+                c.function = f;
+                break;
+            }
+            case RT_GRAPH_NODE_TYPE_MEMCPY:
+                c.kind = static_cast<backend::CopyKind>(s.kind);
+                c.bytes = static_cast<size_t>(s.bytes);
+                break;
+            case RT_GRAPH_NODE_TYPE_MEMSET:
+                c.value = s.value;
+                c.bytes = static_cast<size_t>(s.bytes);
+                break;
+            case RT_GRAPH_NODE_TYPE_MEM_ALLOC:
+                c.arena_offset = s.arena_offset;
+                c.alloc_bytes = static_cast<size_t>(s.bytes);
+                break;
+            default:
+                break;
+        }
+    }
+    for (uint32_t s : p->successors) ++p->commands[s].predecessor_count;
+    for (size_t i = 0; i < p->commands.size(); ++i)
+        if (p->commands[i].predecessor_count == 0) p->roots.push_back(static_cast<uint32_t>(i));
+    return p;
+}
+
+}  // namespace rt::graph::file
