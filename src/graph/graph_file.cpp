@@ -175,12 +175,16 @@ uint64_t rd64(const unsigned char* p) { return rd32(p) | static_cast<uint64_t>(r
 
 }  // namespace
 
-uint64_t checksum(std::string_view bytes) {
+uint64_t checksum(std::string_view file) {
     uint64_t h = 0xcbf29ce484222325ull;
-    for (char c : bytes) {
-        h ^= static_cast<uint8_t>(c);
-        h *= 0x100000001b3ull;
-    }
+    auto add = [&](std::string_view part) {
+        for (char c : part) {
+            h ^= static_cast<uint8_t>(c);
+            h *= 0x100000001b3ull;
+        }
+    };
+    add(file.substr(0, 32));
+    add(file.substr(kHeaderBytes));
     return h;
 }
 
@@ -262,21 +266,25 @@ std::string encode(const SavedGraph& g) {
     h.u16(0);
     h.u32(0);
     h.u64(body.size());
-    h.u64(checksum(body));
-    return h.bytes() + body;
+    h.u64(0);
+    std::string file = h.bytes() + body;
+    const uint64_t sum = checksum(file);
+    for (int i = 0; i < 8; ++i) file[32 + i] = static_cast<char>((sum >> (8 * i)) & 0xff);
+    return file;
 }
 
 SavedGraph decode(std::string_view bytes, const std::string& what) {
     const char* w = what.c_str();
     const auto* u = reinterpret_cast<const unsigned char*>(bytes.data());
     // The header: is it ours, which version, is it whole, is it intact — in that order, so each message is the apt one.
+    if (bytes.empty()) fail(RT_ERROR_INVALID_VALUE, "%s is empty: not a saved graph (rtGraphExecSave)", w);
     const size_t magic_seen = std::min(bytes.size(), sizeof kMagic);
-    if (std::memcmp(bytes.data(), kMagic, magic_seen) != 0 || bytes.empty()) {
+    if (std::memcmp(bytes.data(), kMagic, magic_seen) != 0) {
         std::string seen;
         for (size_t i = 0; i < magic_seen; ++i) seen += format("%s%02x", i ? " " : "", u[i]);
         fail(RT_ERROR_INVALID_VALUE,
              "%s is not a saved graph (rtGraphExecSave): it starts with the bytes [%s], not the magic \"RTGRAPH\"",
-             w, bytes.empty() ? "none: the file is empty" : seen.c_str());
+             w, seen.c_str());
     }
     if (bytes.size() < kHeaderBytes)
         fail(RT_ERROR_INVALID_VALUE, "%s is truncated: %zu bytes, fewer than the %zu of a saved graph's header", w,
@@ -289,7 +297,7 @@ SavedGraph decode(std::string_view bytes, const std::string& what) {
              rd16(u + 14), rd16(u + 16), RUNTIME_VERSION_MAJOR, RUNTIME_VERSION_MINOR, RUNTIME_VERSION_PATCH,
              kFormatVersion);
     if (rd16(u + 18) != 0 || rd32(u + 20) != 0)
-        fail(RT_ERROR_INVALID_VALUE, "%s is corrupted: reserved header bytes 18..23 are not 0", w);
+        fail(RT_ERROR_INVALID_VALUE, "%s is corrupted: its reserved header bytes 18..23 are not 0", w);
     const uint64_t body_bytes = rd64(u + 24);
     const size_t have = bytes.size() - kHeaderBytes;
     if (body_bytes > have)
@@ -300,11 +308,10 @@ SavedGraph decode(std::string_view bytes, const std::string& what) {
              "%s is corrupted: its header announces %llu bytes after it, but the file has %zu (bytes appended, or a "
              "damaged header)", w, static_cast<unsigned long long>(body_bytes), have);
     const std::string_view body = bytes.substr(kHeaderBytes);
-    const uint64_t sum = checksum(body);
+    const uint64_t sum = checksum(bytes);
     if (sum != rd64(u + 32))
-        fail(RT_ERROR_INVALID_VALUE,
-             "%s is corrupted: the checksum of its %zu bytes after the header is %016llx, its header says %016llx", w,
-             body.size(), static_cast<unsigned long long>(sum), static_cast<unsigned long long>(rd64(u + 32)));
+        fail(RT_ERROR_INVALID_VALUE, "%s is corrupted: its checksum is %016llx, its header says %016llx", w,
+             static_cast<unsigned long long>(sum), static_cast<unsigned long long>(rd64(u + 32)));
 
     Reader r(body, what);
     SavedGraph g;

@@ -7,7 +7,7 @@
 //          12  u16 x3 version of the library that wrote it (major, minor, patch), u16 0
 //          20  u32 0
 //          24  u64 body bytes (the file is exactly 40 + this long)
-//          32  u64 checksum: FNV-1a 64 over the body (detects damage, not tampering)
+//          32  u64 checksum: FNV-1a 64 over bytes 0..31 and then the body (detects damage, not tampering)
 //          40  body
 //
 // The body (str = u32 length + bytes, blob = u64 length + bytes):
@@ -50,8 +50,8 @@ constexpr char kMagic[8] = {'R', 'T', 'G', 'R', 'A', 'P', 'H', '\0'};
 constexpr uint32_t kFormatVersion = 1;
 constexpr size_t kHeaderBytes = 40;
 
-/// FNV-1a 64 of `bytes` (the header's checksum of the body).
-uint64_t checksum(std::string_view bytes);
+/// The checksum of a file: FNV-1a 64 over its first 32 bytes and its body (`file` holds at least the header).
+uint64_t checksum(std::string_view file);
 
 /// A kernel module as the file holds it.
 struct SavedModule {
