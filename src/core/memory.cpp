@@ -3,6 +3,7 @@
 
 #include "core/checked_size.hpp"
 #include "core/runtime.hpp"
+#include "graph/graph.hpp"
 
 namespace rt {
 
@@ -57,20 +58,41 @@ std::string describe(const void* ptr, const PointerInfo& info) {
 /// for the device by zero copy).
 enum class Side { host, device, mapped };
 
-Side check_operand(const char* api, const char* role, const void* ptr, size_t bytes, PointerInfo* info_out) {
+/// A checked operand: where it lies, and how to say so.
+struct Operand {
+    Side side = Side::host;
+    const CoreDevice* owner = nullptr;  // the device of the allocation holding it (null: host memory unknown to us)
+    PointerInfo info;                   // the registry's view
+    std::string extra_what;             // non-empty: memory described by an ExtraDeviceMemory
+    std::string what(const void* p) const { return extra_what.empty() ? describe(p, info) : extra_what; }
+};
+
+Operand check_operand(const char* api, const char* role, const void* ptr, size_t bytes, const ExtraDeviceMemory* extra) {
     if (!ptr) fail(RT_ERROR_INVALID_VALUE, "%s: %s is NULL", api, role);
-    PointerInfo info = runtime().registry.lookup(ptr);
-    *info_out = info;
-    if (!info.allocation) {
-        require_range(ptr, bytes, api, role);  // memory the registry cannot bound
-        return Side::host;
+    Operand op;
+    size_t available = 0;
+    if (extra && extra->lookup(ptr, &op.owner, &available, &op.extra_what)) {
+        op.side = Side::device;
+    } else {
+        op.info = runtime().registry.lookup(ptr);
+        if (!op.info.allocation) {
+            if (graph::is_provisional_address(ptr))
+                fail(RT_ERROR_INVALID_VALUE, "%s: %s %p is the address of a graph's allocation node, which only "
+                     "nodes of that graph may use", api, role, ptr);
+            require_range(ptr, bytes, api, role);  // memory the registry cannot bound
+            return op;
+        }
+        const Allocation& a = *op.info.allocation;
+        available = op.info.available;
+        op.owner = a.device;
+        op.side = a.kind == MemoryKind::device ? Side::device
+                  : a.device->memory().zero_copy() ? Side::mapped : Side::host;
     }
-    if (bytes > info.available)
+    if (bytes > available)
         fail(RT_ERROR_INVALID_VALUE,
              "%s: %s %p: %zu bytes asked but only %zu bytes available from that pointer in %s", api, role, ptr,
-             bytes, info.available, describe(ptr, info).c_str());
-    if (info.allocation->kind == MemoryKind::device) return Side::device;
-    return info.allocation->device->memory().zero_copy() ? Side::mapped : Side::host;
+             bytes, available, op.what(ptr).c_str());
+    return op;
 }
 
 }  // namespace
@@ -164,57 +186,71 @@ void* mapped_device_pointer(void* host_ptr) {
     return host_ptr;  // unified addressing: the device sees host memory at the same address
 }
 
-void enqueue_copy(Stream& stream, void* dst, const void* src, size_t bytes, int kind, const char* api) {
+backend::CopyKind check_copy(const CoreDevice& queue_device, void* dst, const void* src, size_t bytes, int kind,
+                             const char* api, bool* elided, const ExtraDeviceMemory* extra) {
     if (kind < RT_MEMCPY_HOST_TO_HOST || kind > RT_MEMCPY_DEFAULT)
         fail(RT_ERROR_INVALID_VALUE, "%s: kind %d is not an rtMemcpyKind (expected 0..4)", api, kind);
-    if (bytes == 0) return;
-    PointerInfo di, si;
-    Side dst_side = check_operand(api, "destination", dst, bytes, &di);
-    Side src_side = check_operand(api, "source", src, bytes, &si);
+    if (elided) *elided = bytes == 0;
+    if (bytes == 0)  // nothing moves: the operands are not looked at (as CUDA)
+        return kind == RT_MEMCPY_DEFAULT ? backend::CopyKind::host_to_host : static_cast<backend::CopyKind>(kind);
+    Operand d = check_operand(api, "destination", dst, bytes, extra);
+    Operand s = check_operand(api, "source", src, bytes, extra);
     if (kind == RT_MEMCPY_DEFAULT)
-        kind = dst_side == Side::device ? (src_side == Side::device ? RT_MEMCPY_DEVICE_TO_DEVICE : RT_MEMCPY_HOST_TO_DEVICE)
-                                        : (src_side == Side::device ? RT_MEMCPY_DEVICE_TO_HOST : RT_MEMCPY_HOST_TO_HOST);
+        kind = d.side == Side::device ? (s.side == Side::device ? RT_MEMCPY_DEVICE_TO_DEVICE : RT_MEMCPY_HOST_TO_DEVICE)
+                                      : (s.side == Side::device ? RT_MEMCPY_DEVICE_TO_HOST : RT_MEMCPY_HOST_TO_HOST);
     bool want_dst_dev = kind == RT_MEMCPY_HOST_TO_DEVICE || kind == RT_MEMCPY_DEVICE_TO_DEVICE;
     bool want_src_dev = kind == RT_MEMCPY_DEVICE_TO_HOST || kind == RT_MEMCPY_DEVICE_TO_DEVICE;
     auto fits = [](Side side, bool want_device) {
         return side == Side::mapped || (side == Side::device) == want_device;
     };
-    if (!fits(dst_side, want_dst_dev))
+    if (!fits(d.side, want_dst_dev))
         fail(RT_ERROR_INVALID_VALUE, "%s: %s needs %s destination, but destination %p is %s", api, kind_name(kind),
-             want_dst_dev ? "a device" : "a host", dst, describe(dst, di).c_str());
-    if (!fits(src_side, want_src_dev))
+             want_dst_dev ? "a device" : "a host", dst, d.what(dst).c_str());
+    if (!fits(s.side, want_src_dev))
         fail(RT_ERROR_INVALID_VALUE, "%s: %s needs %s source, but source %p is %s", api, kind_name(kind),
-             want_src_dev ? "a device" : "a host", src, describe(src, si).c_str());
+             want_src_dev ? "a device" : "a host", src, s.what(src).c_str());
     // Memory the host cannot address (a GPU's) is reachable only through its own backend's queues.
-    auto reach = [&](const PointerInfo& info, const char* role, const void* p) {
-        const Allocation* a = info.allocation ? &*info.allocation : nullptr;
-        if (a && a->kind == MemoryKind::device && !a->device->info().host_addressable &&
-            a->device->info().backend != stream.device().info().backend)
+    auto reach = [&](const Operand& op, const char* role, const void* p) {
+        if (op.side == Side::device && !op.owner->info().host_addressable &&
+            op.owner->info().backend != queue_device.info().backend)
             fail(RT_ERROR_INVALID_VALUE, "%s: %s %p is %s, which a stream of %s cannot reach (queue the copy on a "
-                 "stream of %s)", api, role, p, describe(p, info).c_str(), stream.device().label().c_str(),
-                 a->device->label().c_str());
+                 "stream of %s)", api, role, p, op.what(p).c_str(), queue_device.label().c_str(),
+                 op.owner->label().c_str());
     };
-    reach(di, "destination", dst);
-    reach(si, "source", src);
-    if (dst == src && (dst_side == Side::mapped || src_side == Side::mapped)) {
-        // Zero copy: the device already sees these very bytes; nothing to move.
-        stream.device().memory().count_elided_copy(bytes);
+    reach(d, "destination", dst);
+    reach(s, "source", src);
+    // Zero copy: the device already sees these very bytes; nothing to move.
+    if (elided) *elided = dst == src && (d.side == Side::mapped || s.side == Side::mapped);
+    return static_cast<backend::CopyKind>(kind);
+}
+
+void check_fill(const CoreDevice& queue_device, void* dst, size_t bytes, const char* api,
+                const ExtraDeviceMemory* extra) {
+    if (bytes == 0) return;
+    Operand op = check_operand(api, "destination", dst, bytes, extra);
+    if (op.side == Side::host)
+        fail(RT_ERROR_INVALID_VALUE, "%s: destination %p is %s (expected device memory from rtMalloc)", api, dst,
+             op.what(dst).c_str());
+    if (op.owner->info().backend != queue_device.info().backend)
+        fail(RT_ERROR_INVALID_VALUE, "%s: destination %p is %s, which a stream of %s cannot fill (queue the fill on "
+             "a stream of %s)", api, dst, op.what(dst).c_str(), queue_device.label().c_str(),
+             op.owner->label().c_str());
+}
+
+void enqueue_copy(Stream& stream, void* dst, const void* src, size_t bytes, int kind, const char* api) {
+    bool elided = false;
+    backend::CopyKind k = check_copy(stream.device(), dst, src, bytes, kind, api, &elided);
+    if (elided) {
+        if (bytes) stream.device().memory().count_elided_copy(bytes);
         return;
     }
     stream.next_op();
-    stream.queue().copy_impl(dst, src, bytes, static_cast<backend::CopyKind>(kind));
+    stream.queue().copy_impl(dst, src, bytes, k);
 }
 
 void enqueue_fill(Stream& stream, void* dst, int value, size_t bytes, const char* api) {
     if (bytes == 0) return;
-    PointerInfo info;
-    if (check_operand(api, "destination", dst, bytes, &info) == Side::host)
-        fail(RT_ERROR_INVALID_VALUE, "%s: destination %p is %s (expected device memory from rtMalloc)", api, dst,
-             describe(dst, info).c_str());
-    if (info.allocation && info.allocation->device->info().backend != stream.device().info().backend)
-        fail(RT_ERROR_INVALID_VALUE, "%s: destination %p is %s, which a stream of %s cannot fill (queue the fill on "
-             "a stream of %s)", api, dst, describe(dst, info).c_str(), stream.device().label().c_str(),
-             info.allocation->device->label().c_str());
+    check_fill(stream.device(), dst, bytes, api);
     stream.next_op();
     stream.queue().fill_impl(dst, static_cast<uint8_t>(value), bytes);
 }

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstddef>
+#include <string>
 
 #include "core/device.hpp"
 #include "core/stream.hpp"
@@ -20,6 +21,30 @@ void register_host(CoreDevice& device, void* ptr, size_t bytes);
 void unregister_host(void* ptr);
 /// The device address of pinned/registered host memory; requires zero copy on its device.
 void* mapped_device_pointer(void* host_ptr);
+
+/// Memory the registry does not know but a caller does: a graph's allocation nodes, which are device memory of the
+/// graph's device inside that graph only (graph/node_params.hpp).
+class ExtraDeviceMemory {
+public:
+    /// If `p` lies in such memory: its device, the bytes from `p` to the end of its allocation, and what it is in
+    /// words for messages ("memory of allocation node 3 of the graph (0x..., 4096 bytes)").
+    virtual bool lookup(const void* p, const CoreDevice** device, size_t* available, std::string* what) const = 0;
+
+protected:
+    ~ExtraDeviceMemory() = default;
+};
+
+/// The checks of a copy queued on a queue of `queue_device` (rtMemcpyAsync's, a graph's copy node's): `kind` an
+/// rtMemcpyKind (DEFAULT inferred from the operands), operands non-NULL with `bytes` available from each, each on the
+/// side `kind` says (host memory mapped by zero copy fits both), device memory reachable by that queue. Returns the
+/// resolved kind; *elided (optional) is set when nothing must move (0 bytes, or dst == src in mapped memory).
+/// `extra` (optional): memory that counts as device memory too. Throws INVALID_VALUE naming `api`.
+backend::CopyKind check_copy(const CoreDevice& queue_device, void* dst, const void* src, size_t bytes, int kind,
+                             const char* api, bool* elided, const ExtraDeviceMemory* extra = nullptr);
+/// The checks of a fill (rtMemsetAsync's): device memory (or mapped host memory) of `queue_device`'s backend, `bytes`
+/// available from `dst` (0 bytes: nothing checked). `extra` as check_copy's.
+void check_fill(const CoreDevice& queue_device, void* dst, size_t bytes, const char* api,
+                const ExtraDeviceMemory* extra = nullptr);
 
 /// Checks the operands against the registry and `kind` (DEFAULT: inferred), then enqueues on `stream`.
 /// `kind` is an int: the C ABI may pass any value, which is validated before use. `api` names the caller.

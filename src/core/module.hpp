@@ -60,7 +60,9 @@ private:
     bool unloaded_ = false;  // under mutex_: unload() ran
 };
 
-class CoreFunction {
+/// Always owned by a shared_ptr (CoreModule::function_handle): a graph node keeps the kernel it runs through
+/// shared_from_this, whichever way it was handed the function (a handle, or a launch borrowing it).
+class CoreFunction : public std::enable_shared_from_this<CoreFunction> {
 public:
     CoreFunction(CoreDevice& device, std::shared_ptr<backend::Function> impl,
                  std::shared_ptr<const ModuleOrigin> origin = nullptr)

@@ -24,15 +24,23 @@ class Graph;
 
 /// What a graph keeps alive for as long as it or any program made from it exists (shared by clones and programs):
 /// the releases attached by rtStreamDeferRelease during a capture (run once, when the last owner goes, after the
-/// launches queued by then have completed — through the timeline).
+/// launches queued by then have completed — through the timeline), and the keepalives of its child graphs.
+/// Thread-safe.
 class Keepalive {
 public:
-    ~Keepalive();  ///< defers every release after all queued work (Timeline::defer_after(unfinished_points, ...))
+    Keepalive() = default;
+    Keepalive(const Keepalive&) = delete;
+    Keepalive& operator=(const Keepalive&) = delete;
+    ~Keepalive();  ///< defers every release after all queued work (Timeline::defer_after(unfinished_points, ...));
+                   ///< runs them at once when no runtime is running (after rtFinalize waited for all work)
     void add_release(rtHostFn_t release, void* user_data);
+    /// Keeps `other` (a child graph's) alive as long as this one.
+    void retain(std::shared_ptr<Keepalive> other);
 
 private:
     std::mutex mutex_;
     std::vector<std::pair<rtHostFn_t, void*>> releases_;
+    std::vector<std::shared_ptr<Keepalive>> retained_;
 };
 
 /// A kernel node's parameters: the function (kept alive: its module's code stays loaded), the validated shape
@@ -53,6 +61,9 @@ struct MemoryParams {
     size_t bytes = 0;
     backend::CopyKind kind = backend::CopyKind::device_to_device;  // copies
     uint8_t value = 0;                                              // fills
+    /// Nothing to do: 0 bytes, or (copies) dst == src in host memory the device maps (zero copy, which the stream
+    /// path counts as an elided copy). Replays skip it (a backend's memcpy must never see dst == src).
+    bool elided = false;
 };
 
 struct Node {
@@ -74,20 +85,29 @@ struct Node {
 /// Addresses handed out by allocation nodes before any memory exists: reserved, never accessible host address space
 /// (one PROT_NONE mapping per graph, grown in chunks), so that no real allocation of any backend — unified addressing
 /// included — can have them. Instantiation maps them to arena offsets (graph/memory_plan.hpp).
+/// Thread-safe (clones share one space). Ranges are separated by unreserved gaps of at least 256 bytes, so the
+/// address one past a range's end (a C "end pointer") belongs to that range and to no other.
 class ProvisionalSpace {
 public:
+    ProvisionalSpace() = default;
+    ProvisionalSpace(const ProvisionalSpace&) = delete;
+    ProvisionalSpace& operator=(const ProvisionalSpace&) = delete;
     ~ProvisionalSpace();
-    /// A fresh range of `bytes` (256-byte aligned); throws OUT_OF_MEMORY if address space cannot be reserved.
+    /// A fresh range of `bytes` (> 0; 256-byte aligned); throws OUT_OF_MEMORY if address space cannot be reserved.
     void* reserve(size_t bytes);
-    /// The range containing `p`: its start and size; false if `p` is not in any.
+    /// The range containing `p`, its end included ([base, base + bytes]): its start and size; false if none.
     bool find(const void* p, uintptr_t* base, size_t* bytes) const;
 
 private:
-    struct Range { uintptr_t base; size_t bytes; };
+    mutable std::mutex mutex_;
     std::vector<std::pair<void*, size_t>> mappings_;
     std::map<uintptr_t, size_t> ranges_;  // start -> size
     uintptr_t next_ = 0, end_ = 0;
 };
+
+/// Whether `p` lies in the reserved space of any graph's ProvisionalSpace (an allocation node's address used outside
+/// its graph). One relaxed load when no graph has allocation nodes. Thread-safe.
+bool is_provisional_address(const void* p);
 
 /// An external buffer named by rtGraphBindName.
 struct NamedBuffer {
@@ -97,23 +117,49 @@ struct NamedBuffer {
 };
 
 /// A graph: nodes in the order of addition, each with its dependencies. Not thread-safe (as CUDA's: the caller
-/// serialises calls on one graph); the C API takes mutex() around every call.
-class Graph {
+/// serialises calls on one graph); the C API takes mutex() around every call. Always owned by a shared_ptr (make one
+/// with std::make_shared): node handles alias it.
+///
+/// Node handles: a graph gives its nodes handles (Runtime::graph_nodes, each an aliasing reference to the graph, so
+/// a handle being used keeps its graph alive) once it is published (graph/handles.hpp: publish_graph, which sets
+/// with_handles), and every node added afterwards gets one. Because the handles own the graph, they must be
+/// released explicitly: release_handles() (rtGraphDestroy). A graph that is never published (a capture's graph until
+/// rtStreamEndCapture succeeds, a child node's copy) has none and simply goes with its last reference.
+class Graph : public std::enable_shared_from_this<Graph> {
 public:
     explicit Graph(CoreDevice& device);
-    ~Graph();  ///< erases the node handles it gave out
+    ~Graph();
     CoreDevice& device() const { return *device_; }
     std::mutex& mutex() { return mutex_; }
 
     const std::vector<std::unique_ptr<Node>>& nodes() const { return nodes_; }
-    /// Adds a node after `deps` (checked: nodes of this graph, no duplicates) and gives it a handle when `handles`.
-    /// The params in `node` were validated by the caller (graph/node_params.hpp).
+    /// Adds a node after `deps` (checked: nodes of this graph, no duplicates) and gives it a handle when
+    /// with_handles. The params in `node` were validated by the caller (graph/node_params.hpp); MEM_ALLOC and
+    /// MEM_FREE nodes are recorded (allocation_at, freed_by). Refused (INVALID_HANDLE) once release_handles() ran.
     Node* add(std::unique_ptr<Node> node, const std::vector<Node*>& deps);
-    /// The node behind a handle if it belongs to this graph; throws INVALID_VALUE naming the handle otherwise.
+    /// The node behind a handle if it belongs to this graph; throws INVALID_VALUE naming the handle (and `role`,
+    /// e.g. "deps[2]") otherwise.
     Node* node_of(rtGraphNode_t handle, const char* role) const;
+    /// The C API's dependency list as nodes: `ndeps` handles of this graph's nodes, no duplicates, `deps` NULL only
+    /// when ndeps is 0. Throws INVALID_VALUE naming the offending entry.
+    std::vector<Node*> resolve_deps(const rtGraphNode_t* deps, size_t ndeps) const;
 
-    /// A deep copy: same nodes, parameters, edges, names; nodes get handles when `with_handles`.
+    /// A deep copy: same nodes, parameters, edges, names, allocation addresses (the provisional space and the
+    /// keepalive are shared); nodes get handles when `with_handles` (the copy is then published: handles.hpp).
     std::shared_ptr<Graph> clone(bool with_handles) const;
+
+    /// Gives every node without a handle one and has later nodes get one too (publish_graph calls it).
+    void assign_handles();
+    /// Erases every node handle given out (rtGraphDestroy); later add() calls are refused. Idempotent.
+    void release_handles();
+
+    /// The MEM_ALLOC node whose memory holds `p` — [address, address + alloc_bytes), its end included when
+    /// `include_end` — or null.
+    const Node* allocation_at(const void* p, bool include_end = false) const;
+    /// The MEM_FREE node that frees the allocation of `alloc` (a MEM_ALLOC node of this graph), or null.
+    const Node* freed_by(const Node* alloc) const;
+    /// Whether any node, in this graph or a child graph, is a MEM_ALLOC or MEM_FREE node.
+    bool has_memory_nodes() const { return has_memory_nodes_; }
 
     ProvisionalSpace& provisional() { return *provisional_; }
     const std::shared_ptr<ProvisionalSpace>& provisional_ptr() const { return provisional_; }
@@ -121,13 +167,18 @@ public:
     const std::vector<NamedBuffer>& names() const { return names_; }
     const std::shared_ptr<Keepalive>& keepalive() const { return keepalive_; }
 
-    /// Whether nodes get handles when added (false for the copy inside a child node).
-    bool with_handles = true;
+    /// Whether nodes get handles when added (set by assign_handles; false for a capture's graph under way and for
+    /// the copy inside a child node).
+    bool with_handles = false;
 
 private:
     CoreDevice* device_;
     std::mutex mutex_;
     std::vector<std::unique_ptr<Node>> nodes_;
+    std::map<uintptr_t, Node*> allocations_;         // MEM_ALLOC nodes by address
+    std::map<const Node*, Node*> frees_;             // MEM_ALLOC node -> its MEM_FREE node
+    bool has_memory_nodes_ = false;
+    bool released_ = false;                          // release_handles() ran
     std::shared_ptr<ProvisionalSpace> provisional_;  // shared by clones: their nodes keep the same addresses
     std::vector<NamedBuffer> names_;
     std::shared_ptr<Keepalive> keepalive_;
