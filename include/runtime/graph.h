@@ -116,10 +116,11 @@ typedef struct rtHostNodeParams {
     void* user_data;
 } rtHostNodeParams;
 
-/** A memory-allocation node: `bytes` in, `ptr` out. The address is the graph's: it is valid in the graph's own
- *  nodes (kernels, copies, fills, the matching free node) and, after a launch, until the next launch of the same
- *  executable graph or its destruction if no free node releases it. Executable graphs plan all their allocations
- *  into one arena, reusing memory between allocations whose lifetimes do not overlap (rtGraphExecGetMemoryInfo). */
+/** A memory-allocation node: `bytes` in, `ptr` out. The address is the graph's own: valid in the graph's nodes
+ *  (kernels, copies, fills, the matching free node), refused by stream calls outside the graph (each executable
+ *  graph has its own memory behind it). Executable graphs plan all their allocations into one arena, reusing memory
+ *  between allocations whose lifetimes do not overlap (rtGraphExecGetMemoryInfo); an allocation no free node releases
+ *  keeps its place (and contents) in the arena from launch to launch, until the executable graph is destroyed. */
 typedef struct rtMemAllocNodeParams {
     size_t bytes;
     void* ptr;  /* out: the allocation's address */

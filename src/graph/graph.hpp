@@ -70,8 +70,8 @@ struct Node {
     rtGraphNodeType type = RT_GRAPH_NODE_TYPE_EMPTY;
     Graph* graph = nullptr;
     uint32_t index = 0;           ///< position in graph->nodes() (the order of addition)
-    uint64_t handle = 0;          ///< its rtGraphNode_t (Runtime's node table); 0 for nodes of a graph copy inside
-                                  ///< a child node
+    uint64_t handle = 0;          ///< its rtGraphNode_t (Runtime's node table); 0 in a graph not published (a
+                                  ///< capture under way, the graph copy inside a child node)
     std::vector<Node*> deps;      ///< predecessors, nodes of the same graph, no duplicates
     KernelParams kernel;                  // KERNEL
     MemoryParams memory;                  // MEMCPY, MEMSET
