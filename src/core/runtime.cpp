@@ -87,6 +87,9 @@ void Runtime::wait_all_idle() const {
 
 void Runtime::shutdown() {
     refuse_wait_in_queue_context("rtFinalize");
+    // Executable graphs and graphs release through the timeline (arenas, rtStreamDeferRelease of a capture): they go
+    // first, so that the waits below run those releases too.
+    clear_graphs();
     // Actions may queue work or defer more (a release dropping the last reference to memory): until quiet.
     do {
         wait_all_idle();
@@ -99,6 +102,7 @@ Runtime::~Runtime() {
     // Nothing is pending after shutdown(): stop the thread, but keep the object until the backends (whose
     // executors may still be in notify_timeline) are gone.
     timeline_->stop();
+    clear_graphs();  // none left after shutdown(); kept for a runtime that never ran it
     // Streams, events and memory belong to backend devices: release them before the devices go.
     events.clear();
     streams.clear();
@@ -115,6 +119,12 @@ Runtime::~Runtime() {
     devices_.clear();
     backends_.clear();
     timeline_.reset();
+}
+
+void Runtime::clear_graphs() {
+    graph_execs.clear();
+    graph_nodes.clear();  // aliasing references that keep their graphs alive
+    graphs.clear();
 }
 
 CoreDevice& Runtime::device(int index) const {

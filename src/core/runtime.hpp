@@ -68,6 +68,8 @@ public:
 
 private:
     [[noreturn]] static void refuse_stream(rtStream_t handle);
+    /// Drops every graph, node and executable graph handle (teardown).
+    void clear_graphs();
 
     InitOptions options_;
     std::vector<std::unique_ptr<backend::Backend>> backends_;

@@ -5,6 +5,8 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "backends/backend.hpp"
 #include "graph/graph.hpp"
@@ -21,11 +23,14 @@ class Graph;
 class GraphExec {
 public:
     /// Takes an instantiated (or loaded) program: allocates its arena on program->device, applies its relocations
-    /// when every named buffer is bound, and lowers it (Device::compile_graph_impl).
+    /// when every named buffer is bound, and lowers it (Device::compile_graph_impl) unless the environment has
+    /// RUNTIME_GRAPH_LOWERING=0 (then the core replays it, as for a backend without lowering).
     explicit GraphExec(std::shared_ptr<Program> program);
-    ~GraphExec();  ///< the arena and the program go once the launches queued so far have completed (timeline)
+    /// The arena is freed once the work queued so far has run (free_device); queued launches hold the program (core
+    /// replay: through the timeline) or the lowered executable (its queue), which holds what it reads of it.
+    ~GraphExec();
 
-    CoreDevice& device() const;
+    CoreDevice& device() const { return *program_->device; }
     /// The current program (launches take a reference; an update replaces it or changes it in place when no launch
     /// holds it). Caller holds mutex().
     const std::shared_ptr<Program>& program() const { return program_; }
@@ -33,32 +38,50 @@ public:
 
     /// One operation of `stream` (a stream of device()): waits for the program's waited events and for the previous
     /// launch of this exec if it was on another stream, runs the program (lowered, or replayed command by command),
-    /// then records the program's recorded events. Unbound named buffer: INVALID_VALUE naming it.
-    void launch(Stream& stream);
+    /// then records the program's recorded events. Unbound named buffer: INVALID_VALUE naming it. Thread-safe:
+    /// launches of one exec are queued one at a time, in the order of the calls.
+    void launch(const std::shared_ptr<Stream>& stream);
     /// rtGraphUpload: allocations and lowering are done at construction, so this only checks `stream`.
     void upload(Stream& stream);
 
-    /// rtGraphExecUpdate: `graph` must match the instantiated graph node for node; returns the result (SUCCESS or the
-    /// first difference, whose node the thrown error names — GRAPH_EXEC_UPDATE_FAILURE).
-    rtGraphExecUpdateResult update(const Graph& graph);
+    /// rtGraphExecUpdate: takes the parameters of every node of `graph` (locked by the caller), which must match the
+    /// instantiated graph node for node and edge for edge. Returns SUCCESS, or what differed first with `*why`
+    /// naming the node (the exec is then unchanged). Throws only for failures that are not differences (memory).
+    rtGraphExecUpdateResult update(const Graph& graph, std::string* why);
     /// rtGraphExecKernelNodeSetParams / rtGraphExecMemcpyNodeSetParams: `node` is a handle of the graph this exec was
-    /// instantiated from (Program::node_handles); the params were validated by the caller.
+    /// instantiated from (Program::node_handles); the params were validated by the caller. INVALID_VALUE when the
+    /// node is not one of this exec's, or not of that kind.
     void set_kernel_params(uint64_t node, const KernelParams& params);
     void set_memory_params(uint64_t node, const MemoryParams& params);
-    /// rtGraphExecSetBuffer.
+    /// rtGraphExecSetBuffer: `ptr` (at least the named size) replaces the buffer named `name` for the next launches.
     void set_buffer(const std::string& name, void* ptr, size_t bytes);
-    rtGraphMemoryInfo memory_info() const;
+    rtGraphMemoryInfo memory_info();
     void* arena() const { return arena_; }
 
 private:
-    /// Makes program_ exclusively ours before it changes (copies it, and lowers the copy, if a launch holds it).
-    Program& writable();
+    /// Changes the program: `change(program, changed)` edits it and lists the commands it changed. In place when no
+    /// launch holds the program (the lowering is refreshed command by command), else on a copy, lowered anew;
+    /// launches already queued keep the old one. Caller holds mutex_; `change` must not fail half-way.
+    template <class Change>
+    void modify(Change&& change);
+    /// Whether a queued launch may still read program_ or lowered_.
+    bool held_by_launches() const;
+    /// The command made from node handle `node`; INVALID_VALUE if none.
+    uint32_t command_of_handle(uint64_t node, const char* api) const;
+    /// Builds the command `index` would become with new operands (graph addresses), and its relocations; refuses
+    /// operands the memory plan cannot accept (check_uses) — only for allocations it did not use already.
+    void restage(const Command& staged, uint32_t index, std::vector<Relocation>& relocations);
+    void replay(Stream& stream, uint64_t op);
 
     std::mutex mutex_;  // serialises launches, updates and bindings of this exec (never held while waiting)
     std::shared_ptr<Program> program_;
     std::shared_ptr<backend::GraphExecutable> lowered_;  // null: replayed by the core
+    bool lower_ = true;  // whether to ask the backend (RUNTIME_GRAPH_LOWERING=0: never)
+    long program_refs_ = 1;  // program_.use_count() when no launch holds it (the lowering may hold one too)
     void* arena_ = nullptr;
-    std::weak_ptr<Stream> last_stream_;  // the stream of the previous launch
+    std::weak_ptr<Stream> last_stream_;               // the stream of the previous launch
+    std::unique_ptr<backend::Event> order_event_;     // orders a launch after the previous one on another stream
+    std::vector<std::pair<uint64_t, uint32_t>> by_handle_;  // node handle -> command, sorted
 };
 
 }  // namespace rt::graph

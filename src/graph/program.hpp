@@ -21,13 +21,14 @@ namespace rt::graph {
 
 class Graph;
 class Keepalive;
+class ProvisionalSpace;
 
 /// Where an operand points, for the relocations: into the arena (an allocation node's memory) or into a named
 /// buffer (rtGraphBindName), at `offset` bytes from its start.
 struct Symbol {
     enum class Kind : uint8_t { arena, named };
     Kind kind = Kind::arena;
-    uint32_t name = 0;  ///< named: index in Program::names
+    uint32_t name = 0;  ///< named: index in Program::names; arena: the allocation's index in Program::slots
     uint64_t offset = 0;
 };
 
@@ -58,6 +59,7 @@ struct Command {
     size_t bytes = 0;
     backend::CopyKind kind = backend::CopyKind::device_to_device;
     uint8_t value = 0;
+    bool elided = false;  ///< nothing to do (0 bytes, or a zero-copy copy onto itself): never queued
     // HOST
     rtHostFn_t fn = nullptr;
     void* user_data = nullptr;
@@ -77,6 +79,17 @@ struct Command {
     }
 };
 
+/// An allocation node's place in the arena (graph/memory_plan.hpp), and what instantiation knew of it: the
+/// provisional range its graph handed out (operands given later, by rtGraphExec*SetParams, are resolved against it).
+struct ArenaSlot {
+    static constexpr uint32_t kNone = UINT32_MAX;
+    uint32_t command = 0;              ///< the MEM_ALLOC command
+    uint32_t free_command = kNone;     ///< the MEM_FREE command releasing it; kNone: it lives to the launch's end
+    uintptr_t provisional = 0;         ///< the allocation's address in its graph
+    size_t bytes = 0;
+    uint64_t offset = 0;               ///< where it lives in the arena
+};
+
 /// A named buffer of a program: the size it was named with, and where it is bound now (null: unbound, after a load).
 struct ProgramName {
     std::string name;
@@ -92,11 +105,23 @@ struct Program {
     std::vector<uint32_t> roots;            ///< commands without predecessors
     std::vector<std::string> labels;        ///< per command: "node 3 (kernel 'scale')", for messages and DOT
     std::vector<uint64_t> node_handles;     ///< per command: the rtGraphNode_t it came from (0: inside a child)
-    std::vector<Relocation> relocations;
+    std::vector<Relocation> relocations;    ///< sorted by command
     std::vector<ProgramName> names;
     std::vector<std::shared_ptr<Event>> waits;    ///< events the launch waits for before it starts
     std::vector<std::shared_ptr<Event>> records;  ///< events recorded after the launch
     bool has_host_nodes = false;
+    /// The instantiated graph's nodes in flattening order (each node, then the nodes of its child graph, if any):
+    /// the command of each, and each one's dependencies as flattening indices (sorted; a child graph's first nodes
+    /// depend on the child node's dependencies, the child node itself on the child graph's last nodes). What
+    /// rtGraphExecUpdate compares a graph with.
+    std::vector<uint32_t> command_of_node;
+    std::vector<uint32_t> node_parent;      ///< FlatGraph::Entry::parent of each node
+    std::vector<uint32_t> node_dep_begin;   ///< node i's dependencies: node_deps[node_dep_begin[i] .. [i + 1])
+    std::vector<uint32_t> node_deps;
+    std::vector<ArenaSlot> slots;           ///< per allocation node, in command order
+    /// The provisional addresses of the graph it was made from (null for a loaded program): a copy or fill operand
+    /// given later that lies in it but in no slot is refused.
+    std::shared_ptr<const ProvisionalSpace> provisional;
     // Memory plan (graph/memory_plan.hpp): the arena's size, and the sum of the allocation nodes' sizes.
     size_t arena_bytes = 0;
     size_t allocated_bytes = 0;
@@ -106,10 +131,75 @@ struct Program {
     /// Writes the resolved address of every relocation (arena base + offset, bound name + offset) into its field.
     /// Throws INVALID_VALUE naming the first unbound named buffer.
     void apply_relocations(void* arena_base);
+    /// The same for the relocations of one command (relocations are sorted by command).
+    void apply_relocations(void* arena_base, uint32_t command);
+    /// The first named buffer not bound yet, or null.
+    const ProgramName* unbound_name() const;
 };
 
 /// Builds the program of `graph`: checks it (no cycle: INVALID_VALUE naming a node on it), flattens child graphs,
 /// orders topologically, plans the arena, records relocations of operands inside allocations and named buffers.
+/// Every use of an allocation node's memory must run after that node and, when a free node releases it, before the
+/// free node (INVALID_VALUE naming the node otherwise): the arena reuses memory on that promise.
 std::shared_ptr<Program> instantiate(const Graph& graph);
+
+// ---- shared by instantiate and the executable graph's updates (graph/exec.cpp)
+
+struct Node;
+class Reachability;
+
+/// A graph with its child graphs inlined, in flattening order: each node, then (a child node) the nodes of its child
+/// graph. A child graph's nodes without dependencies depend on the child node's dependencies; the child node itself
+/// runs after the child graph's last nodes (those no other node of the child depends on).
+struct FlatGraph {
+    static constexpr uint32_t kTop = UINT32_MAX;
+    struct Entry {
+        const Node* node = nullptr;
+        uint32_t parent = kTop;  ///< flattening index of the child node this one belongs to; kTop: the graph's own
+        uint32_t local = 0;      ///< its index in its own graph
+        uint32_t dep_begin = 0;  ///< dependencies: deps[dep_begin .. dep_begin + dep_count), sorted
+        uint32_t dep_count = 0;
+    };
+    std::vector<Entry> nodes;
+    std::vector<uint32_t> deps;
+    /// node_label: "node 3 (kernel 'scale')"; a node of the child graph of node 2: "node 2.1 (...)".
+    std::string label(uint32_t i) const;
+};
+/// Throws INVALID_VALUE if the graph has more nodes than a program can index.
+FlatGraph flatten(const Graph& graph);
+
+/// A command's parameters taken from its node (operands as the graph has them: provisional and named addresses).
+void load_command(Command& command, const Node& node);
+/// `label` ("node 3 (kernel 'scale')") with the same node number and `node`'s description (node_label).
+std::string relabel(const std::string& label, const Node& node);
+
+/// The address ranges operands are resolved against: allocation nodes' provisional ranges and named buffers.
+class OperandMap {
+public:
+    void add_allocation(uintptr_t base, size_t bytes, uint32_t slot, uint64_t arena_offset);
+    void add_name(uintptr_t base, size_t bytes, uint32_t name);
+    void finish();  ///< call once every range is added
+    /// Appends to `out` the relocations of `command` (to be command number `index` of `program`, whose labels and
+    /// slots name things in messages), and to `uses` a (index, slot) pair per allocation it touches. Refuses
+    /// (INVALID_VALUE) a copy or fill range that starts inside an allocation or named buffer and leaves it, and, when
+    /// `space` is given, a copy or fill operand inside `space` but in none of the allocations.
+    void resolve(const Program& program, const Command& command, uint32_t index, const ProvisionalSpace* space,
+                 std::vector<Relocation>& out, std::vector<std::pair<uint32_t, uint32_t>>& uses) const;
+
+private:
+    struct Range {
+        uintptr_t base;
+        size_t bytes;
+        Symbol::Kind kind;
+        uint32_t id;  // slot or name
+        uint64_t arena_offset;
+    };
+    const Range* find(uintptr_t p) const;
+    std::vector<Range> ranges_;  // sorted by base; they never overlap
+};
+
+/// Refuses (INVALID_VALUE naming both nodes) a use — (command, slot) — of an allocation's memory that does not run
+/// after the allocation command, or, when a free command releases it, not before that free command.
+void check_uses(const Program& program, std::vector<std::pair<uint32_t, uint32_t>> uses, Reachability& reach);
 
 }  // namespace rt::graph
