@@ -94,9 +94,8 @@ RT_API rtError_t rtModuleLoadSource(rtModule_t* module, const char* source, cons
         origin->has_source = true;
         origin->source = source;
         origin->options = options ? options : "";
-        *module = insert_module(d, d.impl().kernel_modules().load_source(d.impl().kernel_target(), origin->source,
-                                                                         origin->options),
-                                std::move(origin));
+        auto impl = d.impl().kernel_modules().load_source(d.impl().kernel_target(), origin->source, origin->options);
+        *module = insert_module(d, std::move(impl), std::move(origin));
     });
 }
 
@@ -109,7 +108,8 @@ RT_API rtError_t rtModuleLoadFile(rtModule_t* module, const char* path) {
         auto origin = std::make_shared<ModuleOrigin>();  // no source: rtGraphExecSave saves the file's code only
         char resolved[PATH_MAX];  // the file as named now: a graph saved after a chdir still finds it
         origin->path = ::realpath(path, resolved) ? resolved : path;
-        *module = insert_module(d, d.impl().kernel_target().load(path, /*precompiled=*/true), std::move(origin));
+        auto impl = d.impl().kernel_target().load(path, /*precompiled=*/true);
+        *module = insert_module(d, std::move(impl), std::move(origin));
     });
 }
 

@@ -18,6 +18,8 @@
 #include "core/module.hpp"
 #include "core/runtime.hpp"
 #include "graph/graph.hpp"
+#include "graph/memory_plan.hpp"
+#include "graph/node_params.hpp"
 #include "kernels/dialect.hpp"
 #include "kernels/disk_cache.hpp"
 #include "kernels/target.hpp"
@@ -40,18 +42,6 @@ bool valid_name(const std::string& name) {
               c == '-'))
             return false;
     return true;
-}
-
-const char* type_name(rtGraphNodeType t) {
-    switch (t) {
-        case RT_GRAPH_NODE_TYPE_KERNEL: return "kernel";
-        case RT_GRAPH_NODE_TYPE_MEMCPY: return "copy";
-        case RT_GRAPH_NODE_TYPE_MEMSET: return "fill";
-        case RT_GRAPH_NODE_TYPE_EMPTY: return "empty";
-        case RT_GRAPH_NODE_TYPE_MEM_ALLOC: return "allocation";
-        case RT_GRAPH_NODE_TYPE_MEM_FREE: return "free";
-        default: return "unknown";
-    }
 }
 
 const char* kind_name(backend::CopyKind k) {
@@ -164,7 +154,8 @@ private:
 
 bool is_saved_type(uint32_t t) {
     return t == RT_GRAPH_NODE_TYPE_KERNEL || t == RT_GRAPH_NODE_TYPE_MEMCPY || t == RT_GRAPH_NODE_TYPE_MEMSET ||
-           t == RT_GRAPH_NODE_TYPE_EMPTY || t == RT_GRAPH_NODE_TYPE_MEM_ALLOC || t == RT_GRAPH_NODE_TYPE_MEM_FREE;
+           t == RT_GRAPH_NODE_TYPE_EMPTY || t == RT_GRAPH_NODE_TYPE_GRAPH || t == RT_GRAPH_NODE_TYPE_MEM_ALLOC ||
+           t == RT_GRAPH_NODE_TYPE_MEM_FREE;
 }
 
 bool has_nul(const std::string& s) { return s.find('\0') != std::string::npos; }
@@ -206,8 +197,6 @@ std::string encode(const SavedGraph& g) {
         w.u64(bytes);
     }
     w.u64(g.arena_bytes);
-    w.u64(g.allocated_bytes);
-    w.u64(g.allocations);
     w.u32(count32(g.commands.size(), "nodes"));
     for (const SavedCommand& c : g.commands) {
         w.u32(static_cast<uint32_t>(c.type));
@@ -236,15 +225,22 @@ std::string encode(const SavedGraph& g) {
                 w.u8(c.value);
                 w.u64(c.bytes);
                 break;
-            case RT_GRAPH_NODE_TYPE_MEM_ALLOC:
-                w.u64(c.arena_offset);
-                w.u64(c.bytes);
-                break;
             default:
                 break;
         }
-        w.u32(count32(c.successors.size(), "edges"));
-        for (uint32_t s : c.successors) w.u32(s);
+    }
+    w.u32(count32(g.nodes.size(), "nodes"));
+    for (const SavedNode& n : g.nodes) {
+        w.u32(n.parent);
+        w.u32(count32(n.deps.size(), "dependencies"));
+        for (uint32_t d : n.deps) w.u32(d);
+    }
+    w.u32(count32(g.slots.size(), "allocations"));
+    for (const ArenaSlot& s : g.slots) {
+        w.u32(s.command);
+        w.u32(s.free_command);
+        w.u64(s.bytes);
+        w.u64(s.offset);
     }
     w.u32(count32(g.relocations.size(), "relocations"));
     for (const Relocation& r : g.relocations) {
@@ -307,13 +303,12 @@ SavedGraph decode(std::string_view bytes, const std::string& what) {
         fail(RT_ERROR_INVALID_VALUE,
              "%s is corrupted: its header announces %llu bytes after it, but the file has %zu (bytes appended, or a "
              "damaged header)", w, static_cast<unsigned long long>(body_bytes), have);
-    const std::string_view body = bytes.substr(kHeaderBytes);
     const uint64_t sum = checksum(bytes);
     if (sum != rd64(u + 32))
         fail(RT_ERROR_INVALID_VALUE, "%s is corrupted: its checksum is %016llx, its header says %016llx", w,
              static_cast<unsigned long long>(sum), static_cast<unsigned long long>(rd64(u + 32)));
 
-    Reader r(body, what);
+    Reader r(bytes.substr(kHeaderBytes), what);
     SavedGraph g;
     g.backend = r.str("the backend", kMaxShortText);
     g.identity = r.str("the build identity", r.left());
@@ -348,31 +343,36 @@ SavedGraph decode(std::string_view bytes, const std::string& what) {
                 r.bad(format("the buffer name '%s' appears twice (%u and %u)", g.names[i].first.c_str(), j, i));
     }
     g.arena_bytes = r.u64("the arena size");
-    g.allocated_bytes = r.u64("the allocated bytes");
-    g.allocations = r.u64("the allocation count");
 
-    const uint32_t commands = r.count("the node count", 4 + 4 + 4 + 4);
+    const uint32_t commands = r.count("the command count", 4 + 4 + 4);
     g.commands.resize(commands);
-    uint64_t allocated = 0, allocations = 0;
+    std::vector<uint32_t> command_of_node(commands, UINT32_MAX);
+    auto where = [&](uint32_t i) {
+        const SavedCommand& c = g.commands[i];
+        return format("command %u (%s: '%s')", i, node_type_name(c.type), c.label.c_str());
+    };
     for (uint32_t i = 0; i < commands; ++i) {
         SavedCommand& c = g.commands[i];
-        const uint32_t type = r.u32("a node's type");
+        const uint32_t type = r.u32("a command's type");
         if (!is_saved_type(type))
-            r.bad(format("node %u of %u has type %u, which no saved graph holds (kernel, copy, fill, empty, "
-                         "allocation and free nodes only)", i, commands, type));
+            r.bad(format("command %u of %u has type %u, which no saved graph holds (kernel, memcpy, memset, empty, "
+                         "child graph, alloc and free nodes only)", i, commands, type));
         c.type = static_cast<rtGraphNodeType>(type);
-        c.node = r.u32("a node's index");
-        c.label = r.str("a node's label", kMaxShortText);
-        if (has_nul(c.label)) r.bad(format("node %u: its label holds a NUL byte", i));
-        auto where = [&] { return format("node %u (%s '%s')", i, type_name(c.type), c.label.c_str()); };
+        c.node = r.u32("a command's node");
+        if (c.node >= commands || command_of_node[c.node] != UINT32_MAX)
+            r.bad(format("command %u is node %u, which is %s", i, c.node,
+                         c.node >= commands ? "not a node of the graph" : "another command's already"));
+        command_of_node[c.node] = i;
+        c.label = r.str("a command's label", kMaxShortText);
+        if (has_nul(c.label)) r.bad(format("command %u: its label holds a NUL byte", i));
         switch (c.type) {
             case RT_GRAPH_NODE_TYPE_KERNEL: {
                 c.module = r.u32("a kernel's module");
                 if (c.module >= modules)
-                    r.bad(format("%s: module %u, but the file has %u modules", where().c_str(), c.module, modules));
+                    r.bad(format("%s: module %u, but the file has %u modules", where(i).c_str(), c.module, modules));
                 c.kernel = r.str("a kernel's name", kMaxShortText);
                 if (c.kernel.empty() || has_nul(c.kernel))
-                    r.bad(format("%s: the kernel's name is empty or holds a NUL byte", where().c_str()));
+                    r.bad(format("%s: the kernel's name is empty or holds a NUL byte", where(i).c_str()));
                 for (unsigned& v : c.shape.grid) v = r.u32("a grid size");
                 for (unsigned& v : c.shape.block) v = r.u32("a block size");
                 c.shape.shared_bytes = static_cast<size_t>(r.u64("a kernel's shared bytes"));
@@ -388,9 +388,12 @@ SavedGraph decode(std::string_view bytes, const std::string& what) {
                 uint64_t end = 0;
                 for (uint32_t a = 0; a < n; ++a) {
                     const uint64_t o = c.arg_offsets[a], s = c.arg_sizes[a];
-                    if (s == 0 || o < end || o > c.args.size() || s > c.args.size() - o)
-                        r.bad(format("%s: argument %u at bytes %llu..+%llu does not follow argument %u inside the "
-                                     "%zu bytes of values", where().c_str(), a, static_cast<unsigned long long>(o),
+                    // Aligned as graph nodes lay them out (node_params.hpp): address words where relocations
+                    // look, and no misaligned reads of a value by a backend.
+                    const uint64_t align = s >= 16 ? 16 : 8;
+                    if (s == 0 || o % align != 0 || o < end || o > c.args.size() || s > c.args.size() - o)
+                        r.bad(format("%s: argument %u at bytes %llu..+%llu is not aligned after argument %u inside "
+                                     "the %zu bytes of values", where(i).c_str(), a, static_cast<unsigned long long>(o),
                                      static_cast<unsigned long long>(s), a ? a - 1 : 0, c.args.size()));
                     end = o + s;
                 }
@@ -399,46 +402,76 @@ SavedGraph decode(std::string_view bytes, const std::string& what) {
             case RT_GRAPH_NODE_TYPE_MEMCPY:
                 c.kind = r.u8("a copy's kind");
                 if (c.kind > static_cast<uint8_t>(backend::CopyKind::device_to_device))
-                    r.bad(format("%s: copy kind %u (expected 0..3)", where().c_str(), c.kind));
+                    r.bad(format("%s: copy kind %u (expected 0..3)", where(i).c_str(), c.kind));
                 c.bytes = r.u64("a copy's size");
                 break;
             case RT_GRAPH_NODE_TYPE_MEMSET:
                 c.value = r.u8("a fill's value");
                 c.bytes = r.u64("a fill's size");
                 break;
-            case RT_GRAPH_NODE_TYPE_MEM_ALLOC:
-                c.arena_offset = r.u64("an allocation's arena offset");
-                c.bytes = r.u64("an allocation's size");
-                if (c.bytes == 0 || c.arena_offset > g.arena_bytes || c.bytes > g.arena_bytes - c.arena_offset)
-                    r.bad(format("%s: %llu bytes at arena offset %llu do not fit the arena of %llu bytes",
-                                 where().c_str(), static_cast<unsigned long long>(c.bytes),
-                                 static_cast<unsigned long long>(c.arena_offset),
-                                 static_cast<unsigned long long>(g.arena_bytes)));
-                if (c.bytes > UINT64_MAX - allocated) r.bad(format("%s: the allocations overflow", where().c_str()));
-                allocated += c.bytes;
-                ++allocations;
-                break;
             default:
                 break;
         }
-        const uint32_t succ = r.count("a node's successor count", 4);
-        if (succ > commands - i - 1)
-            r.bad(format("%s has %u successors, but only %u nodes come after it", where().c_str(), succ,
-                         commands - i - 1));
-        c.successors.resize(succ);
-        uint32_t last = i;
-        for (uint32_t& s : c.successors) {
-            s = r.u32("a successor");
-            if (s <= last || s >= commands)
-                r.bad(format("%s: successor %u is not a later node in ascending order (expected %u..%u)",
-                             where().c_str(), s, last + 1, commands - 1));
-            last = s;
+    }
+
+    // The nodes: a child graph's nodes after their child node, dependencies on nodes whose commands come earlier
+    // (so the commands' order is topological and the graph has no cycle).
+    const uint32_t nodes = r.count("the node count", 8);
+    if (nodes != commands) r.bad(format("%u nodes for %u commands (expected one each)", nodes, commands));
+    g.nodes.resize(nodes);
+    for (uint32_t i = 0; i < nodes; ++i) {
+        SavedNode& n = g.nodes[i];
+        const uint32_t c = command_of_node[i];
+        n.parent = r.u32("a node's parent");
+        if (n.parent != SavedNode::kNoParent &&
+            (n.parent >= i || g.commands[command_of_node[n.parent]].type != RT_GRAPH_NODE_TYPE_GRAPH))
+            r.bad(format("node %u (%s) belongs to node %u, which is not an earlier child-graph node", i,
+                         where(c).c_str(), n.parent));
+        const uint32_t deps = r.count("a node's dependency count", 4);
+        n.deps.resize(deps);
+        uint32_t prev = 0;
+        for (uint32_t k = 0; k < deps; ++k) {
+            const uint32_t d = r.u32("a dependency");
+            if (d >= nodes || (k > 0 && d <= prev) || command_of_node[d] >= c)
+                r.bad(format("node %u (%s): dependency %u is not a node whose command comes earlier, in ascending "
+                             "order", i, where(c).c_str(), d));
+            n.deps[k] = prev = d;
         }
     }
-    if (allocations != g.allocations || allocated != g.allocated_bytes)
-        r.bad(format("the memory plan says %llu allocations of %llu bytes, the nodes hold %llu of %llu bytes",
-                     static_cast<unsigned long long>(g.allocations), static_cast<unsigned long long>(g.allocated_bytes),
-                     static_cast<unsigned long long>(allocations), static_cast<unsigned long long>(allocated)));
+
+    // The memory plan: a slot per allocation command, in command order, inside the arena, freed by a free command.
+    const uint32_t slots = r.count("the allocation count", 4 + 4 + 8 + 8);
+    g.slots.resize(slots);
+    std::vector<uint32_t> freed_by(commands, UINT32_MAX);  // free command -> slot
+    uint32_t next_alloc = 0;
+    for (uint32_t s = 0; s < slots; ++s) {
+        ArenaSlot& x = g.slots[s];
+        x.command = r.u32("an allocation's command");
+        x.free_command = r.u32("an allocation's free command");
+        x.bytes = static_cast<size_t>(r.u64("an allocation's size"));
+        x.offset = r.u64("an allocation's arena offset");
+        while (next_alloc < commands && g.commands[next_alloc].type != RT_GRAPH_NODE_TYPE_MEM_ALLOC) ++next_alloc;
+        if (x.command != next_alloc)
+            r.bad(format("allocation %u is of command %u, expected the next alloc command (%u)", s, x.command,
+                         next_alloc));
+        ++next_alloc;
+        if (x.bytes == 0 || x.offset > g.arena_bytes || x.bytes > g.arena_bytes - x.offset)
+            r.bad(format("%s: %zu bytes at arena offset %llu do not fit the arena of %llu bytes",
+                         where(x.command).c_str(), x.bytes, static_cast<unsigned long long>(x.offset),
+                         static_cast<unsigned long long>(g.arena_bytes)));
+        if (x.free_command != ArenaSlot::kNone) {
+            if (x.free_command >= commands || g.commands[x.free_command].type != RT_GRAPH_NODE_TYPE_MEM_FREE ||
+                freed_by[x.free_command] != UINT32_MAX)
+                r.bad(format("%s: freed by command %u, which is not a free command of its own", where(x.command).c_str(),
+                             x.free_command));
+            freed_by[x.free_command] = s;
+        }
+    }
+    while (next_alloc < commands && g.commands[next_alloc].type != RT_GRAPH_NODE_TYPE_MEM_ALLOC) ++next_alloc;
+    if (next_alloc < commands) r.bad(format("%s has no place in the memory plan", where(next_alloc).c_str()));
+    for (uint32_t c = 0; c < commands; ++c)
+        if (g.commands[c].type == RT_GRAPH_NODE_TYPE_MEM_FREE && freed_by[c] == UINT32_MAX)
+            r.bad(format("%s frees no allocation", where(c).c_str()));
 
     const uint32_t relocations = r.count("the relocation count", 4 + 1 + 4 + 1 + 4 + 8);
     g.relocations.resize(relocations);
@@ -447,14 +480,17 @@ SavedGraph decode(std::string_view bytes, const std::string& what) {
     std::vector<std::pair<uint32_t, uint32_t>> words;  // (command, argument offset) of kernel relocations
     for (uint32_t i = 0; i < relocations; ++i) {
         Relocation& x = g.relocations[i];
-        x.command = r.u32("a relocation's node");
+        x.command = r.u32("a relocation's command");
         const uint8_t field = r.u8("a relocation's field");
         x.arg_offset = r.u32("a relocation's argument offset");
         const uint8_t kind = r.u8("a relocation's symbol kind");
         x.symbol.name = r.u32("a relocation's buffer");
         x.symbol.offset = r.u64("a relocation's offset");
         if (x.command >= commands)
-            r.bad(format("relocation %u is of node %u, but the graph has %u nodes", i, x.command, commands));
+            r.bad(format("relocation %u is of command %u, but the graph has %u", i, x.command, commands));
+        if (i > 0 && x.command < g.relocations[i - 1].command)
+            r.bad(format("relocation %u (of command %u) comes after one of command %u (expected by command)", i,
+                         x.command, g.relocations[i - 1].command));
         if (field > static_cast<uint8_t>(Relocation::Field::arg))
             r.bad(format("relocation %u: field %u (expected 0..2)", i, field));
         if (kind > static_cast<uint8_t>(Symbol::Kind::named))
@@ -462,43 +498,57 @@ SavedGraph decode(std::string_view bytes, const std::string& what) {
         x.field = static_cast<Relocation::Field>(field);
         x.symbol.kind = static_cast<Symbol::Kind>(kind);
         const SavedCommand& c = g.commands[x.command];
-        const std::string at = format("relocation %u (the %s of node %u, %s '%s')", i, field_name(x.field), x.command,
-                                      type_name(c.type), c.label.c_str());
-        uint64_t extent = g.arena_bytes;
+        const std::string at = format("relocation %u (the %s of %s)", i, field_name(x.field), where(x.command).c_str());
+        // The range the operand may reach: its allocation in the arena, or its named buffer.
+        uint64_t begin = 0, end = 0;
+        std::string space;
         if (x.symbol.kind == Symbol::Kind::named) {
             if (x.symbol.name >= names)
                 r.bad(format("%s: named buffer %u, but the file has %u", at.c_str(), x.symbol.name, names));
-            extent = g.names[x.symbol.name].second;
-        } else if (x.symbol.name != 0) {
-            r.bad(format("%s: an arena relocation with buffer %u (expected 0)", at.c_str(), x.symbol.name));
+            end = g.names[x.symbol.name].second;
+            space = "named buffer '" + g.names[x.symbol.name].first + "'";
+        } else {
+            if (x.symbol.name >= slots)
+                r.bad(format("%s: allocation %u, but the file has %u", at.c_str(), x.symbol.name, slots));
+            const ArenaSlot& s = g.slots[x.symbol.name];
+            begin = s.offset;
+            end = s.offset + s.bytes;
+            space = "the memory of " + where(s.command);
         }
-        const char* space = x.symbol.kind == Symbol::Kind::named ? g.names[x.symbol.name].first.c_str() : "the arena";
+        const uint64_t o = x.symbol.offset;
         if (x.field == Relocation::Field::arg) {
-            if (c.type != RT_GRAPH_NODE_TYPE_KERNEL) r.bad(format("%s: not a kernel node", at.c_str()));
+            if (c.type != RT_GRAPH_NODE_TYPE_KERNEL) r.bad(format("%s: not a kernel", at.c_str()));
             if (x.arg_offset % 8 != 0 || x.arg_offset > c.args.size() || c.args.size() - x.arg_offset < 8)
                 r.bad(format("%s: offset %u is not an aligned 8-byte word of the %zu bytes of argument values",
                              at.c_str(), x.arg_offset, c.args.size()));
-            if (x.symbol.offset > extent)
-                r.bad(format("%s: offset %llu is past the end of %s (%llu bytes)", at.c_str(),
-                             static_cast<unsigned long long>(x.symbol.offset), space,
-                             static_cast<unsigned long long>(extent)));
+            if (o < begin || o > end)  // an address one past the end is a kernel's "end" argument
+                r.bad(format("%s: offset %llu is outside %s (%llu..%llu)", at.c_str(),
+                             static_cast<unsigned long long>(o), space.c_str(), static_cast<unsigned long long>(begin),
+                             static_cast<unsigned long long>(end)));
             words.emplace_back(x.command, x.arg_offset);
             continue;
         }
-        const bool copy = c.type == RT_GRAPH_NODE_TYPE_MEMCPY;
-        if (!(copy || (c.type == RT_GRAPH_NODE_TYPE_MEMSET && x.field == Relocation::Field::dst)))
-            r.bad(format("%s: that node has no such operand", at.c_str()));
         if (x.arg_offset != 0) r.bad(format("%s: argument offset %u (expected 0)", at.c_str(), x.arg_offset));
-        if (x.symbol.offset > extent || c.bytes > extent - x.symbol.offset)
-            r.bad(format("%s: %llu bytes at offset %llu do not fit %s (%llu bytes)", at.c_str(),
-                         static_cast<unsigned long long>(c.bytes), static_cast<unsigned long long>(x.symbol.offset),
-                         space, static_cast<unsigned long long>(extent)));
-        if (copy && x.symbol.kind == Symbol::Kind::arena) {
-            const auto k = static_cast<backend::CopyKind>(c.kind);
-            const bool device_side = x.field == Relocation::Field::dst ? kind_device_dst(k) : kind_device_src(k);
-            if (!device_side)
-                r.bad(format("%s: a %s copy takes host memory there, but the arena is device memory", at.c_str(),
-                             kind_name(k)));
+        if (c.type == RT_GRAPH_NODE_TYPE_MEM_ALLOC) {  // its own place in the arena (for backends that lower it)
+            if (x.field != Relocation::Field::dst || x.symbol.kind != Symbol::Kind::arena ||
+                g.slots[x.symbol.name].command != x.command || o != begin)
+                r.bad(format("%s: an alloc command's relocation names its own allocation's start", at.c_str()));
+        } else {
+            const bool copy = c.type == RT_GRAPH_NODE_TYPE_MEMCPY;
+            if (!(copy || (c.type == RT_GRAPH_NODE_TYPE_MEMSET && x.field == Relocation::Field::dst)))
+                r.bad(format("%s: that command has no such operand", at.c_str()));
+            if (o < begin || o > end || c.bytes > end - o)
+                r.bad(format("%s: %llu bytes at offset %llu do not fit %s (%llu..%llu)", at.c_str(),
+                             static_cast<unsigned long long>(c.bytes), static_cast<unsigned long long>(o),
+                             space.c_str(), static_cast<unsigned long long>(begin),
+                             static_cast<unsigned long long>(end)));
+            if (copy && x.symbol.kind == Symbol::Kind::arena) {
+                const auto k = static_cast<backend::CopyKind>(c.kind);
+                const bool device_side = x.field == Relocation::Field::dst ? kind_device_dst(k) : kind_device_src(k);
+                if (!device_side)
+                    r.bad(format("%s: a %s copy takes host memory there, but the arena is device memory", at.c_str(),
+                                 kind_name(k)));
+            }
         }
         const uint8_t bit = x.field == Relocation::Field::dst ? 1 : 2;
         if (resolved[x.command] & bit) r.bad(format("%s: the operand has two relocations", at.c_str()));
@@ -506,18 +556,21 @@ SavedGraph decode(std::string_view bytes, const std::string& what) {
     }
     std::sort(words.begin(), words.end());
     if (auto d = std::adjacent_find(words.begin(), words.end()); d != words.end())
-        r.bad(format("node %u: the argument word at offset %u has two relocations", d->first, d->second));
+        r.bad(format("%s: the argument word at offset %u has two relocations", where(d->first).c_str(), d->second));
     for (uint32_t i = 0; i < commands; ++i) {
+        // Copies and fills of 0 bytes do nothing and have no operands to resolve.
         const SavedCommand& c = g.commands[i];
-        const uint8_t want = c.type == RT_GRAPH_NODE_TYPE_MEMCPY ? 3 : c.type == RT_GRAPH_NODE_TYPE_MEMSET ? 1 : 0;
+        const uint8_t want = c.bytes == 0                          ? 0
+                             : c.type == RT_GRAPH_NODE_TYPE_MEMCPY ? 3
+                             : c.type == RT_GRAPH_NODE_TYPE_MEMSET ? 1
+                                                                   : 0;
         if ((resolved[i] & want) != want)
-            r.bad(format("node %u (%s '%s') has no relocation for its %s: a saved graph reaches memory only "
-                         "through its arena and named buffers", i, type_name(c.type), c.label.c_str(),
-                         (resolved[i] & 1) ? "source" : "destination"));
+            r.bad(format("%s has no relocation for its %s: a saved graph reaches memory only through its arena and "
+                         "named buffers", where(i).c_str(), (resolved[i] & 1) ? "source" : "destination"));
     }
     if (r.left() != 0)
         r.bad(format("%zu bytes follow the last relocation (the graph ends at byte %zu of %zu after the header)",
-                     r.left(), r.at(), body.size()));
+                     r.left(), r.at(), bytes.size() - kHeaderBytes));
     return g;
 }
 
@@ -639,9 +692,15 @@ void save(const Program& p, const std::string& path) {
     g.identity = kernels::build_identity(target);
     for (const ProgramName& n : p.names) g.names.emplace_back(n.name, n.bytes);
     g.arena_bytes = p.arena_bytes;
-    g.allocated_bytes = p.allocated_bytes;
-    g.allocations = p.allocations;
     g.relocations = p.relocations;
+    g.slots = p.slots;
+    for (ArenaSlot& slot : g.slots) slot.provisional = 0;
+    const size_t n = p.command_of_node.size();
+    g.nodes.resize(n);
+    for (size_t i = 0; i < n; ++i) {
+        g.nodes[i].parent = p.node_parent[i];
+        g.nodes[i].deps.assign(p.node_deps.begin() + p.node_dep_begin[i], p.node_deps.begin() + p.node_dep_begin[i + 1]);
+    }
 
     // Which operands the relocations cover: dst/src per command, and the kernel argument words.
     std::vector<uint8_t> resolved(p.commands.size(), 0);
@@ -660,12 +719,10 @@ void save(const Program& p, const std::string& path) {
         s.type = c.type;
         s.node = c.node;
         s.label = label;
-        s.successors.assign(p.successors.begin() + c.first_successor,
-                            p.successors.begin() + c.first_successor + c.successor_count);
         switch (c.type) {
             case RT_GRAPH_NODE_TYPE_HOST:
                 fail(RT_ERROR_NOT_SUPPORTED,
-                     "%s is a host node: its function %p is code of this process, which a saved graph cannot hold",
+                     "%s: a host function (%p) is code of this process, which a saved graph cannot hold",
                      label.c_str(), reinterpret_cast<void*>(c.fn));
             case RT_GRAPH_NODE_TYPE_EVENT_RECORD:
             case RT_GRAPH_NODE_TYPE_WAIT_EVENT:
@@ -712,7 +769,7 @@ void save(const Program& p, const std::string& path) {
             case RT_GRAPH_NODE_TYPE_MEMSET: {
                 const bool copy = c.type == RT_GRAPH_NODE_TYPE_MEMCPY;
                 for (int bit : {1, 2}) {
-                    if (bit == 2 && !copy) break;
+                    if (c.bytes == 0 || (bit == 2 && !copy)) break;  // 0 bytes: nothing to reach, no relocation
                     if (resolved[i] & bit) continue;
                     const void* ptr = bit == 1 ? c.dst : c.src;
                     fail(RT_ERROR_NOT_SUPPORTED,
@@ -725,11 +782,9 @@ void save(const Program& p, const std::string& path) {
                 s.value = c.value;
                 break;
             }
-            case RT_GRAPH_NODE_TYPE_MEM_ALLOC:
-                s.arena_offset = c.arena_offset;
-                s.bytes = c.alloc_bytes;
-                break;
+            case RT_GRAPH_NODE_TYPE_MEM_ALLOC:  // its place: the slot's
             case RT_GRAPH_NODE_TYPE_EMPTY:
+            case RT_GRAPH_NODE_TYPE_GRAPH:
             case RT_GRAPH_NODE_TYPE_MEM_FREE:
                 break;
             default:
@@ -823,22 +878,40 @@ std::shared_ptr<Program> load(const std::string& path, CoreDevice& device) {
         p->names.push_back(std::move(n));
     }
     p->arena_bytes = static_cast<size_t>(g.arena_bytes);
-    p->allocated_bytes = static_cast<size_t>(g.allocated_bytes);
-    p->allocations = static_cast<size_t>(g.allocations);
     p->relocations = g.relocations;
-    p->commands.resize(g.commands.size());
-    p->labels.reserve(g.commands.size());
-    p->node_handles.assign(g.commands.size(), 0);
+    p->slots = g.slots;
+    p->allocations = p->slots.size();
+    for (const ArenaSlot& slot : p->slots) p->allocated_bytes += slot.bytes;
+    const uint32_t n = static_cast<uint32_t>(g.commands.size());
+    p->commands.resize(n);
+    p->labels.reserve(n);
+    p->node_handles.assign(n, 0);
+    // The nodes' dependencies as the program keeps them, and the commands' edges made from them as instantiate
+    // makes them (successors in the order of the successor nodes).
+    p->command_of_node.resize(n);
+    for (uint32_t c = 0; c < n; ++c) p->command_of_node[g.commands[c].node] = c;
+    p->node_parent.resize(n);
+    p->node_dep_begin.resize(n + 1);
+    std::vector<std::vector<uint32_t>> successors(n);
+    for (uint32_t i = 0; i < n; ++i) {
+        p->node_parent[i] = g.nodes[i].parent;
+        p->node_dep_begin[i] = static_cast<uint32_t>(p->node_deps.size());
+        p->node_deps.insert(p->node_deps.end(), g.nodes[i].deps.begin(), g.nodes[i].deps.end());
+        for (uint32_t d : g.nodes[i].deps) successors[p->command_of_node[d]].push_back(p->command_of_node[i]);
+    }
+    p->node_dep_begin[n] = static_cast<uint32_t>(p->node_deps.size());
     std::map<std::pair<uint32_t, std::string>, std::shared_ptr<CoreFunction>> functions;
-    for (size_t i = 0; i < g.commands.size(); ++i) {
+    for (uint32_t i = 0; i < n; ++i) {
         const SavedCommand& s = g.commands[i];
         Command& c = p->commands[i];
         c.type = s.type;
         c.node = s.node;
         p->labels.push_back(s.label);
+        c.predecessor_count = static_cast<uint32_t>(g.nodes[s.node].deps.size());
+        if (c.predecessor_count == 0) p->roots.push_back(i);
         c.first_successor = static_cast<uint32_t>(p->successors.size());
-        c.successor_count = static_cast<uint32_t>(s.successors.size());
-        p->successors.insert(p->successors.end(), s.successors.begin(), s.successors.end());
+        c.successor_count = static_cast<uint32_t>(successors[i].size());
+        p->successors.insert(p->successors.end(), successors[i].begin(), successors[i].end());
         switch (s.type) {
             case RT_GRAPH_NODE_TYPE_KERNEL: {
                 auto& f = functions[{s.module, s.kernel}];
@@ -881,22 +954,35 @@ std::shared_ptr<Program> load(const std::string& path, CoreDevice& device) {
             case RT_GRAPH_NODE_TYPE_MEMCPY:
                 c.kind = static_cast<backend::CopyKind>(s.kind);
                 c.bytes = static_cast<size_t>(s.bytes);
+                c.elided = c.bytes == 0;
                 break;
             case RT_GRAPH_NODE_TYPE_MEMSET:
                 c.value = s.value;
                 c.bytes = static_cast<size_t>(s.bytes);
-                break;
-            case RT_GRAPH_NODE_TYPE_MEM_ALLOC:
-                c.arena_offset = s.arena_offset;
-                c.alloc_bytes = static_cast<size_t>(s.bytes);
+                c.elided = c.bytes == 0;
                 break;
             default:
                 break;
         }
     }
-    for (uint32_t s : p->successors) ++p->commands[s].predecessor_count;
-    for (size_t i = 0; i < p->commands.size(); ++i)
-        if (p->commands[i].predecessor_count == 0) p->roots.push_back(static_cast<uint32_t>(i));
+    for (const ArenaSlot& slot : p->slots) {
+        p->commands[slot.command].arena_offset = slot.offset;
+        p->commands[slot.command].alloc_bytes = slot.bytes;
+    }
+    // Every use of an allocation's memory runs after its allocation command and before its free command, as
+    // instantiate requires: the memory plan's reuse rests on it.
+    std::vector<std::pair<uint32_t, uint32_t>> uses;
+    for (const Relocation& r : p->relocations)
+        if (r.symbol.kind == Symbol::Kind::arena && p->commands[r.command].type != RT_GRAPH_NODE_TYPE_MEM_ALLOC)
+            uses.emplace_back(r.command, r.symbol.name);
+    for (uint32_t k = 0; k < p->slots.size(); ++k)
+        if (p->slots[k].free_command != ArenaSlot::kNone) uses.emplace_back(p->slots[k].free_command, k);
+    Reachability reach(*p);
+    try {
+        check_uses(*p, std::move(uses), reach);
+    } catch (const Error& e) {
+        fail(RT_ERROR_INVALID_VALUE, "%s is corrupted: %s", what.c_str(), e.what());
+    }
     return p;
 }
 

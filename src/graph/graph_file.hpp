@@ -15,21 +15,26 @@
 //   u32 modules, each: u8 has_source, str source, str options, str origin (the file an rtModuleLoadFile module came
 //       from, for messages), blob binary (the built code for the build identity above; may be empty)
 //   u32 names, each: str name, u64 bytes
-//   u64 arena bytes, u64 allocated bytes, u64 allocations
-//   u32 commands (topological order: every edge goes from a command to a later one), each:
-//       u32 type (rtGraphNodeType), u32 node, str label, then by type
-//         KERNEL:    u32 module, str kernel, u32 grid[3], u32 block[3], u64 shared bytes, u64 global[3],
-//                    u32 arguments, (u64 offset, u64 size) each, blob argument values (relocated words are 0)
-//         MEMCPY:    u8 kind (backend::CopyKind), u64 bytes        MEMSET: u8 value, u64 bytes
-//         MEM_ALLOC: u64 arena offset, u64 bytes                   EMPTY, MEM_FREE: nothing
-//       u32 successors, u32 each (ascending)
-//   u32 relocations, each: u32 command, u8 field (Relocation::Field), u32 argument offset, u8 symbol kind
-//       (Symbol::Kind), u32 name, u64 offset
+//   u64 arena bytes
+//   u32 commands (topological order), each: u32 type (rtGraphNodeType), u32 node (its flattening index), str label,
+//       then by type
+//         KERNEL: u32 module, str kernel, u32 grid[3], u32 block[3], u64 shared bytes, u64 global[3],
+//                 u32 arguments, (u64 offset, u64 size) each, blob argument values (relocated words are 0)
+//         MEMCPY: u8 kind (backend::CopyKind), u64 bytes        MEMSET: u8 value, u64 bytes
+//         EMPTY, GRAPH (a child graph's own node), MEM_ALLOC, MEM_FREE: nothing
+//   u32 nodes (as many as commands, in flattening order), each: u32 parent (the child-graph node it belongs to;
+//       0xffffffff: none), u32 dependencies, u32 each (ascending): the edges, and what rtGraphExecUpdate compares
+//   u32 slots (one per MEM_ALLOC command, in command order), each: u32 command, u32 free command (0xffffffff: none),
+//       u64 bytes, u64 arena offset (the memory plan)
+//   u32 relocations (by command), each: u32 command, u8 field (Relocation::Field), u32 argument offset, u8 symbol
+//       kind (Symbol::Kind), u32 name or slot, u64 offset (in the named buffer, or in the arena)
 //
-// Reading checks every length and count against the bytes left, every index against its table, every operand's
-// extent against its arena or named buffer, and that copies and fills reach memory only through relocations: a file
-// that passes holds no address of the process that wrote it. (Kernel code is code: a loaded graph's kernels are
-// trusted as an rtModuleLoadFile module is.)
+// Reading checks every length and count against the bytes left, every index against its table, that the nodes'
+// dependencies go from earlier commands to later ones, every operand's extent against its allocation or named
+// buffer, that copies and fills reach memory only through relocations (a file that passes holds no address of the
+// process that wrote it), and that every use of an allocation runs between its allocation and free commands. The
+// memory plan is taken as saved (overlapping allocations would only race inside the arena: a damaged file is caught
+// by the checksum, and a loaded graph's kernels are trusted as code anyway, as an rtModuleLoadFile module is).
 #pragma once
 
 #include <cstdint>
@@ -61,7 +66,7 @@ struct SavedModule {
     std::string binary;  ///< built code for SavedGraph::identity; empty when none was saved
 };
 
-/// A command as the file holds it (the fields its type uses; graph::Command's others stay 0).
+/// A command as the file holds it (the fields its type uses).
 struct SavedCommand {
     rtGraphNodeType type = RT_GRAPH_NODE_TYPE_EMPTY;
     uint32_t node = 0;
@@ -71,19 +76,26 @@ struct SavedCommand {
     backend::LaunchShape shape{};
     std::vector<uint64_t> arg_offsets, arg_sizes;
     std::string args;
-    uint8_t kind = 0;  // MEMCPY: backend::CopyKind
-    uint8_t value = 0; // MEMSET
-    uint64_t bytes = 0;  // MEMCPY, MEMSET, MEM_ALLOC
-    uint64_t arena_offset = 0;  // MEM_ALLOC
-    std::vector<uint32_t> successors;
+    uint8_t kind = 0;    // MEMCPY: backend::CopyKind
+    uint8_t value = 0;   // MEMSET
+    uint64_t bytes = 0;  // MEMCPY, MEMSET
+};
+
+/// A node of the flattened graph: the child-graph node it belongs to (kNoParent: none) and its dependencies.
+struct SavedNode {
+    static constexpr uint32_t kNoParent = UINT32_MAX;
+    uint32_t parent = kNoParent;
+    std::vector<uint32_t> deps;
 };
 
 struct SavedGraph {
     std::string backend, identity;
     std::vector<SavedModule> modules;
     std::vector<std::pair<std::string, uint64_t>> names;
-    uint64_t arena_bytes = 0, allocated_bytes = 0, allocations = 0;
+    uint64_t arena_bytes = 0;
     std::vector<SavedCommand> commands;
+    std::vector<SavedNode> nodes;
+    std::vector<ArenaSlot> slots;  ///< provisional unused (0)
     std::vector<Relocation> relocations;
 };
 
