@@ -12,7 +12,10 @@
 // (exit 2), so a fast-but-wrong runtime cannot look good. Peer failures do not stop the run: the
 // peer cell says why it is missing.
 //
-// Usage: runtime-bench-core [--quick] [--json] [--sweep] [--device N|cpu:0] [--list-devices]
+// Graph rows: replay of 1,000 empty kernels as a chain and as a fan-out / fan-in (per node) next to the same kernels
+// launched one call at a time, instantiate of 1,000 nodes, one kernel node update, a whole-graph update.
+//
+// Usage: runtime-bench-core [--quick] [--json] [--sweep] [--device N|cpu:0] [--list-devices] [--only groups|graphs]
 
 #include <runtime/runtime.h>
 
@@ -68,6 +71,7 @@ struct Config {
     bool json = false;
     bool sweep = false;
     bool only_groups = false;  // --only groups: the work-group rows alone
+    bool only_graphs = false;  // --only graphs: the graph rows alone
     int device = 0;
     int lat_runs = 25;     // runs per latency metric
     int lat_iters = 200;   // iterations per run (25 x 200 = 5000 timed iterations)
@@ -80,6 +84,7 @@ struct Config {
     int jit_reps = 7;      // cold compiles, fresh-process cached loads (each side)
     int reload_runs = 15;  // same-process reloads: runs (ours: mean of 10 per run; peer: 1)
     int group_runs = 11;   // timed runs of each work-group kernel row (the flat sum: a third)
+    int graph_runs = 11;   // timed runs of each graph row
 };
 
 enum class Better { Lower, Higher };
@@ -191,6 +196,7 @@ private:
     void latency_rows();
     void kernel_rows();
     void group_rows();
+    void graph_rows();
     void bandwidth_rows();
     void sweep_rows();
     /// Runs this executable again as `--jit-child side tag`; returns the child's measured seconds,
@@ -599,6 +605,217 @@ std::optional<double> Bench::run_jit_child(const char* side, const std::string& 
         return std::nullopt;
     }
     return std::strtod(line, nullptr);
+}
+
+// ---------------------------------------------------------------- graphs
+
+/// The graph rows' kernels: an empty one, and two that check what a replay did (a chain's order, a fan's count).
+const char* graph_kernel_source() {
+    return "// runtime-bench-core graph kernels\n"
+           "RT_KERNEL void empty() {}\n"
+           "RT_KERNEL void step(unsigned* c, unsigned i) {\n"
+           "    if (c[0] == i) c[0] = i + 1; else c[1] = 1;  /* a chain runs in order */\n"
+           "}\n"
+           "RT_KERNEL void count(unsigned* c) { atomic_inc(c); }\n";
+}
+
+/// A chain of `n` kernel nodes (`params` each; args may differ per node through `set`), or a fan-out / fan-in: one
+/// node, n nodes after it, one node after those (n + 2 nodes).
+template <class Set>
+rtGraph_t build_graph(unsigned n, bool fan, rtKernelNodeParams params, Set&& set) {
+    rtGraph_t g = nullptr;
+    RT_CHECK(rtGraphCreate(&g, 0));
+    rtGraphNode_t prev = nullptr;
+    auto add = [&](unsigned i, const rtGraphNode_t* deps, std::size_t ndeps) {
+        set(params, i);
+        rtGraphNode_t node = nullptr;
+        RT_CHECK(rtGraphAddKernelNode(&node, g, deps, ndeps, &params));
+        return node;
+    };
+    if (!fan) {
+        for (unsigned i = 0; i < n; ++i) prev = add(i, prev ? &prev : nullptr, prev ? 1 : 0);
+        return g;
+    }
+    const rtGraphNode_t root = add(0, nullptr, 0);
+    std::vector<rtGraphNode_t> middle(n);
+    for (unsigned i = 0; i < n; ++i) middle[i] = add(i + 1, &root, 1);
+    add(n + 1, middle.data(), middle.size());
+    return g;
+}
+
+// graph_chain_1000 / graph_fan_1000: an executable graph of 1,000 empty kernels (a chain; a fan-out / fan-in)
+// launched 100 times + one synchronize, per node; next to each, the same kernels launched one call at a time (+ one
+// synchronize), per launch. graph_instantiate_1000: rtGraphInstantiate of the 1,000-node chain (its destruction
+// untimed). graph_kernel_node_update: rtGraphExecKernelNodeSetParams of one node of it, no launch in flight.
+// graph_exec_update_1000: rtGraphExecUpdate of it from a graph of the same 1,000 nodes.
+void Bench::graph_rows() {
+    std::fprintf(stderr, "runtime-bench-core: graphs (replay of 1,000 kernels, instantiate, update) ...\n");
+    constexpr unsigned kNodes = 1000;
+    constexpr int kLaunches = 100;  // launches per timed run of a replay row
+    rtModule_t module = nullptr;
+    RT_CHECK(rtModuleLoadSource(&module, graph_kernel_source(), nullptr));
+    rtFunction_t f_empty = nullptr, f_step = nullptr, f_count = nullptr;
+    RT_CHECK(rtModuleGetFunction(&f_empty, module, "empty"));
+    RT_CHECK(rtModuleGetFunction(&f_step, module, "step"));
+    RT_CHECK(rtModuleGetFunction(&f_count, module, "count"));
+    rtKernelNodeParams params{};
+    params.grid = rtDim3{1, 1, 1};
+    params.block = rtDim3{1, 1, 1};
+    auto empty_params = [&](rtKernelNodeParams& p, unsigned) {
+        p.function = f_empty;
+        p.args = nullptr;
+    };
+    void* d_check = nullptr;
+    RT_CHECK(rtMalloc(&d_check, 2 * sizeof(unsigned)));
+    auto set_target = [](Row& r, double limit) {
+        char t[48];
+        std::snprintf(t, sizeof t, "<= %g %s", limit, r.unit.c_str());
+        r.target = t;
+        if (r.ours) r.verdict = r.ours->median <= limit ? "yes" : "NO";
+    };
+    // Runs of `op` (which does `per_run` units of work), seconds per unit, as a Stat in `scale` units.
+    auto measure = [&](int runs, double per_run, double scale, auto&& op) {
+        std::vector<double> v;
+        for (int i = 0; i < runs; ++i) {
+            const auto t0 = Clock::now();
+            op();
+            v.push_back(seconds_between(t0, Clock::now()) / per_run);
+        }
+        Stat st = summarize(v);
+        return Stat{st.median * scale, st.min * scale, st.max * scale, st.samples};
+    };
+
+    for (const bool fan : {false, true}) {
+        const unsigned total = kNodes;                      // nodes of the graph
+        const unsigned middle = fan ? kNodes - 2 : kNodes;  // the fan: 998 in the middle, one on each end
+        // Verified once: the chain runs in order, the fan runs every node once.
+        {
+            unsigned zero[2] = {0, 0};
+            RT_CHECK(rtMemcpy(d_check, zero, sizeof zero, RT_MEMCPY_HOST_TO_DEVICE));
+            std::vector<unsigned> index(total + 2);
+            void* args_step[2] = {&d_check, nullptr};
+            void* args_count[1] = {&d_check};
+            rtGraph_t g = build_graph(middle, fan, params, [&](rtKernelNodeParams& p, unsigned i) {
+                index[i] = i;
+                args_step[1] = &index[i];
+                p.function = fan ? f_count : f_step;
+                p.args = fan ? args_count : args_step;
+            });
+            rtGraphExec_t x = nullptr;
+            RT_CHECK(rtGraphInstantiate(&x, g, 0));
+            RT_CHECK(rtGraphLaunch(x, stream_));
+            RT_CHECK(rtStreamSynchronize(stream_));
+            unsigned got[2] = {0, 0};
+            RT_CHECK(rtMemcpy(got, d_check, sizeof got, RT_MEMCPY_DEVICE_TO_HOST));
+            const char* metric = fan ? "graph_fan_1000" : "graph_chain_1000";
+            if (got[0] != total || got[1] != 0)
+                verification_failed(metric, "a replay of " + std::to_string(total) + " nodes counted " +
+                                                std::to_string(got[0]) + (got[1] ? " out of order" : ""));
+            RT_CHECK(rtGraphExecDestroy(x));
+            RT_CHECK(rtGraphDestroy(g));
+        }
+        rtGraph_t g = build_graph(middle, fan, params, empty_params);
+        rtGraphExec_t x = nullptr;
+        RT_CHECK(rtGraphInstantiate(&x, g, 0));
+        Row r;
+        r.metric = fan ? "graph_fan_1000" : "graph_chain_1000";
+        r.label = fan ? "graph replay, 1,000-node fan-out/in, per node" : "graph replay, 1,000-kernel chain, per node";
+        r.unit = "ns";
+        r.seed = "-";
+        auto replay = [&] {
+            for (int i = 0; i < kLaunches; ++i) RT_CHECK(rtGraphLaunch(x, stream_));
+            RT_CHECK(rtStreamSynchronize(stream_));
+        };
+        replay();  // warm-up
+        r.ours = measure(cfg_.graph_runs, double(kLaunches) * total, 1e9, replay);
+        set_target(r, 50);
+        rows_.push_back(std::move(r));
+        RT_CHECK(rtGraphExecDestroy(x));
+        RT_CHECK(rtGraphDestroy(g));
+        settle();
+
+        Row s;
+        s.metric = fan ? "stream_fan_1000" : "stream_chain_1000";
+        s.label = "  the same 1,000 kernels, one call each";
+        s.unit = "ns";
+        s.seed = "-";
+        const rtDim3 one{1, 1, 1};
+        auto calls = [&] {
+            for (unsigned i = 0; i < total; ++i) RT_CHECK(rtLaunchKernel(f_empty, one, one, nullptr, 0, stream_));
+            RT_CHECK(rtStreamSynchronize(stream_));
+        };
+        constexpr int kRounds = 10;  // rounds of 1,000 calls + synchronize per timed run
+        calls();
+        s.ours = measure(cfg_.graph_runs, double(kRounds) * total, 1e9, [&] {
+            for (int i = 0; i < kRounds; ++i) calls();
+        });
+        rows_.push_back(std::move(s));
+        settle();
+    }
+
+    // Instantiate, parameter update, whole-graph update: the 1,000-kernel chain.
+    {
+        rtGraph_t g = build_graph(kNodes, false, params, empty_params);
+        rtGraph_t same = build_graph(kNodes, false, params, empty_params);
+        rtGraphExec_t x = nullptr;
+        Row r;
+        r.metric = "graph_instantiate_1000";
+        r.label = "instantiate a 1,000-node graph";
+        r.unit = "us";
+        r.seed = "-";
+        std::vector<double> v;
+        for (int i = 0; i < cfg_.graph_runs; ++i) {
+            const auto t0 = Clock::now();
+            RT_CHECK(rtGraphInstantiate(&x, g, 0));
+            v.push_back(seconds_between(t0, Clock::now()));
+            RT_CHECK(rtGraphExecDestroy(x));
+        }
+        r.ours = to_microseconds(summarize(v));
+        set_target(r, 1000);
+        rows_.push_back(std::move(r));
+
+        RT_CHECK(rtGraphInstantiate(&x, g, 0));
+        std::vector<rtGraphNode_t> nodes(kNodes);
+        std::size_t count = kNodes;
+        RT_CHECK(rtGraphGetNodes(g, nodes.data(), &count));
+        constexpr int kUpdates = 1000;
+        Row u;
+        u.metric = "graph_kernel_node_update";
+        u.label = "kernel node parameter update";
+        u.unit = "us";
+        u.seed = "-";
+        rtKernelNodeParams p = params;
+        empty_params(p, 0);
+        RT_CHECK(rtStreamSynchronize(stream_));  // no launch in flight: updates change the program in place
+        u.ours = measure(cfg_.graph_runs, kUpdates, 1e6, [&] {
+            for (int i = 0; i < kUpdates; ++i)
+                RT_CHECK(rtGraphExecKernelNodeSetParams(x, nodes[static_cast<std::size_t>(i) % kNodes], &p));
+        });
+        set_target(u, 0.5);
+        rows_.push_back(std::move(u));
+
+        Row w;
+        w.metric = "graph_exec_update_1000";
+        w.label = "whole-graph update, 1,000 nodes";
+        w.unit = "us";
+        w.seed = "-";
+        rtGraphExecUpdateResult result = RT_GRAPH_EXEC_UPDATE_ERROR;
+        w.ours = measure(cfg_.graph_runs, 1, 1e6, [&] { RT_CHECK(rtGraphExecUpdate(x, same, &result)); });
+        if (result != RT_GRAPH_EXEC_UPDATE_SUCCESS)
+            verification_failed(w.metric, "rtGraphExecUpdate of an identical graph returned result " +
+                                              std::to_string(static_cast<int>(result)));
+        set_target(w, 100);
+        rows_.push_back(std::move(w));
+        // The updated exec still replays.
+        RT_CHECK(rtGraphLaunch(x, stream_));
+        RT_CHECK(rtStreamSynchronize(stream_));
+        RT_CHECK(rtGraphExecDestroy(x));
+        RT_CHECK(rtGraphDestroy(g));
+        RT_CHECK(rtGraphDestroy(same));
+    }
+    RT_CHECK(rtFree(d_check));
+    RT_CHECK(rtModuleUnload(module));
+    settle();
 }
 
 // ---------------------------------------------------------------- work-group kernels
@@ -1516,16 +1733,18 @@ int Bench::run() {
     // Progress goes to stderr (stdout carries the table or the JSON).
     std::fprintf(stderr, "runtime-bench-core: measuring on %s: copy latency and event round trips ...\n",
                  device_name_.c_str());
-    if (!cfg_.only_groups) {
+    const bool all = !cfg_.only_groups && !cfg_.only_graphs;
+    if (all) {
         latency_rows();  // includes the event round trips
         kernel_rows();
     }
-    group_rows();
-    if (!cfg_.only_groups) {
+    if (all || cfg_.only_groups) group_rows();
+    if (all || cfg_.only_graphs) graph_rows();
+    if (all) {
         std::fprintf(stderr, "runtime-bench-core: 256 MiB bandwidth ...\n");
         bandwidth_rows();
     }
-    if (cfg_.sweep && !cfg_.only_groups) {
+    if (cfg_.sweep && all) {
         std::fprintf(stderr, "runtime-bench-core: bandwidth sweep 4 B .. 256 MiB ...\n");
         sweep_rows();
     }
@@ -1584,13 +1803,14 @@ int parse_device(const std::string& spec) {
 
 void usage(const char* argv0) {
     std::printf(
-        "usage: %s [--quick] [--json] [--sweep] [--device N|cpu:0] [--list-devices]\n"
+        "usage: %s [--quick] [--json] [--sweep] [--device N|cpu:0] [--list-devices] [--only groups|graphs]\n"
         "  --quick     fewer repetitions (< 40 s)\n"
         "  --json      print an array of records {metric, device, value, unit, min, max, peer, peer_value}\n"
         "  --sweep     also measure bandwidth for 4 B .. 256 MiB in x4 steps (ours, PoCL, memcpy)\n"
         "  --device N  runtime device index or device string like cpu:0 (default 0)\n"
         "  --list-devices  print the devices as JSON and exit\n"
         "  --only groups   only the work-group kernel rows (bench/kernels/work_groups.{cpp,cl})\n"
+        "  --only graphs   only the graph rows (replay of 1,000 kernels, instantiate, updates)\n"
         "exit status: 0 ok, 1 a runtime call failed (its error name and message are printed), 2 wrong data\n",
         argv0);
 }
@@ -1615,6 +1835,9 @@ int main(int argc, char** argv) {
             cfg.sweep = true;
         } else if (a == "--only" && i + 1 < argc && std::string(argv[i + 1]) == "groups") {
             cfg.only_groups = true;
+            ++i;
+        } else if (a == "--only" && i + 1 < argc && std::string(argv[i + 1]) == "graphs") {
+            cfg.only_graphs = true;
             ++i;
         } else if (a == "--list-devices") {
             return rtbench::list_devices();
@@ -1642,6 +1865,7 @@ int main(int argc, char** argv) {
         cfg.jit_reps = 3;
         cfg.reload_runs = 5;
         cfg.group_runs = 5;
+        cfg.graph_runs = 5;
     }
     // A cuda device is compared with the raw driver API (peer_cuda.cpp); the cpu rows and the PoCL peer are for cpu.
     rtDeviceProp prop{};

@@ -41,6 +41,10 @@ struct HostCall {
 };
 /// Defined by the core: runs the user's function, captures a failure. Never throws.
 void run_host_call(const HostCall& call) noexcept;
+/// Defined by the core: how failure messages name an operation of a stream: "operation #12 on the stream", or for a
+/// node of a graph launch (`graph_node`: its label, "node 3 (kernel 'scale')") "node 3 of the graph launched as
+/// operation #12 on the stream". Throws only std::bad_alloc.
+std::string describe_operation(uint64_t op_index, const char* graph_node);
 /// Defined by the core: a queue reached a position armed by notify_at_impl. Any thread; never blocks.
 void notify_timeline() noexcept;
 /// Defined by the core: runs `action` once every stream has completed the work queued before the call (a backend

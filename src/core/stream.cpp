@@ -1,6 +1,8 @@
 // Core stream semantics: synchronize/query report asynchronous failures; host functions run through a trampoline.
 #include "core/stream.hpp"
 
+#include <cstring>
+
 #include "core/runtime.hpp"
 #include "core/timeline.hpp"
 
@@ -78,6 +80,15 @@ bool defer_after_queued_work(std::function<void()> action) noexcept {
     }
 }
 
+std::string describe_operation(uint64_t op_index, const char* graph_node) {
+    const auto op = static_cast<unsigned long long>(op_index);
+    if (!graph_node) return format("operation #%llu on the stream", op);
+    // The label's node part ("node 3" of "node 3 (kernel 'scale')"): the message names the kind and name itself.
+    const char* detail = std::strstr(graph_node, " (");
+    const int node_chars = detail ? static_cast<int>(detail - graph_node) : static_cast<int>(std::strlen(graph_node));
+    return format("%.*s of the graph launched as operation #%llu on the stream", node_chars, graph_node, op);
+}
+
 void run_host_call(const HostCall& call) noexcept {
     if (!call.slot) {  // internal bookkeeping: never skipped, cannot fail
         call.fn(call.user_data);
@@ -108,9 +119,8 @@ void run_host_call(const HostCall& call) noexcept {
     if (failure.code != RT_SUCCESS) {
         try {
             call.slot->set(failure.code,
-                           format("host function %p (operation #%llu on the stream) failed: %s",
-                                  reinterpret_cast<void*>(call.fn), static_cast<unsigned long long>(call.op_index),
-                                  failure.message.c_str()));
+                           format("host function %p (%s) failed: %s", reinterpret_cast<void*>(call.fn),
+                                  describe_operation(call.op_index, call.graph_node).c_str(), failure.message.c_str()));
         } catch (...) {
             // Out of memory while reporting: the code alone still reaches the stream.
             call.slot->set(failure.code, {});

@@ -323,6 +323,10 @@ rtGraphExecUpdateResult GraphExec::update(const Graph& graph, std::string* why) 
         return kernel == flat.nodes.end() ? RT_GRAPH_EXEC_UPDATE_ERROR : RT_GRAPH_EXEC_UPDATE_ERROR_FUNCTION_CHANGED;
     }
     const uint32_t n = static_cast<uint32_t>(p.commands.size());
+    if (p.command_of_node.size() != n || p.node_parent.size() != n || p.node_dep_begin.size() != size_t{n} + 1) {
+        *why = "the executable graph does not know the graph it was made from (it was loaded from a file)";
+        return RT_GRAPH_EXEC_UPDATE_ERROR_NOT_SUPPORTED;
+    }
     if (flat.nodes.size() != n) {
         *why = format("the graph has %zu nodes (those of its child graphs included) but the executable graph was "
                       "made from one with %u", flat.nodes.size(), n);

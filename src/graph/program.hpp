@@ -41,7 +41,8 @@ struct Relocation {
     Symbol symbol;
 };
 
-/// One operation. Child graphs are flattened; MEM_ALLOC / MEM_FREE / EMPTY commands do nothing when replayed (their
+/// One operation. Child graphs are flattened: their nodes are inlined before the child node's command, which stays
+/// (type GRAPH) as the join of the child's last nodes and does nothing when replayed; MEM_ALLOC / MEM_FREE / EMPTY commands do nothing when replayed (their
 /// memory is the arena's); WAIT_EVENT / EVENT_RECORD commands do nothing either: the core orders the whole launch
 /// after every waited event and records every recorded event after the launch (graph/exec.hpp).
 struct Command {
@@ -65,7 +66,7 @@ struct Command {
     void* user_data = nullptr;
     // WAIT_EVENT / EVENT_RECORD
     std::shared_ptr<Event> event;
-    // MEM_ALLOC: planned place in the arena
+    // MEM_ALLOC: planned place in the arena (and, relocated, its address in dst, for backends that lower allocations)
     uint64_t arena_offset = 0;
     size_t alloc_bytes = 0;
     // Edges: successors are Program::successors[first_successor .. first_successor + successor_count).
@@ -113,7 +114,8 @@ struct Program {
     /// The instantiated graph's nodes in flattening order (each node, then the nodes of its child graph, if any):
     /// the command of each, and each one's dependencies as flattening indices (sorted; a child graph's first nodes
     /// depend on the child node's dependencies, the child node itself on the child graph's last nodes). What
-    /// rtGraphExecUpdate compares a graph with.
+    /// rtGraphExecUpdate compares a graph with, and what Reachability walks back along (a program built another
+    /// way — a load — fills them too, or cannot be updated).
     std::vector<uint32_t> command_of_node;
     std::vector<uint32_t> node_parent;      ///< FlatGraph::Entry::parent of each node
     std::vector<uint32_t> node_dep_begin;   ///< node i's dependencies: node_deps[node_dep_begin[i] .. [i + 1])

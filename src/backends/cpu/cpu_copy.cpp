@@ -3,12 +3,22 @@
 
 #include <cstring>
 
+#include "backends/cpu/cpu_executor.hpp"
+
 #if defined(__x86_64__) || defined(__SSE2__)
 #include <emmintrin.h>
 #define RT_HAVE_SSE2 1
 #endif
 
 namespace rt::cpu {
+
+namespace {
+/// Copies and fills at least this large are split across the executors (below, one thread is faster
+/// than waking another).
+constexpr size_t kSplitBytes = size_t{2} << 20;
+/// Each piece of a split copy: large enough to amortise taking it, small enough to balance two threads.
+constexpr size_t kPieceBytes = size_t{4} << 20;
+}  // namespace
 
 void copy_bytes(void* dst, const void* src, size_t bytes, bool streaming) {
 #ifdef RT_HAVE_SSE2
@@ -64,6 +74,38 @@ void streaming_fence() {
 #ifdef RT_HAVE_SSE2
     _mm_sfence();
 #endif
+}
+
+void run_copy(Executor& executor, void* dst, const void* src, size_t bytes) {
+    auto* d = static_cast<char*>(dst);
+    auto* s = static_cast<const char*>(src);
+    const bool overlap = d < s + bytes && s < d + bytes;
+    const bool streaming = bytes >= kStreamingBytes;
+    if (overlap) {
+        std::memmove(d, s, bytes);
+    } else if (bytes < kSplitBytes) {
+        std::memcpy(d, s, bytes);
+    } else {
+        auto piece = [&](size_t b, size_t e) {
+            copy_bytes(d + b, s + b, e - b, streaming);
+            streaming_fence();  // before parallel_for publishes the piece as done
+        };
+        executor.parallel_for(bytes, kPieceBytes, piece);
+    }
+}
+
+void run_fill(Executor& executor, void* dst, uint8_t value, size_t bytes) {
+    auto* d = static_cast<char*>(dst);
+    const bool streaming = bytes >= kStreamingBytes;
+    if (bytes < kSplitBytes) {
+        std::memset(d, value, bytes);
+    } else {
+        auto piece = [&](size_t b, size_t e) {
+            fill_bytes(d + b, value, e - b, streaming);
+            streaming_fence();
+        };
+        executor.parallel_for(bytes, kPieceBytes, piece);
+    }
 }
 
 }  // namespace rt::cpu

@@ -10,6 +10,7 @@
 
 #include "backends/backend.hpp"
 #include "backends/cpu/cpu_executor.hpp"
+#include "backends/cpu/cpu_graph.hpp"
 #include "backends/cpu/cpu_kernel.hpp"
 #include "backends/cpu/cpu_target.hpp"
 #include "backends/cpu/cpu_queue.hpp"
@@ -179,6 +180,10 @@ public:
     std::unique_ptr<backend::Queue> create_queue_impl(unsigned) override {
         return std::unique_ptr<backend::Queue>(new CpuQueueHandle(std::make_shared<CpuQueue>(executor_, stream_min_bytes_)));
     }
+    std::shared_ptr<backend::GraphExecutable> compile_graph_impl(
+        const std::shared_ptr<const graph::Program>& program) override {
+        return std::make_shared<CpuGraph>(program);
+    }
     kernels::Target& kernel_target() override { return cpu_target(); }
     kernels::ModuleCache& kernel_modules() override { return cpu_modules(); }
     std::unique_ptr<backend::Event> create_event_impl(bool timing, bool blocking_sync) override {
@@ -208,6 +213,10 @@ private:
         void notify_at_impl(uint64_t position) override { q_->notify_at_impl(position); }
         void bind_error_slot_impl(AsyncErrorSlot* slot) override { q_->bind_error_slot_impl(slot); }
         void release_kernels_impl() override { q_->release_kernels_impl(); }
+        void launch_graph_impl(const std::shared_ptr<backend::GraphExecutable>& g,
+                               const backend::LaunchReport& r) override {
+            q_->launch_graph_impl(g, r);
+        }
 
     private:
         std::shared_ptr<CpuQueue> q_;

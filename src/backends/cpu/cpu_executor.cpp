@@ -87,9 +87,29 @@ void Executor::parallel_for(size_t n, size_t grain, FunctionRef<void(size_t, siz
         cpu_relax();
 }
 
+void Executor::share(SharedWork& work) {
+    work.max_helpers_ = static_cast<int>(threads_.size()) - 1;
+    std::lock_guard lock(mutex_);
+    shared_.push_back(&work);
+}
+
+void Executor::retire(SharedWork& work) {
+    {
+        std::lock_guard lock(mutex_);
+        shared_.erase(std::find(shared_.begin(), shared_.end(), &work));
+    }
+    // No helper can join now; those inside find nothing ready and leave.
+    while (work.helpers_.load(std::memory_order_acquire) > 0) cpu_relax();
+}
+
+bool Executor::joinable(const SharedWork& w) {
+    return w.helpers_.load(std::memory_order_relaxed) < w.max_helpers_ && w.has_work();
+}
+
 void Executor::worker() {
     for (;;) {
         Job* job = nullptr;
+        SharedWork* shared = nullptr;
         std::shared_ptr<CpuQueue> queue;
         bool more = false;
         {
@@ -101,7 +121,14 @@ void Executor::worker() {
                     job->helpers.fetch_add(1, std::memory_order_relaxed);
                     break;
                 }
-            if (!job && !ready_.empty()) {
+            if (!job)
+                for (SharedWork* w : shared_)
+                    if (joinable(*w)) {
+                        shared = w;
+                        shared->helpers_.fetch_add(1, std::memory_order_relaxed);
+                        break;
+                    }
+            if (!job && !shared && !ready_.empty()) {
                 queue = std::move(ready_.front());
                 ready_.pop_front();
                 more = !ready_.empty();
@@ -111,6 +138,9 @@ void Executor::worker() {
         if (job) {
             job->run_pieces();
             job->helpers.fetch_sub(1, std::memory_order_release);
+        } else if (shared) {
+            shared->help();
+            shared->helpers_.fetch_sub(1, std::memory_order_release);
         } else if (queue) {
             queue->run_scheduled();
         } else {
@@ -126,6 +156,8 @@ void Executor::idle_wait() {
         if (stop_ || !ready_.empty()) return;
         for (Job* j : jobs_)
             if (j->joinable()) return;
+        for (SharedWork* w : shared_)
+            if (joinable(*w)) return;
     }
     // At most one executor spins: with the host thread spinning in synchronize, that already fills 2 cores.
     int expected = 0;

@@ -44,6 +44,25 @@ inline constexpr int64_t kSpinNanoseconds = 50'000;
 
 int64_t now_ns();
 
+/// Work that idle executors help with whenever some of it is ready, without its owner waiting for them (a graph
+/// launch's ready nodes, cpu_graph.hpp): the owner works on it too, publishes it with Executor::share, says when more
+/// became ready with Executor::offered, and takes it back with Executor::retire before it goes.
+class SharedWork {
+public:
+    /// Whether a helper would find something to take now. Called under the executor's lock: a load, no locks.
+    virtual bool has_work() const = 0;
+    /// Takes and runs work until none is ready, then returns (the helper leaves). Never throws.
+    virtual void help() noexcept = 0;
+
+protected:
+    ~SharedWork() = default;
+
+private:
+    friend class Executor;
+    std::atomic<int> helpers_{0};  // executors inside help(); changed under the executor's lock when joining
+    int max_helpers_ = 0;
+};
+
 class Executor {
 public:
     explicit Executor(int threads);
@@ -58,6 +77,14 @@ public:
     /// of an executor rather than oversubscribing the cores); returns when every piece is done. Callable
     /// from executors and host threads alike.
     void parallel_for(size_t n, size_t grain, FunctionRef<void(size_t, size_t)> fn);
+
+    /// Publishes `work`: from now on idle executors (at most thread_count() - 1 at a time: its owner is the other
+    /// participant) call work.help() whenever work.has_work(). Thread-safe.
+    void share(SharedWork& work);
+    /// Work of a shared item became ready: wakes an idle executor (every idle one when `many`). Any thread.
+    void offered(bool many) { wake(many); }
+    /// Unpublishes `work` and returns once no executor is inside work.help() (they leave when nothing is ready).
+    void retire(SharedWork& work);
 
 private:
     struct Job {
@@ -74,6 +101,8 @@ private:
         }
     };
 
+    /// Room for another helper in `w`, and something ready (read under mutex_).
+    static bool joinable(const SharedWork& w);
     void worker();
     void idle_wait();
     void wake(bool all);
@@ -81,6 +110,7 @@ private:
     std::mutex mutex_;
     std::deque<std::shared_ptr<CpuQueue>> ready_;
     std::vector<Job*> jobs_;
+    std::vector<SharedWork*> shared_;
     bool stop_ = false;
     // Parking protocol: producers bump epoch_ after publishing work and notify only if someone sleeps
     // and nobody spins; a sleeper re-checks epoch_ after announcing itself (all seq_cst).

@@ -38,6 +38,8 @@ void PackedArgs::pack(const std::vector<size_t>& sizes, void* const* args) {
     if (total > kInlineBytes) {
         heap_.reset(new unsigned char[total]);
         out = heap_.get();
+    } else if (heap_) {
+        heap_.reset();  // packed again with fewer bytes (a graph node's update): data() must be inline_ again
     }
     for (size_t i = 0; i < sizes.size(); ++i) {
         std::memcpy(out, args[i], sizes[i]);
@@ -667,8 +669,8 @@ void run_kernel(Executor& executor, const CpuFunction& function, const backend::
             what = format("rt_assert(%s) failed at %s:%d", fault.expr ? fault.expr : "?", fault.file ? fault.file : "?",
                           fault.line);
         report.slot->set(RT_ERROR_LAUNCH_FAILED,
-                         format("kernel '%s' (operation #%llu on the stream) %s", function.name().c_str(),
-                                static_cast<unsigned long long>(report.op_index), what.c_str()));
+                         format("kernel '%s' (%s) %s", function.name().c_str(),
+                                backend::describe_operation(report.op_index, report.graph_node).c_str(), what.c_str()));
     } catch (...) {
         report.slot->set(RT_ERROR_LAUNCH_FAILED, {});
     }

@@ -5,15 +5,11 @@
 #include <cstring>
 
 #include "backends/cpu/cpu_copy.hpp"
+#include "backends/cpu/cpu_graph.hpp"
 
 namespace rt::cpu {
 
 namespace {
-/// Copies and fills at least this large are split across the executors (below, one thread is faster
-/// than waking another).
-constexpr size_t kSplitBytes = size_t{2} << 20;
-/// Each piece of a split copy: large enough to amortise taking it, small enough to balance two threads.
-constexpr size_t kPieceBytes = size_t{4} << 20;
 /// An executor runs at most this many tasks of one queue before letting other queues go first.
 constexpr size_t kExecutorBudget = 256;
 }  // namespace
@@ -132,6 +128,16 @@ void CpuQueue::launch_impl(const std::shared_ptr<backend::Function>& function, c
         &function);
 }
 
+void CpuQueue::launch_graph_impl(const std::shared_ptr<backend::GraphExecutable>& graph,
+                                 const backend::LaunchReport& report) {
+    auto* g = static_cast<CpuGraph*>(graph.get());  // only this backend's executables reach its queues
+    emplace([&](Task& t) {
+        t.type = Task::Type::graph;
+        t.graph = {g, report, g->has_host_nodes()};
+        t.ref = graph;
+    });
+}
+
 void CpuQueue::release_kernels_impl() {
     std::shared_ptr<backend::Function> idle;  // destroyed after the lock: it may be the last reference to the code
     {
@@ -236,7 +242,8 @@ void CpuQueue::run(uint64_t limit, size_t budget, bool host) {
             while (count < kBatch && head_ != tail_) {
                 Task& front = ring_[head_ & (ring_.size() - 1)];
                 if (front.seq > limit || taken >= budget) break;
-                if (host && front.type == Task::Type::host_call) {
+                if (host && (front.type == Task::Type::host_call ||
+                             (front.type == Task::Type::graph && front.graph.host_nodes))) {
                     hand_off = count == 0;  // run what precedes it first
                     break;
                 }
@@ -286,40 +293,12 @@ void CpuQueue::execute(Task& t) {
         return;
     }
     switch (t.type) {
-        case Task::Type::copy: {
-            auto* d = static_cast<char*>(t.memory.dst);
-            auto* s = static_cast<const char*>(t.memory.src);
-            size_t bytes = t.memory.bytes;
-            bool overlap = d < s + bytes && s < d + bytes;
-            bool streaming = bytes >= kStreamingBytes;
-            if (overlap) {
-                std::memmove(d, s, bytes);
-            } else if (bytes < kSplitBytes) {
-                std::memcpy(d, s, bytes);
-            } else {
-                auto piece = [&](size_t b, size_t e) {
-                    copy_bytes(d + b, s + b, e - b, streaming);
-                    streaming_fence();  // before parallel_for publishes the piece as done
-                };
-                executor_.parallel_for(bytes, kPieceBytes, piece);
-            }
+        case Task::Type::copy:
+            run_copy(executor_, t.memory.dst, t.memory.src, t.memory.bytes);
             break;
-        }
-        case Task::Type::fill: {
-            auto* d = static_cast<char*>(t.memory.dst);
-            size_t bytes = t.memory.bytes;
-            bool streaming = bytes >= kStreamingBytes;
-            if (bytes < kSplitBytes) {
-                std::memset(d, t.value, bytes);
-            } else {
-                auto piece = [&](size_t b, size_t e) {
-                    fill_bytes(d + b, t.value, e - b, streaming);
-                    streaming_fence();
-                };
-                executor_.parallel_for(bytes, kPieceBytes, piece);
-            }
+        case Task::Type::fill:
+            run_fill(executor_, t.memory.dst, t.value, t.memory.bytes);
             break;
-        }
         case Task::Type::host_call:
             backend::run_host_call(t.call);
             break;
@@ -339,6 +318,9 @@ void CpuQueue::execute(Task& t) {
             break;
         }
         case Task::Type::release:  // handled above
+            break;
+        case Task::Type::graph:
+            t.graph.graph->replay(executor_, t.graph.report, stream_min_bytes_);
             break;
         case Task::Type::launch: {
             const CpuFunction& function = *t.launch.function;

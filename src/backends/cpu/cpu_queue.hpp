@@ -17,6 +17,7 @@
 namespace rt::cpu {
 
 class CpuQueue;
+class CpuGraph;
 
 /// One record of an event: the queue position it waits for, and the failure it carries (written by the record
 /// task before it completes, so readers that saw the position complete see it). Shared by the event and by
@@ -55,7 +56,8 @@ private:
 /// One operation in a queue: a small record moved through the ring (no heap allocation per task). The
 /// payload is a union by type; `ref` keeps alive what the task points to.
 struct Task {
-    enum class Type : uint8_t { copy, fill, host_call, record, wait, launch, release };  // release: only drops `ref`
+    // release: only drops `ref`; graph: one launch of an executable graph (cpu_graph.hpp)
+    enum class Type : uint8_t { copy, fill, host_call, record, wait, launch, release, graph };
     struct Memory {
         void* dst;
         const void* src;
@@ -66,18 +68,25 @@ struct Task {
         backend::LaunchShape shape;
         backend::LaunchReport report;
     };
+    struct GraphLaunch {
+        CpuGraph* graph;  // kept alive by `ref`
+        backend::LaunchReport report;
+        bool host_nodes;  // graph->has_host_nodes(): host threads leave it to the executors
+    };
 
     Type type = Type::copy;
     uint8_t value = 0;  // fill
     uint64_t seq = 0;
     std::shared_ptr<void> ref;  // record and wait: the RecordState written or waited for; launch: the function
                                 // launched before it on this queue, when it changed (see last_function_);
-                                // release: the function last_function_ let go of (release_kernels_impl)
+                                // release: the function last_function_ let go of (release_kernels_impl); graph:
+                                // the executable graph
     union {
         Memory memory;              // copy, fill
         backend::HostCall call;     // host_call
         uint64_t dep_seq;           // wait: run nothing until the other queue has completed this task
         Launch launch;              // launch
+        GraphLaunch graph;          // graph
     };
     PackedArgs args;  // launch
 
@@ -97,6 +106,9 @@ public:
     void host_call_impl(const backend::HostCall& call) override;
     void launch_impl(const std::shared_ptr<backend::Function>& function, const backend::LaunchShape& shape,
                      void* const* args, const backend::LaunchReport& report) override;
+    /// `graph` is a CpuGraph (the cpu device's compile_graph_impl): one task that replays it.
+    void launch_graph_impl(const std::shared_ptr<backend::GraphExecutable>& graph,
+                           const backend::LaunchReport& report) override;
     void record_impl(backend::Event& event) override;
     void wait_impl(backend::Event& event) override;
     void synchronize_impl() override;
@@ -126,8 +138,8 @@ private:
     uint64_t emplace(Fill&& fill, const std::shared_ptr<backend::Function>* launched = nullptr);
     uint64_t push(Task&& task);
     /// Runs tasks in order while owning the queue (state_ == running) up to `limit`, at most `budget` tasks.
-    /// `host`: the caller is a host thread helping inside a synchronize: it stops before a host function and
-    /// hands the queue to an executor (host functions run on runtime threads only).
+    /// `host`: the caller is a host thread helping inside a synchronize: it stops before a host function (or a graph
+    /// with host nodes) and hands the queue to an executor (host functions run on runtime threads only).
     void run(uint64_t limit, size_t budget, bool host);
     void execute(Task& task);
     void complete(uint64_t seq);
@@ -151,7 +163,7 @@ private:
     // previous one rides in the new task's `ref` and dies after it: every earlier launch of it is done.
     std::shared_ptr<backend::Function> last_function_;
     State state_ = State::idle;
-    bool executor_only_ = false;  // a host function is next: host threads leave the queue to the executors
+    bool executor_only_ = false;  // a host function (or graph with some) is next: host threads leave it to executors
     AsyncErrorSlot* slot_ = nullptr;  // the core stream's: while it holds a failure, work is skipped
     // notify_at_impl's earliest armed position (UINT64_MAX: none); complete() fires notify_timeline once.
     std::atomic<uint64_t> notify_at_{UINT64_MAX};
