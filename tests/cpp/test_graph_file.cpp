@@ -173,7 +173,6 @@ struct Pipeline {
     std::vector<float> result = std::vector<float>(kN, -1.0f);
     rtGraph_t graph = nullptr;
     rtGraphExec_t exec = nullptr;
-    std::vector<rtGraphNode_t> nodes;
 };
 
 class GraphFileTest : public ::testing::Test {
@@ -227,36 +226,12 @@ protected:
     /// Builds, instantiates and launches the pipeline with kernels of `module`; `p->result` and `original_` hold what
     /// it computed (result, then output).
     void build_pipeline(Pipeline* p, rtModule_t module) {
-        rtFunction_t scale = nullptr, combine = nullptr;
-        ASSERT_RT_OK(rtModuleGetFunction(&scale, module, "gf_scale"));
-        ASSERT_RT_OK(rtModuleGetFunction(&combine, module, "gf_combine"));
         ASSERT_RT_OK(rtMalloc(&p->in, kBytes));
         ASSERT_RT_OK(rtMalloc(&p->out, kBytes));
         const std::vector<float> input = make_input();
         ASSERT_RT_OK(rtMemcpy(p->in, input.data(), kBytes, RT_MEMCPY_HOST_TO_DEVICE));
-        ASSERT_RT_OK(rtGraphCreate(&p->graph, 0));
-        ASSERT_RT_OK(rtGraphBindName(p->graph, "input", p->in, kBytes));
-        ASSERT_RT_OK(rtGraphBindName(p->graph, "output", p->out, kBytes));
-        ASSERT_RT_OK(rtGraphBindName(p->graph, "result", p->result.data(), kBytes));
-
-        rtGraphNode_t alloc = nullptr, fill = nullptr, k1 = nullptr, k2 = nullptr, copy = nullptr, free_node = nullptr;
-        rtMemAllocNodeParams ap{kBytes, nullptr};
-        ASSERT_RT_OK(rtGraphAddMemAllocNode(&alloc, p->graph, nullptr, 0, &ap));
-        rtMemsetNodeParams fp{ap.ptr, 0x3f, kBytes};
-        ASSERT_RT_OK(rtGraphAddMemsetNode(&fill, p->graph, &alloc, 1, &fp));
-        void* tmp = ap.ptr;
-        float factor = 1.5f, bias = -2.0f;
-        unsigned n = kN;
-        void* a1[] = {&tmp, &p->in, &factor, &n};
-        rtKernelNodeParams kp1{scale, rtDim3{(kN + 127) / 128, 1, 1}, rtDim3{128, 1, 1}, 0, a1, {kN, 0, 0}};
-        ASSERT_RT_OK(rtGraphAddKernelNode(&k1, p->graph, &fill, 1, &kp1));
-        void* a2[] = {&p->out, &tmp, &p->in, &bias, &n};
-        rtKernelNodeParams kp2{combine, rtDim3{(kN + 63) / 64, 1, 1}, rtDim3{64, 1, 1}, 0, a2, {0, 0, 0}};
-        ASSERT_RT_OK(rtGraphAddKernelNode(&k2, p->graph, &k1, 1, &kp2));
-        rtMemcpyNodeParams cp{p->result.data(), p->out, kBytes, RT_MEMCPY_DEVICE_TO_HOST};
-        ASSERT_RT_OK(rtGraphAddMemcpyNode(&copy, p->graph, &k2, 1, &cp));
-        ASSERT_RT_OK(rtGraphAddMemFreeNode(&free_node, p->graph, &k2, 1, tmp));
-        p->nodes = {alloc, fill, k1, k2, copy, free_node};
+        p->graph = pipeline_graph(*p, module, -2.0f);
+        ASSERT_NE(p->graph, nullptr);
         ASSERT_RT_OK(rtGraphInstantiate(&p->exec, p->graph, 0));
         ASSERT_RT_OK(rtGraphLaunch(p->exec, nullptr));
         ASSERT_RT_OK(rtStreamSynchronize(nullptr));
@@ -264,13 +239,50 @@ protected:
         ASSERT_RT_OK(rtMemcpy(output.data(), p->out, kBytes, RT_MEMCPY_DEVICE_TO_HOST));
         original_.assign(reinterpret_cast<const char*>(p->result.data()), kBytes);
         original_.append(reinterpret_cast<const char*>(output.data()), kBytes);
-        // The graph computed what it should: tmp = bytes 0x3f + in * 1.5, out = tmp * in - 2.
+        for (unsigned i = 0; i < kN; i += 37) ASSERT_FLOAT_EQ(p->result[i], expected(i, -2.0f)) << "item " << i;
+    }
+
+    /// What the pipeline computes for item i: tmp = the bytes 0x3f + in * 1.5, out = tmp * in + bias.
+    static float expected(unsigned i, float bias) {
         float fill_value = 0;
         const uint32_t bits = 0x3f3f3f3fu;
         std::memcpy(&fill_value, &bits, 4);
-        const std::vector<float> in = make_input();
-        for (unsigned i = 0; i < kN; i += 37)
-            ASSERT_FLOAT_EQ(p->result[i], (fill_value + in[i] * 1.5f) * in[i] - 2.0f) << "item " << i;
+        const float in = make_input()[i];
+        return (fill_value + in * 1.5f) * in + bias;
+    }
+
+    /// The pipeline's graph over the buffers of `p`, with kernels of `module`; null after a failure.
+    static rtGraph_t pipeline_graph(const Pipeline& p, rtModule_t module, float bias) {
+        rtGraph_t g = nullptr;
+        rtFunction_t scale = nullptr, combine = nullptr;
+        rtGraphNode_t alloc = nullptr, fill = nullptr, k1 = nullptr, k2 = nullptr, copy = nullptr, free_node = nullptr;
+        rtMemAllocNodeParams ap{kBytes, nullptr};
+        float factor = 1.5f;
+        unsigned n = kN;
+        void* in = p.in;
+        void* out = p.out;
+        void* result = const_cast<float*>(p.result.data());
+        bool ok = rtModuleGetFunction(&scale, module, "gf_scale") == RT_SUCCESS &&
+                  rtModuleGetFunction(&combine, module, "gf_combine") == RT_SUCCESS && rtGraphCreate(&g, 0) == RT_SUCCESS;
+        ok = ok && rtGraphBindName(g, "input", in, kBytes) == RT_SUCCESS &&
+             rtGraphBindName(g, "output", out, kBytes) == RT_SUCCESS &&
+             rtGraphBindName(g, "result", result, kBytes) == RT_SUCCESS &&
+             rtGraphAddMemAllocNode(&alloc, g, nullptr, 0, &ap) == RT_SUCCESS;
+        void* tmp = ap.ptr;
+        rtMemsetNodeParams fp{tmp, 0x3f, kBytes};
+        void* a1[] = {&tmp, &in, &factor, &n};
+        rtKernelNodeParams kp1{scale, rtDim3{(kN + 127) / 128, 1, 1}, rtDim3{128, 1, 1}, 0, a1, {kN, 0, 0}};
+        void* a2[] = {&out, &tmp, &in, &bias, &n};
+        rtKernelNodeParams kp2{combine, rtDim3{(kN + 63) / 64, 1, 1}, rtDim3{64, 1, 1}, 0, a2, {0, 0, 0}};
+        rtMemcpyNodeParams cp{result, out, kBytes, RT_MEMCPY_DEVICE_TO_HOST};
+        ok = ok && rtGraphAddMemsetNode(&fill, g, &alloc, 1, &fp) == RT_SUCCESS &&
+             rtGraphAddKernelNode(&k1, g, &fill, 1, &kp1) == RT_SUCCESS &&
+             rtGraphAddKernelNode(&k2, g, &k1, 1, &kp2) == RT_SUCCESS &&
+             rtGraphAddMemcpyNode(&copy, g, &k2, 1, &cp) == RT_SUCCESS &&
+             rtGraphAddMemFreeNode(&free_node, g, &k2, 1, tmp) == RT_SUCCESS;
+        EXPECT_TRUE(ok) << last_message();
+        if (!ok && g) rtGraphDestroy(g);
+        return ok ? g : nullptr;
     }
 
     /// The pipeline saved to a file of the work folder.
@@ -314,6 +326,45 @@ TEST_F(GraphFileTest, SavedGraphGivesTheSameResultsInAFreshProcess) {
     ASSERT_EQ(run.status, 0) << run.log;
     ASSERT_EQ(run.results.size(), original_.size());
     EXPECT_TRUE(run.results == original_) << "the loaded graph computed other values than the original";
+    // Replayed by the core instead of the backend's lowering: the same.
+    ChildRun replay = run_child(file, work_, {{"RUNTIME_GRAPH_LOWERING", "0"}});
+    ASSERT_EQ(replay.status, 0) << replay.log;
+    EXPECT_TRUE(replay.results == original_);
+}
+
+TEST_F(GraphFileTest, ALoadedGraphTakesAnUpdateFromAGraphOfTheSameShape) {
+    rtModule_t m = load_module();
+    Pipeline& p = pipe_;
+    build_pipeline(&p, m);
+    const std::string file = save(p.exec);
+    rtGraphExec_t x = nullptr;
+    ASSERT_RT_OK(rtGraphExecLoad(&x, file.c_str()));
+    DevBuf in(kBytes), out(kBytes);
+    const std::vector<float> input = make_input();
+    std::vector<float> result(kN, -1.0f);
+    ASSERT_RT_OK(rtMemcpy(in.get(), input.data(), kBytes, RT_MEMCPY_HOST_TO_DEVICE));
+    ASSERT_RT_OK(rtGraphExecSetBuffer(x, "input", in.get(), kBytes));
+    ASSERT_RT_OK(rtGraphExecSetBuffer(x, "output", out.get(), kBytes));
+    ASSERT_RT_OK(rtGraphExecSetBuffer(x, "result", result.data(), kBytes));
+    // The saved structure (nodes, edges, allocations) is what rtGraphExecUpdate compares a graph with.
+    rtGraph_t g = pipeline_graph(p, m, 5.0f);
+    ASSERT_NE(g, nullptr);
+    rtGraphExecUpdateResult why = RT_GRAPH_EXEC_UPDATE_ERROR;
+    ASSERT_RT_OK(rtGraphExecUpdate(x, g, &why));
+    EXPECT_EQ(why, RT_GRAPH_EXEC_UPDATE_SUCCESS);
+    ASSERT_RT_OK(rtGraphLaunch(x, nullptr));
+    ASSERT_RT_OK(rtStreamSynchronize(nullptr));
+    for (unsigned i = 0; i < kN; i += 37) ASSERT_FLOAT_EQ(result[i], expected(i, 5.0f)) << "item " << i;
+    // A graph of another shape is refused, naming what differs.
+    rtGraph_t other = nullptr;
+    rtGraphNode_t e = nullptr;
+    ASSERT_RT_OK(rtGraphCreate(&other, 0));
+    ASSERT_RT_OK(rtGraphAddEmptyNode(&e, other, nullptr, 0));
+    EXPECT_RT_ERROR(RT_ERROR_GRAPH_EXEC_UPDATE_FAILURE, rtGraphExecUpdate(x, other, &why));
+    EXPECT_EQ(why, RT_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED);
+    ASSERT_RT_OK(rtGraphDestroy(other));
+    ASSERT_RT_OK(rtGraphDestroy(g));
+    ASSERT_RT_OK(rtGraphExecDestroy(x));
 }
 
 TEST_F(GraphFileTest, LoadedInTheSameProcessWithNewBuffersGivesTheSameResults) {
