@@ -451,6 +451,9 @@ SavedGraph decode(std::string_view bytes, const std::string& what) {
         x.bytes = static_cast<size_t>(r.u64("an allocation's size"));
         x.offset = r.u64("an allocation's arena offset");
         while (next_alloc < commands && g.commands[next_alloc].type != RT_GRAPH_NODE_TYPE_MEM_ALLOC) ++next_alloc;
+        if (next_alloc == commands)
+            r.bad(format("allocation %u (of command %u) is one more than the graph's %u alloc commands", s, x.command,
+                         s));
         if (x.command != next_alloc)
             r.bad(format("allocation %u is of command %u, expected the next alloc command (%u)", s, x.command,
                          next_alloc));

@@ -504,6 +504,36 @@ TEST_F(GraphFileTest, NamedBuffersMustBeBoundAndLargeEnough) {
     ASSERT_RT_OK(rtGraphExecDestroy(x));
 }
 
+TEST_F(GraphFileTest, CopiesOfNothingNeedNoOperands) {
+    // A copy and a fill of 0 bytes do nothing (their operands are not looked at, as CUDA's): saved, loaded and run.
+    DevBuf a(256);
+    rtGraph_t g = nullptr;
+    ASSERT_RT_OK(rtGraphCreate(&g, 0));
+    ASSERT_RT_OK(rtGraphBindName(g, "a", a.get(), 256));
+    rtGraphNode_t n1 = nullptr, n2 = nullptr, n3 = nullptr;
+    rtMemcpyNodeParams nothing{nullptr, nullptr, 0, RT_MEMCPY_DEVICE_TO_DEVICE};
+    ASSERT_RT_OK(rtGraphAddMemcpyNode(&n1, g, nullptr, 0, &nothing));
+    rtMemsetNodeParams none{nullptr, 1, 0};
+    ASSERT_RT_OK(rtGraphAddMemsetNode(&n2, g, &n1, 1, &none));
+    rtMemsetNodeParams fill{a.get(), 9, 256};
+    ASSERT_RT_OK(rtGraphAddMemsetNode(&n3, g, &n2, 1, &fill));
+    rtGraphExec_t exec = nullptr;
+    ASSERT_RT_OK(rtGraphInstantiate(&exec, g, 0));
+    const std::string file = save(exec, "nothing.rtg");
+    ASSERT_RT_OK(rtGraphExecDestroy(exec));
+    ASSERT_RT_OK(rtGraphDestroy(g));
+    rtGraphExec_t x = nullptr;
+    ASSERT_RT_OK(rtGraphExecLoad(&x, file.c_str()));
+    DevBuf b(256);
+    ASSERT_RT_OK(rtGraphExecSetBuffer(x, "a", b.get(), 256));
+    ASSERT_RT_OK(rtGraphLaunch(x, nullptr));
+    ASSERT_RT_OK(rtStreamSynchronize(nullptr));
+    std::vector<unsigned char> host(256);
+    ASSERT_RT_OK(rtMemcpy(host.data(), b.get(), 256, RT_MEMCPY_DEVICE_TO_HOST));
+    EXPECT_EQ(std::count(host.begin(), host.end(), 9), 256);
+    ASSERT_RT_OK(rtGraphExecDestroy(x));
+}
+
 // ------------------------------------------------------------------------------------------ files refused
 
 TEST_F(GraphFileTest, EveryTruncationIsRefused) {
