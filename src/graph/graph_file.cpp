@@ -11,7 +11,6 @@
 #include <cerrno>
 #include <cstring>
 #include <map>
-#include <tuple>
 
 #include "core/device.hpp"
 #include "core/error.hpp"
@@ -76,10 +75,7 @@ public:
     void u16(uint16_t v) { le(v, 2); }
     void u32(uint32_t v) { le(v, 4); }
     void u64(uint64_t v) { le(v, 8); }
-    void str(const std::string& s) {
-        u32(static_cast<uint32_t>(s.size()));
-        out_ += s;
-    }
+    void str(const std::string& s);  // after count32
     void blob(const std::string& s) {
         u64(s.size());
         out_ += s;
@@ -98,6 +94,11 @@ uint32_t count32(size_t n, const char* what) {
     return static_cast<uint32_t>(n);
 }
 
+void Writer::str(const std::string& s) {
+    u32(count32(s.size(), "bytes in one text"));
+    out_ += s;
+}
+
 // ---------------------------------------------------------------- decoding
 
 /// Reads the body; every read is bounds-checked, every failure names the file, the field and where it is.
@@ -112,7 +113,6 @@ public:
     size_t at() const { return at_; }
 
     uint8_t u8(const char* field) { return static_cast<uint8_t>(le(1, field)); }
-    uint16_t u16(const char* field) { return static_cast<uint16_t>(le(2, field)); }
     uint32_t u32(const char* field) { return static_cast<uint32_t>(le(4, field)); }
     uint64_t u64(const char* field) { return le(8, field); }
     /// A count of elements that take at least `min_bytes` each: no more than the bytes left could hold.
