@@ -13,7 +13,9 @@
 // peer cell says why it is missing.
 //
 // Graph rows: replay of 1,000 empty kernels as a chain and as a fan-out / fan-in (per node) next to the same kernels
-// launched one call at a time, instantiate of 1,000 nodes, one kernel node update, a whole-graph update.
+// launched one call at a time, instantiate of 1,000 nodes, one kernel node update, a whole-graph update; then the
+// same DAGs against their peers (PoCL replaying a cl_khr_command_buffer, oneTBB flow_graph, PoCL one call at a time)
+// and the seed's pipeline as a graph vs streams (bench_graph_peers.cpp).
 //
 // Usage: runtime-bench-core [--quick] [--json] [--sweep] [--device N|cpu:0] [--list-devices] [--only groups|graphs]
 
@@ -21,6 +23,8 @@
 
 #include <unistd.h>
 
+#include "bench_check.hpp"
+#include "bench_graph_peers.hpp"
 #include "bench_util.hpp"
 #include "peer_cuda.hpp"
 #include "peer_opencl.hpp"
@@ -43,22 +47,6 @@
 
 namespace rtbench {
 namespace {
-
-// ---------------------------------------------------------------- checking
-
-/// Any failing runtime call ends the benchmark: a benchmark of a broken runtime is meaningless.
-void rt_check(rtError_t e, const char* call, const char* file, int line) {
-    if (e == RT_SUCCESS) return;
-    std::fprintf(stderr, "runtime-bench-core: %s:%d: %s failed: %s: %s\n", file, line, call, rtGetErrorName(e),
-                 rtGetLastErrorMessage());
-    std::exit(1);
-}
-#define RT_CHECK(call) ::rtbench::rt_check((call), #call, __FILE__, __LINE__)
-
-[[noreturn]] void verification_failed(const std::string& metric, const std::string& what) {
-    std::fprintf(stderr, "runtime-bench-core: VERIFICATION FAILED for %s: %s\n", metric.c_str(), what.c_str());
-    std::exit(2);
-}
 
 /// Lets spinning executor/worker threads of the previous measurement (ours or PoCL's) park before
 /// the next one starts, so one side's idle spinners do not steal a core from the other.
@@ -103,6 +91,8 @@ struct Row {
     std::string verdict;    // target met? (bandwidth rows; latency rows compare with max_us)
     double max_us = 0;      // latency target, microseconds
     std::size_t bytes = 0;  // sweep records only
+    std::string peer_name;  // this row's peer when it is not the OpenCL peer as a whole (JSON "peer")
+    std::vector<PeerCell> others;  // further peers of the row: a line each under it, each its own ratio
 };
 
 std::string fmt_num(double v) {
@@ -178,10 +168,11 @@ std::string fmt_stat(const std::optional<Stat>& s) {
 }
 
 /// >1 means ours is better: peer/ours for times, ours/peer for rates.
-std::optional<double> ratio(const Row& r) {
-    if (!r.ours || !r.peer || r.ours->median <= 0 || r.peer->median <= 0) return std::nullopt;
-    return r.better == Better::Lower ? r.peer->median / r.ours->median : r.ours->median / r.peer->median;
+std::optional<double> ratio(const Row& r, const std::optional<Stat>& peer) {
+    if (!r.ours || !peer || r.ours->median <= 0 || peer->median <= 0) return std::nullopt;
+    return r.better == Better::Lower ? peer->median / r.ours->median : r.ours->median / peer->median;
 }
+std::optional<double> ratio(const Row& r) { return ratio(r, r.peer); }
 
 // ---------------------------------------------------------------- the benchmark
 
@@ -199,6 +190,7 @@ private:
     void graph_rows();
     void bandwidth_rows();
     void sweep_rows();
+    void graph_peer_rows();
     /// Runs this executable again as `--jit-child side tag`; returns the child's measured seconds,
     /// or nullopt (with the reason in *why) when it failed.
     std::optional<double> run_jit_child(const char* side, const std::string& tag, std::string* why) const;
@@ -1628,6 +1620,30 @@ void Bench::sweep_rows() {
     }
 }
 
+// ---- graph rows against their peers (bench_graph_peers.cpp)
+
+void Bench::graph_peer_rows() {
+    std::fprintf(stderr, "runtime-bench-core: graphs vs PoCL command buffers, oneTBB flow_graph, streams ...\n");
+    GraphPeerOptions o;
+    o.runs = cfg_.graph_runs;
+    for (GraphPeerRow& g : rtbench::graph_peer_rows(o, peer_.get(), peer_missing_)) {
+        Row r;
+        r.metric = g.metric;
+        r.label = g.label;
+        r.unit = g.unit;
+        r.seed = std::string("-");  // (not = "-": GCC 12's -Wrestrict misfires on it here, GCC bug 105329)
+        r.ours = g.ours;
+        r.peer = g.peer.stat;
+        r.peer_name = g.peer.name;
+        r.peer_note = g.peer.note;
+        r.others = std::move(g.others);
+        r.target = g.target;
+        r.verdict = g.verdict;
+        rows_.push_back(std::move(r));
+    }
+    settle();
+}
+
 // ---------------------------------------------------------------- output
 
 /// The 1-minute load average: the machine is shared, and a busy machine explains noisy figures.
@@ -1666,6 +1682,13 @@ void Bench::print_table() const {
         const std::string verdict = verdict_of(r);
         std::printf(hdr, r.label.c_str(), r.unit.c_str(), fmt_stat(r.ours).c_str(), peer.c_str(), rat.c_str(),
                     r.seed.c_str(), r.target.c_str(), verdict.c_str());
+        for (const PeerCell& o : r.others) {
+            const auto q2 = ratio(r, o.stat);
+            const std::string cell = o.stat ? fmt_stat(o.stat) : o.note.rfind("error", 0) == 0 ? "error (see below)"
+                                                                                               : "missing";
+            std::printf(hdr, ("  + " + o.name.substr(0, o.name.find(' '))).c_str(), r.unit.c_str(), "", cell.c_str(),
+                        q2 ? (fmt_num(*q2) + "x").c_str() : "-", "", "", "");
+        }
     }
     if (best_host_copy_gbps_ > 0) {
         std::printf("\nbest host copy baseline: %s GB/s; ours reaches", fmt_num(best_host_copy_gbps_).c_str());
@@ -1675,8 +1698,24 @@ void Bench::print_table() const {
         std::printf(" of it\n");
     }
     if (!peer_missing_.empty()) std::printf("\nnote: peer OpenCL (PoCL) missing: %s\n", peer_missing_.c_str());
-    for (const Row& r : rows_)
+    // Rows with peers of their own: what each peer is (once per peer), and why one has no figure.
+    std::vector<std::string> described;
+    auto describe = [&](const std::string& what) {
+        if (std::find(described.begin(), described.end(), what) != described.end()) return;
+        described.push_back(what);
+        std::printf("note: %s\n", what.c_str());
+    };
+    const std::string pocl_missing = "missing: " + peer_missing_;  // already said above
+    for (const Row& r : rows_) {
         if (r.peer_note.rfind("error", 0) == 0) std::printf("note: peer %s: %s\n", r.metric.c_str(), r.peer_note.c_str());
+        else if (!r.peer_name.empty() && !r.peer_note.empty() && r.peer_note != pocl_missing)
+            std::printf("note: peer %s: %s\n", r.metric.c_str(), r.peer_note.c_str());
+        if (!r.peer_name.empty() && r.peer) describe("peer (PoCL) of " + r.metric + ": " + r.peer_name);
+        for (const PeerCell& o : r.others) {
+            if (o.stat) describe("+ " + o.name);
+            else if (o.note != pocl_missing) describe(r.metric + ": + " + o.name + ": " + o.note);
+        }
+    }
 }
 
 void Bench::print_sweep() const {
@@ -1706,12 +1745,13 @@ void Bench::print_json() const {
     std::printf("[\n");
     bool first = true;
     auto emit = [&](const Row& r) {
+        const std::string row_peer = r.peer_name.empty() ? peer : json_escape(r.peer_name);
         std::printf("%s  {\"metric\": \"%s\", \"device\": \"%s\", \"value\": %s, \"unit\": \"%s\", \"min\": %s, "
                     "\"max\": %s, \"peer\": %s, \"peer_value\": %s",
                     first ? "" : ",\n", r.metric.c_str(), dev.c_str(), r.ours ? num(r.ours->median).c_str() : "null",
                     r.unit.c_str(), r.ours ? num(r.ours->min).c_str() : "null",
                     r.ours ? num(r.ours->max).c_str() : "null",
-                    r.peer ? ("\"" + peer + "\"").c_str() : "null", r.peer ? num(r.peer->median).c_str() : "null");
+                    r.peer ? ("\"" + row_peer + "\"").c_str() : "null", r.peer ? num(r.peer->median).c_str() : "null");
         if (r.peer) std::printf(", \"peer_min\": %s, \"peer_max\": %s", num(r.peer->min).c_str(), num(r.peer->max).c_str());
         if (r.bytes) std::printf(", \"bytes\": %zu", r.bytes);
         std::printf(", \"device_name\": \"%s\", \"label\": \"%s\", \"seed\": \"%s\", \"target\": \"%s\", \"met\": \"%s\"",
@@ -1719,6 +1759,21 @@ void Bench::print_json() const {
                     json_escape(r.target).c_str(), json_escape(verdict_of(r)).c_str());
         if (!r.peer && !r.peer_note.empty() && r.peer_note != "-")
             std::printf(", \"peer_note\": \"%s\"", json_escape(r.peer_note).c_str());
+        if (!r.others.empty()) {
+            // The same records as runtime-bench's numpy peer: {peer, value, min, max}, or {peer, note}.
+            std::printf(", \"other_peers\": [");
+            for (std::size_t i = 0; i < r.others.size(); ++i) {
+                const PeerCell& o = r.others[i];
+                std::printf("%s{\"peer\": \"%s\"", i ? ", " : "", json_escape(o.name).c_str());
+                if (o.stat)
+                    std::printf(", \"value\": %s, \"min\": %s, \"max\": %s", num(o.stat->median).c_str(),
+                                num(o.stat->min).c_str(), num(o.stat->max).c_str());
+                else
+                    std::printf(", \"value\": null, \"note\": \"%s\"", json_escape(o.note).c_str());
+                std::printf("}");
+            }
+            std::printf("]");
+        }
         std::printf("}");
         first = false;
     };
@@ -1739,7 +1794,10 @@ int Bench::run() {
         kernel_rows();
     }
     if (all || cfg_.only_groups) group_rows();
-    if (all || cfg_.only_graphs) graph_rows();
+    if (all || cfg_.only_graphs) {
+        graph_rows();
+        graph_peer_rows();
+    }
     if (all) {
         std::fprintf(stderr, "runtime-bench-core: 256 MiB bandwidth ...\n");
         bandwidth_rows();
@@ -1810,7 +1868,8 @@ void usage(const char* argv0) {
         "  --device N  runtime device index or device string like cpu:0 (default 0)\n"
         "  --list-devices  print the devices as JSON and exit\n"
         "  --only groups   only the work-group kernel rows (bench/kernels/work_groups.{cpp,cl})\n"
-        "  --only graphs   only the graph rows (replay of 1,000 kernels, instantiate, updates)\n"
+        "  --only graphs   only the graph rows (replay of 1,000 kernels, instantiate, updates; against PoCL's\n"
+        "                  command buffer, oneTBB flow_graph; the seed pipeline as a graph vs streams)\n"
         "exit status: 0 ok, 1 a runtime call failed (its error name and message are printed), 2 wrong data\n",
         argv0);
 }

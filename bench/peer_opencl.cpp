@@ -3,6 +3,8 @@
 // No OpenCL header or library is needed to build it: the few types, constants and the ~25 entry
 // points used are declared here (OpenCL 1.2/2.0 C ABI, stable since 2011) and looked up with dlsym
 // in libOpenCL.so.1 (the ICD loader). A machine without it gets a peer that says why it is missing.
+// cl_khr_command_buffer's entry points (provisional extension, the 0.9 ABI of Khronos' cl_ext.h) come from
+// clGetExtensionFunctionAddressForPlatform, as extensions' do.
 #include "peer_opencl.hpp"
 
 #include <dlfcn.h>
@@ -39,6 +41,10 @@ using cl_mem = struct cl_mem_st*;
 using cl_event = struct cl_event_st*;
 using cl_program = struct cl_program_st*;
 using cl_kernel = struct cl_kernel_st*;
+using cl_properties = cl_ulong;
+using cl_command_buffer_khr = struct cl_command_buffer_st*;
+using cl_sync_point_khr = cl_uint;
+using cl_mutable_command_khr = struct cl_mutable_command_st*;
 
 constexpr cl_int CL_SUCCESS = 0;
 constexpr cl_bool CL_FALSE = 0;
@@ -47,6 +53,11 @@ constexpr cl_device_type CL_DEVICE_TYPE_CPU = 1 << 1;
 constexpr cl_device_type CL_DEVICE_TYPE_ALL = 0xFFFFFFFF;
 constexpr cl_platform_info CL_PLATFORM_VERSION = 0x0901;
 constexpr cl_device_info CL_DEVICE_NAME = 0x102B;
+constexpr cl_device_info CL_DEVICE_EXTENSIONS = 0x1030;
+constexpr cl_device_info CL_DEVICE_COMMAND_BUFFER_CAPABILITIES_KHR = 0x12A9;
+constexpr cl_bitfield CL_COMMAND_BUFFER_CAPABILITY_OUT_OF_ORDER_KHR = 1 << 3;
+constexpr cl_queue_properties CL_QUEUE_PROPERTIES = 0x1093;
+constexpr cl_queue_properties CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE = 1 << 0;
 constexpr cl_context_properties CL_CONTEXT_PLATFORM = 0x1084;
 constexpr cl_mem_flags CL_MEM_READ_WRITE = 1 << 0;
 constexpr cl_program_build_info CL_PROGRAM_BUILD_LOG = 0x1183;
@@ -90,9 +101,21 @@ constexpr cl_program_build_info CL_PROGRAM_BUILD_LOG = 0x1183;
     X(clCreateKernel, cl_kernel, (cl_program, const char*, cl_int*))                                              \
     X(clReleaseKernel, cl_int, (cl_kernel))                                                                       \
     X(clSetKernelArg, cl_int, (cl_kernel, cl_uint, std::size_t, const void*))                                     \
+    X(clGetExtensionFunctionAddressForPlatform, void*, (cl_platform_id, const char*))                             \
     X(clEnqueueNDRangeKernel, cl_int,                                                                             \
       (cl_command_queue, cl_kernel, cl_uint, const std::size_t*, const std::size_t*, const std::size_t*, cl_uint,  \
        const cl_event*, cl_event*))
+
+/// cl_khr_command_buffer's entry points used (nullptr where the platform has none).
+struct CommandBufferApi {
+    cl_command_buffer_khr (*create)(cl_uint, const cl_command_queue*, const cl_properties*, cl_int*) = nullptr;
+    cl_int (*ndrange)(cl_command_buffer_khr, cl_command_queue, const cl_properties*, cl_kernel, cl_uint,
+                      const std::size_t*, const std::size_t*, const std::size_t*, cl_uint, const cl_sync_point_khr*,
+                      cl_sync_point_khr*, cl_mutable_command_khr*) = nullptr;
+    cl_int (*finalize)(cl_command_buffer_khr) = nullptr;
+    cl_int (*enqueue)(cl_uint, cl_command_queue*, cl_command_buffer_khr, cl_uint, const cl_event*, cl_event*) = nullptr;
+    cl_int (*release)(cl_command_buffer_khr) = nullptr;
+};
 
 /// The dlopen'ed ICD loader: one function pointer per entry point. Never dlclose'd: PoCL's threads
 /// and atexit handlers may outlive the peer object.
@@ -171,6 +194,9 @@ const char* cl_error_name(cl_int e) {
         case -59: return "CL_INVALID_OPERATION";
         case -61: return "CL_INVALID_BUFFER_SIZE";
         case -63: return "CL_INVALID_GLOBAL_WORK_SIZE";
+        case -1138: return "CL_INVALID_COMMAND_BUFFER_KHR";
+        case -1139: return "CL_INVALID_SYNC_POINT_WAIT_LIST_KHR";
+        case -1140: return "CL_INCOMPATIBLE_COMMAND_QUEUE_KHR";
         case -1001: return "CL_PLATFORM_NOT_FOUND_KHR (no OpenCL ICD/platform installed)";
         default: return "CL error";
     }
@@ -199,6 +225,15 @@ std::string device_string(const ClApi& cl, cl_device_id d, cl_device_info what) 
     return s;
 }
 
+/// Whether the space-separated `list` (an extension string) contains `word`.
+bool has_word(const std::string& list, const std::string& word) {
+    for (std::size_t at = list.find(word); at != std::string::npos; at = list.find(word, at + 1)) {
+        const std::size_t end = at + word.size();
+        if ((at == 0 || list[at - 1] == ' ') && (end == list.size() || list[end] == ' ')) return true;
+    }
+    return false;
+}
+
 }  // namespace
 
 std::string unique_kernel_name(const std::string& tag) {
@@ -221,6 +256,7 @@ std::string opencl_kernel_source(const std::string& tag) {
 
 struct OpenClPeer::Impl {
     const ClApi* cl = nullptr;
+    cl_platform_id platform = nullptr;
     cl_context ctx = nullptr;
     cl_device_id dev = nullptr;
     cl_command_queue qa = nullptr;  // in-order (no out-of-order property), no profiling
@@ -234,8 +270,23 @@ struct OpenClPeer::Impl {
     cl_program group_program = nullptr;  // load_group_kernels()
     std::vector<std::pair<std::string, cl_kernel>> group_kernels;
     std::vector<cl_mem> extra;  // add_buffer(): buffers 2, 3, ...
+    // load_graph_kernels(): the graph rows' kernels, queue and counter, and the recorded command buffers.
+    cl_command_queue qo = nullptr;  // out-of-order
+    cl_program graph_program = nullptr;
+    cl_kernel k_graph_empty = nullptr;
+    cl_kernel k_graph_count = nullptr;
+    cl_mem counter = nullptr;
+    CommandBufferApi cb;
+    std::string cb_missing;  // why there are no command buffers ("" when there are)
+    std::vector<cl_command_buffer_khr> graphs;
 
     ~Impl() {
+        for (cl_command_buffer_khr g : graphs) cb.release(g);
+        if (k_graph_empty) cl->clReleaseKernel(k_graph_empty);
+        if (k_graph_count) cl->clReleaseKernel(k_graph_count);
+        if (graph_program) cl->clReleaseProgram(graph_program);
+        if (counter) cl->clReleaseMemObject(counter);
+        if (qo) cl->clReleaseCommandQueue(qo);
         for (auto& [name, k] : group_kernels) cl->clReleaseKernel(k);
         if (group_program) cl->clReleaseProgram(group_program);
         for (cl_mem m : extra) cl->clReleaseMemObject(m);
@@ -310,6 +361,7 @@ std::unique_ptr<OpenClPeer> OpenClPeer::open(std::string* why_not) {
             if (cl.clGetDeviceIDs(p, want, 1, &d, &nd) != CL_SUCCESS || nd == 0) continue;
             auto impl = std::make_unique<Impl>();
             impl->cl = api;
+            impl->platform = p;
             impl->dev = d;
             cl_context_properties props[] = {CL_CONTEXT_PLATFORM, reinterpret_cast<cl_context_properties>(p), 0};
             impl->ctx = cl.clCreateContext(props, 1, &d, nullptr, nullptr, &e);
@@ -482,6 +534,125 @@ double OpenClPeer::build_and_run_once_seconds(const std::string& source) {
     impl_->cl->clReleaseKernel(k);
     impl_->cl->clReleaseProgram(p);
     return secs;
+}
+
+// ---------------------------------------------------------------- graphs of empty kernels
+
+void OpenClPeer::load_graph_kernels() {
+    Impl& m = *impl_;
+    if (m.graph_program) return;
+    const ClApi& cl = *m.cl;
+    cl_int e = CL_SUCCESS;
+    const cl_queue_properties ooo[] = {CL_QUEUE_PROPERTIES, CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE, 0};
+    m.qo = cl.clCreateCommandQueueWithProperties(m.ctx, m.dev, ooo, &e);
+    check(e, "clCreateCommandQueueWithProperties(out-of-order)");
+    m.counter = cl.clCreateBuffer(m.ctx, CL_MEM_READ_WRITE, sizeof(cl_uint), nullptr, &e);
+    check(e, "clCreateBuffer(graph counter)");
+    m.graph_program = m.build(
+        "__kernel void empty(void) {}\n"
+        "__kernel void count(__global uint* c) { atomic_inc(c); }\n");
+    m.k_graph_empty = m.kernel(m.graph_program, "empty");
+    m.k_graph_count = m.kernel(m.graph_program, "count");
+    check(cl.clSetKernelArg(m.k_graph_count, 0, sizeof m.counter, &m.counter), "clSetKernelArg(count)");
+    reset_graph_counter();
+
+    // The extension: named by the device, out-of-order command buffers, and every entry point used.
+    const std::string ext = device_string(cl, m.dev, CL_DEVICE_EXTENSIONS);
+    cl_bitfield caps = 0;
+    auto entry = [&](const char* name) { return cl.clGetExtensionFunctionAddressForPlatform(m.platform, name); };
+    if (!has_word(ext, "cl_khr_command_buffer")) {
+        m.cb_missing = "the device does not expose cl_khr_command_buffer";
+    } else if (cl.clGetDeviceInfo(m.dev, CL_DEVICE_COMMAND_BUFFER_CAPABILITIES_KHR, sizeof caps, &caps, nullptr) !=
+                   CL_SUCCESS ||
+               !(caps & CL_COMMAND_BUFFER_CAPABILITY_OUT_OF_ORDER_KHR)) {
+        m.cb_missing = "cl_khr_command_buffer without out-of-order command buffers";
+    } else {
+        m.cb.create = reinterpret_cast<decltype(m.cb.create)>(entry("clCreateCommandBufferKHR"));
+        m.cb.ndrange = reinterpret_cast<decltype(m.cb.ndrange)>(entry("clCommandNDRangeKernelKHR"));
+        m.cb.finalize = reinterpret_cast<decltype(m.cb.finalize)>(entry("clFinalizeCommandBufferKHR"));
+        m.cb.enqueue = reinterpret_cast<decltype(m.cb.enqueue)>(entry("clEnqueueCommandBufferKHR"));
+        m.cb.release = reinterpret_cast<decltype(m.cb.release)>(entry("clReleaseCommandBufferKHR"));
+        if (!m.cb.create || !m.cb.ndrange || !m.cb.finalize || !m.cb.enqueue || !m.cb.release)
+            m.cb_missing = "cl_khr_command_buffer is exposed but its entry points are not (clGetExtensionFunctionAddressForPlatform)";
+    }
+}
+
+std::string OpenClPeer::command_buffer_missing() const {
+    return impl_->graph_program ? impl_->cb_missing : std::string("load_graph_kernels() not called");
+}
+
+int OpenClPeer::record_graph(const GraphShape& shape, bool counting) {
+    Impl& m = *impl_;
+    if (!m.graph_program) throw PeerError("OpenCL peer: record_graph before load_graph_kernels");
+    if (!m.cb_missing.empty()) throw PeerError("OpenCL peer: no command buffers: " + m.cb_missing);
+    cl_int e = CL_SUCCESS;
+    cl_command_buffer_khr g = m.cb.create(1, &m.qo, nullptr, &e);
+    check(e, "clCreateCommandBufferKHR");
+    m.graphs.push_back(g);  // released with the peer, also when recording fails below
+    cl_kernel k = counting ? m.k_graph_count : m.k_graph_empty;
+    const std::size_t one = 1;
+    std::vector<cl_sync_point_khr> points(static_cast<std::size_t>(shape.nodes));
+    std::vector<cl_sync_point_khr> waits;
+    for (int i = 0; i < shape.nodes; ++i) {
+        waits.clear();
+        for (int d : shape.deps(i)) waits.push_back(points[static_cast<std::size_t>(d)]);
+        check(m.cb.ndrange(g, nullptr, nullptr, k, 1, nullptr, &one, &one, static_cast<cl_uint>(waits.size()),
+                           waits.empty() ? nullptr : waits.data(), &points[static_cast<std::size_t>(i)], nullptr),
+              "clCommandNDRangeKernelKHR");
+    }
+    check(m.cb.finalize(g), "clFinalizeCommandBufferKHR");
+    return static_cast<int>(m.graphs.size()) - 1;
+}
+
+void OpenClPeer::replay_graph(int index) {
+    Impl& m = *impl_;
+    if (index < 0 || static_cast<std::size_t>(index) >= m.graphs.size())
+        throw PeerError("OpenCL peer: no recorded graph " + std::to_string(index));
+    check(m.cb.enqueue(1, &m.qo, m.graphs[static_cast<std::size_t>(index)], 0, nullptr, nullptr),
+          "clEnqueueCommandBufferKHR");
+    check(m.cl->clFinish(m.qo), "clFinish(out-of-order queue)");
+}
+
+void OpenClPeer::run_graph_calls(const GraphShape& shape, bool counting) {
+    Impl& m = *impl_;
+    if (!m.graph_program) throw PeerError("OpenCL peer: run_graph_calls before load_graph_kernels");
+    const ClApi& cl = *m.cl;
+    cl_kernel k = counting ? m.k_graph_count : m.k_graph_empty;
+    const std::size_t one = 1;
+    if (shape.kind == GraphShape::Chain) {
+        for (int i = 0; i < shape.nodes; ++i)
+            check(cl.clEnqueueNDRangeKernel(m.qa, k, 1, nullptr, &one, &one, 0, nullptr, nullptr),
+                  "clEnqueueNDRangeKernel(chain node)");
+        check(cl.clFinish(m.qa), "clFinish");
+        return;
+    }
+    std::vector<cl_event> events(static_cast<std::size_t>(shape.nodes), nullptr);
+    std::vector<cl_event> waits;
+    cl_int e = CL_SUCCESS;
+    for (int i = 0; i < shape.nodes && e == CL_SUCCESS; ++i) {
+        waits.clear();
+        for (int d : shape.deps(i)) waits.push_back(events[static_cast<std::size_t>(d)]);
+        e = cl.clEnqueueNDRangeKernel(m.qo, k, 1, nullptr, &one, &one, static_cast<cl_uint>(waits.size()),
+                                      waits.empty() ? nullptr : waits.data(), &events[static_cast<std::size_t>(i)]);
+    }
+    const cl_int f = cl.clFinish(m.qo);
+    for (cl_event ev : events)
+        if (ev) cl.clReleaseEvent(ev);
+    check(e, "clEnqueueNDRangeKernel(fan-out node)");
+    check(f, "clFinish(out-of-order queue)");
+}
+
+unsigned OpenClPeer::graph_counter() {
+    cl_uint v = 0;
+    check(impl_->cl->clEnqueueReadBuffer(impl_->qa, impl_->counter, CL_TRUE, 0, sizeof v, &v, 0, nullptr, nullptr),
+          "clEnqueueReadBuffer(graph counter)");
+    return v;
+}
+
+void OpenClPeer::reset_graph_counter() {
+    const cl_uint z = 0;
+    check(impl_->cl->clEnqueueWriteBuffer(impl_->qa, impl_->counter, CL_TRUE, 0, sizeof z, &z, 0, nullptr, nullptr),
+          "clEnqueueWriteBuffer(graph counter)");
 }
 
 }  // namespace rtbench

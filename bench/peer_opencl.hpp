@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "graph_shape.hpp"
+
 namespace rtbench {
 
 /// Thrown by every OpenCL peer call that fails; the message names the OpenCL call and its error.
@@ -84,6 +86,24 @@ public:
     /// Enqueues kernel `name` on queue A over global[0..dims) items in groups of local[0..dims), no finish.
     void run_group_kernel(const std::string& name, const std::vector<Arg>& args, unsigned dims,
                           const std::size_t* global, const std::size_t* local);
+
+    // ---- graphs of empty kernels (the graph peer rows, bench_graph_peers.cpp)
+    /// Empty when the device has cl_khr_command_buffer with out-of-order command buffers and the platform gives its
+    /// entry points; otherwise why not (the rows then measure run_graph_calls alone).
+    std::string command_buffer_missing() const;
+    /// Builds the graph kernels once: `empty()` and `count(c)` (an atomic increment of one uint).
+    void load_graph_kernels();
+    /// Records `shape` into a new command buffer on the out-of-order queue, one command per node (`empty()`, or
+    /// `count` of the graph counter when `counting`), one sync point per edge, and finalizes it. Returns its index.
+    int record_graph(const GraphShape& shape, bool counting);
+    /// clEnqueueCommandBufferKHR of recorded graph `index`, then clFinish.
+    void replay_graph(int index);
+    /// The same nodes enqueued one call at a time, then clFinish: a chain on in-order queue A (the queue orders it),
+    /// a fan-out on the out-of-order queue, each node waiting for its dependencies' events.
+    void run_graph_calls(const GraphShape& shape, bool counting);
+    /// The graph counter (blocking read; 0 before the first counting run), and its reset to 0.
+    unsigned graph_counter();
+    void reset_graph_counter();
 
 private:
     struct Impl;

@@ -2,13 +2,15 @@
 # scripts/setup.sh — installs what a fresh Debian 12 machine needs to build and test the runtime; idempotent, fast when all is present.
 set -euo pipefail
 
-# Build tools, GoogleTest, OpenCL on PoCL (the benchmark's peer), Python for the package and its
-# tests, setarch (util-linux) for ThreadSanitizer on kernels with high ASLR entropy, clang and its runtime
-# libraries (libclang-rt-dev: libFuzzer and the sanitizers; Debian 12's is clang 14's) for the fuzzer.
+# Build tools, GoogleTest, OpenCL on PoCL (the benchmark's peer), oneTBB (the graph rows' flow_graph peer),
+# Python for the package and its tests, setarch (util-linux) for ThreadSanitizer on kernels with high ASLR
+# entropy, clang and its runtime libraries (libclang-rt-dev: libFuzzer and the sanitizers; Debian 12's is
+# clang 14's) for the fuzzer.
 packages=(
   cmake make g++ gcc pkg-config
   libgtest-dev
   pocl-opencl-icd ocl-icd-opencl-dev opencl-headers
+  libtbb-dev
   python3 python3-pip python3-dev python3-venv
   util-linux
   clang libclang-rt-dev

@@ -177,10 +177,14 @@ def format_table(records: list, devices: list, peers_missing: list, quick: bool)
                                 _ratio(r["unit"], r["value"], pv), r.get("seed") or SEED.get(r["metric"], "-"),
                                 r.get("target", "") or "-", met.split(" ")[0] if met else "", r.get("label", "")))
             for o in r.get("other_peers", []):
-                lines.append(hdr % ("  + peer " + o["peer"].split(" ")[0], r["unit"], "", _cell(o["value"], o["min"], o["max"]),
-                                    _ratio(r["unit"], r["value"], o["value"]), "", "", "", o["peer"]))
+                pcell = _cell(o["value"], o.get("min"), o.get("max")) if o.get("value") is not None else (
+                    "error" if o.get("note", "").startswith("error") else "missing")
+                lines.append(hdr % ("  + peer " + o["peer"].split(" ")[0], r["unit"], "", pcell,
+                                    _ratio(r["unit"], r["value"], o.get("value")), "", "", "", o["peer"]))
         notes = sorted({"%s: %s" % (r["metric"], r["peer_note"]) for r in recs
                         if r.get("peer_note") and not r["peer_note"].startswith("missing")})
+        notes += sorted({"%s: %s: %s" % (r["metric"], o["peer"], o["note"]) for r in recs
+                         for o in r.get("other_peers", []) if o.get("note")})
         for n in notes:
             lines.append("note: peer " + n)
         lines.append("")

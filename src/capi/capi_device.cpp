@@ -2,6 +2,7 @@
 #include <cstring>
 
 #include "capi/capi_common.hpp"
+#include "graph/capture.hpp"
 
 using namespace rt;
 
@@ -96,6 +97,7 @@ RT_API rtError_t rtDeviceSynchronize(void) {
     return capi_call("rtDeviceSynchronize", [&] {
         refuse_wait_in_queue_context("rtDeviceSynchronize");
         Runtime& r = runtime();
+        graph::check_device_synchronize(r.current_device());
         auto streams = r.current_device().streams();
         for (auto& s : streams) s->wait_idle();
         r.timeline().run_due();

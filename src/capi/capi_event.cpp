@@ -1,5 +1,6 @@
 // C API: events.
 #include "capi/capi_common.hpp"
+#include "graph/capture.hpp"
 
 using namespace rt;
 
@@ -46,6 +47,7 @@ RT_API rtError_t rtEventRecord(rtEvent_t event, rtStream_t stream) {
         auto e = r.event(event);
         auto s = r.stream(stream);
         require_same_backend(s->device(), e->device(), "rtEventRecord");
+        if (s->capture() && graph::capture_record(*s, e)) return;
         s->next_op();
         s->queue().record_impl(e->impl());
         e->mark_recorded();
@@ -56,6 +58,7 @@ RT_API rtError_t rtEventSynchronize(rtEvent_t event) {
     return capi_call("rtEventSynchronize", [&] {
         refuse_wait_in_queue_context("rtEventSynchronize");
         auto e = runtime().event(event);
+        graph::check_event_usable(*e, "rtEventSynchronize");
         if (!e->recorded()) return;
         e->impl().synchronize_impl();
         throw_if_failed(*e);
@@ -65,6 +68,7 @@ RT_API rtError_t rtEventSynchronize(rtEvent_t event) {
 RT_API rtError_t rtEventQuery(rtEvent_t event) {
     return capi_call("rtEventQuery", [&] {
         auto e = runtime().event(event);
+        graph::check_event_usable(*e, "rtEventQuery");
         if (!e->recorded()) return RT_SUCCESS;
         if (!e->impl().query_impl()) return RT_ERROR_NOT_READY;
         throw_if_failed(*e);
@@ -79,6 +83,7 @@ RT_API rtError_t rtEventElapsedTime(float* ms, rtEvent_t start, rtEvent_t end) {
         auto a = r.event(start);
         auto b = r.event(end);
         for (const auto& [e, role] : {std::pair{a.get(), "start"}, std::pair{b.get(), "end"}}) {
+            graph::check_event_usable(*e, "rtEventElapsedTime");
             if (!e->timing())
                 fail(RT_ERROR_INVALID_HANDLE, "the %s event was created with RT_EVENT_DISABLE_TIMING", role);
             if (!e->recorded()) fail(RT_ERROR_INVALID_HANDLE, "the %s event was never recorded", role);

@@ -3,6 +3,7 @@
 
 #include "capi/capi_common.hpp"
 #include "core/memory.hpp"
+#include "graph/capture.hpp"
 
 using namespace rt;
 
@@ -21,12 +22,16 @@ extern "C" {
 RT_API rtError_t rtMalloc(void** ptr, size_t size) {
     return capi_call("rtMalloc", [&] {
         require_out(ptr, "ptr");
+        graph::check_unsafe("rtMalloc");
         *ptr = allocate_device(runtime().current_device(), size, nullptr, "rtMalloc");
     });
 }
 
 RT_API rtError_t rtFree(void* ptr) {
-    return capi_call("rtFree", [&] { free_device(ptr, nullptr, "rtFree"); });
+    return capi_call("rtFree", [&] {
+        graph::check_unsafe("rtFree");
+        free_device(ptr, nullptr, "rtFree");
+    });
 }
 
 RT_API rtError_t rtMallocAsync(void** ptr, size_t size, rtStream_t stream) {
@@ -78,6 +83,7 @@ RT_API rtError_t rtHostGetDevicePointer(void** device_ptr, void* host_ptr, unsig
 RT_API rtError_t rtMemcpy(void* dst, const void* src, size_t count, rtMemcpyKind kind) {
     return capi_call("rtMemcpy", [&] {
         refuse_wait_in_queue_context("rtMemcpy");
+        graph::check_unsafe("rtMemcpy");
         Stream& s = *runtime().current_device().default_stream();
         enqueue_copy(s, dst, src, count, kind_value(kind), "rtMemcpy");
         s.synchronize();
@@ -93,6 +99,7 @@ RT_API rtError_t rtMemcpyAsync(void* dst, const void* src, size_t count, rtMemcp
 RT_API rtError_t rtMemset(void* ptr, int value, size_t count) {
     return capi_call("rtMemset", [&] {
         refuse_wait_in_queue_context("rtMemset");
+        graph::check_unsafe("rtMemset");
         Stream& s = *runtime().current_device().default_stream();
         enqueue_fill(s, ptr, value, count, "rtMemset");
         s.synchronize();

@@ -1,5 +1,6 @@
 // C API: streams and host functions.
 #include "capi/capi_common.hpp"
+#include "graph/capture.hpp"
 
 using namespace rt;
 
@@ -13,7 +14,7 @@ RT_API rtError_t rtStreamCreateWithFlags(rtStream_t* stream, unsigned int flags)
                  flags);
         Runtime& r = runtime();
         CoreDevice& d = r.current_device();
-        auto s = std::make_shared<Stream>(d, d.impl().create_queue_impl(flags), false);
+        auto s = std::make_shared<Stream>(d, d.impl().create_queue_impl(flags), false, flags);
         d.add_stream(s);
         Stream& created = *s;
         *stream = reinterpret_cast<rtStream_t>(r.streams.insert(std::move(s)));
@@ -27,6 +28,8 @@ RT_API rtError_t rtStreamDestroy(rtStream_t stream) {
     return capi_call("rtStreamDestroy", [&] {
         if (!stream) fail(RT_ERROR_INVALID_VALUE, "the default stream (NULL) cannot be destroyed");
         Runtime& r = runtime();
+        if (auto live = r.streams.find(reinterpret_cast<uint64_t>(stream)); live && live->capture())
+            graph::refuse_destroy_capturing(*live);
         auto s = r.streams.erase(reinterpret_cast<uint64_t>(stream));
         if (!s) fail(RT_ERROR_INVALID_HANDLE, "stream %p is not a live stream", static_cast<void*>(stream));
         // Like cudaStreamDestroy, returns at once. The stream stays on its device's list until its queued work
@@ -51,6 +54,7 @@ RT_API rtError_t rtStreamWaitEvent(rtStream_t stream, rtEvent_t event) {
         auto s = r.stream(stream);
         auto e = r.event(event);
         require_same_backend(s->device(), e->device(), "rtStreamWaitEvent");
+        if ((s->capture() || e->captured()) && graph::capture_wait(s, e)) return;
         if (!e->recorded()) return;  // never recorded: already complete
         s->next_op();
         s->queue().wait_impl(e->impl());
@@ -63,6 +67,7 @@ RT_API rtError_t rtStreamWaitNativeStream(rtStream_t stream, void* native_stream
             fail(RT_ERROR_INVALID_VALUE, "native_stream is NULL (expected a stream of the backend's API, e.g. a "
                                          "CUstream; the legacy default stream is CU_STREAM_LEGACY = 1)");
         auto s = runtime().stream(stream);
+        if (s->capture()) graph::refuse_on_capturing(*s, "rtStreamWaitNativeStream", "a graph cannot wait for a native stream");
         s->next_op();
         s->queue().wait_native_impl(native_stream);
     });
@@ -72,6 +77,7 @@ RT_API rtError_t rtLaunchHostFunc(rtStream_t stream, rtHostFn_t fn, void* user_d
     return capi_call("rtLaunchHostFunc", [&] {
         if (!fn) fail(RT_ERROR_INVALID_VALUE, "fn is NULL (expected a host function)");
         auto s = runtime().stream(stream);
+        if (s->capture() && graph::capture_host_call(*s, fn, user_data)) return;
         s->queue().host_call_impl(backend::HostCall{fn, user_data, &s->errors(), s->next_op()});
     });
 }
@@ -92,6 +98,7 @@ extern "C" RT_API rtError_t rtStreamDeferRelease(rtStream_t stream, rtHostFn_t r
         if (!release) fail(RT_ERROR_INVALID_VALUE, "release is NULL (expected a function to call)");
         Runtime& r = runtime();
         std::shared_ptr<Stream> s = r.stream(stream);
+        if (s->capture() && graph::capture_defer_release(*s, release, user_data)) return;
         r.timeline().defer_after([s] { return unfinished_point(*s); }, [release, user_data] { release(user_data); });
     });
 }

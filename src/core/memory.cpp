@@ -3,6 +3,7 @@
 
 #include "core/checked_size.hpp"
 #include "core/runtime.hpp"
+#include "graph/capture.hpp"
 #include "graph/graph.hpp"
 
 namespace rt {
@@ -98,6 +99,7 @@ Operand check_operand(const char* api, const char* role, const void* ptr, size_t
 }  // namespace
 
 void* allocate_device(CoreDevice& device, size_t bytes, Stream* stream, const char* api) {
+    if (void* p = nullptr; stream && stream->capture() && graph::capture_alloc(*stream, bytes, &p, api)) return p;
     if (bytes == 0) return nullptr;
     bool pooled = false;
     void* p = device.memory().allocate(bytes, stream, &pooled, api);
@@ -107,6 +109,7 @@ void* allocate_device(CoreDevice& device, size_t bytes, Stream* stream, const ch
 
 void free_device(void* ptr, Stream* stream, const char* api) {
     if (!ptr) return;
+    if (stream && stream->capture() && graph::capture_free(*stream, ptr, api)) return;
     std::optional<Allocation> a = runtime().registry.erase(reinterpret_cast<uintptr_t>(ptr), MemoryKind::device);
     if (!a) refuse_release(api, ptr, "a pointer returned by rtMalloc or rtMallocAsync");
     a->device->memory().release(ptr, a->size, a->pooled, stream);
@@ -238,6 +241,7 @@ void check_fill(const CoreDevice& queue_device, void* dst, size_t bytes, const c
 }
 
 void enqueue_copy(Stream& stream, void* dst, const void* src, size_t bytes, int kind, const char* api) {
+    if (stream.capture() && graph::capture_copy(stream, dst, src, bytes, kind, api)) return;
     bool elided = false;
     backend::CopyKind k = check_copy(stream.device(), dst, src, bytes, kind, api, &elided);
     if (elided) {
@@ -249,6 +253,7 @@ void enqueue_copy(Stream& stream, void* dst, const void* src, size_t bytes, int 
 }
 
 void enqueue_fill(Stream& stream, void* dst, int value, size_t bytes, const char* api) {
+    if (stream.capture() && graph::capture_fill(stream, dst, value, bytes, api)) return;
     if (bytes == 0) return;
     check_fill(stream.device(), dst, bytes, api);
     stream.next_op();

@@ -3,6 +3,7 @@
 
 #include "core/runtime.hpp"
 #include "core/stream.hpp"
+#include "graph/capture.hpp"
 
 namespace rt {
 
@@ -143,6 +144,7 @@ backend::LaunchShape validate_launch(const CoreDevice& device, const CoreFunctio
 
 void launch_kernel(Stream& stream, const CoreFunction& function, backend::LaunchShape shape, void* const* args,
                    int num_args, const size_t* arg_sizes) {
+    if (stream.capture() && graph::capture_kernel(stream, function, shape, args, num_args, arg_sizes)) return;
     shape = validate_launch(stream.device(), function, shape, args, num_args, arg_sizes);
     stream.queue().launch_impl(function.impl(), shape, args, backend::LaunchReport{&stream.errors(), stream.next_op()});
 }

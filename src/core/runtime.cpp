@@ -7,6 +7,7 @@
 #include <cstring>
 #include <mutex>
 
+#include "graph/capture.hpp"
 #include "kernels/target.hpp"
 
 namespace rt {
@@ -88,7 +89,8 @@ void Runtime::wait_all_idle() const {
 void Runtime::shutdown() {
     refuse_wait_in_queue_context("rtFinalize");
     // Executable graphs and graphs release through the timeline (arenas, rtStreamDeferRelease of a capture): they go
-    // first, so that the waits below run those releases too.
+    // first, so that the waits below run those releases too — the graphs of captures under way included.
+    graph::end_all_captures();
     clear_graphs();
     // Actions may queue work or defer more (a release dropping the last reference to memory): until quiet.
     do {

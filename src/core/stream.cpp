@@ -5,10 +5,12 @@
 
 #include "core/runtime.hpp"
 #include "core/timeline.hpp"
+#include "graph/capture.hpp"
 
 namespace rt {
 
 void Stream::synchronize() {
+    if (capture()) graph::refuse_on_capturing(*this, "synchronizing the stream");
     refuse_wait_in_queue_context("rtStreamSynchronize");
     queue_->synchronize_impl();
     runtime().timeline().run_due();  // what waited for this work is done when synchronize returns
@@ -16,6 +18,7 @@ void Stream::synchronize() {
 }
 
 bool Stream::query() {
+    if (capture()) graph::refuse_on_capturing(*this, "querying the stream");
     // The queue first: a failure it finds now (an asynchronous fault) is reported by this very call.
     bool idle = false;
     try {

@@ -10,11 +10,15 @@
 namespace rt {
 
 class CoreDevice;
+namespace graph {
+class Capture;
+}
 
 class Stream {
 public:
-    Stream(CoreDevice& device, std::unique_ptr<backend::Queue> queue, bool is_default)
-        : device_(device), queue_(std::move(queue)), is_default_(is_default) {
+    /// `flags`: rtStreamCreateWithFlags's (RT_STREAM_NON_BLOCKING: the stream does not wait for the default stream).
+    Stream(CoreDevice& device, std::unique_ptr<backend::Queue> queue, bool is_default, unsigned flags = 0)
+        : device_(device), queue_(std::move(queue)), is_default_(is_default), flags_(flags) {
         queue_->bind_error_slot_impl(&errors_);
     }
 
@@ -22,6 +26,14 @@ public:
     backend::Queue& queue() const { return *queue_; }
     AsyncErrorSlot& errors() { return errors_; }
     bool is_default() const { return is_default_; }
+    /// Created without RT_STREAM_NON_BLOCKING: CUDA's legacy default stream waits for it, so using the default
+    /// stream while it captures is an implicit dependency on the capture (RT_ERROR_STREAM_CAPTURE_IMPLICIT).
+    bool blocking() const { return (flags_ & RT_STREAM_NON_BLOCKING) == 0; }
+    /// Non-null while the stream takes part in a stream capture (graph/capture.hpp) — and, on the default stream,
+    /// while a blocking stream of its device does. Every enqueue path branches on it once, before anything else;
+    /// written by capture only, under its lock.
+    graph::Capture* capture() const { return capture_.load(std::memory_order_acquire); }
+    void set_capture(graph::Capture* capture) { capture_.store(capture, std::memory_order_release); }
     /// Numbers the operations queued on this stream, for error messages ("operation #12").
     uint64_t next_op() { return ops_.fetch_add(1, std::memory_order_relaxed) + 1; }
 
@@ -38,7 +50,9 @@ private:
     AsyncErrorSlot errors_;  // before queue_: the queue's destructor may still run work that reports into it
     std::unique_ptr<backend::Queue> queue_;
     std::atomic<uint64_t> ops_{0};
+    std::atomic<graph::Capture*> capture_{nullptr};
     bool is_default_;
+    unsigned flags_;
 };
 
 /// Called by rtHostFuncSetError: records a failure for the host function running on this thread.

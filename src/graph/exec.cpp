@@ -12,6 +12,7 @@
 #include "core/module.hpp"
 #include "core/runtime.hpp"
 #include "core/stream.hpp"
+#include "graph/capture.hpp"
 #include "graph/memory_plan.hpp"
 #include "graph/node_params.hpp"
 
@@ -106,6 +107,9 @@ void GraphExec::upload(Stream& stream) {
 }
 
 void GraphExec::launch(const std::shared_ptr<Stream>& target) {
+    if (target->capture())
+        refuse_on_capturing(*target, "rtGraphLaunch", "a capture cannot hold a graph launch (build the graph with "
+                            "rtGraphAddChildGraphNode instead)");
     Stream& stream = *target;
     upload(stream);
     std::lock_guard lock(mutex_);

@@ -42,9 +42,10 @@ struct Relocation {
 };
 
 /// One operation. Child graphs are flattened: their nodes are inlined before the child node's command, which stays
-/// (type GRAPH) as the join of the child's last nodes and does nothing when replayed; MEM_ALLOC / MEM_FREE / EMPTY commands do nothing when replayed (their
-/// memory is the arena's); WAIT_EVENT / EVENT_RECORD commands do nothing either: the core orders the whole launch
-/// after every waited event and records every recorded event after the launch (graph/exec.hpp).
+/// (type GRAPH) as the join of the child's last nodes and does nothing when replayed; MEM_ALLOC / MEM_FREE / EMPTY
+/// commands do nothing when replayed (their memory is the arena's); WAIT_EVENT / EVENT_RECORD commands do nothing
+/// either: the core orders the whole launch after every waited event and records every recorded event after the
+/// launch (graph/exec.hpp).
 struct Command {
     rtGraphNodeType type = RT_GRAPH_NODE_TYPE_EMPTY;
     uint32_t node = 0;       ///< index of the node in the instantiated graph's flattening order (Program::labels)

@@ -596,6 +596,45 @@ TEST_P(GraphUpdate, RefusedUpdatesSayWhatDifferedAndChangeNothing) {
     }
 }
 
+TEST_P(GraphUpdate, UpdatesReachTheNodesOfChildGraphs) {
+    // child graph (add delta) → copy a out.
+    auto with_child = [&](int32_t delta) {
+        rtGraph_t child, g;
+        EXPECT_RT_OK(rtGraphCreate(&child, 0));
+        EXPECT_RT_OK(rtGraphCreate(&g, 0));
+        graphs_.push_back(child);
+        graphs_.push_back(g);
+        rtGraphNode_t k, c, d2h;
+        EXPECT_RT_OK(add_node(&k, child, {}, a_.get(), delta));
+        EXPECT_RT_OK(rtGraphAddChildGraphNode(&c, g, nullptr, 0, child));
+        EXPECT_RT_OK(copy_node(&d2h, g, {c}, out_.get(), a_.get(), kBytes));
+        return g;
+    };
+    ExecGuard x;
+    ASSERT_RT_OK(rtGraphInstantiate(x.out(), with_child(3), 0));
+    EXPECT_EQ(run(x, out_), expected(3, 1));
+    ASSERT_RT_OK(rtGraphExecUpdate(x, with_child(-4), nullptr));
+    EXPECT_EQ(run(x, out_), expected(-4, 1));
+
+    rtGraph_t child, g;  // an empty child graph, then an empty node in its place: another type
+    ASSERT_RT_OK(rtGraphCreate(&child, 0));
+    ASSERT_RT_OK(rtGraphCreate(&g, 0));
+    graphs_.push_back(child);
+    graphs_.push_back(g);
+    rtGraphNode_t c;
+    ASSERT_RT_OK(rtGraphAddChildGraphNode(&c, g, nullptr, 0, child));
+    ExecGuard y;
+    ASSERT_RT_OK(rtGraphInstantiate(y.out(), g, 0));
+    rtGraph_t e;
+    ASSERT_RT_OK(rtGraphCreate(&e, 0));
+    graphs_.push_back(e);
+    ASSERT_RT_OK(rtGraphAddEmptyNode(&c, e, nullptr, 0));
+    rtGraphExecUpdateResult result;
+    EXPECT_RT_ERROR(RT_ERROR_GRAPH_EXEC_UPDATE_FAILURE, rtGraphExecUpdate(y, e, &result));
+    EXPECT_EQ(result, RT_GRAPH_EXEC_UPDATE_ERROR_NODE_TYPE_CHANGED);
+    EXPECT_TRUE(contains(last_message(), "node 0 (child graph")) << last_message();
+}
+
 TEST_P(GraphUpdate, AllocationSizesAndEventsCannotChange) {
     auto with_alloc = [&](size_t bytes, rtEvent_t e) {
         rtGraph_t g;

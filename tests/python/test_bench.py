@@ -68,6 +68,30 @@ def test_numpy_peer_of_the_kernel(quick_run):
     assert any(o["peer"].startswith("numpy") and o["value"] > 0 for o in others), k
 
 
+GRAPH_ROWS = ("graph_chain_1000_peers", "graph_fanout_1000_peers", "seed_pipeline_graph", "seed_pipeline_graph_4K")
+
+
+def test_graph_rows_with_their_peers(quick_run):
+    """The graph rows (bench/bench_graph_peers.cpp): ours per node / per iteration, and every further peer (oneTBB,
+    PoCL one call at a time, the stream version of the pipeline) either a figure or the reason it has none."""
+    records, _, _ = quick_run
+    by_metric = {r["metric"]: r for r in records if "bytes" not in r}
+    for metric in GRAPH_ROWS:
+        r = by_metric[metric]
+        assert r["unit"] == ("ns" if metric.startswith("graph_") else "us") and r["value"] > 0, r
+        assert r["other_peers"], r
+        for o in r["other_peers"]:
+            assert (o["value"] is not None and o["value"] > 0 and o["min"] <= o["value"] <= o["max"]) or o["note"], o
+    for metric in GRAPH_ROWS[:2]:
+        names = [o["peer"].split(" ")[0] for o in by_metric[metric]["other_peers"]]
+        assert names == ["oneTBB", "PoCL-calls"], names
+    for metric in GRAPH_ROWS[2:]:  # the stream version is ours too: always measured
+        (streams,) = by_metric[metric]["other_peers"]
+        assert streams["peer"].startswith("streams") and streams["value"] > 0, streams
+    text = bench.format_table(records, [{"device": "cpu:0", "name": "cpu:0", "index": 0, "backend": "cpu"}], [], True)
+    assert "+ peer oneTBB" in text and "+ peer streams" in text
+
+
 def test_progress_on_stderr(quick_run):
     _, err, _ = quick_run
     assert "kernels" in err and "done" in err
