@@ -116,8 +116,8 @@ test_asan() {
 
 # The fuzzers (fuzz/fuzz_capi.cpp, the C API; fuzz/fuzz_graph_file.cpp, the saved-graph loader): libFuzzer needs
 # clang; only the library and the fuzzers are built (-O1 -g1, ASan + UBSan + coverage), then each runs for a bounded
-# time from its committed seeds. Any crash,
-# hang (-timeout) or sanitizer report fails the phase and leaves the input under build-fuzz/fuzz/artifacts/.
+# time from its committed seeds. Any crash, hang (-timeout) or sanitizer report fails the phase and leaves the input
+# under build-fuzz/fuzz/artifacts/.
 build_fuzz() {
   CC=clang CXX=clang++ cmake -S . -B build-fuzz -DRUNTIME_BUILD_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo "${cuda_option[@]}" \
     -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -g1" \

@@ -504,6 +504,52 @@ TEST_F(GraphFileTest, NamedBuffersMustBeBoundAndLargeEnough) {
     ASSERT_RT_OK(rtGraphExecDestroy(x));
 }
 
+TEST_F(GraphFileTest, ACapturedGraphSavesAndLoads) {
+    // Stream capture (what most graphs come from): a temporary of rtMallocAsync, a fill, a kernel, a copy out.
+    rtModule_t m = load_module();
+    rtFunction_t scale = nullptr;
+    ASSERT_RT_OK(rtModuleGetFunction(&scale, m, "gf_scale"));
+    DevBuf in(kBytes), out(kBytes);
+    const std::vector<float> input = make_input();
+    ASSERT_RT_OK(rtMemcpy(in.get(), input.data(), kBytes, RT_MEMCPY_HOST_TO_DEVICE));
+    rtStream_t s = nullptr;
+    ASSERT_RT_OK(rtStreamCreate(&s));
+    ASSERT_RT_OK(rtStreamBeginCapture(s, RT_STREAM_CAPTURE_MODE_GLOBAL));
+    void* tmp = nullptr;
+    ASSERT_RT_OK(rtMallocAsync(&tmp, kBytes, s));
+    ASSERT_RT_OK(rtMemsetAsync(tmp, 0, kBytes, s));
+    void* src = in.get();
+    float factor = 3.0f;
+    unsigned n = kN;
+    void* args[] = {&tmp, &src, &factor, &n};
+    ASSERT_RT_OK(rtLaunchKernel(scale, rtDim3{(kN + 255) / 256, 1, 1}, rtDim3{256, 1, 1}, args, 0, s));
+    ASSERT_RT_OK(rtMemcpyAsync(out.get(), tmp, kBytes, RT_MEMCPY_DEVICE_TO_DEVICE, s));
+    ASSERT_RT_OK(rtFreeAsync(tmp, s));
+    rtGraph_t g = nullptr;
+    ASSERT_RT_OK(rtStreamEndCapture(s, &g));
+    ASSERT_RT_OK(rtGraphBindName(g, "in", in.get(), kBytes));
+    ASSERT_RT_OK(rtGraphBindName(g, "out", out.get(), kBytes));
+    rtGraphExec_t exec = nullptr;
+    ASSERT_RT_OK(rtGraphInstantiate(&exec, g, 0));
+    const std::string file = save(exec, "captured.rtg");
+    ASSERT_RT_OK(rtGraphExecDestroy(exec));
+    ASSERT_RT_OK(rtGraphDestroy(g));
+
+    rtGraphExec_t x = nullptr;
+    ASSERT_RT_OK(rtGraphExecLoad(&x, file.c_str()));
+    DevBuf in2(kBytes), out2(kBytes);
+    ASSERT_RT_OK(rtMemcpy(in2.get(), input.data(), kBytes, RT_MEMCPY_HOST_TO_DEVICE));
+    ASSERT_RT_OK(rtGraphExecSetBuffer(x, "in", in2.get(), kBytes));
+    ASSERT_RT_OK(rtGraphExecSetBuffer(x, "out", out2.get(), kBytes));
+    ASSERT_RT_OK(rtGraphLaunch(x, s));
+    ASSERT_RT_OK(rtStreamSynchronize(s));
+    std::vector<float> got(kN);
+    ASSERT_RT_OK(rtMemcpy(got.data(), out2.get(), kBytes, RT_MEMCPY_DEVICE_TO_HOST));
+    for (unsigned i = 0; i < kN; ++i) ASSERT_EQ(got[i], input[i] * 3.0f) << "item " << i;
+    ASSERT_RT_OK(rtGraphExecDestroy(x));
+    ASSERT_RT_OK(rtStreamDestroy(s));
+}
+
 TEST_F(GraphFileTest, CopiesOfNothingNeedNoOperands) {
     // A copy and a fill of 0 bytes do nothing (their operands are not looked at, as CUDA's): saved, loaded and run.
     DevBuf a(256);

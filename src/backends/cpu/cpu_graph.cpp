@@ -89,7 +89,7 @@ void CpuGraph::lower(size_t index) {
             break;
         }
         case RT_GRAPH_NODE_TYPE_MEMCPY:
-            node.kind = c.elided ? Kind::nop : Kind::copy;  // elided: 0 bytes (operands unchecked, maybe null)
+            node.kind = c.elided ? Kind::nop : Kind::copy;  // elided: 0 bytes (operands maybe null), or onto itself
             node.memory = {c.dst, c.src, c.bytes};
             break;
         case RT_GRAPH_NODE_TYPE_MEMSET:
