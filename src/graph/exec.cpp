@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <new>
 
 #include "core/event.hpp"
 #include "core/memory.hpp"
@@ -70,18 +71,20 @@ bool lowering_enabled() {
 }
 }  // namespace
 
-GraphExec::GraphExec(std::shared_ptr<Program> program) : program_(std::move(program)), lower_(lowering_enabled()) {
+GraphExec::GraphExec(std::shared_ptr<Program> program)
+    : device_(program->device), program_(std::move(program)), lower_(lowering_enabled()) {
     Program& p = *program_;
-    if (p.arena_bytes) arena_ = allocate_device(*p.device, p.arena_bytes, nullptr, "rtGraphInstantiate");
+    if (p.arena_bytes) arena_ = allocate_graph_arena(*device_, p.arena_bytes, "rtGraphInstantiate");
     try {
         if (!p.unbound_name()) p.apply_relocations(arena_);
-        if (lower_) lowered_ = p.device->impl().compile_graph_impl(program_);
+        order_event_ = device_->impl().create_event_impl(false, false);
+        if (lower_) lowered_ = device_->impl().compile_graph_impl(program_);
         program_refs_ = program_.use_count();
         for (uint32_t c = 0; c < p.node_handles.size(); ++c)
             if (p.node_handles[c]) by_handle_.emplace_back(p.node_handles[c], c);
         std::sort(by_handle_.begin(), by_handle_.end());
     } catch (...) {
-        if (arena_) free_device(arena_, nullptr, "rtGraphInstantiate");
+        free_graph_arena(arena_, "rtGraphInstantiate");
         throw;
     }
 }
@@ -89,12 +92,11 @@ GraphExec::GraphExec(std::shared_ptr<Program> program) : program_(std::move(prog
 GraphExec::~GraphExec() {
     lowered_.reset();
     order_event_.reset();
-    if (arena_) {
-        try {
-            free_device(arena_, nullptr, "rtGraphExecDestroy");  // reusable once the work queued so far has run
-        } catch (...) {
-            // Out of memory while deferring the free: the arena leaks rather than being reused under a launch.
-        }
+    try {
+        free_graph_arena(arena_, "rtGraphExecDestroy");  // reusable once the work queued so far has run
+    } catch (const std::bad_alloc&) {
+        // Out of memory while deferring the free: the arena leaks rather than being reused under a launch. (It is
+        // registered as this exec's only: nothing else can have freed it, so no other failure is possible.)
     }
 }
 
@@ -121,14 +123,7 @@ void GraphExec::launch(const std::shared_ptr<Stream>& target) {
     const uint64_t op = stream.next_op();
     for (const std::shared_ptr<Event>& e : p.waits)
         if (e->recorded()) queue.wait_impl(e->impl());
-    // One launch at a time: a launch on another stream than the previous one's waits for it. (Recorded on that
-    // stream now, so the wait also covers what was queued there since — never less than needed; and a failure
-    // pending there reaches this stream, as any event waited for behind a failure does.)
-    if (std::shared_ptr<Stream> previous = last_stream_.lock(); previous && previous.get() != &stream) {
-        if (!order_event_) order_event_ = device().impl().create_event_impl(false, false);
-        previous->queue().record_impl(*order_event_);
-        queue.wait_impl(*order_event_);
-    }
+    order_after_previous(stream);
     last_stream_ = target;
     if (lowered_) {
         queue.launch_graph_impl(lowered_, backend::LaunchReport{&stream.errors(), op, nullptr});
@@ -142,14 +137,36 @@ void GraphExec::launch(const std::shared_ptr<Stream>& target) {
             replay(stream, op);
         } catch (...) {
             hold();
+            mark_launch_end(queue);  // the commands queued before the failure stay ordered
             throw;
         }
         hold();
     }
+    mark_launch_end(queue);
     for (const std::shared_ptr<Event>& e : p.records) {
         queue.record_impl(e->impl());
         e->mark_recorded();
     }
+}
+
+void GraphExec::order_after_previous(Stream& stream) {
+    std::shared_ptr<Stream> previous = last_stream_.lock();
+    if (!previous || previous.get() == &stream) return;
+    if (!several_streams_) {
+        // The first launch on another stream: the previous launch (at last_end_ of its stream) was not recorded.
+        several_streams_ = true;
+        backend::Queue& before = previous->queue();
+        if (before.reached_impl(last_end_)) return;
+        // Recorded now, the event also covers what was queued there after that launch (and a failure of it), so
+        // waiting on it would wait too long: only exact when nothing followed. Otherwise still conservative.
+        before.record_impl(*order_event_);
+    }
+    stream.queue().wait_impl(*order_event_);
+}
+
+void GraphExec::mark_launch_end(backend::Queue& queue) {
+    if (several_streams_) queue.record_impl(*order_event_);
+    else last_end_ = queue.position_impl();
 }
 
 void GraphExec::replay(Stream& stream, uint64_t op) {

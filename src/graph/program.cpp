@@ -357,7 +357,14 @@ std::shared_ptr<Program> instantiate(const Graph& graph) {
     auto program = std::make_shared<Program>();
     Program& p = *program;
     p.device = &graph.device();
-    p.keepalive = graph.keepalive();
+    {
+        auto keep = [&](const std::shared_ptr<Keepalive>& k) {
+            if (std::find(p.keepalives.begin(), p.keepalives.end(), k) == p.keepalives.end()) p.keepalives.push_back(k);
+        };
+        keep(graph.keepalive());
+        for (const FlatGraph::Entry& e : flat.nodes)  // every child graph is a child node's (even an empty one)
+            if (e.node->type == RT_GRAPH_NODE_TYPE_GRAPH && e.node->child) keep(e.node->child->keepalive());
+    }
     p.provisional = graph.provisional_ptr();
     p.commands.resize(n);
     p.labels.resize(n);
