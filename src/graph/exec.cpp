@@ -21,27 +21,6 @@ namespace rt::graph {
 
 namespace {
 
-const char* copy_kind_name(backend::CopyKind k) {
-    switch (k) {
-        case backend::CopyKind::host_to_host: return "host to host";
-        case backend::CopyKind::host_to_device: return "host to device";
-        case backend::CopyKind::device_to_host: return "device to host";
-        case backend::CopyKind::device_to_device: return "device to device";
-    }
-    return "?";
-}
-
-/// The operand map of a program as it is bound now: its slots' provisional ranges, its names where bound.
-OperandMap map_of(const Program& p) {
-    OperandMap map;
-    for (uint32_t s = 0; s < p.slots.size(); ++s)
-        map.add_allocation(p.slots[s].provisional, p.slots[s].bytes, s, p.slots[s].offset);
-    for (uint32_t k = 0; k < p.names.size(); ++k)
-        if (p.names[k].bound) map.add_name(reinterpret_cast<uintptr_t>(p.names[k].bound), p.names[k].bytes, k);
-    map.finish();
-    return map;
-}
-
 /// The (command, slot) pairs of `relocations` that point into the arena.
 std::vector<std::pair<uint32_t, uint32_t>> arena_uses(const std::vector<Relocation>& relocations) {
     std::vector<std::pair<uint32_t, uint32_t>> uses;
@@ -49,6 +28,16 @@ std::vector<std::pair<uint32_t, uint32_t>> arena_uses(const std::vector<Relocati
         if (r.symbol.kind == Symbol::Kind::arena) uses.emplace_back(r.command, r.symbol.name);
     std::sort(uses.begin(), uses.end());
     return uses;
+}
+
+/// Refuses (check_uses) the uses of allocations among `uses` that `p` does not make already: those passed
+/// check_uses at instantiation, and the edges cannot change.
+void check_new_uses(const Program& p, std::vector<std::pair<uint32_t, uint32_t>> uses) {
+    const std::vector<std::pair<uint32_t, uint32_t>> known = arena_uses(p.relocations);
+    std::erase_if(uses, [&](const auto& u) { return std::binary_search(known.begin(), known.end(), u); });
+    if (uses.empty()) return;
+    Reachability reach(p);
+    check_uses(p, std::move(uses), reach);
 }
 
 /// Replaces the relocations of `command` in the sorted list by `with` (all of that command).
@@ -240,14 +229,8 @@ uint32_t GraphExec::command_of_handle(uint64_t node, const char* api) const {
 void GraphExec::restage(const Command& staged, uint32_t index, std::vector<Relocation>& relocations) {
     const Program& p = *program_;
     std::vector<std::pair<uint32_t, uint32_t>> uses;
-    map_of(p).resolve(p, staged, index, p.provisional.get(), relocations, uses);
-    // Allocations the command used already passed check_uses at instantiation (the edges have not changed).
-    const std::vector<std::pair<uint32_t, uint32_t>> known = arena_uses(p.relocations);
-    std::erase_if(uses, [&](const auto& u) { return std::binary_search(known.begin(), known.end(), u); });
-    if (!uses.empty()) {
-        Reachability reach(p);
-        check_uses(p, std::move(uses), reach);
-    }
+    OperandMap::of(p).resolve(p, staged, index, p.provisional.get(), relocations, uses);
+    check_new_uses(p, std::move(uses));
 }
 
 void GraphExec::set_kernel_params(uint64_t node, const KernelParams& params) {
@@ -293,19 +276,17 @@ void GraphExec::set_memory_params(uint64_t node, const MemoryParams& params) {
     const uint32_t index = command_of_handle(node, "rtGraphExecMemcpyNodeSetParams");
     const Program& p = *program_;
     const Command& old = p.commands[index];
-    const rtGraphNodeType type = old.type;
-    if (type != RT_GRAPH_NODE_TYPE_MEMCPY && type != RT_GRAPH_NODE_TYPE_MEMSET)
-        fail(RT_ERROR_INVALID_VALUE, "%s is not a memcpy or memset node", p.labels[index].c_str());
-    if (type == RT_GRAPH_NODE_TYPE_MEMCPY && params.kind != old.kind && !params.elided && !old.elided)
+    if (old.type != RT_GRAPH_NODE_TYPE_MEMCPY)
+        fail(RT_ERROR_INVALID_VALUE, "%s is not a memcpy node", p.labels[index].c_str());
+    if (params.kind != old.kind && !params.elided && !old.elided)
         fail(RT_ERROR_INVALID_VALUE, "%s: a copy's direction cannot change (the node copies %s, the params %s)",
-             p.labels[index].c_str(), copy_kind_name(old.kind), copy_kind_name(params.kind));
+             p.labels[index].c_str(), copy_direction(old.kind), copy_direction(params.kind));
     Command staged;
-    staged.type = type;
+    staged.type = RT_GRAPH_NODE_TYPE_MEMCPY;
     staged.dst = params.dst;
     staged.src = params.src;
     staged.bytes = params.bytes;
     staged.kind = params.kind;
-    staged.value = params.value;
     staged.elided = params.elided || params.bytes == 0;
     std::vector<Relocation> relocations;
     restage(staged, index, relocations);
@@ -316,7 +297,6 @@ void GraphExec::set_memory_params(uint64_t node, const MemoryParams& params) {
         c.src = staged.src;
         c.bytes = staged.bytes;
         c.kind = staged.kind;
-        c.value = staged.value;
         c.elided = staged.elided;
         replace_relocations(q.relocations, index, relocations);
         if (!q.unbound_name()) q.apply_relocations(arena_, index);
@@ -449,12 +429,7 @@ rtGraphExecUpdateResult GraphExec::update(const Graph& graph, std::string* why) 
             load_command(scratch, node);
             map.resolve(p, scratch, c, &node.graph->provisional(), relocations, uses);
         }
-        const std::vector<std::pair<uint32_t, uint32_t>> known = arena_uses(p.relocations);
-        std::erase_if(uses, [&](const auto& u) { return std::binary_search(known.begin(), known.end(), u); });
-        if (!uses.empty()) {
-            Reachability reach(p);
-            check_uses(p, std::move(uses), reach);
-        }
+        check_new_uses(p, std::move(uses));
     } catch (const Error& e) {
         if (e.code() != RT_ERROR_INVALID_VALUE) throw;
         *why = e.what();

@@ -49,9 +49,9 @@ public:
     /// instantiated graph node for node and edge for edge. Returns SUCCESS, or what differed first with `*why`
     /// naming the node (the exec is then unchanged). Throws only for failures that are not differences (memory).
     rtGraphExecUpdateResult update(const Graph& graph, std::string* why);
-    /// rtGraphExecKernelNodeSetParams / rtGraphExecMemcpyNodeSetParams: `node` is a handle of the graph this exec was
-    /// instantiated from (Program::node_handles); the params were validated by the caller. INVALID_VALUE when the
-    /// node is not one of this exec's, or not of that kind.
+    /// rtGraphExecKernelNodeSetParams / rtGraphExecMemcpyNodeSetParams (graph.h has no memset counterpart): `node`
+    /// is a handle of the graph this exec was instantiated from (Program::node_handles); the params were validated
+    /// by the caller. INVALID_VALUE when the node is not one of this exec's, or not of that kind.
     void set_kernel_params(uint64_t node, const KernelParams& params);
     void set_memory_params(uint64_t node, const MemoryParams& params);
     /// rtGraphExecSetBuffer: `ptr` (at least the named size) replaces the buffer named `name` for the next launches.

@@ -181,6 +181,8 @@ std::string relabel(const std::string& label, const Node& node);
 /// The address ranges operands are resolved against: allocation nodes' provisional ranges and named buffers.
 class OperandMap {
 public:
+    /// The map of `program` as it is bound now: its slots' provisional ranges, its named buffers where bound.
+    static OperandMap of(const Program& program);
     void add_allocation(uintptr_t base, size_t bytes, uint32_t slot, uint64_t arena_offset);
     void add_name(uintptr_t base, size_t bytes, uint32_t name);
     void finish();  ///< call once every range is added
