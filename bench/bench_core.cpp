@@ -1929,6 +1929,6 @@ int main(int argc, char** argv) {
     // A cuda device is compared with the raw driver API (peer_cuda.cpp); the cpu rows and the PoCL peer are for cpu.
     rtDeviceProp prop{};
     if (rtGetDeviceProperties(&prop, cfg.device) == RT_SUCCESS && std::string(prop.backend) == "cuda")
-        return rtbench::run_cuda_peer(cfg.device, cfg.quick);
+        return rtbench::run_cuda_peer(cfg.device, cfg.quick, cfg.only_graphs);
     return rtbench::Bench(cfg).run();
 }

@@ -1,6 +1,7 @@
 // peer_cuda.cpp — runtime-bench-core on a cuda device: the runtime and the raw CUDA driver API side by side, in one process.
-// Rows: launch + synchronize, 10,000 launches + one synchronize, pinned H2D/D2H and D2D copies of 256 MiB, each with
-// the ratio to the raw driver and the target. The driver is dlopen'ed (libcuda.so.1 or
+// Rows: launch + synchronize, 10,000 launches + one synchronize, pinned H2D/D2H and D2D copies of 256 MiB, and graph
+// replays (a 1,000-kernel chain, a 1,000-node fan-out/fan-in, a 10-kernel chain + synchronize) against native CUDA
+// graphs of the same nodes, each with the ratio to the raw driver and the target. The driver is dlopen'ed (libcuda.so.1 or
 // $RUNTIME_CUDA_DRIVER_LIB) like the runtime's own shim; without CUDA headers at build time this section is absent.
 #include "peer_cuda.hpp"
 
@@ -21,7 +22,7 @@
 namespace rtbench {
 
 #ifndef RUNTIME_BENCH_HAVE_CUDA
-int run_cuda_peer(int, bool) {
+int run_cuda_peer(int, bool, bool) {
     std::fprintf(stderr, "runtime-bench-core: built without the CUDA headers: no cuda comparison\n");
     return 1;
 }
@@ -49,7 +50,15 @@ struct Raw {
     RT_RAW_(cuMemcpyHtoDAsync);
     RT_RAW_(cuMemcpyDtoHAsync);
     RT_RAW_(cuMemcpyDtoDAsync);
+    // graphs (optional: without them the graph rows say so)
+    RT_RAW_(cuGraphCreate);
+    RT_RAW_(cuGraphDestroy);
+    RT_RAW_(cuGraphAddKernelNode);
+    RT_RAW_(cuGraphInstantiateWithFlags);
+    RT_RAW_(cuGraphLaunch);
+    RT_RAW_(cuGraphExecDestroy);
 #undef RT_RAW_
+    bool graphs = false;
 };
 
 #define RT_STR2_(x) #x
@@ -81,6 +90,18 @@ bool open_raw(Raw& r, std::string& why) {
     RT_SYM_(cuMemcpyHtoDAsync);
     RT_SYM_(cuMemcpyDtoHAsync);
     RT_SYM_(cuMemcpyDtoDAsync);
+    bool graphs = true;
+    auto opt = [&](auto& fn, const char* name) {
+        fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(h, name));
+        graphs = graphs && fn;
+    };
+    opt(r.cuGraphCreate, RT_STR_(cuGraphCreate));
+    opt(r.cuGraphDestroy, RT_STR_(cuGraphDestroy));
+    opt(r.cuGraphAddKernelNode, RT_STR_(cuGraphAddKernelNode));
+    opt(r.cuGraphInstantiateWithFlags, RT_STR_(cuGraphInstantiateWithFlags));
+    opt(r.cuGraphLaunch, RT_STR_(cuGraphLaunch));
+    opt(r.cuGraphExecDestroy, RT_STR_(cuGraphExecDestroy));
+    r.graphs = graphs;
 #undef RT_SYM_
     if (!ok) why = "a driver symbol is missing";
     return ok && r.cuInit(0) == CUDA_SUCCESS;
@@ -127,9 +148,85 @@ void row(const char* metric, double ours, double raw, const char* unit, bool hig
 const char* kEmptyPtx =
     ".version 7.0\n.target sm_50\n.address_size 64\n.visible .entry empty()\n{\n\tret;\n}\n";
 
+/// The shape of a graph row: a chain (each node after the one before), or a fan-out/fan-in (one root, the others
+/// after it, one join after all of them).
+enum class Shape { chain, fan };
+
+/// The dependencies of node `i` of `n` in `shape`, as indices.
+std::vector<size_t> deps_of(Shape shape, size_t i, size_t n) {
+    if (i == 0) return {};
+    if (shape == Shape::chain || i < n - 1) return {shape == Shape::chain ? i - 1 : 0};
+    std::vector<size_t> all;
+    for (size_t j = 1; j < n - 1; ++j) all.push_back(j);
+    return all;
+}
+
+/// One graph row: `n` empty one-thread kernels in `shape`, as an executable graph of the runtime (rtGraph*) and as
+/// a native CUDA graph of the same nodes (raw driver); per replay, `reps` replays then one synchronize (`sync_each`:
+/// a synchronize after every replay), the two alternated run by run.
+void graph_row(const Raw& raw, const char* metric, Shape shape, size_t n, int runs, int reps, bool sync_each,
+               rtFunction_t fn, CUfunction rfn, rtStream_t s, CUstream rs) {
+    rtGraph_t g = nullptr;
+    RC_(rtGraphCreate(&g, 0));
+    std::vector<rtGraphNode_t> ours(n);
+    rtKernelNodeParams kp{};
+    kp.function = fn;
+    kp.grid = rtDim3{1, 1, 1};
+    kp.block = rtDim3{1, 1, 1};
+    CUgraph rg = nullptr;
+    CC_(raw.cuGraphCreate(&rg, 0));
+    std::vector<CUgraphNode> theirs(n);
+    CUDA_KERNEL_NODE_PARAMS rp{};
+    rp.func = rfn;
+    rp.gridDimX = rp.gridDimY = rp.gridDimZ = 1;
+    rp.blockDimX = rp.blockDimY = rp.blockDimZ = 1;
+    for (size_t i = 0; i < n; ++i) {
+        std::vector<rtGraphNode_t> d;
+        std::vector<CUgraphNode> rd;
+        for (size_t j : deps_of(shape, i, n)) {
+            d.push_back(ours[j]);
+            rd.push_back(theirs[j]);
+        }
+        RC_(rtGraphAddKernelNode(&ours[i], g, d.data(), d.size(), &kp));
+        CC_(raw.cuGraphAddKernelNode(&theirs[i], rg, rd.data(), rd.size(), &rp));
+    }
+    rtGraphExec_t x = nullptr;
+    RC_(rtGraphInstantiate(&x, g, 0));
+    CUgraphExec rx = nullptr;
+    CC_(raw.cuGraphInstantiateWithFlags(&rx, rg, 0));
+    auto ours_run = [&] {
+        for (int i = 0; i < reps; ++i) {
+            RC_(rtGraphLaunch(x, s));
+            if (sync_each) RC_(rtStreamSynchronize(s));
+        }
+        RC_(rtStreamSynchronize(s));
+    };
+    auto raw_run = [&] {
+        for (int i = 0; i < reps; ++i) {
+            CC_(raw.cuGraphLaunch(rx, rs));
+            if (sync_each) CC_(raw.cuStreamSynchronize(rs));
+        }
+        CC_(raw.cuStreamSynchronize(rs));
+    };
+    ours_run();  // warm-up both (first launches upload the graphs)
+    raw_run();
+    std::vector<double> a, b;
+    for (int r = 0; r < runs; ++r) {
+        a.push_back(median_of(1, ours_run));
+        b.push_back(median_of(1, raw_run));
+    }
+    std::sort(a.begin(), a.end());
+    std::sort(b.begin(), b.end());
+    row(metric, a[a.size() / 2] / reps * 1e6, b[b.size() / 2] / reps * 1e6, "us", false, 1.1);
+    RC_(rtGraphExecDestroy(x));
+    RC_(rtGraphDestroy(g));
+    raw.cuGraphExecDestroy(rx);
+    raw.cuGraphDestroy(rg);
+}
+
 }  // namespace
 
-int run_cuda_peer(int device, bool quick) {
+int run_cuda_peer(int device, bool quick, bool graphs_only) {
     rtDeviceProp prop{};
     RC_(rtGetDeviceProperties(&prop, device));
     RC_(rtSetDevice(device));
@@ -165,6 +262,24 @@ int run_cuda_peer(int device, bool quick) {
 
     const rtDim3 one{1, 1, 1};
     const int iters = quick ? 2000 : 10000, runs = quick ? 5 : 11, batch = 10000;
+    // ---- graphs: the runtime's replay (lowered to a native CUDA graph) against the same nodes built with the driver
+    auto graph_rows = [&] {
+        if (!raw.graphs) {
+            std::printf("(graph rows: the driver has no cuGraph* entry points)\n");
+            return;
+        }
+        const int reps = quick ? 20 : 100;
+        graph_row(raw, "graph replay, 1,000-kernel chain", Shape::chain, 1000, runs, reps, false, fn, rfn, s, rs);
+        graph_row(raw, "graph replay, 1,000-node fan-out/in", Shape::fan, 1000, runs, reps, false, fn, rfn, s, rs);
+        graph_row(raw, "graph of 10 kernels: launch + sync", Shape::chain, 10, runs, reps * 10, true, fn, rfn, s, rs);
+    };
+    if (graphs_only) {
+        graph_rows();
+        raw.cuStreamDestroy(rs);
+        RC_(rtStreamDestroy(s));
+        RC_(rtModuleUnload(mod));
+        return 0;
+    }
     for (int i = 0; i < 1000; ++i) {  // warm-up both
         RC_(rtLaunchKernel(fn, one, one, nullptr, 0, s));
         RC_(rtStreamSynchronize(s));
@@ -193,6 +308,7 @@ int run_cuda_peer(int device, bool quick) {
         CC_(raw.cuStreamSynchronize(rs));
     }) / batch * 1e6;
     row("10,000 launches + 1 sync (per op)", ours, theirs, "us", false, 1.1);
+    graph_rows();
 
     // ---- copies: 256 MiB, pinned host memory on both sides
     const size_t n = size_t{256} << 20;

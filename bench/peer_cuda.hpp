@@ -4,6 +4,7 @@
 namespace rtbench {
 
 /// Prints the side-by-side table for runtime device `device` (a cuda device); returns the exit status.
-int run_cuda_peer(int device, bool quick);
+/// `graphs_only`: only the graph rows (replays of executable graphs against native CUDA graphs of the same nodes).
+int run_cuda_peer(int device, bool quick, bool graphs_only = false);
 
 }  // namespace rtbench

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# scripts/gpu-check.sh — the GPU check in two commands of < 6 min each on 16 cores: `build` (probes, configure + build, the Python package), then `test` (the *_cuda reruns one at a time, the cuda benchmarks, the Python GPU tests).
+# scripts/gpu-check.sh — the GPU check in two commands of < 6 min each on 16 cores: `build` (probes, configure + build, the Python package), then `test` (the *_cuda reruns one at a time, the cuda benchmarks, graph replays against native CUDA graphs, the Python GPU tests).
 #
 # Usage: scripts/gpu-check.sh build|test|all            (all = build then test, for a machine without a time cap)
 #
@@ -188,10 +188,19 @@ ctest_gpu() {
   [[ -f $build/tests/CTestTestfile.cmake ]] || skip "no C++ tests in this build (GoogleTest was not found)"
   local exclude=()
   # The fake runs no kernel code: the files that check what kernels compute need a GPU.
-  [[ $dry == 1 ]] && exclude=(-E '^test_(kernel_launch|module|cpp_api)_cuda($|_)')
+  [[ $dry == 1 ]] && exclude=(-E '^test_(kernel_launch|module|cpp_api|kernel_groups)_cuda($|_)')
   (cd "$build" && ctest -L gpu -j1 --no-tests=error --output-on-failure --output-log "$logs/ctest-gpu.ctest.log" "${exclude[@]}")
 }
 bench_core() { test_env; "$build/bench/runtime-bench-core" --device cuda:0 --quick; }
+# Executable graphs on the GPU: replays of the runtime's graphs (lowered to native CUDA graphs, cuda_graph.cpp) against
+# native CUDA graphs of the same nodes built with the raw driver (issue 14: replay <= 1.1x native), then the graph
+# suites' *_cuda reruns (the ctest-gpu step runs them too; here on their own, so this step's verdict is the graphs').
+bench_graph() {
+  test_env
+  "$build/bench/runtime-bench-core" --device cuda:0 --quick --only graphs || return 1
+  [[ -f $build/tests/CTestTestfile.cmake ]] || { echo "no C++ tests in this build: graph suites not run"; return 0; }
+  (cd "$build" && ctest -L gpu -R '^test_graph_' -j1 --no-tests=error --output-on-failure)
+}
 pytest_ok() { "$py" -c 'import pytest' 2>/dev/null || skip "no pytest on this machine (carry wheels in shared/wheels)"; }
 # Device-parametrized Python tests on cuda:0 (from /tmp: the installed package, not the source tree, is imported).
 # (The dry run leaves out what checks kernel results: the fake driver runs no kernel code.)
@@ -230,6 +239,7 @@ if [[ $mode == test || $mode == all ]]; then
   step devices 20 devices
   step ctest-gpu 200 ctest_gpu
   step bench-core 45 bench_core
+  step bench-graph 60 bench_graph
   step pytest-devices 25 pytest_devices
   step pytest-cuda 45 pytest_cuda
   step bench-python 25 bench_python

@@ -119,7 +119,9 @@ class GraphExecutable {
 public:
     virtual ~GraphExecutable() = default;
     /// Command `index` of the program it was made from changed its operands (an update, a relocation): take them.
-    /// Never called while a launch of this executable is queued or running (the core lowers a new one instead).
+    /// Called only while no queued launch holds this executable (a queue that keeps it until its launches ran makes
+    /// the core lower a new one instead); a backend whose queues keep nothing of it — cuda: the driver keeps what a
+    /// launch in flight runs — gets the change while launches are queued, and must leave those as they were launched.
     virtual void refresh_impl(size_t index) = 0;
 };
 
@@ -201,9 +203,12 @@ public:
     virtual void bind_error_slot_impl(AsyncErrorSlot* slot) { (void)slot; }
     /// (optional) Launches a graph lowered by this queue's device (Device::compile_graph_impl): one operation of the
     /// queue, ordered as any other, which completes once every command has. A failed command is reported to
-    /// report.slot naming its label, and its successors (and the queue's later work) are skipped. The queue keeps
-    /// `graph` alive until the launch has run. Only called for executables of this backend; defaults to
-    /// NOT_SUPPORTED (a backend whose compile_graph_impl returns null is replayed by the core instead).
+    /// report.slot naming its label, and its successors (and the queue's later work) are skipped as the queue skips
+    /// work behind a failure (cuda: host nodes; kernels and copies the GPU has run anyway, as on its streams). The
+    /// queue keeps what the launch runs alive until it has run: `graph` itself, or only what the launch reads where
+    /// the native API keeps a launch apart from later changes and from the executable's destruction (cuda). Only
+    /// called for executables of this backend; defaults to NOT_SUPPORTED (a backend whose compile_graph_impl returns
+    /// null is replayed by the core instead).
     virtual void launch_graph_impl(const std::shared_ptr<GraphExecutable>& graph, const LaunchReport& report);
     /// (optional) Lets go of kernels held past their launches (a queue may keep its latest launched function to
     /// spare a reference count per launch), so an unloaded module's code goes once the launches queued so far have

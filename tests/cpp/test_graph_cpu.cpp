@@ -19,10 +19,11 @@ RT_KERNEL void step(unsigned* c, unsigned i) {
 RT_KERNEL void count(unsigned* c) { atomic_inc(c); }
 RT_KERNEL void mark(unsigned* slots, unsigned i) { slots[i] += 1; }
 RT_KERNEL void add(unsigned* c, unsigned v) { c[0] += v; }
-// Two kernels that each wait for the other to arrive: met[me] = 1 when it saw the other.
+// Two kernels that each wait for the other to arrive (flags[me]), until the host gives up (flags[4]); flags[2 + me]:
+// it saw the other.
 RT_KERNEL void meet(unsigned* flags, unsigned me) {
     atomic_add(&flags[me], 1u);
-    for (unsigned long long spins = 0; spins < 4000000000ull; ++spins)
+    while (atomic_add(&flags[4], 0u) == 0)
         if (atomic_add(&flags[1 - me], 0u) != 0) {
             flags[2 + me] = 1;
             return;
@@ -143,15 +144,40 @@ TEST_F(GraphCpu, IndependentHostNodesRunAtTheSameTime) {
         m.arrived = 0;
         ASSERT_RT_OK(rtGraphLaunch(x, stream_));
         ASSERT_RT_OK(rtStreamSynchronize(stream_));
-        EXPECT_EQ(m.met.load(), 2 * (launch + 1)) << "launch " << launch << ": the branches ran one after the other";
+        ASSERT_EQ(m.met.load(), 2 * (launch + 1)) << "launch " << launch << ": the branches ran one after the other";
     }
 }
 
+/// Gives up a wait after 10 s (stretched by RT_TEST_TIME_SCALE), or at once when destroyed: stores 1 at `flag`.
+class GiveUp {
+public:
+    explicit GiveUp(unsigned* flag) : thread_([this, flag] {
+        std::unique_lock lock(mutex_);
+        cv_.wait_for(lock, 10s * Watchdog::scale(), [this] { return done_; });
+        std::atomic_ref<unsigned>(*flag).store(1);
+    }) {}
+    ~GiveUp() {
+        {
+            std::lock_guard lock(mutex_);
+            done_ = true;
+        }
+        cv_.notify_all();
+        thread_.join();
+    }
+
+private:
+    std::mutex mutex_;
+    std::condition_variable cv_;
+    bool done_ = false;
+    std::thread thread_;
+};
+
 TEST_F(GraphCpu, IndependentKernelNodesRunAtTheSameTime) {
     // Roots on independent branches (no host node: the synchronizing thread may run one of them).
-    DevBuf flags(4 * sizeof(unsigned));
+    DevBuf flags(5 * sizeof(unsigned));
     for (int launch = 0; launch < 5; ++launch) {
-        zero(flags, 4);
+        zero(flags, 5);
+        GiveUp give_up(reinterpret_cast<unsigned*>(flags.get()) + 4);  // device memory of the cpu device: host memory
         rtGraph_t g = graph();
         void* f = flags.get();
         rtGraphNode_t a = kernel(g, {}, meet_, f, 0u);
@@ -161,8 +187,8 @@ TEST_F(GraphCpu, IndependentKernelNodesRunAtTheSameTime) {
         ASSERT_RT_OK(rtGraphLaunch(x, stream_));
         ASSERT_RT_OK(rtStreamSynchronize(stream_));
         std::vector<unsigned> v = read(flags, 4);
-        EXPECT_EQ(v[2], 1u) << "launch " << launch << ": kernel 0 never saw kernel 1 arrive";
-        EXPECT_EQ(v[3], 1u) << "launch " << launch << ": kernel 1 never saw kernel 0 arrive";
+        ASSERT_EQ(v[2], 1u) << "launch " << launch << ": kernel 0 never saw kernel 1 arrive";
+        ASSERT_EQ(v[3], 1u) << "launch " << launch << ": kernel 1 never saw kernel 0 arrive";
     }
 }
 

@@ -46,6 +46,13 @@
 //  - Module globals (cuModuleGetGlobal: PTX `.global` names, a cubin's OBJECT symbols) are zeroed host memory of the
 //    symbol's size, device memory to copies and fills. fake_cuda_assert_next_launch makes the next launch write rt_assert's
 //    fault record through its module's RT_CUDA_FAULT_RECORD_SYMBOL, as a failing kernel would.
+//  - Graphs (cuGraphCreate, cuGraphAdd{Kernel,Memcpy,Memset,Host,Empty}Node, cuGraphInstantiateWithFlags,
+//    cuGraphLaunch, cuGraphExec*SetParams, destroys): nodes are checked as the stream calls check their operands
+//    (1D copies and fills only), dependencies must be earlier nodes of the same graph; an executable graph is a copy of
+//    its graph's nodes, run in their order of addition as one operation of the stream it is launched on. Kernel nodes
+//    are launches (recorded, faults injected, rt_assert records written) taken at cuGraphLaunch; cuGraphExec*SetParams
+//    changes later launches only (launches queued keep the nodes they were launched with), as does destroying the
+//    executable graph. fake_cuda_exec_nodes shows the last instantiated one (fake_cuda.h).
 //  - cuMemHostGetDevicePointer returns the host address (unified addressing).
 //  - PTX whose `.target sm_XY` is newer than the device (9.0) is refused by the "JIT" with CUDA_ERROR_INVALID_PTX
 //    and, through cuModuleLoadDataEx, an error log saying so.
@@ -267,6 +274,47 @@ struct CUfunc_st {
 
 namespace {
 
+/// One node of a graph, and of the executable graphs instantiated from it.
+struct GraphNode {
+    int kind = FAKE_CUDA_NODE_EMPTY;
+    std::vector<int> deps;  // indices of earlier nodes, ascending
+    // kernel
+    CUfunc_st* fn = nullptr;
+    unsigned grid[3]{}, block[3]{}, shared = 0;
+    std::vector<std::vector<unsigned char>> params;  // the values, copied when the node was added or set
+    // memcpy, memset
+    uintptr_t dst = 0, src = 0;
+    size_t bytes = 0;                 // memcpy: bytes; memset: elements
+    int dst_type = 0, src_type = 0;   // memcpy: the CUmemorytype given
+    unsigned value = 0, element = 1;  // memset
+    // host
+    CUhostFn host = nullptr;
+    void* user = nullptr;
+};
+using GraphNodes = std::vector<GraphNode>;
+
+}  // namespace
+
+struct CUgraph_st;
+struct CUgraphNode_st {
+    CUgraph_st* graph = nullptr;
+    int index = 0;
+};
+struct CUgraph_st {
+    CUctx_st* ctx = nullptr;
+    GraphNodes nodes;
+    std::vector<std::unique_ptr<CUgraphNode_st>> handles;
+};
+/// Independent of its graph once instantiated (as in CUDA); launches hold the nodes they were launched with, so a
+/// cuGraphExec*SetParams (copy on write) or a destroy leaves them as they were.
+struct CUgraphExec_st {
+    CUctx_st* ctx = nullptr;
+    CUgraph_st* source = nullptr;  // may be destroyed: checked against S().graphs
+    std::shared_ptr<const GraphNodes> nodes;
+};
+
+namespace {
+
 // ---------------------------------------------------------------------------------------------- global state
 
 struct Alloc {
@@ -307,12 +355,23 @@ struct State {
     std::map<uintptr_t, size_t> globals;  // module globals' backing, by address (cuMemcpyHtoD targets)
     struct {
         bool armed = false;
+        std::string kernel;  // empty: any
         std::string expr, file;
         int line = 0;
-    } assert_next;           // fake_cuda_assert_next_launch
+        unsigned block[3]{}, thread[3]{};
+    } assert_next;           // fake_cuda_assert_next_launch(_at)
     int set_access_calls = 0;
     int fail_next_map = CUDA_SUCCESS;
     int host_func_calls = 0;
+    // graphs (fake_cuda.h)
+    std::set<CUgraph_st*> graphs;
+    std::set<CUgraphNode_st*> graph_nodes;
+    std::set<CUgraphExec_st*> execs;
+    int graph_launch_count = 0;
+    int instantiate_count = 0;
+    bool instantiated = false;
+    CUgraphExec_st* last_exec = nullptr;                 // the last instantiated, while it lives
+    std::shared_ptr<const GraphNodes> last_exec_nodes;  // its nodes once destroyed
 };
 
 State& S() {
@@ -392,6 +451,131 @@ bool pinned_range(uintptr_t p, size_t n) {
     return p + n <= it->first + it->second;
 }
 
+/// A queued copy when it runs on its stream's worker: the operands must still be what they were at the call (device
+/// memory still allocated), else CUDA_ERROR_ILLEGAL_ADDRESS with a line on stderr. `staged`: the source as read at the
+/// call (pageable H2D). `dst_device`/`src_device`: as enqueue_copy takes them.
+CUresult run_copy(uintptr_t dst, uintptr_t src, size_t bytes, int dst_device, int src_device,
+                  const unsigned char* staged) {
+    std::lock_guard lock(S().m);  // a cuMemFree racing this copy waits; one that came first is caught here
+    int d = device_range(dst, bytes), r = staged ? 0 : device_range(src, bytes);
+    if (d < 0 || r < 0 || (dst_device == 1 && d != 1) || (src_device == 1 && r != 1)) {
+        std::fprintf(stderr, "fake_cuda: queued copy of %zu bytes %#llx -> %#llx touches freed device memory\n",
+                     bytes, static_cast<unsigned long long>(src), static_cast<unsigned long long>(dst));
+        return CUDA_ERROR_ILLEGAL_ADDRESS;
+    }
+    std::memmove(reinterpret_cast<void*>(dst), staged ? staged : reinterpret_cast<const void*>(src), bytes);
+    return CUDA_SUCCESS;
+}
+
+/// A queued fill of `count` elements of `element` bytes (1, 2 or 4) with `value`, on its stream's worker.
+CUresult run_fill(uintptr_t dst, unsigned value, unsigned element, size_t count) {
+    const size_t n = count * element;
+    std::lock_guard lock(S().m);
+    if (device_range(dst, n) != 1) {
+        std::fprintf(stderr, "fake_cuda: queued fill of %zu bytes at %#llx touches freed device memory\n", n,
+                     static_cast<unsigned long long>(dst));
+        return CUDA_ERROR_ILLEGAL_ADDRESS;
+    }
+    auto* p = reinterpret_cast<unsigned char*>(dst);
+    if (element == 1) {
+        std::memset(p, static_cast<int>(value & 0xff), n);
+    } else {
+        for (size_t i = 0; i < count; ++i) std::memcpy(p + i * element, &value, element);  // little-endian, as a GPU
+    }
+    return CUDA_SUCCESS;
+}
+
+/// Runs `fn(user)` on the context's one callback thread (started by the first host function) and returns once it
+/// ran: a host function's turn in its stream, after the host functions other streams handed over first.
+void call_on_callback_thread(CUctx_st* c, CUhostFn fn, void* user) {
+    CallbackThread* t;
+    {
+        std::lock_guard lock(S().m);
+        if (!c->callbacks) c->callbacks = std::make_unique<CallbackThread>();
+        t = c->callbacks.get();
+    }
+    auto done = std::make_shared<Record>();
+    t->push([fn, user, done] {
+        fn(user);
+        done->complete();
+    });
+    done->wait();
+}
+
+/// Checks a launch's shape as the driver does (cuLaunchKernel, kernel nodes).
+CUresult check_shape(const unsigned grid[3], const unsigned block[3], unsigned shared) {
+    if (!grid[0] || !grid[1] || !grid[2] || !block[0] || !block[1] || !block[2]) return CUDA_ERROR_INVALID_VALUE;
+    if (block[0] > 1024 || block[1] > 1024 || block[2] > 64 || grid[1] > 65535 || grid[2] > 65535 ||
+        uint64_t(block[0]) * block[1] * block[2] > uint64_t(kMaxThreadsPerBlock) || shared > unsigned(kMaxSharedPerBlock))
+        return CUDA_ERROR_INVALID_VALUE;
+    return CUDA_SUCCESS;
+}
+
+/// What a kernel launch (cuLaunchKernel, or a kernel node of a cuGraphLaunch) does when it runs, decided when the
+/// driver takes it: an injected fault to return, a failed rt_assert to write into its module's record.
+struct KernelRun {
+    int fault = CUDA_SUCCESS;
+    RtCudaFaultRecord* record = nullptr;
+    std::string expr, file;
+    int line = 0;
+    unsigned block[3]{}, thread[3]{};
+    std::shared_ptr<std::atomic<int>> queued;  // its module's launches not run yet
+};
+
+/// Takes a launch of `f` (S().m held): records it (fake_cuda.h), takes the injected fault and the armed assert.
+/// `values[i]` points at parameter i (read only when the sizes are known).
+KernelRun accept_kernel(CUfunc_st* f, const unsigned grid[3], const unsigned block[3], unsigned shared,
+                        void* const* values, int stream_serial) {
+    FakeCudaLaunch rec{};
+    std::snprintf(rec.kernel, sizeof rec.kernel, "%s", f->name.c_str());
+    for (int d = 0; d < 3; ++d) rec.grid[d] = grid[d], rec.block[d] = block[d];
+    rec.shared_bytes = shared;
+    rec.num_params = f->params_known ? static_cast<int>(f->sizes.size()) : -1;
+    rec.stream_serial = stream_serial;
+    for (size_t i = 0; f->params_known && i < f->sizes.size() && i < 8; ++i)
+        std::memcpy(&rec.param_u64[i], values[i], std::min<size_t>(8, f->sizes[i]));
+    State& st = S();
+    st.last_launch = rec;
+    ++st.launch_count;
+    KernelRun run;
+    run.fault = std::exchange(st.inject_fault, CUDA_SUCCESS);
+    if (st.assert_next.armed && (st.assert_next.kernel.empty() || st.assert_next.kernel == f->name)) {
+        st.assert_next.armed = false;
+        auto g = f->module->globals.find(RT_CUDA_FAULT_RECORD_SYMBOL);
+        if (g != f->module->globals.end() && g->second[0]) {
+            run.record = reinterpret_cast<RtCudaFaultRecord*>(g->second[0]);
+            run.expr = st.assert_next.expr;
+            run.file = st.assert_next.file;
+            run.line = st.assert_next.line;
+            for (int d = 0; d < 3; ++d) run.block[d] = st.assert_next.block[d], run.thread[d] = st.assert_next.thread[d];
+        } else if (run.fault == CUDA_SUCCESS) {
+            run.fault = CUDA_ERROR_LAUNCH_FAILED;  // no record to write: the prelude's printf + __trap()
+        }
+    }
+    run.queued = f->module->queued;
+    ++*run.queued;
+    return run;
+}
+
+/// A kernel on its stream's worker: runs no code; writes its failed assert (`ok`: the context is usable) and returns
+/// its injected fault.
+CUresult run_kernel(const KernelRun& run, bool ok) {
+    --*run.queued;
+    if (ok && run.record) {
+        // What the prelude's rt_assert does on the GPU: claim, write the fields, publish.
+        RtCudaFaultRecord* rec = run.record;
+        unsigned expected = 0;
+        if (__atomic_compare_exchange_n(&rec->claimed, &expected, 1u, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+            std::snprintf(rec->expr, sizeof rec->expr, "%s", run.expr.c_str());
+            std::snprintf(rec->file, sizeof rec->file, "%s", run.file.c_str());
+            rec->line = run.line;
+            for (int d = 0; d < 3; ++d) rec->block[d] = run.block[d], rec->thread[d] = run.thread[d];
+            __atomic_store_n(&rec->ready, 1u, __ATOMIC_RELEASE);
+        }
+    }
+    return static_cast<CUresult>(run.fault);
+}
+
 /// Copy `bytes` from src to dst in stream order. `dst_device`/`src_device`: the operand must be device memory (1),
 /// must not be (the H side of HtoD/DtoH is not checked: pinned or pageable), or either (-1). Pageable host memory
 /// makes the call synchronous as the driver's "API synchronization behavior" describes (see the header): a copy into
@@ -428,15 +612,7 @@ CUresult enqueue_copy(CUstream s, uintptr_t dst, uintptr_t src, size_t bytes, in
             }
         } complete{done.get()};
         if (!ok) return CUDA_SUCCESS;
-        std::lock_guard lock(S().m);  // a cuMemFree racing this copy waits; one that came first is caught here
-        int d = device_range(dst, bytes), r = staged ? 0 : device_range(src, bytes);
-        if (d < 0 || r < 0 || (dst_device == 1 && d != 1) || (src_device == 1 && r != 1)) {
-            std::fprintf(stderr, "fake_cuda: queued copy of %zu bytes %#llx -> %#llx touches freed device memory\n",
-                         bytes, static_cast<unsigned long long>(src), static_cast<unsigned long long>(dst));
-            return CUDA_ERROR_ILLEGAL_ADDRESS;
-        }
-        std::memmove(reinterpret_cast<void*>(dst), staged ? staged->data() : reinterpret_cast<const void*>(src), bytes);
-        return CUDA_SUCCESS;
+        return run_copy(dst, src, bytes, dst_device, src_device, staged ? staged->data() : nullptr);
     });
     if (!done) return CUDA_SUCCESS;
     done->wait();
@@ -723,6 +899,27 @@ void destroy_context(CUctx_st* c) {
             for (auto& [n, g] : (*it)->globals) st.globals.erase(reinterpret_cast<uintptr_t>(g.data()));
             delete *it;
             it = st.modules.erase(it);
+        } else {
+            ++it;
+        }
+    }
+    for (auto it = st.execs.begin(); it != st.execs.end();) {
+        if ((*it)->ctx == c) {
+            if (st.last_exec == *it) {
+                st.last_exec_nodes = (*it)->nodes;
+                st.last_exec = nullptr;
+            }
+            delete *it;
+            it = st.execs.erase(it);
+        } else {
+            ++it;
+        }
+    }
+    for (auto it = st.graphs.begin(); it != st.graphs.end();) {
+        if ((*it)->ctx == c) {
+            for (auto& h : (*it)->handles) st.graph_nodes.erase(h.get());
+            delete *it;
+            it = st.graphs.erase(it);
         } else {
             ++it;
         }
@@ -1017,17 +1214,7 @@ CUresult CUDAAPI cuMemsetD8Async(CUdeviceptr dst, unsigned char value, size_t n,
         std::lock_guard lock(S().m);
         if (device_range(dst, n) != 1) return CUDA_ERROR_INVALID_VALUE;  // device memory only
     }
-    s->push([=](bool ok) -> CUresult {
-        if (!ok) return CUDA_SUCCESS;
-        std::lock_guard lock(S().m);
-        if (device_range(dst, n) != 1) {
-            std::fprintf(stderr, "fake_cuda: queued fill of %zu bytes at %#llx touches freed device memory\n", n,
-                         static_cast<unsigned long long>(dst));
-            return CUDA_ERROR_ILLEGAL_ADDRESS;
-        }
-        std::memset(reinterpret_cast<void*>(dst), value, n);
-        return CUDA_SUCCESS;
-    });
+    s->push([=](bool ok) -> CUresult { return ok ? run_fill(dst, value, 1, n) : CUDA_SUCCESS; });
     return CUDA_SUCCESS;
 }
 
@@ -1095,20 +1282,7 @@ CUresult CUDAAPI cuLaunchHostFunc(CUstream s, CUhostFn fn, void* user) {
     CUctx_st* c = s->ctx;
     s->push([c, fn, user](bool ok) -> CUresult {
         if (!ok) return CUDA_SUCCESS;  // "the function will not be called in the event of an error in the CUDA context"
-        CallbackThread* t;
-        {
-            std::lock_guard lock(S().m);
-            if (!c->callbacks) c->callbacks = std::make_unique<CallbackThread>();
-            t = c->callbacks.get();
-        }
-        // The stream goes on once the context's callback thread has run it (after the host functions that other
-        // streams handed over first).
-        auto done = std::make_shared<Record>();
-        t->push([fn, user, done] {
-            fn(user);
-            done->complete();
-        });
-        done->wait();
+        call_on_callback_thread(c, fn, user);
         return CUDA_SUCCESS;
     });
     return CUDA_SUCCESS;
@@ -1354,65 +1528,327 @@ CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned
                                 unsigned bz, unsigned shared, CUstream s, void** params, void** extra) {
     if (CUresult r = check_stream(s)) return r;
     if (CUresult r = sticky_of(s->ctx)) return r;
-    if (!gx || !gy || !gz || !bx || !by || !bz || extra) return CUDA_ERROR_INVALID_VALUE;
-    if (bx > 1024 || by > 1024 || bz > 64 || gy > 65535 || gz > 65535 ||
-        uint64_t(bx) * by * bz > uint64_t(kMaxThreadsPerBlock) || shared > unsigned(kMaxSharedPerBlock))
-        return CUDA_ERROR_INVALID_VALUE;
-    FakeCudaLaunch rec{};
-    int fault = CUDA_SUCCESS;
-    struct {
-        RtCudaFaultRecord* record = nullptr;
-        std::string expr, file;
-        int line = 0;
-    } failed_assert;
+    const unsigned grid[3] = {gx, gy, gz}, block[3] = {bx, by, bz};
+    if (extra) return CUDA_ERROR_INVALID_VALUE;
+    if (CUresult r = check_shape(grid, block, shared)) return r;
+    KernelRun run;
     {
         std::lock_guard lock(S().m);
         if (!f || !S().functions.count(f)) return CUDA_ERROR_INVALID_HANDLE;
         if (f->module->ctx != s->ctx) return CUDA_ERROR_INVALID_HANDLE;
         if (f->params_known && !f->sizes.empty() && !params) return CUDA_ERROR_INVALID_VALUE;
-        std::snprintf(rec.kernel, sizeof rec.kernel, "%s", f->name.c_str());
-        rec.grid[0] = gx, rec.grid[1] = gy, rec.grid[2] = gz;
-        rec.block[0] = bx, rec.block[1] = by, rec.block[2] = bz;
-        rec.shared_bytes = shared;
-        rec.num_params = f->params_known ? static_cast<int>(f->sizes.size()) : -1;
-        rec.stream_serial = s->serial;
         // The values are read at the call, as the driver does ("copied at launch").
-        for (size_t i = 0; f->params_known && i < f->sizes.size() && i < 8; ++i)
-            std::memcpy(&rec.param_u64[i], params[i], std::min<size_t>(8, f->sizes[i]));
-        S().last_launch = rec;
-        ++S().launch_count;
-        fault = S().inject_fault;
-        S().inject_fault = CUDA_SUCCESS;
-        if (S().assert_next.armed) {
-            S().assert_next.armed = false;
-            auto g = f->module->globals.find(RT_CUDA_FAULT_RECORD_SYMBOL);
-            if (g != f->module->globals.end() && g->second[0]) {
-                failed_assert.record = reinterpret_cast<RtCudaFaultRecord*>(g->second[0]);
-                failed_assert.expr = S().assert_next.expr;
-                failed_assert.file = S().assert_next.file;
-                failed_assert.line = S().assert_next.line;
-            } else if (fault == CUDA_SUCCESS) {
-                fault = CUDA_ERROR_LAUNCH_FAILED;  // no record to write: the prelude's printf + __trap()
-            }
-        }
+        run = accept_kernel(f, grid, block, shared, params, s->serial);
     }
-    std::shared_ptr<std::atomic<int>> queued = f->module->queued;
-    ++*queued;
-    s->push([fault, queued, failed_assert](bool ok) -> CUresult {  // runs no code
-        --*queued;
-        if (ok && failed_assert.record) {
-            // What the prelude's rt_assert does on the GPU: claim, write the fields, publish.
-            RtCudaFaultRecord* rec = failed_assert.record;
-            unsigned expected = 0;
-            if (__atomic_compare_exchange_n(&rec->claimed, &expected, 1u, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
-                std::snprintf(rec->expr, sizeof rec->expr, "%s", failed_assert.expr.c_str());
-                std::snprintf(rec->file, sizeof rec->file, "%s", failed_assert.file.c_str());
-                rec->line = failed_assert.line;
-                for (int d = 0; d < 3; ++d) rec->block[d] = rec->thread[d] = 0;
-                __atomic_store_n(&rec->ready, 1u, __ATOMIC_RELEASE);
+    s->push([run](bool ok) -> CUresult { return run_kernel(run, ok); });  // runs no code
+    return CUDA_SUCCESS;
+}
+
+// ---- graphs: a graph records nodes; cuGraphInstantiate copies them into an executable graph, whose launch runs
+// them in their order of addition (a topological order) as one operation of the stream.
+
+/// A kernel node's parameters, checked as cuLaunchKernel checks a launch (S().m held); `ctx`: the graph's.
+static CUresult make_kernel_node(const CUDA_KERNEL_NODE_PARAMS* p, CUctx_st* ctx, GraphNode& out) {
+    if (!p) return CUDA_ERROR_INVALID_VALUE;
+    if (!p->func) return p->kern ? CUDA_ERROR_NOT_SUPPORTED : CUDA_ERROR_INVALID_VALUE;  // CUkernel: not modelled
+    if (p->extra) return CUDA_ERROR_INVALID_VALUE;
+    const unsigned grid[3] = {p->gridDimX, p->gridDimY, p->gridDimZ}, block[3] = {p->blockDimX, p->blockDimY, p->blockDimZ};
+    if (CUresult r = check_shape(grid, block, p->sharedMemBytes)) return r;
+    CUfunc_st* f = p->func;
+    if (!S().functions.count(f) || f->module->ctx != ctx) return CUDA_ERROR_INVALID_VALUE;
+    if (f->params_known && !f->sizes.empty() && !p->kernelParams) return CUDA_ERROR_INVALID_VALUE;
+    out.kind = FAKE_CUDA_NODE_KERNEL;
+    out.fn = f;
+    for (int d = 0; d < 3; ++d) out.grid[d] = grid[d], out.block[d] = block[d];
+    out.shared = p->sharedMemBytes;
+    out.params.clear();
+    for (size_t i = 0; f->params_known && i < f->sizes.size(); ++i) {  // the values, as the driver copies them
+        auto* v = static_cast<const unsigned char*>(p->kernelParams[i]);
+        out.params.emplace_back(v, v + f->sizes[i]);
+    }
+    return CUDA_SUCCESS;
+}
+
+/// A memcpy node's parameters (S().m held): one-dimensional copies (Height = Depth = 1, no offsets, no arrays) between
+/// host, device or unified addresses, checked as the copy functions check them.
+static CUresult make_copy_node(const CUDA_MEMCPY3D* m, CUcontext ctx, CUctx_st* graph_ctx, GraphNode& out) {
+    if (!m || ctx != graph_ctx) return CUDA_ERROR_INVALID_VALUE;
+    if (m->srcMemoryType == CU_MEMORYTYPE_ARRAY || m->dstMemoryType == CU_MEMORYTYPE_ARRAY || m->srcArray ||
+        m->dstArray || m->srcXInBytes || m->srcY || m->srcZ || m->srcLOD || m->dstXInBytes || m->dstY || m->dstZ ||
+        m->dstLOD || m->Height != 1 || m->Depth != 1)
+        return CUDA_ERROR_NOT_SUPPORTED;  // not modelled: the runtime makes 1D copies
+    if (m->reserved0 || m->reserved1 || m->WidthInBytes == 0) return CUDA_ERROR_INVALID_VALUE;
+    auto side = [&](CUmemorytype type, const void* host, CUdeviceptr device, uintptr_t& at) -> CUresult {
+        if (type == CU_MEMORYTYPE_HOST) at = reinterpret_cast<uintptr_t>(host);
+        else if (type == CU_MEMORYTYPE_DEVICE || type == CU_MEMORYTYPE_UNIFIED) at = device;
+        else return CUDA_ERROR_INVALID_VALUE;
+        if (!at) return CUDA_ERROR_INVALID_VALUE;
+        const int r = device_range(at, m->WidthInBytes);
+        if (r < 0 || (type == CU_MEMORYTYPE_DEVICE && r != 1) || (type == CU_MEMORYTYPE_HOST && r == 1))
+            return CUDA_ERROR_INVALID_VALUE;
+        return CUDA_SUCCESS;
+    };
+    if (CUresult r = side(m->srcMemoryType, m->srcHost, m->srcDevice, out.src)) return r;
+    if (CUresult r = side(m->dstMemoryType, m->dstHost, m->dstDevice, out.dst)) return r;
+    out.kind = FAKE_CUDA_NODE_MEMCPY;
+    out.bytes = m->WidthInBytes;
+    out.src_type = m->srcMemoryType;
+    out.dst_type = m->dstMemoryType;
+    return CUDA_SUCCESS;
+}
+
+/// A memset node's parameters (S().m held): one row of device memory.
+static CUresult make_fill_node(const CUDA_MEMSET_NODE_PARAMS* m, CUcontext ctx, CUctx_st* graph_ctx, GraphNode& out) {
+    if (!m || ctx != graph_ctx) return CUDA_ERROR_INVALID_VALUE;
+    if (m->elementSize != 1 && m->elementSize != 2 && m->elementSize != 4) return CUDA_ERROR_INVALID_VALUE;
+    if (m->height != 1) return CUDA_ERROR_NOT_SUPPORTED;  // 2D fills: not modelled
+    if (m->width == 0 || device_range(m->dst, m->width * m->elementSize) != 1) return CUDA_ERROR_INVALID_VALUE;
+    out.kind = FAKE_CUDA_NODE_MEMSET;
+    out.dst = m->dst;
+    out.bytes = m->width;
+    out.element = m->elementSize;
+    out.value = m->value;
+    return CUDA_SUCCESS;
+}
+
+/// Adds `node` after `deps` (live nodes of `g`, no duplicates), as the cuGraphAdd*Node functions do (S().m held).
+static CUresult add_graph_node(CUgraphNode* out, CUgraph g, const CUgraphNode* deps, size_t n, GraphNode node) {
+    if (!out || (n && !deps)) return CUDA_ERROR_INVALID_VALUE;
+    for (size_t i = 0; i < n; ++i) {
+        if (!S().graph_nodes.count(deps[i]) || deps[i]->graph != g) return CUDA_ERROR_INVALID_VALUE;
+        for (size_t j = 0; j < i; ++j)
+            if (deps[j] == deps[i]) return CUDA_ERROR_INVALID_VALUE;  // "may not have any duplicate entries"
+        node.deps.push_back(deps[i]->index);
+    }
+    std::sort(node.deps.begin(), node.deps.end());
+    auto handle = std::make_unique<CUgraphNode_st>();
+    handle->graph = g;
+    handle->index = static_cast<int>(g->nodes.size());
+    g->nodes.push_back(std::move(node));
+    S().graph_nodes.insert(handle.get());
+    *out = handle.get();
+    g->handles.push_back(std::move(handle));
+    return CUDA_SUCCESS;
+}
+
+static CUresult check_graph(CUgraph g) {
+    if (tl_in_callback) return CUDA_ERROR_NOT_PERMITTED;
+    return g && S().graphs.count(g) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+CUresult CUDAAPI cuGraphCreate(CUgraph* pg, unsigned int flags) {
+    if (!pg || flags) return CUDA_ERROR_INVALID_VALUE;
+    CUctx_st* c = nullptr;
+    if (CUresult r = current(&c)) return r;
+    auto* g = new CUgraph_st;
+    g->ctx = c;
+    std::lock_guard lock(S().m);
+    S().graphs.insert(g);
+    *pg = g;
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuGraphDestroy(CUgraph g) {
+    std::lock_guard lock(S().m);
+    if (CUresult r = check_graph(g)) return r;
+    for (auto& h : g->handles) S().graph_nodes.erase(h.get());
+    S().graphs.erase(g);
+    delete g;  // executable graphs made from it are independent of it
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuGraphAddKernelNode(CUgraphNode* pn, CUgraph g, const CUgraphNode* deps, size_t n,
+                                      const CUDA_KERNEL_NODE_PARAMS* p) {
+    std::lock_guard lock(S().m);
+    if (CUresult r = check_graph(g)) return r;
+    GraphNode node;
+    if (CUresult r = make_kernel_node(p, g->ctx, node)) return r;
+    return add_graph_node(pn, g, deps, n, std::move(node));
+}
+
+CUresult CUDAAPI cuGraphAddMemcpyNode(CUgraphNode* pn, CUgraph g, const CUgraphNode* deps, size_t n,
+                                      const CUDA_MEMCPY3D* m, CUcontext ctx) {
+    std::lock_guard lock(S().m);
+    if (CUresult r = check_graph(g)) return r;
+    GraphNode node;
+    if (CUresult r = make_copy_node(m, ctx, g->ctx, node)) return r;
+    return add_graph_node(pn, g, deps, n, std::move(node));
+}
+
+CUresult CUDAAPI cuGraphAddMemsetNode(CUgraphNode* pn, CUgraph g, const CUgraphNode* deps, size_t n,
+                                      const CUDA_MEMSET_NODE_PARAMS* m, CUcontext ctx) {
+    std::lock_guard lock(S().m);
+    if (CUresult r = check_graph(g)) return r;
+    GraphNode node;
+    if (CUresult r = make_fill_node(m, ctx, g->ctx, node)) return r;
+    return add_graph_node(pn, g, deps, n, std::move(node));
+}
+
+CUresult CUDAAPI cuGraphAddHostNode(CUgraphNode* pn, CUgraph g, const CUgraphNode* deps, size_t n,
+                                    const CUDA_HOST_NODE_PARAMS* p) {
+    std::lock_guard lock(S().m);
+    if (CUresult r = check_graph(g)) return r;
+    if (!p || !p->fn) return CUDA_ERROR_INVALID_VALUE;
+    GraphNode node;
+    node.kind = FAKE_CUDA_NODE_HOST;
+    node.host = p->fn;
+    node.user = p->userData;
+    return add_graph_node(pn, g, deps, n, std::move(node));
+}
+
+CUresult CUDAAPI cuGraphAddEmptyNode(CUgraphNode* pn, CUgraph g, const CUgraphNode* deps, size_t n) {
+    std::lock_guard lock(S().m);
+    if (CUresult r = check_graph(g)) return r;
+    return add_graph_node(pn, g, deps, n, GraphNode{});
+}
+
+CUresult CUDAAPI cuGraphInstantiateWithFlags(CUgraphExec* pe, CUgraph g, unsigned long long flags) {
+    if (!pe || flags) return CUDA_ERROR_INVALID_VALUE;  // flags: not modelled
+    CUctx_st* c = nullptr;
+    if (CUresult r = current(&c)) return r;
+    std::lock_guard lock(S().m);
+    if (CUresult r = check_graph(g)) return r;
+    if (g->ctx != c) return CUDA_ERROR_INVALID_CONTEXT;
+    auto* e = new CUgraphExec_st;
+    e->ctx = c;
+    e->source = g;
+    e->nodes = std::make_shared<const GraphNodes>(g->nodes);
+    S().execs.insert(e);
+    S().instantiated = true;
+    ++S().instantiate_count;
+    S().last_exec = e;
+    *pe = e;
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuGraphExecDestroy(CUgraphExec e) {
+    if (tl_in_callback) return CUDA_ERROR_NOT_PERMITTED;
+    std::lock_guard lock(S().m);
+    if (!e || !S().execs.erase(e)) return CUDA_ERROR_INVALID_VALUE;
+    if (S().last_exec == e) {
+        S().last_exec_nodes = e->nodes;
+        S().last_exec = nullptr;
+    }
+    delete e;  // launches in flight hold the nodes they run
+    return CUDA_SUCCESS;
+}
+
+/// The node `n` of the graph `e` was instantiated from, of kind `kind` (S().m held); its index in `*index`.
+static CUresult exec_node(CUgraphExec e, CUgraphNode n, int kind, int* index) {
+    if (tl_in_callback) return CUDA_ERROR_NOT_PERMITTED;
+    if (!e || !S().execs.count(e) || !S().graph_nodes.count(n) || n->graph != e->source) return CUDA_ERROR_INVALID_VALUE;
+    if ((*e->nodes)[static_cast<size_t>(n->index)].kind != kind) return CUDA_ERROR_INVALID_VALUE;
+    *index = n->index;
+    return CUDA_SUCCESS;
+}
+
+/// Replaces node `index` of `e` for its later launches (copy on write: launches queued keep theirs).
+static void set_exec_node(CUgraphExec e, int index, GraphNode node) {
+    auto next = std::make_shared<GraphNodes>(*e->nodes);
+    node.deps = (*next)[static_cast<size_t>(index)].deps;
+    (*next)[static_cast<size_t>(index)] = std::move(node);
+    e->nodes = std::move(next);
+}
+
+CUresult CUDAAPI cuGraphExecKernelNodeSetParams(CUgraphExec e, CUgraphNode n, const CUDA_KERNEL_NODE_PARAMS* p) {
+    std::lock_guard lock(S().m);
+    int index = 0;
+    if (CUresult r = exec_node(e, n, FAKE_CUDA_NODE_KERNEL, &index)) return r;
+    GraphNode node;
+    if (CUresult r = make_kernel_node(p, e->ctx, node)) return r;
+    set_exec_node(e, index, std::move(node));
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuGraphExecMemcpyNodeSetParams(CUgraphExec e, CUgraphNode n, const CUDA_MEMCPY3D* m, CUcontext ctx) {
+    std::lock_guard lock(S().m);
+    int index = 0;
+    if (CUresult r = exec_node(e, n, FAKE_CUDA_NODE_MEMCPY, &index)) return r;
+    GraphNode node;
+    if (CUresult r = make_copy_node(m, ctx, e->ctx, node)) return r;
+    set_exec_node(e, index, std::move(node));
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuGraphExecMemsetNodeSetParams(CUgraphExec e, CUgraphNode n, const CUDA_MEMSET_NODE_PARAMS* m,
+                                                CUcontext ctx) {
+    std::lock_guard lock(S().m);
+    int index = 0;
+    if (CUresult r = exec_node(e, n, FAKE_CUDA_NODE_MEMSET, &index)) return r;
+    GraphNode node;
+    if (CUresult r = make_fill_node(m, ctx, e->ctx, node)) return r;
+    set_exec_node(e, index, std::move(node));
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuGraphExecHostNodeSetParams(CUgraphExec e, CUgraphNode n, const CUDA_HOST_NODE_PARAMS* p) {
+    std::lock_guard lock(S().m);
+    int index = 0;
+    if (CUresult r = exec_node(e, n, FAKE_CUDA_NODE_HOST, &index)) return r;
+    if (!p || !p->fn) return CUDA_ERROR_INVALID_VALUE;
+    GraphNode node;
+    node.kind = FAKE_CUDA_NODE_HOST;
+    node.host = p->fn;
+    node.user = p->userData;
+    set_exec_node(e, index, std::move(node));
+    return CUDA_SUCCESS;
+}
+
+/// Kernel nodes are taken at the call like cuLaunchKernel's launches (recorded, faults and asserts armed); the nodes
+/// run in order on the stream's worker as one operation. After a node faults the rest do nothing (the context is
+/// sticky); host nodes are not called then.
+CUresult CUDAAPI cuGraphLaunch(CUgraphExec e, CUstream s) {
+    if (CUresult r = check_stream(s)) return r;
+    if (CUresult r = sticky_of(s->ctx)) return r;
+    std::shared_ptr<const GraphNodes> nodes;
+    std::vector<KernelRun> runs;
+    {
+        std::lock_guard lock(S().m);
+        if (!e || !S().execs.count(e)) return CUDA_ERROR_INVALID_VALUE;
+        if (e->ctx != s->ctx) return CUDA_ERROR_INVALID_CONTEXT;
+        nodes = e->nodes;
+        for (const GraphNode& n : *nodes) {
+            if (n.kind != FAKE_CUDA_NODE_KERNEL) continue;
+            if (!S().functions.count(n.fn)) {  // a GPU would run freed code
+                std::fprintf(stderr, "fake_cuda: cuGraphLaunch of a graph whose kernel's module was unloaded\n");
+                return CUDA_ERROR_INVALID_VALUE;
             }
         }
-        return static_cast<CUresult>(fault);
+        for (const GraphNode& n : *nodes) {
+            if (n.kind != FAKE_CUDA_NODE_KERNEL) continue;
+            std::vector<void*> values;
+            for (const auto& v : n.params) values.push_back(const_cast<unsigned char*>(v.data()));
+            runs.push_back(accept_kernel(n.fn, n.grid, n.block, n.shared, values.data(), s->serial));
+        }
+        ++S().graph_launch_count;
+    }
+    CUctx_st* c = s->ctx;
+    s->push([nodes, runs = std::move(runs), c](bool ok) -> CUresult {
+        CUresult failed = CUDA_SUCCESS;
+        size_t k = 0;
+        for (const GraphNode& n : *nodes) {
+            ok = ok && failed == CUDA_SUCCESS && c->sticky.load() == CUDA_SUCCESS;
+            switch (n.kind) {
+                case FAKE_CUDA_NODE_KERNEL: {
+                    CUresult r = run_kernel(runs[k++], ok);
+                    if (ok && r != CUDA_SUCCESS) failed = r;
+                    break;
+                }
+                case FAKE_CUDA_NODE_MEMCPY:
+                    if (ok) failed = run_copy(n.dst, n.src, n.bytes, n.dst_type == CU_MEMORYTYPE_DEVICE ? 1 : -1,
+                                              n.src_type == CU_MEMORYTYPE_DEVICE ? 1 : -1, nullptr);
+                    break;
+                case FAKE_CUDA_NODE_MEMSET:
+                    if (ok) failed = run_fill(n.dst, n.value, n.element, n.bytes);
+                    break;
+                case FAKE_CUDA_NODE_HOST:
+                    if (ok) call_on_callback_thread(c, n.host, n.user);
+                    break;
+                default:
+                    break;
+            }
+        }
+        return failed;
     });
     return CUDA_SUCCESS;
 }
@@ -1569,12 +2005,66 @@ void fake_cuda_drain(void) {
     for (CUstream_st* s : streams) s->drain();  // streams are destroyed only by their owner, not during a test's drain
 }
 
-void fake_cuda_assert_next_launch(const char* expr, const char* file, int line) {
+void fake_cuda_assert_next_launch_at(const char* kernel, const char* expr, const char* file, int line,
+                                     const unsigned* block, const unsigned* thread) {
     std::lock_guard lock(S().m);
-    S().assert_next.armed = true;
-    S().assert_next.expr = expr ? expr : "";
-    S().assert_next.file = file ? file : "";
-    S().assert_next.line = line;
+    auto& a = S().assert_next;
+    a.armed = true;
+    a.kernel = kernel ? kernel : "";
+    a.expr = expr ? expr : "";
+    a.file = file ? file : "";
+    a.line = line;
+    for (int d = 0; d < 3; ++d) a.block[d] = block ? block[d] : 0, a.thread[d] = thread ? thread[d] : 0;
+}
+
+void fake_cuda_assert_next_launch(const char* expr, const char* file, int line) {
+    fake_cuda_assert_next_launch_at(nullptr, expr, file, line, nullptr, nullptr);
+}
+
+int fake_cuda_exec_nodes(FakeCudaGraphNode* out, int max) {
+    std::lock_guard lock(S().m);
+    if (!S().instantiated) return -1;
+    std::shared_ptr<const GraphNodes> nodes = S().last_exec ? S().last_exec->nodes : S().last_exec_nodes;
+    const int count = static_cast<int>(nodes->size());
+    for (int i = 0; out && i < count && i < max; ++i) {
+        const GraphNode& n = (*nodes)[static_cast<size_t>(i)];
+        FakeCudaGraphNode& o = out[i];
+        o = FakeCudaGraphNode{};
+        o.kind = n.kind;
+        o.num_deps = static_cast<int>(n.deps.size());
+        for (size_t d = 0; d < n.deps.size() && d < 8; ++d) o.deps[d] = n.deps[d];
+        if (n.kind == FAKE_CUDA_NODE_KERNEL) {
+            std::snprintf(o.kernel, sizeof o.kernel, "%s", S().functions.count(n.fn) ? n.fn->name.c_str() : "?");
+            for (int d = 0; d < 3; ++d) o.grid[d] = n.grid[d], o.block[d] = n.block[d];
+            for (size_t p = 0; p < n.params.size() && p < 8; ++p)
+                std::memcpy(&o.param_u64[p], n.params[p].data(), std::min<size_t>(8, n.params[p].size()));
+        }
+        o.bytes = n.kind == FAKE_CUDA_NODE_MEMSET ? n.bytes * n.element : n.bytes;
+        o.dst_memory_type = n.dst_type;
+        o.src_memory_type = n.src_type;
+        o.value = n.value;
+    }
+    return count;
+}
+
+int fake_cuda_graph_launch_count(void) {
+    std::lock_guard lock(S().m);
+    return S().graph_launch_count;
+}
+
+int fake_cuda_graph_instantiate_count(void) {
+    std::lock_guard lock(S().m);
+    return S().instantiate_count;
+}
+
+int fake_cuda_live_graphs(void) {
+    std::lock_guard lock(S().m);
+    return static_cast<int>(S().graphs.size());
+}
+
+int fake_cuda_live_graph_execs(void) {
+    std::lock_guard lock(S().m);
+    return static_cast<int>(S().execs.size());
 }
 
 void fake_cuda_fail_next_map(int code) {

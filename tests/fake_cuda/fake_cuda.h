@@ -52,6 +52,39 @@ typedef void (*fake_cuda_fail_next_map_fn)(int code);
 /** cuLaunchHostFunc calls accepted since the library was loaded. */
 typedef int (*fake_cuda_host_func_count_fn)(void);
 
+/* ---- graphs (cuGraph*): a graph's nodes run in their order of addition (a topological order: dependencies must exist
+ * before a node is added) as one operation of the stream a cuGraphLaunch queues it on. Kernel nodes count as launches
+ * (fake_cuda_launch_count, fake_cuda_last_launch, injected faults and rt_assert records), taken at the cuGraphLaunch. */
+
+/** Kinds of graph nodes, as fake_cuda_exec_nodes reports them. */
+enum { FAKE_CUDA_NODE_KERNEL = 1, FAKE_CUDA_NODE_MEMCPY = 2, FAKE_CUDA_NODE_MEMSET = 3, FAKE_CUDA_NODE_HOST = 4,
+       FAKE_CUDA_NODE_EMPTY = 5 };
+/** One node of an executable graph as it runs now (cuGraphExec*SetParams included). */
+typedef struct FakeCudaGraphNode {
+    int kind;                         /* FAKE_CUDA_NODE_* */
+    int num_deps;
+    int deps[8];                      /* indices (order of addition) of its first 8 dependencies, ascending */
+    char kernel[128];                 /* kernel: the function's name (truncated) */
+    unsigned grid[3], block[3];       /* kernel */
+    unsigned long long param_u64[8];  /* kernel: the first 8 bytes of each of the first 8 parameters (known sizes only) */
+    unsigned long long bytes;         /* memcpy: bytes; memset: elements x element size */
+    int dst_memory_type, src_memory_type;  /* memcpy: the CUmemorytype given for each side (1 host, 2 device, 4 unified) */
+    unsigned value;                   /* memset */
+} FakeCudaGraphNode;
+/** The nodes of the executable graph the last cuGraphInstantiate made (as destroyed, if it was); copies the first
+ *  `max` into `out` and returns their count, or -1 when no graph was instantiated. */
+typedef int (*fake_cuda_exec_nodes_fn)(FakeCudaGraphNode* out, int max);
+/** cuGraphLaunch and cuGraphInstantiate calls accepted since the library was loaded. */
+typedef int (*fake_cuda_graph_launch_count_fn)(void);
+typedef int (*fake_cuda_graph_instantiate_count_fn)(void);
+/** CUgraph and CUgraphExec objects created and not destroyed, all contexts. */
+typedef int (*fake_cuda_live_graphs_fn)(void);
+typedef int (*fake_cuda_live_graph_execs_fn)(void);
+/** fake_cuda_assert_next_launch for the next launch of kernel `kernel` (NULL: any kernel), whose record names block
+ *  `block` and thread `thread` (NULL: 0, 0, 0). */
+typedef void (*fake_cuda_assert_next_launch_at_fn)(const char* kernel, const char* expr, const char* file, int line,
+                                                    const unsigned* block, const unsigned* thread);
+
 #ifdef __cplusplus
 }
 #endif

@@ -102,8 +102,9 @@ void CpuGraph::lower(size_t index) {
             node.host = {c.fn, c.user_data};
             break;
         default:
-            // GRAPH (a child graph's node stays as the join after the child's inlined nodes), EMPTY, MEM_ALLOC, MEM_FREE (the arena's memory), WAIT_EVENT, EVENT_RECORD (the core orders the whole
-            // launch after the waited events and records the recorded ones after it): nothing to run.
+            // GRAPH (a child graph's node, left as the join after the child's inlined nodes), EMPTY, MEM_ALLOC, MEM_FREE
+            // (the arena's memory), WAIT_EVENT, EVENT_RECORD (the core orders the whole launch after the waited events
+            // and records the recorded ones after it): nothing to run.
             node.kind = Kind::nop;
             break;
     }

@@ -16,6 +16,7 @@
 #include "backends/backend.hpp"
 #include "backends/cuda/cuda_driver.hpp"
 #include "backends/cuda/cuda_fault_record.h"
+#include "backends/cuda/cuda_graph.hpp"
 #include "backends/cuda/cuda_target.hpp"
 #include "core/spin_lock.hpp"
 #include "core/timeline.hpp"
@@ -94,6 +95,27 @@ private:
     size_t static_local_bytes_ = 0;
 };
 
+/// CUDA's parameter array for a launch of `f` over `shape` (args[i] points at argument i), as cuLaunchKernel and a
+/// graph's kernel nodes take it: a kernel the cuda target bounded gets the launch's exact global size first
+/// (cuda_target.hpp). A kernel of a foreign module runs whole work-groups: an exact global size other than
+/// grid x block is NOT_SUPPORTED. The array points into this object and `args`: keep both until the driver read them.
+class LaunchParams {
+public:
+    LaunchParams(const CudaFunction& f, const backend::LaunchShape& shape, void* const* args);
+    LaunchParams(const LaunchParams&) = delete;
+    LaunchParams& operator=(const LaunchParams&) = delete;
+    void** get() const { return params_; }
+
+private:
+    struct {
+        unsigned long long global[3];
+    } extent_;
+    static constexpr size_t kInline = 16;
+    void* inline_[kInline];
+    std::vector<void*> heap_;
+    void** params_;
+};
+
 class CudaModule final : public backend::Module {
 public:
     /// Loads `image` (cubin, PTX with its NUL, or fatbin) into `ctx`. Its kernels are enumerated from the module
@@ -167,6 +189,11 @@ public:
     void wait_native_impl(void* native) override;
     void launch_impl(const std::shared_ptr<backend::Function>& function, const backend::LaunchShape& shape,
                      void* const* args, const backend::LaunchReport& report) override;
+    /// One cuGraphLaunch of a CudaGraph. The queue keeps nothing of it: the driver keeps what a launch in flight
+    /// runs (an executable graph destroyed meanwhile is freed once it completed) and the device keeps its host
+    /// nodes' data (GraphHostNodes), so updates of the executable graph never wait for its launches.
+    void launch_graph_impl(const std::shared_ptr<backend::GraphExecutable>& graph,
+                           const backend::LaunchReport& report) override;
     void synchronize_impl() override;
     bool query_impl() override;
     /// Positions are marker events recorded on the stream (only when work was queued since the last one).
@@ -187,6 +214,10 @@ private:
     /// After a successful synchronize/query of a stream that launched kernels: a failed rt_assert the device
     /// recorded becomes the stream's failure, naming the last kernel launched on it. Never throws.
     void report_assert() noexcept;
+    /// The subject of a fault found now, naming the last launch of the stream — a kernel, or the kernel node of a
+    /// graph that `site` (a failed rt_assert's place, when known) points at —; "" when nothing was launched. `seen`:
+    /// "fault" or "failure".
+    std::string describe_last_launch(const FaultSite* site, const char* seen);
 
     CudaDevice& device_;
     const Driver& d_;
@@ -195,6 +226,8 @@ private:
     SpinLock last_lock_;  // the last launch, for naming a kernel in an asynchronous fault
     std::shared_ptr<backend::Function> last_fn_;
     std::string released_name_;  // last_fn_'s name after release_kernels_impl let go of it
+    std::shared_ptr<const GraphKernels> last_graph_;  // the last launch was of a graph with these kernel nodes
+    bool last_is_graph_ = false;
     uint64_t last_op_ = 0;
     AsyncErrorSlot* slot_ = nullptr;  // the core stream's, bound once after construction
     std::atomic<int> pending_host_calls_{0};  // user host functions queued and not run yet
@@ -227,6 +260,9 @@ public:
     kernels::Target& kernel_target() override { return *target_; }
     kernels::ModuleCache& kernel_modules() override { return modules_; }
     std::unique_ptr<backend::Event> create_event_impl(bool timing, bool blocking_sync) override;
+    /// A CudaGraph (native CUDA graph); null — the core replays the program — when the driver lacks the graph API.
+    std::shared_ptr<backend::GraphExecutable> compile_graph_impl(
+        const std::shared_ptr<const graph::Program>& program) override;
 
     const Driver& driver() const { return d_; }
     CUcontext context() const { return ctx_; }
@@ -259,12 +295,16 @@ public:
     /// Records that the context hit a sticky error: every later operation on the device fails with `why`.
     void mark_lost(const std::string& why) const noexcept;
     /// A failed rt_assert's record, when a kernel left one (a host read, no driver call): "rt_assert(expr) failed at
-    /// file:line in block (..) thread (..)" in `what`. `take`: the record is cleared for the next failure (one caller
-    /// gets it); else it stays. False when there is none. Thread-safe.
-    bool read_assert(std::string* what, bool take);
+    /// file:line in block (..) thread (..)" in `what`, the block and thread in `site` (if given). `take`: the record
+    /// is cleared for the next failure (one caller gets it); else it stays. False when there is none. Thread-safe.
+    bool read_assert(std::string* what, bool take, FaultSite* site = nullptr);
     /// Host work handed to the driver: kept until it ran (forget_host_work frees it) or the context is released.
     HostWork* track_host_work(std::unique_ptr<HostWork> work);
     void forget_host_work(HostWork* work) noexcept;
+    /// The host nodes of a graph with launches in flight, kept until their last host node ran (untrack, from that
+    /// node: returns the reference, for the caller to drop outside its locks) or the context is released.
+    void track_graph_host_nodes(std::shared_ptr<GraphHostNodes> nodes);
+    std::shared_ptr<GraphHostNodes> untrack_graph_host_nodes(GraphHostNodes* nodes) noexcept;
 
 private:
     [[noreturn]] void throw_lost() const;
@@ -282,6 +322,7 @@ private:
 
     SpinLock host_work_lock_;
     std::unordered_set<HostWork*> host_work_;  // queued with cuLaunchHostFunc, not yet run
+    std::unordered_map<GraphHostNodes*, std::shared_ptr<GraphHostNodes>> graph_host_nodes_;  // launches in flight
 
     RtCudaFaultRecord* fault_record_ = nullptr;  // rt_assert's record, pinned and mapped; null: kernels trap instead
     CUdeviceptr fault_record_device_ = 0;        // its device address, which module loading sets in each module

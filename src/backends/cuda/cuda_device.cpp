@@ -86,6 +86,28 @@ CudaDevice::~CudaDevice() {
     d_.cuDevicePrimaryCtxRelease(dev_);  // the last release destroys the context: a lost device starts afresh
     // Every stream was synchronized and destroyed: what remains was dropped by the driver after a context error.
     for (HostWork* w : host_work_) delete w;
+    graph_host_nodes_.clear();
+}
+
+void CudaDevice::track_graph_host_nodes(std::shared_ptr<GraphHostNodes> nodes) {
+    std::lock_guard lock(host_work_lock_);
+    GraphHostNodes* key = nodes.get();
+    graph_host_nodes_.emplace(key, std::move(nodes));
+}
+
+std::shared_ptr<GraphHostNodes> CudaDevice::untrack_graph_host_nodes(GraphHostNodes* nodes) noexcept {
+    std::lock_guard lock(host_work_lock_);
+    auto it = graph_host_nodes_.find(nodes);
+    if (it == graph_host_nodes_.end()) return nullptr;
+    std::shared_ptr<GraphHostNodes> out = std::move(it->second);
+    graph_host_nodes_.erase(it);
+    return out;
+}
+
+std::shared_ptr<backend::GraphExecutable> CudaDevice::compile_graph_impl(
+    const std::shared_ptr<const graph::Program>& program) {
+    if (!d_.has_graphs()) return nullptr;  // an older driver: the core replays the commands on the stream
+    return std::make_shared<CudaGraph>(*this, program);
 }
 
 HostWork* CudaDevice::track_host_work(std::unique_ptr<HostWork> work) {
@@ -102,7 +124,7 @@ void CudaDevice::forget_host_work(HostWork* work) noexcept {
     delete work;
 }
 
-bool CudaDevice::read_assert(std::string* what, bool take) {
+bool CudaDevice::read_assert(std::string* what, bool take, FaultSite* site) {
     if (!fault_record_) return false;
     std::lock_guard lock(fault_mutex_);
     // The failing thread writes the fields, fences, then sets `ready`; nothing writes them again until `claimed` is
@@ -113,6 +135,7 @@ bool CudaDevice::read_assert(std::string* what, bool take) {
     const std::string expr(f.expr, strnlen(f.expr, sizeof f.expr)), file(f.file, strnlen(f.file, sizeof f.file));
     *what = format("rt_assert(%s) failed at %s:%d in block (%u,%u,%u) thread (%u,%u,%u)", expr.c_str(), file.c_str(),
                    f.line, f.block[0], f.block[1], f.block[2], f.thread[0], f.thread[1], f.thread[2]);
+    if (site) *site = FaultSite{{f.block[0], f.block[1], f.block[2]}, {f.thread[0], f.thread[1], f.thread[2]}};
     if (take) {
         ready.store(0, std::memory_order_relaxed);
         std::atomic_ref<unsigned>(fault_record_->claimed).store(0, std::memory_order_release);

@@ -108,6 +108,20 @@ Attempt open_one(Driver& d, const std::string& library) {
     RT_OPT_(cuMemSetAccess);
     RT_OPT_(cuMemGetAllocationGranularity);
     RT_OPT_(cuModuleLoadDataEx);
+    RT_OPT_(cuGraphCreate);
+    RT_OPT_(cuGraphDestroy);
+    RT_OPT_(cuGraphAddKernelNode);
+    RT_OPT_(cuGraphAddMemcpyNode);
+    RT_OPT_(cuGraphAddMemsetNode);
+    RT_OPT_(cuGraphAddHostNode);
+    RT_OPT_(cuGraphAddEmptyNode);
+    RT_OPT_(cuGraphInstantiateWithFlags);
+    RT_OPT_(cuGraphLaunch);
+    RT_OPT_(cuGraphExecDestroy);
+    RT_OPT_(cuGraphExecKernelNodeSetParams);
+    RT_OPT_(cuGraphExecMemcpyNodeSetParams);
+    RT_OPT_(cuGraphExecMemsetNodeSetParams);
+    RT_OPT_(cuGraphExecHostNodeSetParams);
 #undef RT_REQ_
 #undef RT_OPT_
     if (!missing.empty()) {

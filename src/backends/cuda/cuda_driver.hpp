@@ -75,6 +75,30 @@ struct Driver {
     RT_CU_FN_(cuMemSetAccess);
     RT_CU_FN_(cuMemGetAllocationGranularity);
     RT_CU_FN_(cuModuleLoadDataEx);          // PTX loads with the JIT's error log (cuModuleLoadData without it)
+    // Graphs (cuda_graph.cpp): every one of these, or no native lowering (the core replays graphs command by command).
+    // The kernel node calls are the _v2 ones (driver 12.0+: CUDA_KERNEL_NODE_PARAMS with kern and ctx).
+    RT_CU_FN_(cuGraphCreate);
+    RT_CU_FN_(cuGraphDestroy);
+    RT_CU_FN_(cuGraphAddKernelNode);
+    RT_CU_FN_(cuGraphAddMemcpyNode);
+    RT_CU_FN_(cuGraphAddMemsetNode);
+    RT_CU_FN_(cuGraphAddHostNode);
+    RT_CU_FN_(cuGraphAddEmptyNode);
+    RT_CU_FN_(cuGraphInstantiateWithFlags);  // 11.4+
+    RT_CU_FN_(cuGraphLaunch);
+    RT_CU_FN_(cuGraphExecDestroy);
+    RT_CU_FN_(cuGraphExecKernelNodeSetParams);
+    RT_CU_FN_(cuGraphExecMemcpyNodeSetParams);
+    RT_CU_FN_(cuGraphExecMemsetNodeSetParams);
+    RT_CU_FN_(cuGraphExecHostNodeSetParams);
+
+    /// Whether every graph entry point resolved (native lowering of executable graphs).
+    bool has_graphs() const {
+        return cuGraphCreate && cuGraphDestroy && cuGraphAddKernelNode && cuGraphAddMemcpyNode && cuGraphAddMemsetNode &&
+               cuGraphAddHostNode && cuGraphAddEmptyNode && cuGraphInstantiateWithFlags && cuGraphLaunch &&
+               cuGraphExecDestroy && cuGraphExecKernelNodeSetParams && cuGraphExecMemcpyNodeSetParams &&
+               cuGraphExecMemsetNodeSetParams && cuGraphExecHostNodeSetParams;
+    }
 
     bool available = false;  ///< loaded, every required symbol resolved, cuInit succeeded
     int version = 0;         ///< cuDriverGetVersion, e.g. 12040

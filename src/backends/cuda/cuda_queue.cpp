@@ -250,47 +250,45 @@ void CudaQueue::wait_impl(backend::Event& event) {
     enqueued();
 }
 
+LaunchParams::LaunchParams(const CudaFunction& f, const backend::LaunchShape& shape, void* const* args)
+    : extent_{{shape.global[0], shape.global[1], shape.global[2]}}, params_(const_cast<void**>(args)) {
+    if (f.bounded()) {
+        const size_t n = f.num_args() > 0 ? static_cast<size_t>(f.num_args()) : 0;
+        void** p = inline_;
+        if (n + 1 > kInline) {
+            heap_.resize(n + 1);
+            p = heap_.data();
+        }
+        p[0] = &extent_;
+        for (size_t i = 0; i < n; ++i) p[i + 1] = args[i];
+        params_ = p;
+        return;
+    }
+    for (int d = 0; d < 3; ++d)
+        if (shape.global[d] != 1ull * shape.grid[d] * shape.block[d])
+            fail(RT_ERROR_NOT_SUPPORTED,
+                 "kernel '%s' was not built by the runtime (a module loaded from a foreign cubin or PTX file), so it "
+                 "runs whole work-groups: an exact global size (%llu x %llu x %llu) cannot be honoured; launch it over "
+                 "grid x block, or build it with runtime-compile --backend cuda",
+                 f.name().c_str(), shape.global[0], shape.global[1], shape.global[2]);
+}
+
 void CudaQueue::launch_impl(const std::shared_ptr<backend::Function>& function, const backend::LaunchShape& shape,
                             void* const* args, const backend::LaunchReport& report) {
     device_.enter();
     auto& f = static_cast<CudaFunction&>(*function);
-    void** params = const_cast<void**>(args);
-    // A kernel built by the cuda target takes the exact global size first (cuda_target.hpp); the values are
-    // copied by cuLaunchKernel before it returns.
-    struct {
-        unsigned long long global[3];
-    } extent = {{shape.global[0], shape.global[1], shape.global[2]}};
-    constexpr size_t kInline = 16;
-    void* inline_params[kInline];
-    std::vector<void*> heap_params;
-    if (f.bounded()) {
-        const size_t n = f.num_args() > 0 ? static_cast<size_t>(f.num_args()) : 0;
-        void** p = inline_params;
-        if (n + 1 > kInline) {
-            heap_params.resize(n + 1);
-            p = heap_params.data();
-        }
-        p[0] = &extent;
-        for (size_t i = 0; i < n; ++i) p[i + 1] = args[i];
-        params = p;
-    } else {
-        for (int d = 0; d < 3; ++d)
-            if (shape.global[d] != 1ull * shape.grid[d] * shape.block[d])
-                fail(RT_ERROR_NOT_SUPPORTED,
-                     "kernel '%s' was not built by the runtime (a module loaded from a foreign cubin or PTX file), so it "
-                     "runs whole work-groups: an exact global size (%llu x %llu x %llu) cannot be honoured; launch it over "
-                     "grid x block, or build it with runtime-compile --backend cuda",
-                     f.name().c_str(), shape.global[0], shape.global[1], shape.global[2]);
-    }
+    // The values are copied by cuLaunchKernel before it returns.
+    LaunchParams params(f, shape, args);
     CUresult r = d_.cuLaunchKernel(f.handle(), shape.grid[0], shape.grid[1], shape.grid[2], shape.block[0],
                                    shape.block[1], shape.block[2], static_cast<unsigned>(shape.shared_bytes), stream_,
-                                   params, nullptr);
+                                   params.get(), nullptr);
     if (r != CUDA_SUCCESS) {
         if (is_sticky(r)) device_.mark_lost(describe(d_, r));
         throw Error(translate(r) == RT_ERROR_UNKNOWN ? RT_ERROR_LAUNCH_FAILED : translate(r),
                     "cuLaunchKernel of kernel '" + f.name() + "' failed: " + describe(d_, r));
     }
     std::shared_ptr<backend::Function> previous;  // released after the lock (it may hold the last reference)
+    std::shared_ptr<const GraphKernels> previous_graph;
     {
         // Remember the kernel for a fault reported later; the reference is swapped only when it changes.
         std::lock_guard lock(last_lock_);
@@ -298,10 +296,33 @@ void CudaQueue::launch_impl(const std::shared_ptr<backend::Function>& function, 
             previous = std::exchange(last_fn_, function);
             if (!previous) released_name_.clear();
         }
+        if (last_is_graph_) {
+            previous_graph = std::move(last_graph_);
+            last_is_graph_ = false;
+        }
         last_op_ = report.op_index;
     }
     launched_.store(true, std::memory_order_relaxed);
     enqueued();
+}
+
+void CudaQueue::launch_graph_impl(const std::shared_ptr<backend::GraphExecutable>& graph,
+                                  const backend::LaunchReport& report) {
+    device_.enter();
+    auto& g = static_cast<CudaGraph&>(*graph);  // the core passes only executables of this queue's device
+    g.launch(stream_, report, &pending_host_calls_);
+    enqueued();
+    if (std::shared_ptr<const GraphKernels> kernels = g.kernels()) {
+        // Its kernel nodes name a fault reported later (a graph without kernels leaves the last kernel named).
+        std::shared_ptr<const GraphKernels> previous;  // released after the lock
+        {
+            std::lock_guard lock(last_lock_);
+            previous = std::exchange(last_graph_, std::move(kernels));
+            last_is_graph_ = true;
+            last_op_ = report.op_index;
+        }
+        launched_.store(true, std::memory_order_relaxed);
+    }
 }
 
 void CudaQueue::release_kernels_impl() {
@@ -316,22 +337,30 @@ void CudaQueue::release_kernels_impl() {
     }
 }
 
+std::string CudaQueue::describe_last_launch(const FaultSite* site, const char* seen) {
+    std::string kernel;
+    std::shared_ptr<const GraphKernels> graph;
+    uint64_t op = 0;
+    {
+        std::lock_guard lock(last_lock_);
+        if (last_is_graph_) graph = last_graph_;
+        else kernel = last_fn_ ? last_fn_->name() : released_name_;
+        op = last_op_;
+    }
+    if (graph) return graph->describe(op, site, format("the last launch on it before the %s was seen", seen).c_str());
+    if (kernel.empty()) return {};
+    return format("kernel '%s' (operation #%llu on the stream, the last kernel launched on it before the %s was seen)",
+                  kernel.c_str(), static_cast<unsigned long long>(op), seen);
+}
+
 void CudaQueue::report_async(CUresult r, const char* what) noexcept {
     try {
-        std::string kernel;
-        uint64_t op = 0;
-        {
-            std::lock_guard lock(last_lock_);
-            kernel = last_fn_ ? last_fn_->name() : released_name_;
-            op = last_op_;
-        }
+        const std::string subject = describe_last_launch(nullptr, "fault");
         std::string msg = describe(d_, r);
         std::string full =
-            kernel.empty()
+            subject.empty()
                 ? format("queued work on %s failed (%s): %s", device_.info().name.c_str(), what, msg.c_str())
-                : format("kernel '%s' (operation #%llu on the stream, the last kernel launched on it before the "
-                         "fault was seen) failed on %s: %s",
-                         kernel.c_str(), static_cast<unsigned long long>(op), device_.info().name.c_str(), msg.c_str());
+                : format("%s failed on %s: %s", subject.c_str(), device_.info().name.c_str(), msg.c_str());
         if (is_sticky(r)) {
             device_.mark_lost(full);
             full += " (the CUDA context is lost: later operations on this device fail; rtFinalize + rtInit recovers)";
@@ -347,20 +376,12 @@ void CudaQueue::report_assert() noexcept {
     if (!slot_ || !launched_.load(std::memory_order_relaxed)) return;  // a stream without kernels cannot have failed one
     try {
         std::string what;
-        if (!device_.read_assert(&what, /*take=*/true)) return;
-        std::string kernel;
-        uint64_t op = 0;
-        {
-            std::lock_guard lock(last_lock_);
-            kernel = last_fn_ ? last_fn_->name() : released_name_;
-            op = last_op_;
-        }
+        FaultSite site{};
+        if (!device_.read_assert(&what, /*take=*/true, &site)) return;
         slot_->set(RT_ERROR_LAUNCH_FAILED,
-                   format("kernel '%s' (operation #%llu on the stream, the last kernel launched on it before the "
-                          "failure was seen) %s on %s; that thread ended there, the launch's other threads ran on, "
-                          "and the device stays usable",
-                          kernel.c_str(), static_cast<unsigned long long>(op), what.c_str(),
-                          device_.info().name.c_str()));
+                   format("%s %s on %s; that thread ended there, the launch's other threads ran on, and the device "
+                          "stays usable",
+                          describe_last_launch(&site, "failure").c_str(), what.c_str(), device_.info().name.c_str()));
     } catch (...) {
         slot_->set(RT_ERROR_LAUNCH_FAILED, {});
     }
