@@ -184,8 +184,10 @@ RT_API rtError_t rtGraphBindName(rtGraph_t graph, const char* name, void* ptr, s
 
 /** Checks the graph (no cycles, every operand valid), flattens child graphs, plans the memory of its allocation
  *  nodes into one arena (allocated now, on the graph's device) and prepares it to be launched. `flags`: 0 or
- *  RT_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH (accepted for CUDA's sake: allocations no free node releases are
- *  always released by the next launch). The executable graph does not depend on `graph` afterwards. */
+ *  RT_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH (accepted for CUDA's sake, and changes nothing here: an allocation
+ *  no free node releases is never freed by a launch — its memory is the executable graph's, with the same place and
+ *  contents at every launch, until rtGraphExecDestroy — so a next launch never finds it still allocated, which is
+ *  what CUDA's flag is for). The executable graph does not depend on `graph` afterwards. */
 #define RT_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH 1ull
 RT_API rtError_t rtGraphInstantiate(rtGraphExec_t* exec, rtGraph_t graph, unsigned long long flags);
 /** Makes the executable graph ready to launch on `stream` without launching it (stream-ordered; optional). */
