@@ -873,7 +873,6 @@ std::shared_ptr<Program> load(const std::string& path, CoreDevice& device) {
 
     auto p = std::make_shared<Program>();
     p->device = &device;
-    p->keepalive = std::make_shared<Keepalive>();
     for (const auto& [name, bytes] : g.names) {
         ProgramName n;
         n.name = name;
