@@ -196,7 +196,8 @@ RT_API rtError_t rtGraphUpload(rtGraphExec_t exec, rtStream_t stream);
  *  starts after the work queued before it and completes when every node has completed; independent nodes may run at
  *  the same time. Launches of one executable graph run one at a time, in the order they were made, whichever their
  *  streams. A failed node fails the launch: the stream's next synchronize reports it, naming the node, and the
- *  nodes that depend on it do not run. On a capturing stream: RT_ERROR_STREAM_CAPTURE_UNSUPPORTED (add the graph
+ *  nodes that depend on it do not run (on cuda, as on a CUstream, kernels and copies already handed to the GPU behind
+ *  a failed kernel still run; host nodes after it are skipped). On a capturing stream: RT_ERROR_STREAM_CAPTURE_UNSUPPORTED (add the graph
  *  with rtGraphAddChildGraphNode instead). */
 RT_API rtError_t rtGraphLaunch(rtGraphExec_t exec, rtStream_t stream);
 

@@ -50,7 +50,7 @@ RT_API rtError_t rtGraphInstantiate(rtGraphExec_t* exec, rtGraph_t graph, unsign
             std::lock_guard lock(g->mutex());
             program = graph::instantiate(*g);
         }
-        auto x = std::make_shared<graph::GraphExec>(std::move(program));
+        auto x = std::make_shared<graph::GraphExec>(std::move(program), "rtGraphInstantiate");
         *exec = reinterpret_cast<rtGraphExec_t>(runtime().graph_execs.insert(std::move(x)));
     });
 }

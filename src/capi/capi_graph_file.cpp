@@ -39,7 +39,7 @@ RT_API rtError_t rtGraphExecLoad(rtGraphExec_t* exec, const char* path) {
     return capi_call("rtGraphExecLoad", [&] {
         require_out(exec, "exec");
         require_path(path);
-        auto x = std::make_shared<graph::GraphExec>(graph::file::load(path, runtime().current_device()));
+        auto x = std::make_shared<graph::GraphExec>(graph::file::load(path, runtime().current_device()), "rtGraphExecLoad");
         *exec = reinterpret_cast<rtGraphExec_t>(runtime().graph_execs.insert(std::move(x)));
     });
 }

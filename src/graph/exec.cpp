@@ -60,10 +60,10 @@ bool lowering_enabled() {
 }
 }  // namespace
 
-GraphExec::GraphExec(std::shared_ptr<Program> program)
+GraphExec::GraphExec(std::shared_ptr<Program> program, const char* api)
     : device_(program->device), program_(std::move(program)), lower_(lowering_enabled()) {
     Program& p = *program_;
-    if (p.arena_bytes) arena_ = allocate_graph_arena(*device_, p.arena_bytes, "rtGraphInstantiate");
+    if (p.arena_bytes) arena_ = allocate_graph_arena(*device_, p.arena_bytes, api);
     try {
         if (!p.unbound_name()) p.apply_relocations(arena_);
         order_event_ = device_->impl().create_event_impl(false, false);
@@ -73,7 +73,7 @@ GraphExec::GraphExec(std::shared_ptr<Program> program)
             if (p.node_handles[c]) by_handle_.emplace_back(p.node_handles[c], c);
         std::sort(by_handle_.begin(), by_handle_.end());
     } catch (...) {
-        free_graph_arena(arena_, "rtGraphInstantiate");
+        free_graph_arena(arena_, api);
         throw;
     }
 }

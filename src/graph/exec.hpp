@@ -25,7 +25,8 @@ public:
     /// Takes an instantiated (or loaded) program: allocates its arena on program->device, applies its relocations
     /// when every named buffer is bound, and lowers it (Device::compile_graph_impl) unless the environment has
     /// RUNTIME_GRAPH_LOWERING=0 (then the core replays it, as for a backend without lowering).
-    explicit GraphExec(std::shared_ptr<Program> program);
+    /// `api` names the call in messages (rtGraphInstantiate, rtGraphExecLoad).
+    GraphExec(std::shared_ptr<Program> program, const char* api);
     /// The arena is freed once the work queued so far has run (free_device); queued launches hold the program (core
     /// replay: through the timeline) or the lowered executable (its queue), which holds what it reads of it.
     ~GraphExec();

@@ -814,3 +814,46 @@ int main(int argc, char** argv) {
     ::testing::InitGoogleTest(&argc, argv);
     return RUN_ALL_TESTS();
 }
+
+// A kernel argument one past a named buffer's end (an "end" pointer) moves with the buffer when it is re-bound.
+TEST_F(GraphFileTest, AnEndPointerOfANamedBufferFollowsItsRebinding) {
+    if (!cpu_) GTEST_SKIP() << "checks what a kernel computes (the fake driver runs no kernels)";
+    rtModule_t m = nullptr;
+    ASSERT_RT_OK(rtModuleLoadSource(&m, R"(
+RT_KERNEL void gf_span(float* begin, float* end, unsigned expect) {
+    rt_assert(static_cast<unsigned>(end - begin) == expect);
+    for (float* p = begin; p != end; ++p) *p = 3.0f;
+})", nullptr));
+    modules_.push_back(m);
+    rtFunction_t f = nullptr;
+    ASSERT_RT_OK(rtModuleGetFunction(&f, m, "gf_span"));
+    DevBuf a(kBytes), b(kBytes);
+    ASSERT_RT_OK(rtMemset(a.get(), 0, kBytes));
+    ASSERT_RT_OK(rtMemset(b.get(), 0, kBytes));
+    rtGraph_t g = nullptr;
+    ASSERT_RT_OK(rtGraphCreate(&g, 0));
+    ASSERT_RT_OK(rtGraphBindName(g, "buf", a.get(), kBytes));
+    float* begin = reinterpret_cast<float*>(a.get());
+    float* end = begin + kN;
+    unsigned n = kN;
+    void* args[] = {&begin, &end, &n};
+    rtKernelNodeParams kp{};
+    kp.function = f;
+    kp.grid = {1, 1, 1};
+    kp.block = {1, 1, 1};
+    kp.args = args;
+    rtGraphNode_t k = nullptr;
+    ASSERT_RT_OK(rtGraphAddKernelNode(&k, g, nullptr, 0, &kp));
+    rtGraphExec_t x = nullptr;
+    ASSERT_RT_OK(rtGraphInstantiate(&x, g, 0));
+    ASSERT_RT_OK(rtGraphExecSetBuffer(x, "buf", b.get(), kBytes));
+    ASSERT_RT_OK(rtGraphLaunch(x, nullptr));
+    ASSERT_RT_OK(rtStreamSynchronize(nullptr)) << "the end pointer was left at the first buffer's end";
+    std::vector<float> va(kN), vb(kN);
+    ASSERT_RT_OK(rtMemcpy(va.data(), a.get(), kBytes, RT_MEMCPY_DEVICE_TO_HOST));
+    ASSERT_RT_OK(rtMemcpy(vb.data(), b.get(), kBytes, RT_MEMCPY_DEVICE_TO_HOST));
+    EXPECT_EQ(va, std::vector<float>(kN, 0.0f)) << "the first buffer was written after the rebinding";
+    EXPECT_EQ(vb, std::vector<float>(kN, 3.0f));
+    ASSERT_RT_OK(rtGraphExecDestroy(x));
+    ASSERT_RT_OK(rtGraphDestroy(g));
+}
