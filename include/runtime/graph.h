@@ -184,8 +184,10 @@ RT_API rtError_t rtGraphBindName(rtGraph_t graph, const char* name, void* ptr, s
 
 /** Checks the graph (no cycles, every operand valid), flattens child graphs, plans the memory of its allocation
  *  nodes into one arena (allocated now, on the graph's device) and prepares it to be launched. `flags`: 0 or
- *  RT_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH (accepted for CUDA's sake: allocations no free node releases are
- *  always released by the next launch). The executable graph does not depend on `graph` afterwards. */
+ *  RT_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH (accepted for CUDA's sake, and changes nothing here: an allocation
+ *  no free node releases is never freed by a launch — its memory is the executable graph's, with the same place and
+ *  contents at every launch, until rtGraphExecDestroy — so a next launch never finds it still allocated, which is
+ *  what CUDA's flag is for). The executable graph does not depend on `graph` afterwards. */
 #define RT_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH 1ull
 RT_API rtError_t rtGraphInstantiate(rtGraphExec_t* exec, rtGraph_t graph, unsigned long long flags);
 /** Makes the executable graph ready to launch on `stream` without launching it (stream-ordered; optional). */
@@ -194,7 +196,8 @@ RT_API rtError_t rtGraphUpload(rtGraphExec_t exec, rtStream_t stream);
  *  starts after the work queued before it and completes when every node has completed; independent nodes may run at
  *  the same time. Launches of one executable graph run one at a time, in the order they were made, whichever their
  *  streams. A failed node fails the launch: the stream's next synchronize reports it, naming the node, and the
- *  nodes that depend on it do not run. On a capturing stream: RT_ERROR_STREAM_CAPTURE_UNSUPPORTED (add the graph
+ *  nodes that depend on it do not run (on cuda, as on a CUstream, kernels and copies already handed to the GPU behind
+ *  a failed kernel still run; host nodes after it are skipped). On a capturing stream: RT_ERROR_STREAM_CAPTURE_UNSUPPORTED (add the graph
  *  with rtGraphAddChildGraphNode instead). */
 RT_API rtError_t rtGraphLaunch(rtGraphExec_t exec, rtStream_t stream);
 

@@ -1,6 +1,7 @@
 // The C boundary: runs a call, turns every exception into an rtError_t plus this thread's last message.
 #pragma once
 
+#include <cstring>
 #include <new>
 
 #include "core/error.hpp"
@@ -45,6 +46,14 @@ inline void require_same_backend(const CoreDevice& stream_device, const CoreDevi
         fail(RT_ERROR_INVALID_VALUE, "%s: the event belongs to %s but the stream to %s (events order streams of the "
              "same backend only; synchronize the event on the host instead)", what, event_device.label().c_str(),
              stream_device.label().c_str());
+}
+
+/// The C ABI may pass any integer as an rtMemcpyKind: read its bytes, never load it as the enum.
+inline int kind_value(const rtMemcpyKind& kind) {
+    int k;
+    static_assert(sizeof k == sizeof kind);
+    std::memcpy(&k, &kind, sizeof k);
+    return k;
 }
 
 /// Refuses a NULL output pointer.

@@ -15,13 +15,6 @@ using namespace rt::graph;
 
 namespace {
 
-/// The C ABI may pass any integer as an rtMemcpyKind: read its bytes, never load it as the enum.
-int kind_value(const rtMemcpyKind& kind) {
-    int k;
-    static_assert(sizeof k == sizeof kind);
-    std::memcpy(&k, &kind, sizeof k);
-    return k;
-}
 
 /// Every rtGraphAdd*Node: the graph locked, `deps` resolved and checked, then `make(graph, deps)` builds the node's
 /// params (throwing if they are bad: nothing is added), the node is added and its handle written to `*node`.
@@ -92,16 +85,8 @@ RT_API rtError_t rtGraphAddKernelNode(rtGraphNode_t* node, rtGraph_t graph, cons
     return capi_call("rtGraphAddKernelNode", [&] {
         add_node(node, graph, deps, ndeps, [&](Graph& g, const std::vector<Node*>&) {
             if (!params) fail(RT_ERROR_INVALID_VALUE, "params is NULL (expected an rtKernelNodeParams)");
-            std::shared_ptr<CoreFunction> f = runtime().functions.find(reinterpret_cast<uint64_t>(params->function));
-            if (!f)
-                fail(RT_ERROR_INVALID_HANDLE, "params->function %p is not a kernel of a loaded module (never looked "
-                     "up, or unloaded)", static_cast<void*>(params->function));
-            const backend::LaunchShape shape{{params->grid.x, params->grid.y, params->grid.z},
-                                             {params->block.x, params->block.y, params->block.z},
-                                             params->shared_bytes,
-                                             {params->global[0], params->global[1], params->global[2]}};
             auto n = node_of_type(RT_GRAPH_NODE_TYPE_KERNEL);
-            n->kernel = make_kernel_params(g, *f, shape, params->args);
+            n->kernel = make_kernel_params(g, *params);
             return n;
         });
     });

@@ -50,7 +50,7 @@ RT_API rtError_t rtGraphInstantiate(rtGraphExec_t* exec, rtGraph_t graph, unsign
             std::lock_guard lock(g->mutex());
             program = graph::instantiate(*g);
         }
-        auto x = std::make_shared<graph::GraphExec>(std::move(program));
+        auto x = std::make_shared<graph::GraphExec>(std::move(program), "rtGraphInstantiate");
         *exec = reinterpret_cast<rtGraphExec_t>(runtime().graph_execs.insert(std::move(x)));
     });
 }
@@ -94,17 +94,8 @@ RT_API rtError_t rtGraphExecKernelNodeSetParams(rtGraphExec_t exec, rtGraphNode_
         auto x = exec_of(exec);
         if (!params) fail(RT_ERROR_INVALID_VALUE, "params is NULL (expected an rtKernelNodeParams)");
         graph::KernelParams kp;
-        with_node(node, RT_GRAPH_NODE_TYPE_KERNEL, [&](const graph::Graph& g, const graph::Node&) {
-            std::shared_ptr<CoreFunction> f = runtime().functions.find(reinterpret_cast<uint64_t>(params->function));
-            if (!f)
-                fail(RT_ERROR_INVALID_HANDLE, "params->function %p is not a kernel of a loaded module (never looked "
-                     "up, or unloaded)", static_cast<void*>(params->function));
-            const backend::LaunchShape shape{{params->grid.x, params->grid.y, params->grid.z},
-                                             {params->block.x, params->block.y, params->block.z},
-                                             params->shared_bytes,
-                                             {params->global[0], params->global[1], params->global[2]}};
-            kp = graph::make_kernel_params(g, *f, shape, params->args);
-        });
+        with_node(node, RT_GRAPH_NODE_TYPE_KERNEL,
+                  [&](const graph::Graph& g, const graph::Node&) { kp = graph::make_kernel_params(g, *params); });
         x->set_kernel_params(reinterpret_cast<uint64_t>(node), kp);
     });
 }
@@ -114,9 +105,7 @@ RT_API rtError_t rtGraphExecMemcpyNodeSetParams(rtGraphExec_t exec, rtGraphNode_
     return capi_call("rtGraphExecMemcpyNodeSetParams", [&] {
         auto x = exec_of(exec);
         if (!params) fail(RT_ERROR_INVALID_VALUE, "params is NULL (expected an rtMemcpyNodeParams)");
-        int kind;  // the C ABI may pass any integer as an rtMemcpyKind: read its bytes, never load it as the enum
-        static_assert(sizeof kind == sizeof params->kind);
-        std::memcpy(&kind, &params->kind, sizeof kind);
+        const int kind = kind_value(params->kind);
         graph::MemoryParams mp;
         with_node(node, RT_GRAPH_NODE_TYPE_MEMCPY, [&](const graph::Graph& g, const graph::Node&) {
             mp = graph::make_copy_params(g, params->dst, params->src, params->count, kind,

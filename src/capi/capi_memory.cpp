@@ -7,16 +7,6 @@
 
 using namespace rt;
 
-namespace {
-/// The C ABI may pass any integer as an rtMemcpyKind: read its bytes, never load it as the enum.
-int kind_value(const rtMemcpyKind& kind) {
-    int k;
-    static_assert(sizeof k == sizeof kind);
-    std::memcpy(&k, &kind, sizeof k);
-    return k;
-}
-}  // namespace
-
 extern "C" {
 
 RT_API rtError_t rtMalloc(void** ptr, size_t size) {

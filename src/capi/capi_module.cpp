@@ -3,6 +3,9 @@
 #include <cstddef>
 #include <cstring>
 
+#include <climits>
+#include <cstdlib>
+
 #include "capi/capi_common.hpp"
 #include "core/module.hpp"
 #include "kernels/target.hpp"
@@ -61,8 +64,10 @@ rtLaunchConfig read_launch_config(const rtLaunchConfig* config) {
     return c;
 }
 
-rtModule_t insert_module(CoreDevice& device, std::shared_ptr<backend::Module> impl) {
-    return reinterpret_cast<rtModule_t>(runtime().modules.insert(std::make_shared<CoreModule>(device, std::move(impl))));
+rtModule_t insert_module(CoreDevice& device, std::shared_ptr<backend::Module> impl,
+                         std::shared_ptr<const ModuleOrigin> origin) {
+    return reinterpret_cast<rtModule_t>(
+        runtime().modules.insert(std::make_shared<CoreModule>(device, std::move(impl), std::move(origin))));
 }
 
 void launch(rtFunction_t function, const backend::LaunchShape& shape, void** args, int num_args,
@@ -85,7 +90,12 @@ RT_API rtError_t rtModuleLoadSource(rtModule_t* module, const char* source, cons
         require_out(module, "module");
         if (!source) fail(RT_ERROR_INVALID_VALUE, "source is NULL (expected kernel source text)");
         CoreDevice& d = runtime().current_device();
-        *module = insert_module(d, d.impl().kernel_modules().load_source(d.impl().kernel_target(), source, options ? options : ""));
+        auto origin = std::make_shared<ModuleOrigin>();  // rtGraphExecSave rebuilds from this where code does not fit
+        origin->has_source = true;
+        origin->source = source;
+        origin->options = options ? options : "";
+        auto impl = d.impl().kernel_modules().load_source(d.impl().kernel_target(), origin->source, origin->options);
+        *module = insert_module(d, std::move(impl), std::move(origin));
     });
 }
 
@@ -95,7 +105,11 @@ RT_API rtError_t rtModuleLoadFile(rtModule_t* module, const char* path) {
         if (!path) fail(RT_ERROR_INVALID_VALUE, "path is NULL (expected the path of a precompiled module)");
         if (!*path) fail(RT_ERROR_INVALID_VALUE, "path is empty (expected the path of a precompiled module)");
         CoreDevice& d = runtime().current_device();
-        *module = insert_module(d, d.impl().kernel_target().load(path, /*precompiled=*/true));
+        auto origin = std::make_shared<ModuleOrigin>();  // no source: rtGraphExecSave saves the file's code only
+        char resolved[PATH_MAX];  // the file as named now: a graph saved after a chdir still finds it
+        origin->path = ::realpath(path, resolved) ? resolved : path;
+        auto impl = d.impl().kernel_target().load(path, /*precompiled=*/true);
+        *module = insert_module(d, std::move(impl), std::move(origin));
     });
 }
 

@@ -37,6 +37,10 @@ std::string describe(const void* ptr, const PointerInfo& info) {
         if (a.module_global)
             return format("a module global of %s (rtModuleGetGlobal: %p, %zu bytes)", a.device->label().c_str(),
                           reinterpret_cast<void*>(a.base), a.size);
+        if (a.graph_arena)
+            return format("the memory of an executable graph's allocation nodes on %s (its arena %p of %zu bytes, "
+                          "freed by rtGraphExecDestroy)", a.device->label().c_str(), reinterpret_cast<void*>(a.base),
+                          a.size);
         return format("%s memory of %s (allocation %p of %zu bytes)", kind_words(a.kind), a.device->label().c_str(),
                       reinterpret_cast<void*>(a.base), a.size);
     }
@@ -113,6 +117,23 @@ void free_device(void* ptr, Stream* stream, const char* api) {
     std::optional<Allocation> a = runtime().registry.erase(reinterpret_cast<uintptr_t>(ptr), MemoryKind::device);
     if (!a) refuse_release(api, ptr, "a pointer returned by rtMalloc or rtMallocAsync");
     a->device->memory().release(ptr, a->size, a->pooled, stream);
+}
+
+void* allocate_graph_arena(CoreDevice& device, size_t bytes, const char* api) {
+    if (bytes == 0) return nullptr;
+    bool pooled = false;
+    void* p = device.memory().allocate(bytes, nullptr, &pooled, api);
+    Allocation a{reinterpret_cast<uintptr_t>(p), bytes, MemoryKind::device, &device, pooled};
+    a.graph_arena = true;
+    runtime().registry.insert(a);
+    return p;
+}
+
+void free_graph_arena(void* arena, const char* api) {
+    if (!arena) return;
+    std::optional<Allocation> a = runtime().registry.erase(reinterpret_cast<uintptr_t>(arena), MemoryKind::device, true);
+    if (!a) fail(RT_ERROR_INVALID_VALUE, "%s: %p is not an executable graph's arena", api, arena);
+    a->device->memory().release(arena, a->size, a->pooled, nullptr);
 }
 
 void* allocate_pinned_host(CoreDevice& device, size_t bytes) {

@@ -35,10 +35,11 @@ void MemoryRegistry::release_module_global(uintptr_t base) {
     if (--it->second.refs == 0) live_.erase(it);
 }
 
-std::optional<Allocation> MemoryRegistry::erase(uintptr_t base, MemoryKind kind) {
+std::optional<Allocation> MemoryRegistry::erase(uintptr_t base, MemoryKind kind, bool graph_arena) {
     std::lock_guard lock(mutex_);
     auto it = live_.find(base);
-    if (it == live_.end() || it->second.kind != kind || it->second.module_global) return std::nullopt;
+    if (it == live_.end() || it->second.kind != kind || it->second.module_global || it->second.graph_arena != graph_arena)
+        return std::nullopt;
     Allocation out = it->second;
     if (spare_nodes_.size() < 64) spare_nodes_.push_back(live_.extract(it));
     else live_.erase(it);

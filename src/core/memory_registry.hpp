@@ -33,6 +33,9 @@ struct Allocation {
     /// (rtFree refuses it, teardown leaves it, statistics do not count it); `refs` module handles registered it.
     bool module_global = false;
     uint32_t refs = 0;
+    /// An executable graph's arena (kind device): the memory of its allocation nodes, which kernels, copies and fills
+    /// use like any device memory, but only the executable graph frees (rtFree/rtFreeAsync refuse it).
+    bool graph_arena = false;
 };
 
 /// Where a pointer lies: inside a live allocation (with the bytes left from it), or nowhere known.
@@ -49,8 +52,9 @@ public:
     void retain_module_global(const Allocation& allocation);
     /// One handle less of the module global at `base`; the last removes it.
     void release_module_global(uintptr_t base);
-    /// Removes the allocation starting exactly at `base` (never a module global); returns it, or nullopt if none.
-    std::optional<Allocation> erase(uintptr_t base, MemoryKind kind);
+    /// Removes the allocation starting exactly at `base` (never a module global; an executable graph's arena only
+    /// when `graph_arena`, and then only that); returns it, or nullopt if none.
+    std::optional<Allocation> erase(uintptr_t base, MemoryKind kind, bool graph_arena = false);
     PointerInfo lookup(const void* ptr) const;
     /// A live allocation intersecting [ptr, ptr + bytes), if any.
     std::optional<Allocation> find_overlap(const void* ptr, size_t bytes) const;

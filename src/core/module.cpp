@@ -20,7 +20,7 @@ uint64_t CoreModule::function_handle(const std::string& name) {
         fail(RT_ERROR_NOT_FOUND, "the module has no kernel named '%s' (its kernels: %s)", name.c_str(),
              names.empty() ? "none" : names.c_str());
     }
-    uint64_t handle = runtime().functions.insert(std::make_shared<CoreFunction>(device_, std::move(f)));
+    uint64_t handle = runtime().functions.insert(std::make_shared<CoreFunction>(device_, std::move(f), origin_));
     functions_.emplace(name, handle);
     return handle;
 }

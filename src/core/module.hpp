@@ -14,11 +14,26 @@ namespace rt {
 class CoreDevice;
 class Stream;
 
+/// What a module was loaded from, kept for saved graphs (graph/graph_file.hpp). An rtModuleLoadSource module keeps
+/// its source and options (its code can be rebuilt on any machine); an rtModuleLoadFile module its path (saved with
+/// the file's code only, read when a graph is saved); a module of a loaded graph file that had no source, its code.
+struct ModuleOrigin {
+    bool has_source = false;
+    std::string source;
+    std::string options;
+    std::string path;    ///< rtModuleLoadFile: the file it was loaded from
+    std::string binary;  ///< a saved graph's module without source: its built code, as the file held it
+};
+
 class CoreModule {
 public:
-    CoreModule(CoreDevice& device, std::shared_ptr<backend::Module> impl) : device_(device), impl_(std::move(impl)) {}
+    CoreModule(CoreDevice& device, std::shared_ptr<backend::Module> impl,
+               std::shared_ptr<const ModuleOrigin> origin = nullptr)
+        : device_(device), impl_(std::move(impl)), origin_(std::move(origin)) {}
     CoreDevice& device() const { return device_; }
     backend::Module& impl() const { return *impl_; }
+    /// What it was loaded from (null: unknown, e.g. a module made inside the library); its functions share it.
+    const std::shared_ptr<const ModuleOrigin>& origin() const { return origin_; }
 
     /// The handle of kernel `name` (the same handle for repeated look-ups); throws NOT_FOUND listing the kernels.
     uint64_t function_handle(const std::string& name);
@@ -37,6 +52,7 @@ private:
     void release_globals();  // mutex_ held
     CoreDevice& device_;
     std::shared_ptr<backend::Module> impl_;
+    std::shared_ptr<const ModuleOrigin> origin_;
     std::mutex mutex_;
     std::unordered_map<std::string, uint64_t> functions_;
     std::unordered_map<std::string, backend::Module::GlobalSymbol> globals_;  // registered by global()
@@ -48,13 +64,18 @@ private:
 /// shared_from_this, whichever way it was handed the function (a handle, or a launch borrowing it).
 class CoreFunction : public std::enable_shared_from_this<CoreFunction> {
 public:
-    CoreFunction(CoreDevice& device, std::shared_ptr<backend::Function> impl) : device_(device), impl_(std::move(impl)) {}
+    CoreFunction(CoreDevice& device, std::shared_ptr<backend::Function> impl,
+                 std::shared_ptr<const ModuleOrigin> origin = nullptr)
+        : device_(device), impl_(std::move(impl)), origin_(std::move(origin)) {}
     CoreDevice& device() const { return device_; }
     const std::shared_ptr<backend::Function>& impl() const { return impl_; }
+    /// Its module's origin (CoreModule::origin): kernels of the same module share one object.
+    const std::shared_ptr<const ModuleOrigin>& origin() const { return origin_; }
 
 private:
     CoreDevice& device_;
     std::shared_ptr<backend::Function> impl_;
+    std::shared_ptr<const ModuleOrigin> origin_;
 };
 
 /// Validates a launch of `function` on a stream of `device`: shape, arity and argument sizes (num_args < 0: not

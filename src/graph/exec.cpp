@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <new>
 
 #include "core/event.hpp"
 #include "core/memory.hpp"
@@ -20,27 +21,6 @@ namespace rt::graph {
 
 namespace {
 
-const char* copy_kind_name(backend::CopyKind k) {
-    switch (k) {
-        case backend::CopyKind::host_to_host: return "host to host";
-        case backend::CopyKind::host_to_device: return "host to device";
-        case backend::CopyKind::device_to_host: return "device to host";
-        case backend::CopyKind::device_to_device: return "device to device";
-    }
-    return "?";
-}
-
-/// The operand map of a program as it is bound now: its slots' provisional ranges, its names where bound.
-OperandMap map_of(const Program& p) {
-    OperandMap map;
-    for (uint32_t s = 0; s < p.slots.size(); ++s)
-        map.add_allocation(p.slots[s].provisional, p.slots[s].bytes, s, p.slots[s].offset);
-    for (uint32_t k = 0; k < p.names.size(); ++k)
-        if (p.names[k].bound) map.add_name(reinterpret_cast<uintptr_t>(p.names[k].bound), p.names[k].bytes, k);
-    map.finish();
-    return map;
-}
-
 /// The (command, slot) pairs of `relocations` that point into the arena.
 std::vector<std::pair<uint32_t, uint32_t>> arena_uses(const std::vector<Relocation>& relocations) {
     std::vector<std::pair<uint32_t, uint32_t>> uses;
@@ -48,6 +28,16 @@ std::vector<std::pair<uint32_t, uint32_t>> arena_uses(const std::vector<Relocati
         if (r.symbol.kind == Symbol::Kind::arena) uses.emplace_back(r.command, r.symbol.name);
     std::sort(uses.begin(), uses.end());
     return uses;
+}
+
+/// Refuses (check_uses) the uses of allocations among `uses` that `p` does not make already: those passed
+/// check_uses at instantiation, and the edges cannot change.
+void check_new_uses(const Program& p, std::vector<std::pair<uint32_t, uint32_t>> uses) {
+    const std::vector<std::pair<uint32_t, uint32_t>> known = arena_uses(p.relocations);
+    std::erase_if(uses, [&](const auto& u) { return std::binary_search(known.begin(), known.end(), u); });
+    if (uses.empty()) return;
+    Reachability reach(p);
+    check_uses(p, std::move(uses), reach);
 }
 
 /// Replaces the relocations of `command` in the sorted list by `with` (all of that command).
@@ -70,18 +60,20 @@ bool lowering_enabled() {
 }
 }  // namespace
 
-GraphExec::GraphExec(std::shared_ptr<Program> program) : program_(std::move(program)), lower_(lowering_enabled()) {
+GraphExec::GraphExec(std::shared_ptr<Program> program, const char* api)
+    : device_(program->device), program_(std::move(program)), lower_(lowering_enabled()) {
     Program& p = *program_;
-    if (p.arena_bytes) arena_ = allocate_device(*p.device, p.arena_bytes, nullptr, "rtGraphInstantiate");
+    if (p.arena_bytes) arena_ = allocate_graph_arena(*device_, p.arena_bytes, api);
     try {
         if (!p.unbound_name()) p.apply_relocations(arena_);
-        if (lower_) lowered_ = p.device->impl().compile_graph_impl(program_);
+        order_event_ = device_->impl().create_event_impl(false, false);
+        if (lower_) lowered_ = device_->impl().compile_graph_impl(program_);
         program_refs_ = program_.use_count();
         for (uint32_t c = 0; c < p.node_handles.size(); ++c)
             if (p.node_handles[c]) by_handle_.emplace_back(p.node_handles[c], c);
         std::sort(by_handle_.begin(), by_handle_.end());
     } catch (...) {
-        if (arena_) free_device(arena_, nullptr, "rtGraphInstantiate");
+        free_graph_arena(arena_, api);
         throw;
     }
 }
@@ -89,12 +81,11 @@ GraphExec::GraphExec(std::shared_ptr<Program> program) : program_(std::move(prog
 GraphExec::~GraphExec() {
     lowered_.reset();
     order_event_.reset();
-    if (arena_) {
-        try {
-            free_device(arena_, nullptr, "rtGraphExecDestroy");  // reusable once the work queued so far has run
-        } catch (...) {
-            // Out of memory while deferring the free: the arena leaks rather than being reused under a launch.
-        }
+    try {
+        free_graph_arena(arena_, "rtGraphExecDestroy");  // reusable once the work queued so far has run
+    } catch (const std::bad_alloc&) {
+        // Out of memory while deferring the free: the arena leaks rather than being reused under a launch. (It is
+        // registered as this exec's only: nothing else can have freed it, so no other failure is possible.)
     }
 }
 
@@ -121,14 +112,7 @@ void GraphExec::launch(const std::shared_ptr<Stream>& target) {
     const uint64_t op = stream.next_op();
     for (const std::shared_ptr<Event>& e : p.waits)
         if (e->recorded()) queue.wait_impl(e->impl());
-    // One launch at a time: a launch on another stream than the previous one's waits for it. (Recorded on that
-    // stream now, so the wait also covers what was queued there since — never less than needed; and a failure
-    // pending there reaches this stream, as any event waited for behind a failure does.)
-    if (std::shared_ptr<Stream> previous = last_stream_.lock(); previous && previous.get() != &stream) {
-        if (!order_event_) order_event_ = device().impl().create_event_impl(false, false);
-        previous->queue().record_impl(*order_event_);
-        queue.wait_impl(*order_event_);
-    }
+    order_after_previous(stream);
     last_stream_ = target;
     if (lowered_) {
         queue.launch_graph_impl(lowered_, backend::LaunchReport{&stream.errors(), op, nullptr});
@@ -142,14 +126,36 @@ void GraphExec::launch(const std::shared_ptr<Stream>& target) {
             replay(stream, op);
         } catch (...) {
             hold();
+            mark_launch_end(queue);  // the commands queued before the failure stay ordered
             throw;
         }
         hold();
     }
+    mark_launch_end(queue);
     for (const std::shared_ptr<Event>& e : p.records) {
         queue.record_impl(e->impl());
         e->mark_recorded();
     }
+}
+
+void GraphExec::order_after_previous(Stream& stream) {
+    std::shared_ptr<Stream> previous = last_stream_.lock();
+    if (!previous || previous.get() == &stream) return;
+    if (!several_streams_) {
+        // The first launch on another stream: the previous launch (at last_end_ of its stream) was not recorded.
+        several_streams_ = true;
+        backend::Queue& before = previous->queue();
+        if (before.reached_impl(last_end_)) return;
+        // Recorded now, the event also covers what was queued there after that launch (and a failure of it), so
+        // waiting on it would wait too long: only exact when nothing followed. Otherwise still conservative.
+        before.record_impl(*order_event_);
+    }
+    stream.queue().wait_impl(*order_event_);
+}
+
+void GraphExec::mark_launch_end(backend::Queue& queue) {
+    if (several_streams_) queue.record_impl(*order_event_);
+    else last_end_ = queue.position_impl();
 }
 
 void GraphExec::replay(Stream& stream, uint64_t op) {
@@ -223,14 +229,8 @@ uint32_t GraphExec::command_of_handle(uint64_t node, const char* api) const {
 void GraphExec::restage(const Command& staged, uint32_t index, std::vector<Relocation>& relocations) {
     const Program& p = *program_;
     std::vector<std::pair<uint32_t, uint32_t>> uses;
-    map_of(p).resolve(p, staged, index, p.provisional.get(), relocations, uses);
-    // Allocations the command used already passed check_uses at instantiation (the edges have not changed).
-    const std::vector<std::pair<uint32_t, uint32_t>> known = arena_uses(p.relocations);
-    std::erase_if(uses, [&](const auto& u) { return std::binary_search(known.begin(), known.end(), u); });
-    if (!uses.empty()) {
-        Reachability reach(p);
-        check_uses(p, std::move(uses), reach);
-    }
+    OperandMap::of(p).resolve(p, staged, index, p.provisional.get(), relocations, uses);
+    check_new_uses(p, std::move(uses));
 }
 
 void GraphExec::set_kernel_params(uint64_t node, const KernelParams& params) {
@@ -276,19 +276,17 @@ void GraphExec::set_memory_params(uint64_t node, const MemoryParams& params) {
     const uint32_t index = command_of_handle(node, "rtGraphExecMemcpyNodeSetParams");
     const Program& p = *program_;
     const Command& old = p.commands[index];
-    const rtGraphNodeType type = old.type;
-    if (type != RT_GRAPH_NODE_TYPE_MEMCPY && type != RT_GRAPH_NODE_TYPE_MEMSET)
-        fail(RT_ERROR_INVALID_VALUE, "%s is not a memcpy or memset node", p.labels[index].c_str());
-    if (type == RT_GRAPH_NODE_TYPE_MEMCPY && params.kind != old.kind && !params.elided && !old.elided)
+    if (old.type != RT_GRAPH_NODE_TYPE_MEMCPY)
+        fail(RT_ERROR_INVALID_VALUE, "%s is not a memcpy node", p.labels[index].c_str());
+    if (params.kind != old.kind && !params.elided && !old.elided)
         fail(RT_ERROR_INVALID_VALUE, "%s: a copy's direction cannot change (the node copies %s, the params %s)",
-             p.labels[index].c_str(), copy_kind_name(old.kind), copy_kind_name(params.kind));
+             p.labels[index].c_str(), copy_direction(old.kind), copy_direction(params.kind));
     Command staged;
-    staged.type = type;
+    staged.type = RT_GRAPH_NODE_TYPE_MEMCPY;
     staged.dst = params.dst;
     staged.src = params.src;
     staged.bytes = params.bytes;
     staged.kind = params.kind;
-    staged.value = params.value;
     staged.elided = params.elided || params.bytes == 0;
     std::vector<Relocation> relocations;
     restage(staged, index, relocations);
@@ -299,7 +297,6 @@ void GraphExec::set_memory_params(uint64_t node, const MemoryParams& params) {
         c.src = staged.src;
         c.bytes = staged.bytes;
         c.kind = staged.kind;
-        c.value = staged.value;
         c.elided = staged.elided;
         replace_relocations(q.relocations, index, relocations);
         if (!q.unbound_name()) q.apply_relocations(arena_, index);
@@ -432,12 +429,7 @@ rtGraphExecUpdateResult GraphExec::update(const Graph& graph, std::string* why) 
             load_command(scratch, node);
             map.resolve(p, scratch, c, &node.graph->provisional(), relocations, uses);
         }
-        const std::vector<std::pair<uint32_t, uint32_t>> known = arena_uses(p.relocations);
-        std::erase_if(uses, [&](const auto& u) { return std::binary_search(known.begin(), known.end(), u); });
-        if (!uses.empty()) {
-            Reachability reach(p);
-            check_uses(p, std::move(uses), reach);
-        }
+        check_new_uses(p, std::move(uses));
     } catch (const Error& e) {
         if (e.code() != RT_ERROR_INVALID_VALUE) throw;
         *why = e.what();

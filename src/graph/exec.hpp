@@ -25,12 +25,14 @@ public:
     /// Takes an instantiated (or loaded) program: allocates its arena on program->device, applies its relocations
     /// when every named buffer is bound, and lowers it (Device::compile_graph_impl) unless the environment has
     /// RUNTIME_GRAPH_LOWERING=0 (then the core replays it, as for a backend without lowering).
-    explicit GraphExec(std::shared_ptr<Program> program);
+    /// `api` names the call in messages (rtGraphInstantiate, rtGraphExecLoad).
+    GraphExec(std::shared_ptr<Program> program, const char* api);
     /// The arena is freed once the work queued so far has run (free_device); queued launches hold the program (core
     /// replay: through the timeline) or the lowered executable (its queue), which holds what it reads of it.
     ~GraphExec();
 
-    CoreDevice& device() const { return *program_->device; }
+    /// The program's device, fixed at construction (read without the mutex: no update changes it).
+    CoreDevice& device() const { return *device_; }
     /// The current program (launches take a reference; an update replaces it or changes it in place when no launch
     /// holds it). Caller holds mutex().
     const std::shared_ptr<Program>& program() const { return program_; }
@@ -48,9 +50,9 @@ public:
     /// instantiated graph node for node and edge for edge. Returns SUCCESS, or what differed first with `*why`
     /// naming the node (the exec is then unchanged). Throws only for failures that are not differences (memory).
     rtGraphExecUpdateResult update(const Graph& graph, std::string* why);
-    /// rtGraphExecKernelNodeSetParams / rtGraphExecMemcpyNodeSetParams: `node` is a handle of the graph this exec was
-    /// instantiated from (Program::node_handles); the params were validated by the caller. INVALID_VALUE when the
-    /// node is not one of this exec's, or not of that kind.
+    /// rtGraphExecKernelNodeSetParams / rtGraphExecMemcpyNodeSetParams (graph.h has no memset counterpart): `node`
+    /// is a handle of the graph this exec was instantiated from (Program::node_handles); the params were validated
+    /// by the caller. INVALID_VALUE when the node is not one of this exec's, or not of that kind.
     void set_kernel_params(uint64_t node, const KernelParams& params);
     void set_memory_params(uint64_t node, const MemoryParams& params);
     /// rtGraphExecSetBuffer: `ptr` (at least the named size) replaces the buffer named `name` for the next launches.
@@ -72,15 +74,26 @@ private:
     /// operands the memory plan cannot accept (check_uses) — only for allocations it did not use already.
     void restage(const Command& staged, uint32_t index, std::vector<Relocation>& relocations);
     void replay(Stream& stream, uint64_t op);
+    /// Queues on `stream` the wait for the previous launch when it was on another stream. Caller holds mutex_.
+    void order_after_previous(Stream& stream);
+    /// After a launch on `queue`: what order_after_previous needs of it. Caller holds mutex_.
+    void mark_launch_end(backend::Queue& queue);
 
+    CoreDevice* const device_;
     std::mutex mutex_;  // serialises launches, updates and bindings of this exec (never held while waiting)
     std::shared_ptr<Program> program_;
     std::shared_ptr<backend::GraphExecutable> lowered_;  // null: replayed by the core
     bool lower_ = true;  // whether to ask the backend (RUNTIME_GRAPH_LOWERING=0: never)
     long program_refs_ = 1;  // program_.use_count() when no launch holds it (the lowering may hold one too)
     void* arena_ = nullptr;
-    std::weak_ptr<Stream> last_stream_;               // the stream of the previous launch
-    std::unique_ptr<backend::Event> order_event_;     // orders a launch after the previous one on another stream
+    std::weak_ptr<Stream> last_stream_;  // the stream of the previous launch
+    // Ordering across streams. While every launch so far went to one stream, a launch records nothing (recording
+    // costs a queued operation per launch): last_end_ is its stream's position after it. From the first launch on
+    // a second stream on, order_event_ is recorded right after every launch, on its stream, so that a launch on
+    // another stream waits for exactly the previous launch (neither what was queued after it nor its failures).
+    std::unique_ptr<backend::Event> order_event_;
+    bool several_streams_ = false;
+    uint64_t last_end_ = 0;
     std::vector<std::pair<uint64_t, uint32_t>> by_handle_;  // node handle -> command, sorted
 };
 

@@ -42,12 +42,6 @@ void Keepalive::add_release(rtHostFn_t release, void* user_data) {
     releases_.emplace_back(release, user_data);
 }
 
-void Keepalive::retain(std::shared_ptr<Keepalive> other) {
-    if (!other || other.get() == this) return;
-    std::lock_guard lock(mutex_);
-    retained_.push_back(std::move(other));
-}
-
 // ---------------------------------------------------------------- ProvisionalSpace
 
 namespace {
@@ -193,8 +187,6 @@ Node* Graph::add(std::unique_ptr<Node> node, const std::vector<Node*>& deps) {
             fail(RT_ERROR_INVALID_VALUE, "a free node for %p, which is not the address of an allocation node of the "
                  "graph", n->address);
         frees_.emplace(a, n);
-    } else if (n->type == RT_GRAPH_NODE_TYPE_GRAPH && n->child) {
-        keepalive_->retain(n->child->keepalive());
     }
     try {
         if (with_handles)

@@ -24,8 +24,9 @@ class Graph;
 
 /// What a graph keeps alive for as long as it or any program made from it exists (shared by clones and programs):
 /// the releases attached by rtStreamDeferRelease during a capture (run once, when the last owner goes, after the
-/// launches queued by then have completed — through the timeline), and the keepalives of its child graphs.
-/// Thread-safe.
+/// launches queued by then have completed — through the timeline). A graph's child nodes own copies of their child
+/// graphs, which share those graphs' keepalives: nothing else refers to a keepalive (a program holds those of every
+/// graph its nodes came from), so graphs holding copies of each other make no cycle. Thread-safe.
 class Keepalive {
 public:
     Keepalive() = default;
@@ -34,13 +35,10 @@ public:
     ~Keepalive();  ///< defers every release after all queued work (Timeline::defer_after(unfinished_points, ...));
                    ///< runs them at once when no runtime is running (after rtFinalize waited for all work)
     void add_release(rtHostFn_t release, void* user_data);
-    /// Keeps `other` (a child graph's) alive as long as this one.
-    void retain(std::shared_ptr<Keepalive> other);
 
 private:
     std::mutex mutex_;
     std::vector<std::pair<rtHostFn_t, void*>> releases_;
-    std::vector<std::shared_ptr<Keepalive>> retained_;
 };
 
 /// A kernel node's parameters: the function (kept alive: its module's code stays loaded), the validated shape

@@ -77,7 +77,11 @@ void plan_memory(Program& program) {
         for (size_t b = 0; b < n; ++b)
             if (b != a && reach.marked(slots[b].command)) follows[(a * n + b) / 64] |= uint64_t{1} << ((a * n + b) % 64);
     }
-    auto may_share = [&](size_t a, size_t b) { return bit(a, b) || bit(b, a); };
+    // An allocation no free node releases keeps its place and contents from launch to launch: it shares with none.
+    auto may_share = [&](size_t a, size_t b) {
+        return slots[a].free_command != ArenaSlot::kNone && slots[b].free_command != ArenaSlot::kNone &&
+               (bit(a, b) || bit(b, a));
+    };
 
     std::vector<size_t> order(n);
     for (size_t i = 0; i < n; ++i) order[i] = i;

@@ -36,7 +36,8 @@ private:
 };
 
 /// Places program.slots in one arena: allocations A and B may overlap when A's free command happens-before B's
-/// allocation command or the other way round (an allocation without a free command lives to the end); otherwise
+/// allocation command or the other way round (an allocation without a free command keeps its memory and contents
+/// from launch to launch, so it overlaps no other); otherwise
 /// they get disjoint, kArenaAlignment-aligned ranges. Greedy: largest first, each at the lowest offset that
 /// overlaps no conflicting allocation placed before it. Sets slots[i].offset, arena_bytes, allocated_bytes and
 /// allocations.

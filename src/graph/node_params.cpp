@@ -149,7 +149,18 @@ const char* node_type_name(rtGraphNodeType type) {
     return "unknown node type";
 }
 
-namespace {
+KernelParams make_kernel_params(const Graph& graph, const rtKernelNodeParams& params) {
+    std::shared_ptr<CoreFunction> f = runtime().functions.find(reinterpret_cast<uint64_t>(params.function));
+    if (!f)
+        fail(RT_ERROR_INVALID_HANDLE, "params->function %p is not a kernel of a loaded module (never looked up, or "
+             "unloaded)", static_cast<void*>(params.function));
+    const backend::LaunchShape shape{{params.grid.x, params.grid.y, params.grid.z},
+                                     {params.block.x, params.block.y, params.block.z},
+                                     params.shared_bytes,
+                                     {params.global[0], params.global[1], params.global[2]}};
+    return make_kernel_params(graph, *f, shape, params.args);
+}
+
 const char* copy_direction(backend::CopyKind kind) {
     switch (kind) {
         case backend::CopyKind::host_to_host: return "host→host";
@@ -159,7 +170,6 @@ const char* copy_direction(backend::CopyKind kind) {
     }
     return "?";
 }
-}  // namespace
 
 std::string node_kind_text(const Node& node) {
     switch (node.type) {

@@ -32,6 +32,12 @@ std::unique_ptr<Node> make_alloc_node(Graph& graph, size_t bytes, const char* ap
 /// frees and that `deps` reach (the free runs after the allocation): INVALID_VALUE saying which rule failed.
 std::unique_ptr<Node> make_free_node(const Graph& graph, void* ptr, const std::vector<Node*>& deps, const char* api);
 
+/// make_kernel_params for the C API's rtKernelNodeParams (`params` non-null): its function handle looked up
+/// (INVALID_HANDLE if it is none), its shape taken as given.
+KernelParams make_kernel_params(const Graph& graph, const rtKernelNodeParams& params);
+
+/// "host→device": a copy's direction in labels and messages.
+const char* copy_direction(backend::CopyKind kind);
 /// What a node is, in words: "kernel 'scale'", "memcpy host→device 4096 B", "memset 4096 B", "host function",
 /// "child graph (3 nodes)", "empty", "event record", "event wait", "alloc 4096 B", "free".
 std::string node_kind_text(const Node& node);

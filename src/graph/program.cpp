@@ -148,6 +148,16 @@ void OperandMap::add_name(uintptr_t base, size_t bytes, uint32_t name) {
     if (bytes) ranges_.push_back({base, bytes, Symbol::Kind::named, name, 0});
 }
 
+OperandMap OperandMap::of(const Program& p) {
+    OperandMap map;
+    for (uint32_t s = 0; s < p.slots.size(); ++s)
+        map.add_allocation(p.slots[s].provisional, p.slots[s].bytes, s, p.slots[s].offset);
+    for (uint32_t k = 0; k < p.names.size(); ++k)
+        if (p.names[k].bound) map.add_name(reinterpret_cast<uintptr_t>(p.names[k].bound), p.names[k].bytes, k);
+    map.finish();
+    return map;
+}
+
 void OperandMap::finish() {
     std::sort(ranges_.begin(), ranges_.end(), [](const Range& a, const Range& b) { return a.base < b.base; });
 }
@@ -157,9 +167,10 @@ const OperandMap::Range* OperandMap::find(uintptr_t p) const {
     if (ranges_.empty() || p < ranges_.front().base) return nullptr;
     auto it = std::upper_bound(ranges_.begin(), ranges_.end(), p, [](uintptr_t v, const Range& r) { return v < r.base; });
     const Range& r = *(it - 1);
-    // An allocation's end address is its own (ProvisionalSpace leaves gaps): a kernel's "end" argument relocates.
-    const bool inside = r.kind == Symbol::Kind::arena ? p - r.base <= r.bytes : p - r.base < r.bytes;
-    return inside ? &r : nullptr;
+    // A range's end address is its own, so that a kernel's "end" argument relocates with it: an allocation's
+    // (ProvisionalSpace leaves gaps), and a named buffer's unless another named buffer starts there (then `r`, the
+    // last range starting at or before p, is that one).
+    return p - r.base <= r.bytes ? &r : nullptr;
 }
 
 void OperandMap::resolve(const Program& program, const Command& c, uint32_t index, const ProvisionalSpace* space,
@@ -181,7 +192,10 @@ void OperandMap::resolve(const Program& program, const Command& c, uint32_t inde
     };
     auto operand = [&](Relocation::Field field, const void* ptr, const char* role) {
         const uintptr_t p = reinterpret_cast<uintptr_t>(ptr);
-        if (const Range* r = find(p)) {
+        const Range* r = find(p);
+        // A copy or fill (of at least one byte) at a named buffer's end is of the memory after it, not in it.
+        if (r && r->kind == Symbol::Kind::named && p - r->base == r->bytes) r = nullptr;
+        if (r) {
             if (c.bytes > r->bytes - (p - r->base))
                 fail(RT_ERROR_INVALID_VALUE,
                      "%s: its %s %p + %zu bytes runs past the end of %s (%zu bytes from %p)",
@@ -357,7 +371,14 @@ std::shared_ptr<Program> instantiate(const Graph& graph) {
     auto program = std::make_shared<Program>();
     Program& p = *program;
     p.device = &graph.device();
-    p.keepalive = graph.keepalive();
+    {
+        auto keep = [&](const std::shared_ptr<Keepalive>& k) {
+            if (std::find(p.keepalives.begin(), p.keepalives.end(), k) == p.keepalives.end()) p.keepalives.push_back(k);
+        };
+        keep(graph.keepalive());
+        for (const FlatGraph::Entry& e : flat.nodes)  // every child graph is a child node's (even an empty one)
+            if (e.node->type == RT_GRAPH_NODE_TYPE_GRAPH && e.node->child) keep(e.node->child->keepalive());
+    }
     p.provisional = graph.provisional_ptr();
     p.commands.resize(n);
     p.labels.resize(n);
@@ -437,10 +458,7 @@ std::shared_ptr<Program> instantiate(const Graph& graph) {
 
     for (const NamedBuffer& b : graph.names()) p.names.push_back({b.name, b.bytes, b.ptr, b.bytes});
 
-    OperandMap map;
-    for (uint32_t s = 0; s < p.slots.size(); ++s) map.add_allocation(p.slots[s].provisional, p.slots[s].bytes, s, p.slots[s].offset);
-    for (uint32_t k = 0; k < p.names.size(); ++k) map.add_name(reinterpret_cast<uintptr_t>(p.names[k].bound), p.names[k].bytes, k);
-    map.finish();
+    const OperandMap map = OperandMap::of(p);
     std::vector<std::pair<uint32_t, uint32_t>> uses;
     for (uint32_t c = 0; c < n; ++c)
         map.resolve(p, p.commands[c], c, &flat.nodes[order[c]].node->graph->provisional(), p.relocations, uses);

@@ -86,7 +86,7 @@ struct Command {
 struct ArenaSlot {
     static constexpr uint32_t kNone = UINT32_MAX;
     uint32_t command = 0;              ///< the MEM_ALLOC command
-    uint32_t free_command = kNone;     ///< the MEM_FREE command releasing it; kNone: it lives to the launch's end
+    uint32_t free_command = kNone;     ///< the MEM_FREE command releasing it; kNone: it keeps its memory and contents from launch to launch
     uintptr_t provisional = 0;         ///< the allocation's address in its graph
     size_t bytes = 0;
     uint64_t offset = 0;               ///< where it lives in the arena
@@ -129,7 +129,9 @@ struct Program {
     size_t arena_bytes = 0;
     size_t allocated_bytes = 0;
     size_t allocations = 0;
-    std::shared_ptr<Keepalive> keepalive;   ///< the graph's releases, alive as long as the program
+    /// The keepalives of the graph and of every child graph its nodes came from (each once): their releases wait for
+    /// the program.
+    std::vector<std::shared_ptr<Keepalive>> keepalives;
 
     /// Writes the resolved address of every relocation (arena base + offset, bound name + offset) into its field.
     /// Throws INVALID_VALUE naming the first unbound named buffer.
@@ -179,6 +181,8 @@ std::string relabel(const std::string& label, const Node& node);
 /// The address ranges operands are resolved against: allocation nodes' provisional ranges and named buffers.
 class OperandMap {
 public:
+    /// The map of `program` as it is bound now: its slots' provisional ranges, its named buffers where bound.
+    static OperandMap of(const Program& program);
     void add_allocation(uintptr_t base, size_t bytes, uint32_t slot, uint64_t arena_offset);
     void add_name(uintptr_t base, size_t bytes, uint32_t name);
     void finish();  ///< call once every range is added

@@ -19,12 +19,16 @@ namespace {
 constexpr uint64_t kGeneratorVersion = 4;  // 4: flat kernels' RT_LOCAL arrays are static, not thread_local
 }  // namespace
 
+std::string build_identity(const Target& target) {
+    return format("generator %llu|%s|%d.%d.%d|", static_cast<unsigned long long>(kGeneratorVersion),
+                  target.cache_name(), RUNTIME_VERSION_MAJOR, RUNTIME_VERSION_MINOR, RUNTIME_VERSION_PATCH) +
+           target.identity();
+}
+
 std::string cache_key(const Target& target, const std::string& name, const std::string& source,
                       const std::vector<std::string>& options) {
     kcache::Hasher h;
-    h.add(kGeneratorVersion).add(target.cache_name())
-        .add(format("%d.%d.%d", RUNTIME_VERSION_MAJOR, RUNTIME_VERSION_MINOR, RUNTIME_VERSION_PATCH))
-        .add(target.identity())
+    h.add(build_identity(target))
         .add(name)
         .add(source)
         .add(static_cast<uint64_t>(options.size()));

@@ -47,6 +47,11 @@ struct Image {
     double compile_seconds = 0;  ///< the compiler's run time (0 on a cache hit)
 };
 
+/// Everything besides the program that decides what `target` builds: the generator's version, the target's cache name,
+/// the library's version and Target::identity(). Built code fits a target whose build identity is the same (saved
+/// graphs keep it with their code). Throws what identity() throws.
+std::string build_identity(const Target& target);
+
 /// The key of a compilation in both caches: target identity + source name + source + normalised options.
 std::string cache_key(const Target& target, const std::string& name, const std::string& source,
                       const std::vector<std::string>& options);

@@ -874,6 +874,31 @@ TEST_P(Capture, DeferReleaseGoesWithTheGraph) {
     EXPECT_TRUE(wait_until([&] { return dropped.load(); }));
 }
 
+TEST_P(Capture, ReleasesRunWhenGraphsHoldCopiesOfEachOther) {
+    // Each graph's child node holds a copy of the other (and of what it held then): no keepalive may hold another,
+    // or a's release would wait for b's keepalive, which waits for a's.
+    StreamGuard s;
+    std::atomic<bool> released{false};
+    ASSERT_RT_OK(rtStreamBeginCapture(s, RT_STREAM_CAPTURE_MODE_GLOBAL));
+    ASSERT_RT_OK(rtStreamDeferRelease(s, set_flag, &released));
+    rtGraph_t a = nullptr, b = nullptr;
+    ASSERT_RT_OK(rtStreamEndCapture(s, &a));
+    ASSERT_RT_OK(rtGraphCreate(&b, 0));
+    rtGraphNode_t in_b, in_a;
+    ASSERT_RT_OK(rtGraphAddChildGraphNode(&in_b, b, nullptr, 0, a));
+    ASSERT_RT_OK(rtGraphAddChildGraphNode(&in_a, a, nullptr, 0, b));
+    // An executable graph of b holds a's release through the copy of a inside it.
+    rtGraphExec_t x = nullptr;
+    ASSERT_RT_OK(rtGraphInstantiate(&x, b, 0));
+    ASSERT_RT_OK(rtGraphDestroy(a));
+    ASSERT_RT_OK(rtGraphDestroy(b));
+    ASSERT_RT_OK(rtGraphLaunch(x, s));
+    ASSERT_RT_OK(rtStreamSynchronize(s));
+    EXPECT_FALSE(released.load()) << "the executable graph holds it";
+    ASSERT_RT_OK(rtGraphExecDestroy(x));
+    EXPECT_TRUE(wait_until([&] { return released.load(); })) << "released once no graph or executable graph holds it";
+}
+
 TEST_P(Capture, FinalizeEndsACaptureUnderWay) {
     rtStream_t s = nullptr;
     ASSERT_RT_OK(rtStreamCreate(&s));

@@ -89,11 +89,11 @@ void CpuGraph::lower(size_t index) {
             break;
         }
         case RT_GRAPH_NODE_TYPE_MEMCPY:
-            node.kind = Kind::copy;
+            node.kind = c.elided ? Kind::nop : Kind::copy;  // elided: 0 bytes (operands maybe null), or onto itself
             node.memory = {c.dst, c.src, c.bytes};
             break;
         case RT_GRAPH_NODE_TYPE_MEMSET:
-            node.kind = Kind::fill;
+            node.kind = c.elided ? Kind::nop : Kind::fill;
             node.value = c.value;
             node.memory = {c.dst, nullptr, c.bytes};
             break;
