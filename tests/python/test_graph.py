@@ -206,18 +206,23 @@ def test_stream_ordered_allocations_become_allocation_nodes(stream):
         tmp2 = runtime.empty(N, np.float32, stream=stream)  # may share tmp's memory: tmp is free by now
         stream.memset(tmp2, 0)
         stream.launch_kernel(add_into, out, out, tmp2)
-    assert [n.type for n in graph.nodes()].count("mem_alloc") == 2
+        tmp2.free()
+        kept = runtime.empty(N, np.float32, stream=stream)  # never freed: keeps its place from launch to launch
+        stream.memset(kept, 0)
+    types = [n.type for n in graph.nodes()]
+    assert types.count("mem_alloc") == 3 and types.count("mem_free") == 2
     exe = graph.instantiate()
     info = exe.memory_info()
     assert isinstance(info, runtime.GraphMemoryInfo)
-    assert info.allocations == 2
-    assert info.allocated_bytes == 2 * N * 4
-    assert N * 4 <= info.arena_bytes <= info.allocated_bytes
+    assert info.allocations == 3
+    assert info.allocated_bytes == 3 * N * 4
+    # tmp and tmp2 share; `kept` shares with none (its contents live across launches, through tmp's lifetime too)
+    assert 2 * N * 4 <= info.arena_bytes < info.allocated_bytes
     exe.launch(stream)
     exe.launch(stream)
     stream.synchronize()
     np.testing.assert_array_equal(out.numpy(), np.full(N, 8, np.float32))
-    del tmp2  # the graph's memory: dropping it outside the capture frees nothing (no error either)
+    del kept  # the graph's memory: dropping it outside the capture frees nothing (no error either)
     gc.collect()
 
 
