@@ -681,7 +681,8 @@ template <class Get> std::vector<GraphNode> node_list(Get&& get) {
 } // namespace detail
 
 inline std::vector<GraphNode> GraphNode::dependencies() const {
-    return detail::node_list([&](rtGraphNode_t* out, std::size_t* n) { return rtGraphNodeGetDependencies(handle_, out, n); });
+    return detail::node_list(
+        [&](rtGraphNode_t* out, std::size_t* n) { return rtGraphNodeGetDependencies(handle_, out, n); });
 }
 
 /// The nodes a new node runs after: `{a, b}`, or any range of GraphNode (a vector, graph.nodes()).
@@ -860,7 +861,8 @@ public:
     }
     /// Frees `ptr`, the address of an allocation node of this graph.
     GraphNode add_free(void* ptr, const Dependencies& deps = {}) {
-        return added([&](rtGraphNode_t* n) { return rtGraphAddMemFreeNode(n, handle_, deps.data(), deps.size(), ptr); });
+        return added(
+            [&](rtGraphNode_t* n) { return rtGraphAddMemFreeNode(n, handle_, deps.data(), deps.size(), ptr); });
     }
 
     /// Names the external buffer [ptr, ptr + bytes) for GraphExec::save and GraphExec::set_buffer.

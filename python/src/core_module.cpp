@@ -1093,7 +1093,8 @@ NB_MODULE(_core, m) {
     m.def("stream_get_capture_info", [](uintptr_t s) {
         rtStreamCaptureStatus status = RT_STREAM_CAPTURE_STATUS_NONE;
         unsigned long long id = 0;
-        nogil("rtStreamGetCaptureInfo", [&] { return rtStreamGetCaptureInfo(as_handle<rtStream_st>(s), &status, &id); });
+        nogil("rtStreamGetCaptureInfo",
+              [&] { return rtStreamGetCaptureInfo(as_handle<rtStream_st>(s), &status, &id); });
         return nb::make_tuple(static_cast<int>(status), id);
     }, "(status, capture id): status 0 none, 1 active, 2 invalidated; the id is 0 when not capturing.");
     m.def("thread_exchange_capture_mode", [](int mode) {
@@ -1186,7 +1187,8 @@ NB_MODULE(_core, m) {
     m.def("graph_exec_get_memory_info", [](uintptr_t x) {
         rtGraphMemoryInfo info;
         std::memset(&info, 0, sizeof info);
-        nogil("rtGraphExecGetMemoryInfo", [&] { return rtGraphExecGetMemoryInfo(as_handle<rtGraphExec_st>(x), &info); });
+        nogil("rtGraphExecGetMemoryInfo",
+              [&] { return rtGraphExecGetMemoryInfo(as_handle<rtGraphExec_st>(x), &info); });
         return nb::make_tuple(info.arena_bytes, info.allocated_bytes, info.allocations);
     }, "(arena_bytes, allocated_bytes, allocations) of rtGraphMemoryInfo.");
     m.def("graph_exec_destroy", [](uintptr_t x) {
