@@ -62,15 +62,6 @@ rtStreamCaptureStatus status_of(rtStream_t s, unsigned long long* id = nullptr) 
     return st;
 }
 
-/// A graph destroyed at scope exit.
-struct GraphGuard {
-    rtGraph_t g = nullptr;
-    ~GraphGuard() {
-        if (g) rtGraphDestroy(g);
-    }
-    rtGraph_t* out() { return &g; }
-    operator rtGraph_t() const { return g; }
-};
 
 /// Restores the calling thread's capture mode at scope exit.
 struct ThreadMode {
@@ -151,9 +142,9 @@ TEST_P(Capture, EmptyCaptureGivesAnEmptyGraphAndUniqueIds) {
         EXPECT_EQ(status_of(s, &id), RT_STREAM_CAPTURE_STATUS_ACTIVE);
         EXPECT_NE(id, 0u);
         ids.insert(id);
-        GraphGuard g;
+        GraphGuard g{nullptr};
         ASSERT_RT_OK(rtStreamEndCapture(s, g.out()));
-        ASSERT_NE(g.g, nullptr);
+        ASSERT_NE(static_cast<rtGraph_t>(g), nullptr);
         EXPECT_TRUE(nodes_of(g).empty());
         unsigned long long after = 12345;
         EXPECT_EQ(status_of(s, &after), RT_STREAM_CAPTURE_STATUS_NONE);
@@ -191,7 +182,7 @@ TEST_P(Capture, EveryOperationBecomesANodeInStreamOrderAndNothingRuns) {
     void* none = reinterpret_cast<void*>(0x1);
     EXPECT_RT_OK(rtMallocAsync(&none, 0, s));
     EXPECT_EQ(none, nullptr);
-    GraphGuard g;
+    GraphGuard g{nullptr};
     ASSERT_RT_OK(rtStreamEndCapture(s, g.out()));
 
     const std::vector<rtGraphNodeType> expected = {
@@ -239,7 +230,7 @@ TEST_P(Capture, ForkAndJoinThroughEventsGiveEdgesNotNodes) {
     EXPECT_RT_OK(rtStreamWaitEvent(s1, join3));
     EXPECT_RT_OK(rtStreamWaitEvent(s1, join3));           // twice: no duplicate edge
     EXPECT_RT_OK(rtMemcpyAsync(y.get(), x.get(), 1024, RT_MEMCPY_DEVICE_TO_DEVICE, s1));  // 7
-    GraphGuard g;
+    GraphGuard g{nullptr};
     ASSERT_RT_OK(rtStreamEndCapture(s1, g.out()));
     EXPECT_EQ(status_of(s2), RT_STREAM_CAPTURE_STATUS_NONE);
     EXPECT_EQ(status_of(s3), RT_STREAM_CAPTURE_STATUS_NONE);
@@ -270,7 +261,7 @@ TEST_P(Capture, ForkedStreamWithoutWorkNeedsNoJoin) {
     EXPECT_RT_OK(rtEventRecord(e, s1));
     EXPECT_RT_OK(rtStreamWaitEvent(s2, e));
     EXPECT_RT_OK(rtMemsetAsync(x.get(), 0, 64, s1));
-    GraphGuard g;
+    GraphGuard g{nullptr};
     EXPECT_RT_OK(rtStreamEndCapture(s1, g.out()));  // nothing on s2 that s1 does not already follow
     EXPECT_EQ(nodes_of(g).size(), 2u);
 }
@@ -294,7 +285,7 @@ TEST_P(Capture, UnjoinedWorkIsNamedAndEveryStreamIsUsableAgain) {
     expect_usable(s2);
     // And each can capture again.
     ASSERT_RT_OK(rtStreamBeginCapture(s2, RT_STREAM_CAPTURE_MODE_GLOBAL));
-    GraphGuard g;
+    GraphGuard g{nullptr};
     EXPECT_RT_OK(rtStreamEndCapture(s2, g.out()));
 }
 
@@ -320,7 +311,7 @@ TEST_P(Capture, SeveralStreamsCaptureEveryKindOfOperation) {
     EXPECT_RT_OK(rtStreamWaitEvent(s1, join));
     EXPECT_RT_OK(add(s1, tmp, y.get(), kN));                                                      // 8
     EXPECT_RT_OK(rtFreeAsync(tmp, s1));                                                           // 9
-    GraphGuard g;
+    GraphGuard g{nullptr};
     ASSERT_RT_OK(rtStreamEndCapture(s1, g.out()));
     std::vector<rtGraphNode_t> n = nodes_of(g);
     ASSERT_EQ(n.size(), 10u);
@@ -473,7 +464,7 @@ TEST_P(Capture, ThreadLocalAndRelaxedCapturesDoNotConcernOtherThreads) {
             return e;
         })) << "capture mode " << mode;
         EXPECT_EQ(status_of(s), RT_STREAM_CAPTURE_STATUS_ACTIVE);
-        GraphGuard g;
+        GraphGuard g{nullptr};
         EXPECT_RT_OK(rtStreamEndCapture(s, g.out()));
     }
 }
@@ -537,7 +528,7 @@ TEST_P(Capture, BeginIsRefusedOnTheDefaultStreamOnACapturingStreamAndWithABadMod
     unsigned long long still = 0;
     EXPECT_EQ(status_of(s1, &still), RT_STREAM_CAPTURE_STATUS_ACTIVE);
     EXPECT_EQ(still, id);
-    GraphGuard g;
+    GraphGuard g{nullptr};
     EXPECT_RT_OK(rtStreamEndCapture(s1, g.out()));
     EXPECT_EQ(nodes_of(g).size(), 1u);
 }
@@ -552,7 +543,7 @@ TEST_P(Capture, EndIsRefusedWhereNoCaptureWasBegun) {
     ASSERT_RT_OK(rtStreamBeginCapture(s, RT_STREAM_CAPTURE_MODE_GLOBAL));
     EXPECT_RT_ERROR(RT_ERROR_INVALID_VALUE, rtStreamEndCapture(s, nullptr));
     EXPECT_EQ(status_of(s), RT_STREAM_CAPTURE_STATUS_ACTIVE) << "a NULL out pointer ends nothing";
-    GraphGuard ok;
+    GraphGuard ok{nullptr};
     EXPECT_RT_OK(rtStreamEndCapture(s, ok.out()));
 }
 
@@ -568,7 +559,7 @@ TEST_P(Capture, EndFromAnotherThreadNeedsRelaxedMode) {
         EXPECT_TRUE(contains(message, "another thread"));
         EXPECT_EQ(g, nullptr);
         EXPECT_EQ(status_of(s), RT_STREAM_CAPTURE_STATUS_ACTIVE) << "the capture stays its thread's";
-        GraphGuard mine;
+        GraphGuard mine{nullptr};
         EXPECT_RT_OK(rtStreamEndCapture(s, mine.out()));
     }
     StreamGuard s;
@@ -576,7 +567,7 @@ TEST_P(Capture, EndFromAnotherThreadNeedsRelaxedMode) {
     DevBuf d(64);
     ASSERT_RT_OK(rtMemsetAsync(d.get(), 0, 64, s));
     rtStream_t raw = s;
-    GraphGuard g;
+    GraphGuard g{nullptr};
     EXPECT_RT_OK(on_other_thread([&] { return rtStreamEndCapture(raw, g.out()); }));
     EXPECT_EQ(nodes_of(g).size(), 1u);
 }
@@ -587,7 +578,7 @@ TEST_P(Capture, ACapturingStreamCannotBeDestroyed) {
     ASSERT_RT_OK(rtStreamBeginCapture(s, RT_STREAM_CAPTURE_MODE_GLOBAL));
     EXPECT_RT_ERROR(RT_ERROR_ILLEGAL_STATE, rtStreamDestroy(s));
     EXPECT_TRUE(contains(last_message(), "end the capture first"));
-    GraphGuard g;
+    GraphGuard g{nullptr};
     EXPECT_RT_OK(rtStreamEndCapture(s, g.out()));
     EXPECT_RT_OK(rtStreamDestroy(s));
 }
@@ -691,7 +682,7 @@ TEST_P(Capture, AnEventRecordedInACaptureHasNoWorkToWaitFor) {
     float ms = 0;
     EXPECT_RT_ERROR(RT_ERROR_CAPTURED_EVENT, rtEventElapsedTime(&ms, e, e));
     EXPECT_EQ(status_of(s), RT_STREAM_CAPTURE_STATUS_ACTIVE) << "asking about the event breaks no capture";
-    GraphGuard g;
+    GraphGuard g{nullptr};
     ASSERT_RT_OK(rtStreamEndCapture(s, g.out()));
     // After the capture the event is still the capture's until it is recorded outside one.
     EXPECT_RT_ERROR(RT_ERROR_CAPTURED_EVENT, rtEventQuery(e));
@@ -748,7 +739,7 @@ TEST_P(Capture, ANonBlockingCaptureLeavesTheDefaultStreamUsable) {
     EXPECT_RT_OK(rtStreamSynchronize(nullptr));
     EXPECT_RT_OK(rtMemsetAsync(d.get(), 8, 64, s));
     EXPECT_EQ(status_of(nullptr), RT_STREAM_CAPTURE_STATUS_NONE);
-    GraphGuard g;
+    GraphGuard g{nullptr};
     EXPECT_RT_OK(rtStreamEndCapture(s, g.out()));
     EXPECT_EQ(nodes_of(g).size(), 1u);
     unsigned char h[64] = {};
@@ -766,7 +757,7 @@ TEST_P(Capture, TheDefaultStreamCannotJoinACapture) {
     ASSERT_RT_OK(rtEventRecord(e, nb));
     EXPECT_RT_ERROR(RT_ERROR_STREAM_CAPTURE_UNSUPPORTED, rtStreamWaitEvent(nullptr, e));
     EXPECT_TRUE(contains(last_message(), "default stream"));
-    GraphGuard g;
+    GraphGuard g{nullptr};
     EXPECT_RT_OK(rtStreamEndCapture(nb, g.out()));
     EXPECT_RT_OK(rtStreamDestroy(nb));
 }
@@ -790,7 +781,7 @@ TEST_P(Capture, AStreamOfAnotherDeviceCannotJoin) {
     EXPECT_EQ(status_of(there), RT_STREAM_CAPTURE_STATUS_NONE);
     EXPECT_RT_OK(rtStreamDestroy(there));
     ASSERT_RT_OK(rtSetDevice(device()));
-    GraphGuard g;
+    GraphGuard g{nullptr};
     EXPECT_RT_OK(rtStreamEndCapture(s, g.out()));
 }
 
@@ -857,12 +848,11 @@ TEST_P(Capture, DeferReleaseGoesWithTheGraph) {
     std::atomic<bool> released{false};
     ASSERT_RT_OK(rtStreamBeginCapture(s, RT_STREAM_CAPTURE_MODE_GLOBAL));
     ASSERT_RT_OK(rtStreamDeferRelease(s, set_flag, &released));
-    GraphGuard g;
+    GraphGuard g{nullptr};
     ASSERT_RT_OK(rtStreamEndCapture(s, g.out()));
     ASSERT_RT_OK(rtStreamSynchronize(s));
     EXPECT_FALSE(released.load()) << "the graph holds it";
-    ASSERT_RT_OK(rtGraphDestroy(g.g));
-    g.g = nullptr;
+    ASSERT_RT_OK(rtGraphDestroy(g.release()));
     EXPECT_TRUE(wait_until([&] { return released.load(); })) << "released once the graph is gone";
 
     // A failed capture drops its graph, releases included.
@@ -972,7 +962,7 @@ TEST_P(Capture, ALaunchOfTheCapturedGraphDoesWhatTheStreamsDid) {
     Pipeline captured;
     ASSERT_RT_OK(rtStreamBeginCapture(s1, RT_STREAM_CAPTURE_MODE_GLOBAL));
     ASSERT_RT_OK(captured.enqueue(*this, s1, s2));
-    GraphGuard g;
+    GraphGuard g{nullptr};
     ASSERT_RT_OK(rtStreamEndCapture(s1, g.out()));
     EXPECT_EQ(captured.runs.load(), 0);
     rtGraphExec_t exec = nullptr;
@@ -999,7 +989,7 @@ TEST_P(Capture, GraphLaunchOnACapturingStreamIsRefused) {
     DevBuf d(64);
     ASSERT_RT_OK(rtStreamBeginCapture(s, RT_STREAM_CAPTURE_MODE_GLOBAL));
     ASSERT_RT_OK(rtMemsetAsync(d.get(), 9, 64, s));
-    GraphGuard g;
+    GraphGuard g{nullptr};
     ASSERT_RT_OK(rtStreamEndCapture(s, g.out()));
     rtGraphExec_t exec = nullptr;
     ASSERT_RT_OK(rtGraphInstantiate(&exec, g, 0));
@@ -1023,7 +1013,7 @@ TEST_P(Capture, AWaitForAnOutsideEventHoldsEveryLaunch) {
     ASSERT_RT_OK(rtStreamBeginCapture(s, RT_STREAM_CAPTURE_MODE_GLOBAL));
     ASSERT_RT_OK(rtStreamWaitEvent(s, outside));
     ASSERT_RT_OK(rtLaunchHostFunc(s, count, &runs));
-    GraphGuard g;
+    GraphGuard g{nullptr};
     ASSERT_RT_OK(rtStreamEndCapture(s, g.out()));
     rtGraphExec_t exec = nullptr;
     ASSERT_RT_OK(rtGraphInstantiate(&exec, g, 0));

@@ -21,7 +21,9 @@ namespace {
 using rt_test::contains;
 using rt_test::DevBuf;
 using rt_test::EventGuard;
+using rt_test::ExecGuard;
 using rt_test::Gate;
+using rt_test::GraphGuard;
 using rt_test::HostBuf;
 using rt_test::last_message;
 using rt_test::StreamGuard;
@@ -90,37 +92,7 @@ int only(const std::vector<FakeCudaGraphNode>& nodes, Pred pred, const char* wha
     return count == 1 ? found : -1;
 }
 
-/// Graph destroyed at scope exit.
-class GraphGuard {
-public:
-    GraphGuard() { rtGraphCreate(&g_, 0); }
-    ~GraphGuard() {
-        if (g_) rtGraphDestroy(g_);
-    }
-    GraphGuard(const GraphGuard&) = delete;
-    GraphGuard& operator=(const GraphGuard&) = delete;
-    operator rtGraph_t() const { return g_; }
 
-private:
-    rtGraph_t g_ = nullptr;
-};
-
-/// Executable graph destroyed at scope exit.
-class ExecGuard {
-public:
-    ExecGuard() = default;
-    ~ExecGuard() {
-        if (x_) rtGraphExecDestroy(x_);
-    }
-    ExecGuard(const ExecGuard&) = delete;
-    ExecGuard& operator=(const ExecGuard&) = delete;
-    rtGraphExec_t* out() { return &x_; }
-    operator rtGraphExec_t() const { return x_; }
-    rtGraphExec_t release() { return std::exchange(x_, nullptr); }
-
-private:
-    rtGraphExec_t x_ = nullptr;
-};
 
 const char* kKernels = R"(
 RT_KERNEL void scale(float* x, float a, int32_t n) {

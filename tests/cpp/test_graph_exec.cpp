@@ -40,48 +40,7 @@ struct Log {
     std::vector<int> order;
 };
 
-/// Graph destroyed at scope exit.
-class GraphGuard {
-public:
-    GraphGuard() { err_ = rtGraphCreate(&g_, 0); }
-    ~GraphGuard() {
-        if (g_) rtGraphDestroy(g_);
-    }
-    GraphGuard(const GraphGuard&) = delete;
-    GraphGuard& operator=(const GraphGuard&) = delete;
-    rtError_t status() const { return err_; }
-    operator rtGraph_t() const { return g_; }
-    rtGraph_t release() {
-        rtGraph_t g = g_;
-        g_ = nullptr;
-        return g;
-    }
 
-private:
-    rtGraph_t g_ = nullptr;
-    rtError_t err_;
-};
-
-/// Executable graph destroyed at scope exit.
-class ExecGuard {
-public:
-    ExecGuard() = default;
-    ~ExecGuard() {
-        if (x_) rtGraphExecDestroy(x_);
-    }
-    ExecGuard(const ExecGuard&) = delete;
-    ExecGuard& operator=(const ExecGuard&) = delete;
-    rtGraphExec_t* out() { return &x_; }
-    operator rtGraphExec_t() const { return x_; }
-    rtGraphExec_t release() {
-        rtGraphExec_t x = x_;
-        x_ = nullptr;
-        return x;
-    }
-
-private:
-    rtGraphExec_t x_ = nullptr;
-};
 
 /// The parameter: a device index, plus kCoreReplay for the runs with RUNTIME_GRAPH_LOWERING=0, where the core
 /// replays every executable graph command by command (what a backend without lowering gets, cuda's path).

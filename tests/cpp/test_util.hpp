@@ -20,6 +20,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "../fake_cuda/fake_cuda.h"
@@ -494,6 +495,51 @@ public:
 private:
     rtEvent_t e_ = nullptr;
     rtError_t err_;
+};
+
+/// A graph destroyed at scope exit. Created empty (status() says how that went) unless told `nullptr`, for a graph
+/// that a call fills in through out() (rtStreamEndCapture, rtGraphClone).
+class GraphGuard {
+public:
+    GraphGuard() { err_ = rtGraphCreate(&g_, 0); }
+    explicit GraphGuard(std::nullptr_t) {}
+    ~GraphGuard() {
+        if (g_) rtGraphDestroy(g_);
+    }
+    GraphGuard(const GraphGuard&) = delete;
+    GraphGuard& operator=(const GraphGuard&) = delete;
+    rtError_t status() const { return err_; }
+    /// Where a call writes a graph (the one held so far is destroyed first).
+    rtGraph_t* out() {
+        if (g_) rtGraphDestroy(std::exchange(g_, nullptr));
+        return &g_;
+    }
+    operator rtGraph_t() const { return g_; }
+    rtGraph_t release() { return std::exchange(g_, nullptr); }
+
+private:
+    rtGraph_t g_ = nullptr;
+    rtError_t err_ = RT_SUCCESS;
+};
+
+/// An executable graph destroyed at scope exit.
+class ExecGuard {
+public:
+    ExecGuard() = default;
+    ~ExecGuard() {
+        if (x_) rtGraphExecDestroy(x_);
+    }
+    ExecGuard(const ExecGuard&) = delete;
+    ExecGuard& operator=(const ExecGuard&) = delete;
+    rtGraphExec_t* out() {
+        if (x_) rtGraphExecDestroy(std::exchange(x_, nullptr));
+        return &x_;
+    }
+    operator rtGraphExec_t() const { return x_; }
+    rtGraphExec_t release() { return std::exchange(x_, nullptr); }
+
+private:
+    rtGraphExec_t x_ = nullptr;
 };
 
 } // namespace rt_test
