@@ -169,7 +169,8 @@ def _buffer(obj: Any, role: str) -> tuple:
     if isinstance(obj, np.ndarray) and not obj.flags.c_contiguous:
         raise make_error(InvalidValueError, f"{role}: the host array is not C-contiguous: the graph reads and "
                                             f"writes a buffer in place (use numpy.ascontiguousarray and pass that)")
-    op = _host_operand(obj, role, False)
+    # Writable and in place: a graph's copies may write any named buffer, and a copy made here would take its results.
+    op = _host_operand(obj, role, True)
     return op.ptr, op.nbytes, op.keep
 
 

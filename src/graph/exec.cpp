@@ -325,7 +325,8 @@ rtGraphExecUpdateResult GraphExec::update(const Graph& graph, std::string* why) 
     }
     const uint32_t n = static_cast<uint32_t>(p.commands.size());
     if (p.command_of_node.size() != n || p.node_parent.size() != n || p.node_dep_begin.size() != size_t{n} + 1) {
-        *why = "the executable graph does not know the graph it was made from (it was loaded from a file)";
+        // Every program is built with its structure (instantiate, and graph_file::load): a safeguard, not a use case.
+        *why = "internal error: the executable graph lost the structure of the graph it was made from";
         return RT_GRAPH_EXEC_UPDATE_ERROR_NOT_SUPPORTED;
     }
     if (flat.nodes.size() != n) {

@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cstring>
 #include <map>
+#include <unordered_map>
 
 #include "core/device.hpp"
 #include "core/error.hpp"
@@ -331,6 +332,7 @@ SavedGraph decode(std::string_view bytes, const std::string& what) {
     }
     const uint32_t names = r.count("the named buffer count", 4 + 1 + 8);
     g.names.resize(names);
+    std::unordered_map<std::string, uint32_t> name_index;  // duplicates found in linear time, whatever the count
     for (uint32_t i = 0; i < names; ++i) {
         g.names[i].first = r.str("a buffer name", kMaxNameLength);
         g.names[i].second = r.u64("a buffer size");
@@ -338,9 +340,8 @@ SavedGraph decode(std::string_view bytes, const std::string& what) {
             r.bad(format("named buffer %u: '%s' is not a name (1..63 characters of [A-Za-z0-9_.-])", i,
                          g.names[i].first.c_str()));
         if (g.names[i].second == 0) r.bad(format("named buffer '%s' has 0 bytes", g.names[i].first.c_str()));
-        for (uint32_t j = 0; j < i; ++j)
-            if (g.names[j].first == g.names[i].first)
-                r.bad(format("the buffer name '%s' appears twice (%u and %u)", g.names[i].first.c_str(), j, i));
+        if (auto [it, fresh] = name_index.emplace(g.names[i].first, i); !fresh)
+            r.bad(format("the buffer name '%s' appears twice (%u and %u)", g.names[i].first.c_str(), it->second, i));
     }
     g.arena_bytes = r.u64("the arena size");
 

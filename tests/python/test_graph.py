@@ -552,6 +552,28 @@ def test_save_refuses_host_functions_and_a_loaded_graph_refuses_new_names(stream
     assert (e.numpy() == 9).all() and not d.numpy().any()
 
 
+def test_named_host_buffers_are_bound_in_place_and_writable(stream, tmp_path):
+    d = runtime.zeros(64, np.uint8)
+    out = np.zeros(64, np.uint8)
+    with stream.capture() as graph:
+        stream.memset(d, 7)
+        stream.launch_copy(out, d)  # the graph writes the host buffer `out`
+    exe = graph.instantiate()
+    exe.save(tmp_path / "out.rtgraph", d=d, out=out)
+    loaded = runtime.load_graph(tmp_path / "out.rtgraph")
+    readonly = np.zeros(64, np.uint8)
+    readonly.flags.writeable = False
+    with pytest.raises(runtime.InvalidValueError):
+        loaded.launch(stream, d=runtime.zeros(64, np.uint8), out=readonly)
+    strided = np.zeros(128, np.uint8)[::2]
+    with pytest.raises(runtime.InvalidValueError):  # a copy of it would take the results
+        loaded.launch(stream, d=runtime.zeros(64, np.uint8), out=memoryview(strided))
+    mine = np.zeros(64, np.uint8)
+    loaded.launch(stream, d=runtime.zeros(64, np.uint8), out=mine)
+    stream.synchronize()
+    assert (mine == 7).all()
+
+
 def test_load_graph_refuses_a_file_that_is_not_a_graph(tmp_path):
     bad = tmp_path / "bad.rtgraph"
     bad.write_bytes(b"not a graph at all" * 10)
