@@ -1,6 +1,8 @@
 // Tests of the C++ API (runtime.hpp): RAII handles, move semantics, exceptions, host callables.
 #include <runtime/runtime.hpp>
 
+#include "test_cpp_util.hpp"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -18,35 +20,8 @@ namespace {
 
 using namespace std::chrono_literals;
 
-// Asserts that `stmt` throws runtime::Error with `expected_code` and a "NAME: detail" message.
-#define EXPECT_RT_ERROR(stmt, expected_code)                                                       \
-    do {                                                                                           \
-        try {                                                                                      \
-            stmt;                                                                                  \
-            ADD_FAILURE() << #stmt " did not throw";                                               \
-        } catch (const runtime::Error& e_) {                                                       \
-            EXPECT_EQ(e_.code(), expected_code) << e_.what();                                      \
-            const std::string prefix_ = std::string(rtGetErrorName(expected_code)) + ": ";         \
-            EXPECT_EQ(std::string(e_.what()).rfind(prefix_, 0), 0u) << e_.what();                  \
-            EXPECT_GT(std::string(e_.what()).size(), prefix_.size()) << "empty detail";            \
-        }                                                                                          \
-    } while (0)
-
-// Polls `pred` until true or 10 s pass (tests carry timeouts instead of hanging).
-template <class P> bool eventually(P pred) {
-    const auto deadline = std::chrono::steady_clock::now() + 10s;
-    while (!pred()) {
-        if (std::chrono::steady_clock::now() > deadline) return false;
-        std::this_thread::sleep_for(1ms);
-    }
-    return true;
-}
-
-std::vector<int> all_devices() {
-    std::vector<int> d(static_cast<std::size_t>(runtime::device_count()));
-    std::iota(d.begin(), d.end(), 0);
-    return d;
-}
+using rt_cpp_test::all_devices;
+using rt_cpp_test::eventually;
 
 // ------------------------------------------------------------------------------- free functions
 

@@ -2,6 +2,8 @@
 // node by node, runtime::GraphExec (launch, update, set_kernel_params, memory_info, save / load), errors, lifetimes.
 #include <runtime/runtime.hpp>
 
+#include "test_cpp_util.hpp"
+
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -22,35 +24,8 @@ namespace {
 
 using namespace std::chrono_literals;
 
-// Asserts that `stmt` throws runtime::Error with `expected_code` and a "NAME: detail" message.
-#define EXPECT_RT_ERROR(stmt, expected_code)                                                       \
-    do {                                                                                           \
-        try {                                                                                      \
-            stmt;                                                                                  \
-            ADD_FAILURE() << #stmt " did not throw";                                               \
-        } catch (const runtime::Error& e_) {                                                       \
-            EXPECT_EQ(e_.code(), expected_code) << e_.what();                                      \
-            const std::string prefix_ = std::string(rtGetErrorName(expected_code)) + ": ";         \
-            EXPECT_EQ(std::string(e_.what()).rfind(prefix_, 0), 0u) << e_.what();                  \
-            EXPECT_GT(std::string(e_.what()).size(), prefix_.size()) << "empty detail";            \
-        }                                                                                          \
-    } while (0)
-
-// Polls `pred` until true or 10 s pass (a bounded wait, not a timing assertion).
-template <class P> bool eventually(P pred) {
-    const auto deadline = std::chrono::steady_clock::now() + 10s;
-    while (!pred()) {
-        if (std::chrono::steady_clock::now() > deadline) return false;
-        std::this_thread::sleep_for(1ms);
-    }
-    return true;
-}
-
-std::vector<int> all_devices() {
-    std::vector<int> d(static_cast<std::size_t>(runtime::device_count()));
-    std::iota(d.begin(), d.end(), 0);
-    return d;
-}
+using rt_cpp_test::all_devices;
+using rt_cpp_test::eventually;
 
 // A scratch file removed at the end of the scope.
 struct TempPath {
