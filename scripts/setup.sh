@@ -5,7 +5,7 @@ set -euo pipefail
 # Build tools, GoogleTest, OpenCL on PoCL (the benchmark's peer), oneTBB (the graph rows' flow_graph peer),
 # Python for the package and its tests, setarch (util-linux) for ThreadSanitizer on kernels with high ASLR
 # entropy, clang and its runtime libraries (libclang-rt-dev: libFuzzer and the sanitizers; Debian 12's is
-# clang 14's) for the fuzzer.
+# clang 14's) for the fuzzer; libjpeg-turbo's TurboJPEG and libpng for DVPP's codecs.
 packages=(
   cmake make g++ gcc pkg-config
   libgtest-dev
@@ -14,6 +14,7 @@ packages=(
   python3 python3-pip python3-dev python3-venv
   util-linux
   clang libclang-rt-dev
+  libturbojpeg0-dev libpng-dev
 )
 
 missing=()

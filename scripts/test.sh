@@ -142,7 +142,10 @@ run_fuzz() {
 
 # The Python package: built and installed by pip (scikit-build-core builds libruntime and the nanobind
 # module), then pytest over tests/python (the seed's snippets, @runtime.jit, runtime-bench --quick).
-python_packages=(numpy nanobind scikit-build-core pytest matplotlib ml_dtypes)  # ml_dtypes: bfloat16 arrays (tests of rt_bfloat16 from Python)
+# ml_dtypes: bfloat16 arrays (tests of rt_bfloat16 from Python); OpenCV, Pillow, scikit-image (its photographs) and
+# simplejpeg: DVPP's references in the tests and peers in its benchmark.
+python_packages=(numpy nanobind scikit-build-core pytest matplotlib ml_dtypes opencv-python-headless Pillow scikit-image
+                 simplejpeg)
 build_python() {
   python3 -m pip install --quiet "${python_packages[@]}"
   CMAKE_BUILD_PARALLEL_LEVEL="$jobs" python3 -m pip install --quiet --no-build-isolation .

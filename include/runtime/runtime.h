@@ -47,6 +47,7 @@ typedef enum rtError {
     RT_ERROR_CAPTURED_EVENT = 17,              /* the event was last recorded in a capture: it has no work to wait for */
     RT_ERROR_GRAPH_EXEC_UPDATE_FAILURE = 18,   /* rtGraphExecUpdate refused the graph (see its result) */
     RT_ERROR_ILLEGAL_STATE = 19,               /* the object is not in a state that allows the call */
+    RT_ERROR_INVALID_IMAGE = 20,               /* encoded image data is corrupt, truncated or not of that format (dvpp.h) */
     RT_ERROR_UNKNOWN = 999
 } rtError_t;
 
@@ -57,6 +58,25 @@ RT_API const char* rtGetErrorString(rtError_t error);
 /** Detail of the last failed call on this thread ("" if none): what was wrong, what was expected.
  *  Valid until the next failing call on this thread. Successful calls do not clear it. */
 RT_API const char* rtGetLastErrorMessage(void);
+
+/* ---------------------------------------------------------------- element types */
+
+/** Element types of the operations that interpret memory (collectives, DVPP's normalisation). The values are
+ *  NCCL's ncclDataType_t values for the same types, so a cuda backend hands them to NCCL unchanged. */
+typedef enum rtDataType {
+    RT_INT8 = 0,
+    RT_UINT8 = 1,
+    RT_INT32 = 2,
+    RT_UINT32 = 3,
+    RT_INT64 = 4,
+    RT_UINT64 = 5,
+    RT_FLOAT16 = 6,  /* IEEE binary16 (the kernel dialect's rt_half) */
+    RT_FLOAT32 = 7,
+    RT_FLOAT64 = 8,
+    RT_BFLOAT16 = 9  /* the upper half of a binary32 (rt_bfloat16) */
+} rtDataType;
+/** Bytes of one element of `type`; 0 for a value that is not an rtDataType. */
+RT_API size_t rtDataTypeSize(rtDataType type);
 
 /** The version of the loaded library, encoded as RUNTIME_VERSION is (major * 10000 + minor * 100 + patch):
  *  compare it with the RUNTIME_VERSION a program was compiled with. Needs no initialisation.

@@ -16,7 +16,7 @@ import numpy as _np
 
 from . import _core
 from .errors import (CapturedEventError, CompileError, Error, GraphExecUpdateError, IllegalStateError,
-                     InvalidDeviceError, InvalidHandleError, InvalidValueError, LaunchError, NotFoundError,
+                     InvalidDeviceError, InvalidHandleError, InvalidImageError, InvalidValueError, LaunchError, NotFoundError,
                      NotPermittedError, NotReadyError, NotSupportedError, OutOfMemoryError, StreamCaptureError,
                      StreamCaptureImplicitError, StreamCaptureInvalidatedError, StreamCaptureIsolationError,
                      StreamCaptureUnjoinedError, StreamCaptureUnsupportedError, StreamCaptureWrongThreadError,
@@ -67,3 +67,4 @@ __all__ += ["Graph", "GraphExec", "GraphNode", "GraphMemoryInfo", "load_graph", 
             "StreamCaptureError", "StreamCaptureUnsupportedError", "StreamCaptureInvalidatedError",
             "StreamCaptureUnjoinedError", "StreamCaptureImplicitError", "StreamCaptureWrongThreadError",
             "StreamCaptureIsolationError", "CapturedEventError", "GraphExecUpdateError", "IllegalStateError"]
+__all__ += ["InvalidImageError"]

@@ -143,6 +143,13 @@ class IllegalStateError(Error):
     code, name = 19, "RT_ERROR_ILLEGAL_STATE"
 
 
+class InvalidImageError(Error):
+    """Encoded image data (JPEG, PNG) is corrupt, truncated or not of the expected format; the message names the
+    image and what the decoder found."""
+
+    code, name = 20, "RT_ERROR_INVALID_IMAGE"
+
+
 class UnknownError(Error):
     """An internal failure of the runtime."""
 
@@ -155,7 +162,7 @@ ERROR_CLASSES = {
                 CompileError, LaunchError, NotSupportedError, NotFoundError, NotPermittedError,
                 StreamCaptureUnsupportedError, StreamCaptureInvalidatedError, StreamCaptureUnjoinedError,
                 StreamCaptureImplicitError, StreamCaptureWrongThreadError, StreamCaptureIsolationError,
-                CapturedEventError, GraphExecUpdateError, IllegalStateError, UnknownError)
+                CapturedEventError, GraphExecUpdateError, IllegalStateError, InvalidImageError, UnknownError)
 }
 
 

@@ -25,6 +25,7 @@ RT_API const char* rtGetErrorName(rtError_t error) {
         case RT_ERROR_CAPTURED_EVENT: return "RT_ERROR_CAPTURED_EVENT";
         case RT_ERROR_GRAPH_EXEC_UPDATE_FAILURE: return "RT_ERROR_GRAPH_EXEC_UPDATE_FAILURE";
         case RT_ERROR_ILLEGAL_STATE: return "RT_ERROR_ILLEGAL_STATE";
+        case RT_ERROR_INVALID_IMAGE: return "RT_ERROR_INVALID_IMAGE";
         case RT_ERROR_UNKNOWN: return "RT_ERROR_UNKNOWN";
     }
     return "RT_ERROR_UNRECOGNIZED";
@@ -52,11 +53,28 @@ RT_API const char* rtGetErrorString(rtError_t error) {
         case RT_ERROR_CAPTURED_EVENT: return "the event was last recorded in a capture";
         case RT_ERROR_GRAPH_EXEC_UPDATE_FAILURE: return "the executable graph cannot take that update";
         case RT_ERROR_ILLEGAL_STATE: return "the object is not in a state that allows the call";
+        case RT_ERROR_INVALID_IMAGE: return "the encoded image is corrupt, truncated or not of the expected format";
         case RT_ERROR_UNKNOWN: return "internal error";
     }
     return "unrecognized error code";
 }
 
 RT_API const char* rtGetLastErrorMessage(void) { return rt::last_error_message(); }
+
+RT_API size_t rtDataTypeSize(rtDataType type) {
+    switch (type) {
+        case RT_INT8:
+        case RT_UINT8: return 1;
+        case RT_FLOAT16:
+        case RT_BFLOAT16: return 2;
+        case RT_INT32:
+        case RT_UINT32:
+        case RT_FLOAT32: return 4;
+        case RT_INT64:
+        case RT_UINT64:
+        case RT_FLOAT64: return 8;
+    }
+    return 0;
+}
 
 }  // extern "C"

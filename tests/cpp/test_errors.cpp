@@ -31,6 +31,7 @@ const NamedCode kCodes[] = {
     {RT_ERROR_CAPTURED_EVENT, "RT_ERROR_CAPTURED_EVENT"},
     {RT_ERROR_GRAPH_EXEC_UPDATE_FAILURE, "RT_ERROR_GRAPH_EXEC_UPDATE_FAILURE"},
     {RT_ERROR_ILLEGAL_STATE, "RT_ERROR_ILLEGAL_STATE"},
+    {RT_ERROR_INVALID_IMAGE, "RT_ERROR_INVALID_IMAGE"},
     {RT_ERROR_UNKNOWN, "RT_ERROR_UNKNOWN"},
 };
 
@@ -139,3 +140,18 @@ TEST(LastErrorMessage, PointerStaysValidUntilNextFailureOnThisThread) {
 }
 
 } // namespace
+
+TEST(DataType, SizesOfEveryTypeAndZeroForOthers) {
+    EXPECT_EQ(rtDataTypeSize(RT_INT8), 1u);
+    EXPECT_EQ(rtDataTypeSize(RT_UINT8), 1u);
+    EXPECT_EQ(rtDataTypeSize(RT_FLOAT16), 2u);
+    EXPECT_EQ(rtDataTypeSize(RT_BFLOAT16), 2u);
+    EXPECT_EQ(rtDataTypeSize(RT_INT32), 4u);
+    EXPECT_EQ(rtDataTypeSize(RT_UINT32), 4u);
+    EXPECT_EQ(rtDataTypeSize(RT_FLOAT32), 4u);
+    EXPECT_EQ(rtDataTypeSize(RT_INT64), 8u);
+    EXPECT_EQ(rtDataTypeSize(RT_UINT64), 8u);
+    EXPECT_EQ(rtDataTypeSize(RT_FLOAT64), 8u);
+    EXPECT_EQ(rtDataTypeSize(static_cast<rtDataType>(10)), 0u);
+    EXPECT_EQ(rtDataTypeSize(static_cast<rtDataType>(-1)), 0u);
+}
