@@ -185,14 +185,15 @@ def _pick_stream(stream: Any, device: Optional[Device], what: str) -> Stream:
 
 
 class _Image:
-    """One input image: its device memory (the caller's, or a copy of a host array queued on the stream), format,
-    size and picture tuple for the binding."""
+    """One input image: the caller's object, its format and size; once materialized its device memory (the
+    caller's, or a copy of a host array queued on the stream) and picture tuple for the binding."""
 
-    __slots__ = ("mem", "fmt", "width", "height", "picture")
+    __slots__ = ("obj", "fmt", "width", "height", "mem", "picture")
 
-    def __init__(self, mem: DeviceMemory, fmt: str, width: int, height: int) -> None:
-        self.mem, self.fmt, self.width, self.height = mem, fmt, width, height
-        self.picture = (mem.ptr, mem.nbytes, _FORMATS[fmt][0], width, height, 0, 0)
+    def __init__(self, obj: Any, fmt: str, width: int, height: int) -> None:
+        self.obj, self.fmt, self.width, self.height = obj, fmt, width, height
+        self.mem: Optional[DeviceMemory] = None
+        self.picture: Optional[tuple] = None
 
 
 def _geometry(shape: tuple, fmt: Optional[str], default_2d: str, what: str) -> tuple:
@@ -235,9 +236,8 @@ def _batch_device(objs: Sequence, what: str) -> Optional[Device]:
     return devs.pop() if devs else None
 
 
-def _image(obj: Any, fmt: Optional[str], stream: Stream, keep: list, what: str, default_2d: str = "gray") -> _Image:
-    """An input image on `stream`'s device: device memory as it is, a host array copied in on the stream. Appends
-    what the operation must keep alive to `keep`."""
+def _check_image(obj: Any, fmt: Optional[str], stream: Stream, what: str, default_2d: str = "gray") -> _Image:
+    """An input image checked (type, dtype, layout, device, shape against the format), with no side effect."""
     if fmt is not None:
         fmt = _format_name(fmt, f"{what}: format")
     if isinstance(obj, DeviceMemory):
@@ -248,20 +248,37 @@ def _image(obj: Any, fmt: Optional[str], stream: Stream, keep: list, what: str, 
             raise _error(f"{what}: {obj._describe()} is not contiguous (strides {obj.strides})")
         if obj.device != stream.device:
             raise _error(f"{what}: the image is on {obj.device.name} but the stream is on {stream.device.name}")
-        f, w, h = _geometry(obj.shape, fmt if fmt is not None else _made_as.get(obj), default_2d, what)
-        keep.append(obj)
-        return _Image(obj, f, w, h)
+        return _Image(obj, *_geometry(obj.shape, fmt if fmt is not None else _made_as.get(obj), default_2d, what))
     if isinstance(obj, np.ndarray):
         if obj.dtype != np.uint8:
             raise _error(f"{what}: expected uint8 pixels, got a host array of {obj.dtype}")
-        f, w, h = _geometry(obj.shape, fmt, default_2d, what)
+        return _Image(obj, *_geometry(obj.shape, fmt, default_2d, what))
+    raise _error(f"{what}: expected an image (runtime.DeviceMemory or a numpy uint8 array), got "
+                 f"{type(obj).__name__}")
+
+
+def _materialize(img: _Image, stream: Stream, keep: list) -> _Image:
+    """Gives a checked image its device memory (a host array is copied in on the stream) and picture; appends what
+    the operation must keep alive to `keep`."""
+    obj = img.obj
+    if isinstance(obj, DeviceMemory):
+        mem = obj
+    else:
         host = np.ascontiguousarray(obj)
         mem = empty(host.shape, np.uint8, device=stream.device)
         stream.launch_copy(mem, host)  # keeps `host` alive until the copy has run
-        keep.append(mem)
-        return _Image(mem, f, w, h)
-    raise _error(f"{what}: expected an image (runtime.DeviceMemory or a numpy uint8 array), got "
-                 f"{type(obj).__name__}")
+    keep.append(mem)
+    img.mem = mem
+    img.picture = _picture(mem, img.fmt, img.width, img.height)
+    return img
+
+
+def _images(objs: Sequence, fmt: Optional[str], stream: Stream, keep: list, batch: bool, what: str,
+            default_2d: str = "gray") -> list:
+    """Every input image checked, then materialized: a refusal copies nothing."""
+    imgs = [_check_image(o, fmt, stream, f"{what}: image {i}" if batch else f"{what}: image", default_2d)
+            for i, o in enumerate(objs)]
+    return [_materialize(img, stream, keep) for img in imgs]
 
 
 def _shape_of(fmt: str, width: int, height: int) -> tuple:
@@ -374,9 +391,11 @@ def encode_jpeg(image: Any, quality: int = 95, stream: Optional[Stream] = None, 
     q = _int(quality, "encode_jpeg: quality", 1, 100)
     items, batch = _as_list(image)
     s = _pick_stream(stream, _batch_device(items, "encode_jpeg"), "encode_jpeg")
+    imgs = [_check_image(o, format, s, f"encode_jpeg: image {i}" if batch else "encode_jpeg: image")
+            for i, o in enumerate(items)]
     keep, results = [], []
-    for i, obj in enumerate(items):
-        img = _image(obj, format, s, keep, f"encode_jpeg: image {i}" if batch else "encode_jpeg: image")
+    for img in imgs:
+        _materialize(img, s, keep)
         bound = _core.dvpp_encode_jpeg_bound(img.picture)
         out = np.empty(bound, np.uint8)
         size = np.array([bound], dtype=np.uintp)  # size_t: the capacity in, the JPEG's length out
@@ -410,8 +429,7 @@ def resize(image: Any, size: Any, interpolation: str = "bilinear", stream: Optio
         sizes = [_size(size, "resize: size")] * len(items)
     s = _pick_stream(stream, _batch_device(items, "resize"), "resize")
     keep: list = []
-    srcs = [_image(obj, format, s, keep, f"resize: image {i}" if batch else "resize: image")
-            for i, obj in enumerate(items)]
+    srcs = _images(items, format, s, keep, batch, "resize")
     outs = [_output(img.fmt, w, h, s, keep) for img, (w, h) in zip(srcs, sizes)]
     dsts = [_picture(o, img.fmt, w, h) for o, img, (w, h) in zip(outs, srcs, sizes)]
     if not batch:
@@ -425,7 +443,8 @@ def _boxes_per_image(boxes: Any, n: int, batch: bool, what: str) -> tuple:
     """(per_image, listed): the boxes of each image, and whether its entry was a list (its result is then a list).
     `boxes` is one box (for every image), or for one image a list of boxes, or for a batch a list with an entry
     per image: a box or a list of boxes."""
-    if _is_box(boxes):
+    flat = isinstance(boxes, (list, tuple)) and bool(boxes) and not any(isinstance(v, (tuple, list)) for v in boxes)
+    if flat:  # one box (checked as one: (0, 0, 4) is a bad box, not a list of bad boxes)
         return [[_box(boxes, what)] for _ in range(n)], [False] * n
     if not isinstance(boxes, (list, tuple)):
         raise _error(f"{what} must be (x, y, width, height) or a list of them, got {boxes!r}")
@@ -454,8 +473,7 @@ def _crop_resize(what: str, image: Any, box: Any, size: Optional[tuple], interpo
     per, listed = _boxes_per_image(box, len(items), batch, f"{what}: box")
     s = _pick_stream(stream, _batch_device(items, what), what)
     keep: list = []
-    srcs = [_image(obj, format, s, keep, f"{what}: image {i}" if batch else f"{what}: image")
-            for i, obj in enumerate(items)]
+    srcs = _images(items, format, s, keep, batch, what)
     results, dsts, crops = [], [], []
     for img, boxes, is_list in zip(srcs, per, listed):
         row = []
@@ -500,12 +518,12 @@ def letterbox_box(image_size: Any, size: Any, format: str = "rgb") -> tuple:
     else:
         bw, bh = max(1, (2 * iw * oh + ih) // (2 * ih)), oh
     bw, bh = min(bw, ow), min(bh, oh)
-    x, y = (ow - bw) // 2, (oh - bh) // 2
     if _FORMATS[fmt][1] == 0:
         if ow % 2 or oh % 2:
             raise _error(f"letterbox_box: a {fmt!r} output has even sizes, got {ow} x {oh}")
-        bw, bh, x, y = max(2, bw & ~1), max(2, bh & ~1), x & ~1, y & ~1
-    return x, y, bw, bh
+        bw, bh = max(2, bw & ~1), max(2, bh & ~1)
+        return ((ow - bw) // 2) & ~1, ((oh - bh) // 2) & ~1, bw, bh
+    return (ow - bw) // 2, (oh - bh) // 2, bw, bh
 
 
 def letterbox(image: Any, size: Any, fill: Any = 114, interpolation: str = "bilinear",
@@ -517,13 +535,14 @@ def letterbox(image: Any, size: Any, fill: Any = 114, interpolation: str = "bili
     ow, oh = _size(size, "letterbox: size")
     items, batch = _as_list(image)
     s = _pick_stream(stream, _batch_device(items, "letterbox"), "letterbox")
+    imgs = [_check_image(o, format, s, f"letterbox: image {i}" if batch else "letterbox: image")
+            for i, o in enumerate(items)]
+    plan = [(_fill(fill, img.fmt, "letterbox: fill"), letterbox_box((img.width, img.height), (ow, oh), img.fmt))
+            for img in imgs]
     outs = []
-    for i, obj in enumerate(items):
-        what = f"letterbox: image {i}" if batch else "letterbox: image"
+    for img, (f, paste) in zip(imgs, plan):
         keep: list = []
-        img = _image(obj, format, s, keep, what)
-        f = _fill(fill, img.fmt, "letterbox: fill")
-        paste = letterbox_box((img.width, img.height), (ow, oh), img.fmt)
+        _materialize(img, s, keep)
         mem = _output(img.fmt, ow, oh, s, keep)
         _queue(s, _core.dvpp_crop_resize_paste, img.picture, None, _picture(mem, img.fmt, ow, oh), paste, f, interp,
                keep=keep)
@@ -545,11 +564,12 @@ def convert_color(image: Any, src: Optional[str] = None, dst: str = "rgb", matri
     code = _matrix(matrix, full_range, "convert_color")
     items, batch = _as_list(image)
     s = _pick_stream(stream, _batch_device(items, "convert_color"), "convert_color")
+    imgs = [_check_image(o, src, s, f"convert_color: image {i}" if batch else "convert_color: image", "nv12")
+            for i, o in enumerate(items)]
     outs = []
-    for i, obj in enumerate(items):
+    for img in imgs:
         keep: list = []
-        img = _image(obj, src, s, keep, f"convert_color: image {i}" if batch else "convert_color: image",
-                     default_2d="nv12")
+        _materialize(img, s, keep)
         mem = _output(dst_fmt, img.width, img.height, s, keep)
         _queue(s, _core.dvpp_convert_color, img.picture, _picture(mem, dst_fmt, img.width, img.height), code,
                keep=keep)
@@ -575,9 +595,8 @@ def normalize(image: Any, mean: Any, std: Any, layout: str = "chw", dtype: Any =
     if batch and not items:
         raise _error("normalize: an empty batch (the output's size would be unknown)")
     s = _pick_stream(stream, _batch_device(items, "normalize"), "normalize")
-    keep: list = []
-    imgs = [_image(obj, format, s, keep, f"normalize: image {i}" if batch else "normalize: image")
-            for i, obj in enumerate(items)]
+    imgs = [_check_image(o, format, s, f"normalize: image {i}" if batch else "normalize: image")
+            for i, o in enumerate(items)]
     first = imgs[0]
     for i, img in enumerate(imgs):
         if _FORMATS[img.fmt][1] == 0:
@@ -591,6 +610,9 @@ def normalize(image: Any, mean: Any, std: Any, layout: str = "chw", dtype: Any =
     m = _per_channel(mean, c, "normalize: mean")
     d = _per_channel(std, c, "normalize: std")
     shape = (c, first.height, first.width) if chw else (first.height, first.width, c)
+    keep: list = []
+    for img in imgs:
+        _materialize(img, s, keep)
     out = empty(((len(imgs),) + shape) if batch else shape, dt, device=s.device)
     keep.append(out)
     step = c * first.width * first.height * dt.itemsize
@@ -664,41 +686,52 @@ def preprocess(image: Any, size: Any, crop: Any = None, mean: Any = 0.0, std: An
     s = _pick_stream(stream, dev, what)
     pw, ph = (ow, oh) if pbox is None else (pbox[2], pbox[3])
 
-    keep: list = []
-    pictures: list = [None] * len(items)
-    crops: list = list(boxes)
-    jpegs = []  # (index, encoded, info, out picture, min size)
+    # Every image checked (and every header read) before anything is queued.
+    plan: list = []  # per image: ("image", _Image) | ("jpeg" | "png", encoded, (width, height))
     for i, obj in enumerate(items):
         w_ = f"{what}: image {i}" if batch else f"{what}: image"
         if not _is_encoded(obj):
-            img = _image(obj, format, s, keep, w_)
-            pictures[i] = img.picture
+            plan.append(("image", _check_image(obj, format, s, w_)))
             continue
         e = _encoded(obj, w_)
-        b = bytes(memoryview(e)[:8])
-        if b[:2] == b"\xff\xd8":
-            iw, ih, _ = _core.dvpp_jpeg_get_info(e)
-            box = boxes[i] if boxes[i] is not None else (0, 0, iw, ih)
-            # The smallest decode whose crop still covers its destination: s * box >= destination on both sides.
-            mw = min(iw, -(-pw * iw // box[2])) if scaled_decode else 0
-            mh = min(ih, -(-ph * ih // box[3])) if scaled_decode else 0
-            mem = _output(dst_fmt, iw, ih, s, keep)  # capacity of a full-size decode; the call writes the real size
-            jpegs.append((i, e, (iw, ih), _picture(mem, dst_fmt, iw, ih), (mw, mh)))
-        elif b == b"\x89PNG\r\n\x1a\n":
-            iw, ih, _ = _core.dvpp_png_get_info(e)
-            mem = _output(dst_fmt, iw, ih, s, keep)
-            pictures[i] = _queue(s, _core.dvpp_decode_png, e, _picture(mem, dst_fmt, iw, ih), keep=keep)
+        magic = bytes(memoryview(e).cast("B")[:8])
+        if magic[:2] == b"\xff\xd8":
+            plan.append(("jpeg", e, _core.dvpp_jpeg_get_info(e)[:2]))
+        elif magic == b"\x89PNG\r\n\x1a\n":
+            plan.append(("png", e, _core.dvpp_png_get_info(e)[:2]))
         else:
-            raise make_error(InvalidValueError, f"{w_}: encoded data that is neither JPEG nor PNG (starts with "
-                                                f"{b.hex(' ')})")
+            raise _error(f"{w_}: encoded data that is neither JPEG nor PNG (it starts with "
+                         f"{magic.hex(' ') or 'nothing'})")
+        b = boxes[i]
+        iw, ih = plan[-1][2]
+        if b is not None and (b[0] + b[2] > iw or b[1] + b[3] > ih):
+            raise _error(f"{w_}: crop {b} lies outside the image's {iw} x {ih} pixels")
+
+    keep: list = []
+    pictures: list = [None] * len(items)
+    crops: list = list(boxes)
+    jpegs = []  # (index, encoded, (width, height), out picture, (min width, min height))
+    for i, entry in enumerate(plan):
+        if entry[0] == "image":
+            pictures[i] = _materialize(entry[1], s, keep).picture
+            continue
+        kind, e, (iw, ih) = entry
+        mem = _output(dst_fmt, iw, ih, s, keep)  # a full-size decode's capacity; a scaled one writes its real size
+        if kind == "png":
+            pictures[i] = _queue(s, _core.dvpp_decode_png, e, _picture(mem, dst_fmt, iw, ih), keep=keep)
+            continue
+        box = boxes[i] if boxes[i] is not None else (0, 0, iw, ih)
+        # The smallest decode whose crop still covers its destination: scale * box >= destination on both sides.
+        mw = min(iw, -(-pw * iw // box[2])) if scaled_decode else 0
+        mh = min(ih, -(-ph * ih // box[3])) if scaled_decode else 0
+        jpegs.append((i, e, (iw, ih), _picture(mem, dst_fmt, iw, ih), (mw, mh)))
     if jpegs:
         written = _queue(s, _core.dvpp_decode_jpeg_batch, [j[1] for j in jpegs], [j[4][0] for j in jpegs],
                          [j[4][1] for j in jpegs], [j[3] for j in jpegs], keep=keep)
         for (i, _, (iw, ih), _, _), pic in zip(jpegs, written):
             pictures[i] = pic
-            dw, dh = pic[3], pic[4]
-            if boxes[i] is not None and (dw, dh) != (iw, ih):
-                crops[i] = _scaled_box(boxes[i], iw, ih, dw, dh)
+            if boxes[i] is not None and (pic[3], pic[4]) != (iw, ih):
+                crops[i] = _scaled_box(boxes[i], iw, ih, pic[3], pic[4])
     shape = (c, oh, ow) if chw else (oh, ow, c)
     out = empty(((len(items),) + shape) if batch else shape, dt, device=s.device)
     keep.append(out)
