@@ -28,7 +28,7 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 from . import _core
-from .core import Device, DeviceMemory, Stream, current_stream, default_stream, empty
+from .core import Device, DeviceMemory, Stream, _active_captures, current_stream, default_stream, empty
 from .errors import InvalidValueError, NotSupportedError, make_error
 
 __all__ = ["decode_jpeg", "decode_png", "encode_jpeg", "resize", "crop", "crop_resize", "letterbox",
@@ -265,7 +265,7 @@ def _materialize(img: _Image, stream: Stream, keep: list) -> _Image:
         mem = obj
     else:
         host = np.ascontiguousarray(obj)
-        mem = empty(host.shape, np.uint8, device=stream.device)
+        mem = _empty(host.shape, np.uint8, stream)
         stream.launch_copy(mem, host)  # keeps `host` alive until the copy has run
     keep.append(mem)
     img.mem = mem
@@ -281,6 +281,13 @@ def _images(objs: Sequence, fmt: Optional[str], stream: Stream, keep: list, batc
     return [_materialize(img, stream, keep) for img in imgs]
 
 
+def _empty(shape: tuple, dtype: Any, stream: Stream) -> DeviceMemory:
+    """runtime.empty on the stream's device; while the stream is being captured, stream-ordered (an allocation node
+    of the graph, which keeps its place from launch to launch), since a capture forbids a plain allocation."""
+    capturing = bool(_active_captures) and stream._handle in _active_captures
+    return empty(shape, dtype, device=stream.device, stream=stream if capturing else None)
+
+
 def _shape_of(fmt: str, width: int, height: int) -> tuple:
     channels = _FORMATS[fmt][1]
     if channels == 0:
@@ -290,7 +297,7 @@ def _shape_of(fmt: str, width: int, height: int) -> tuple:
 
 def _output(fmt: str, width: int, height: int, stream: Stream, keep: list) -> DeviceMemory:
     """A new image of `fmt`, remembered as such (see the module's docstring)."""
-    mem = empty(_shape_of(fmt, width, height), np.uint8, device=stream.device)
+    mem = _empty(_shape_of(fmt, width, height), np.uint8, stream)
     _made_as[mem] = fmt
     keep.append(mem)
     return mem
@@ -613,7 +620,7 @@ def normalize(image: Any, mean: Any, std: Any, layout: str = "chw", dtype: Any =
     keep: list = []
     for img in imgs:
         _materialize(img, s, keep)
-    out = empty(((len(imgs),) + shape) if batch else shape, dt, device=s.device)
+    out = _empty(((len(imgs),) + shape) if batch else shape, dt, s)
     keep.append(out)
     step = c * first.width * first.height * dt.itemsize
     for i, img in enumerate(imgs):
@@ -733,7 +740,7 @@ def preprocess(image: Any, size: Any, crop: Any = None, mean: Any = 0.0, std: An
             if boxes[i] is not None and (pic[3], pic[4]) != (iw, ih):
                 crops[i] = _scaled_box(boxes[i], iw, ih, pic[3], pic[4])
     shape = (c, oh, ow) if chw else (oh, ow, c)
-    out = empty(((len(items),) + shape) if batch else shape, dt, device=s.device)
+    out = _empty(((len(items),) + shape) if batch else shape, dt, s)
     keep.append(out)
     rects = None
     if any(b is not None for b in crops):

@@ -4,6 +4,9 @@ checked here are the exact ones a test can state without a reference library (cr
 is a copy, nearest halving takes every other pixel, rgb <-> bgr reverses the channels, normalisation is numpy's);
 exactness against OpenCV lives in test_dvpp_resize.py, test_dvpp_color.py and test_dvpp_codec.py."""
 import gc
+import os
+import subprocess
+import sys
 import threading
 
 import numpy as np
@@ -600,3 +603,55 @@ def test_default_stream_of_the_image_device():
     s0 = runtime.Stream(0)
     with pytest.raises(runtime.InvalidValueError, match=r"resize: the stream is on cpu:0 but the image is on cpu:1"):
         dvpp.resize(mem, (5, 4), stream=s0)
+
+
+
+@RESIZE
+def test_capture_and_replay(stream):
+    skip_unless_kernels_run()
+    src = runtime.to_device(IMG)
+    with stream.capture() as graph:  # outputs and host copies become allocation nodes: a capture forbids rtMalloc
+        half = dvpp.resize(src, (5, 4), "nearest", stream=stream)
+        crop = dvpp.crop(np.ascontiguousarray(IMG[::-1]), (0, 0, 4, 4), stream=stream)
+    assert "mem_alloc" in [n.type for n in graph.nodes()]
+    exe = graph.instantiate()
+    exe.launch(stream)
+    stream.synchronize()
+    np.testing.assert_array_equal(half.numpy(), IMG[::2, ::2])
+    np.testing.assert_array_equal(crop.numpy(), IMG[::-1][:4, :4])
+    other = rgb_image(8, 10, seed=15)
+    runtime.copy(src, other)  # a replay reads the input as it is now
+    exe.launch(stream)
+    stream.synchronize()
+    np.testing.assert_array_equal(half.numpy(), other[::2, ::2])
+
+# ---------------------------------------------------------------------------------------------------- docs/dvpp.md
+
+def fenced(text, lang):
+    """The fenced code blocks of `lang` in a Markdown text, in order."""
+    blocks, inside, lines = [], False, []
+    for line in text.splitlines():
+        if not inside and line.strip() == "```" + lang:
+            inside, lines = True, []
+        elif inside and line.strip() == "```":
+            inside = False
+            blocks.append("\n".join(lines))
+        elif inside:
+            lines.append(line)
+    return blocks
+
+
+@PREPROCESS
+@RESIZE
+@NORMALIZE
+@JPEG
+def test_the_python_examples_of_the_document_run(repo, tmp_path):
+    skip_unless_kernels_run()
+    blocks = fenced((repo / "docs" / "dvpp.md").read_text(), "python")
+    assert len(blocks) >= 2
+    script = tmp_path / "dvpp_doc.py"
+    script.write_text("\n\n".join(blocks) + "\nprint('docs ok')\n")
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300,
+                          env=dict(os.environ))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "docs ok" in proc.stdout
