@@ -11,6 +11,8 @@
 #include "core/error.hpp"
 #include "core/runtime.hpp"
 #include "dvpp/kernel_library.hpp"
+#include "dvpp/kernels/common.h"
+#include "dvpp/kernels/normalize_math.h"
 #include "runtime/dvpp.h"
 
 namespace rt::dvpp {
@@ -50,6 +52,16 @@ const char* dtype_key(rtDataType dtype) noexcept {
     }
 }
 
+int dtype_code(rtDataType dtype) noexcept {
+    switch (dtype) {
+        case RT_FLOAT16: return DVPP_DTYPE_F16;
+        case RT_BFLOAT16: return DVPP_DTYPE_BF16;
+        case RT_UINT8: return DVPP_DTYPE_U8;
+        case RT_INT8: return DVPP_DTYPE_I8;
+        default: return DVPP_DTYPE_F32;
+    }
+}
+
 uint32_t kernel_pitch(const Plane& plane, const char* what) {
     if (plane.pitch > UINT32_MAX)
         fail(RT_ERROR_INVALID_VALUE, "%s->width_stride makes rows of %zu bytes (the pixel operations take rows of "
@@ -65,9 +77,9 @@ void check_disjoint(const void* in, size_t in_bytes, const char* in_name, const 
              "the operation does not work in place)", api, out_name, out, out_bytes, in_name, in, in_bytes);
 }
 
-NormCoeffs norm_coeffs(const float* mean, const float* std, uint32_t channels, const char* mean_what,
+DvppNorm norm_coeffs(const float* mean, const float* std, uint32_t channels, const char* mean_what,
                        const char* std_what) {
-    NormCoeffs k{};
+    DvppNorm k{};
     for (uint32_t c = 0; c < 4; ++c) {
         const float m = mean && c < channels ? mean[c] : 0.0f, s = std && c < channels ? std[c] : 1.0f;
         if (!std::isfinite(m))

@@ -8,6 +8,8 @@
 
 #include "dvpp/picture.hpp"
 
+struct DvppNorm;  // kernels/normalize_math.h (include it after kernels/common.h where the value is used)
+
 namespace rt::dvpp {
 
 /// The kernels' word for a format: "grey", "rgb", "bgr", "rgba", "bgra", "nv12", "nv21", "i420".
@@ -16,6 +18,8 @@ const char* format_key(rtPixelFormat format) noexcept;
 const char* matrix_key(rtColorMatrix matrix) noexcept;
 /// The kernels' word for an output dtype (check_dtype's five): "f32", "f16", "bf16", "u8", "i8".
 const char* dtype_key(rtDataType dtype) noexcept;
+/// The kernels' run-time code of an output dtype (check_dtype's five): DVPP_DTYPE_* of normalize_math.h.
+int dtype_code(rtDataType dtype) noexcept;
 
 /// A plane's row pitch as the kernels take it (32 bits). A larger pitch (a row of 4 GiB or more): INVALID_VALUE
 /// naming `what` ("rtDvppConvertColor: src") and its width_stride.
@@ -31,16 +35,10 @@ inline uint8_t* plane_data(const rtPicture& picture, const Layout& layout, int p
 void check_disjoint(const void* in, size_t in_bytes, const char* in_name, const void* out, size_t out_bytes,
                     const char* out_name, const char* api);
 
-/// The normalisation coefficients of the kernels (normalize_math.h's NormCoeffs: the same layout): scale = 1 / std,
-/// bias = -(mean / std), in float.
-struct NormCoeffs {
-    float scale[4];
-    float bias[4];
-};
 /// The coefficients of `channels` channels from mean and std (either NULL: 0 and 1). Refuses (INVALID_VALUE, naming
 /// `what` ("rtDvppNormalize: std[2]") and the value) a mean that is not finite, a std that is zero or not finite, and
 /// a std so small that 1 / std or mean / std overflows: each would make NaN or infinite outputs of finite pixels.
-NormCoeffs norm_coeffs(const float* mean, const float* std, uint32_t channels, const char* mean_what,
+DvppNorm norm_coeffs(const float* mean, const float* std, uint32_t channels, const char* mean_what,
                        const char* std_what);
 
 }  // namespace rt::dvpp

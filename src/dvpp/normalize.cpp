@@ -7,6 +7,8 @@
 #include "core/runtime.hpp"
 #include "dvpp/color.hpp"
 #include "dvpp/kernel_library.hpp"
+#include "dvpp/kernels/common.h"
+#include "dvpp/kernels/normalize_math.h"
 #include "runtime/dvpp.h"
 
 using namespace rt;
@@ -24,7 +26,7 @@ RT_API rtError_t rtDvppNormalize(const rtPicture* src, void* dst, rtDataType dty
                  dvpp::format_name(s.format));
         const rtDataType t = dvpp::check_dtype(static_cast<int>(dtype), "rtDvppNormalize: dtype");
         const uint32_t channels = dvpp::packed_channels(s.format);
-        const dvpp::NormCoeffs k =
+        const DvppNorm k =
             dvpp::norm_coeffs(mean, std, channels, "rtDvppNormalize: mean", "rtDvppNormalize: std");
         if (!dst) fail(RT_ERROR_INVALID_VALUE, "rtDvppNormalize: dst is NULL (expected the output's memory)");
         size_t bytes = 0;
@@ -38,7 +40,7 @@ RT_API rtError_t rtDvppNormalize(const rtPicture* src, void* dst, rtDataType dty
         const uint8_t* in = dvpp::plane_data(*src, s, 0);
         uint32_t pitch = dvpp::kernel_pitch(s.planes[0], "rtDvppNormalize: src");
         uint32_t w = s.width, h = s.height;
-        void* args[] = {&in, &pitch, &dst, &w, &h, const_cast<dvpp::NormCoeffs*>(&k)};
+        void* args[] = {&in, &pitch, &dst, &w, &h, const_cast<DvppNorm*>(&k)};
         dvpp::launch_2d(stream, dvpp::kernel(stream, dvpp::Family::normalize, name.c_str()), w, h, args, 6);
     });
 }

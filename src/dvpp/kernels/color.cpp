@@ -12,16 +12,16 @@ template <int CF, int DCN, int BGR, int M>
 RT_KERNEL void yuv_to_packed(const uint8_t* y, uint32_t y_pitch, const uint8_t* c0, const uint8_t* c1,
                              uint32_t c_pitch, uint8_t* dst, uint32_t dst_pitch, int alpha) {
     const size_t x2 = get_global_id(0), row = get_global_id(1);
-    const YuvToRgb k = yuv_to_rgb_coeffs(M);
+    const DvppYuvToRgb k = dvpp_yuv_to_rgb_coeffs(M);
     int u, v;
-    load_chroma<CF>(c0 + (row >> 1) * c_pitch, c1 + (row >> 1) * c_pitch, x2, u, v);
-    const ChromaTerms t = chroma_terms(k, u, v);
+    dvpp_load_chroma<CF>(c0 + (row >> 1) * c_pitch, c1 + (row >> 1) * c_pitch, x2, u, v);
+    const DvppChroma t = dvpp_chroma_terms(k, u, v);
     const uint8_t* in = y + row * y_pitch + 2 * x2;
     uint8_t* out = dst + row * dst_pitch + 2 * x2 * DCN;
     for (int i = 0; i < 2; ++i) {
         uint8_t r, g, b;
-        yuv_pixel_to_rgb(k, in[i], t, r, g, b);
-        color_store<DCN, BGR>(out + i * DCN, r, g, b, alpha);
+        dvpp_yuv_pixel_to_rgb(k, in[i], t, r, g, b);
+        dvpp_color_store<DCN, BGR>(out + i * DCN, r, g, b, alpha);
     }
 }
 RT_KERNEL_INSTANTIATE(yuv_to_packed_nv12_rgb_601f, yuv_to_packed<DVPP_CHROMA_NV12, 3, 0, DVPP_BT601_FULL>);
@@ -80,17 +80,17 @@ template <int SCN, int BGR, int CF>
 RT_KERNEL void packed_to_yuv(const uint8_t* src, uint32_t src_pitch, uint8_t* y, uint32_t y_pitch, uint8_t* c0,
                              uint8_t* c1, uint32_t c_pitch, int matrix) {
     const size_t x2 = get_global_id(0), row = get_global_id(1);
-    const RgbToYuv k = rgb_to_yuv_coeffs(matrix);
+    const DvppRgbToYuv k = dvpp_rgb_to_yuv_coeffs(matrix);
     const uint8_t* in = src + row * src_pitch + 2 * x2 * SCN;
     uint8_t* out = y + row * y_pitch + 2 * x2;
     int r, g, b, a;
     for (int i = 1; i >= 0; --i) {  // the left pixel last: its R, G, B stay for the chroma
-        color_load<SCN, BGR>(in + i * SCN, r, g, b, a);
-        out[i] = SCN == 1 ? (uint8_t)r : rgb_to_y(k, r, g, b);
+        dvpp_color_load<SCN, BGR>(in + i * SCN, r, g, b, a);
+        out[i] = SCN == 1 ? (uint8_t)r : dvpp_rgb_to_y(k, r, g, b);
     }
     if (row & 1) return;
     const size_t c = (row >> 1) * c_pitch;
-    store_chroma<CF>(c0 + c, c1 + c, x2, SCN == 1 ? 128 : rgb_to_u(k, r, g, b), SCN == 1 ? 128 : rgb_to_v(k, r, g, b));
+    dvpp_store_chroma<CF>(c0 + c, c1 + c, x2, SCN == 1 ? 128 : dvpp_rgb_to_u(k, r, g, b), SCN == 1 ? 128 : dvpp_rgb_to_v(k, r, g, b));
 }
 RT_KERNEL_INSTANTIATE(packed_to_yuv_grey_nv12, packed_to_yuv<1, 0, DVPP_CHROMA_NV12>);
 RT_KERNEL_INSTANTIATE(packed_to_yuv_grey_nv21, packed_to_yuv<1, 0, DVPP_CHROMA_NV21>);
@@ -114,8 +114,8 @@ template <int SCN, int SBGR, int DCN, int DBGR>
 RT_KERNEL void packed_to_packed(const uint8_t* src, uint32_t src_pitch, uint8_t* dst, uint32_t dst_pitch) {
     const size_t x = get_global_id(0), row = get_global_id(1);
     int r, g, b, a;
-    color_load<SCN, SBGR>(src + row * src_pitch + x * SCN, r, g, b, a);
-    color_store<DCN, DBGR>(dst + row * dst_pitch + x * DCN, r, g, b, a);
+    dvpp_color_load<SCN, SBGR>(src + row * src_pitch + x * SCN, r, g, b, a);
+    dvpp_color_store<DCN, DBGR>(dst + row * dst_pitch + x * DCN, r, g, b, a);
 }
 RT_KERNEL_INSTANTIATE(packed_to_packed_grey_grey, packed_to_packed<1, 0, 1, 0>);
 RT_KERNEL_INSTANTIATE(packed_to_packed_grey_rgb, packed_to_packed<1, 0, 3, 0>);
@@ -154,8 +154,8 @@ RT_KERNEL void yuv_to_yuv(const uint8_t* sy, uint32_t sy_pitch, const uint8_t* s
     out[1] = in[1];
     if (row & 1) return;
     int u, v;
-    load_chroma<SCF>(s0 + (row >> 1) * sc_pitch, s1 + (row >> 1) * sc_pitch, x2, u, v);
-    store_chroma<DCF>(d0 + (row >> 1) * dc_pitch, d1 + (row >> 1) * dc_pitch, x2, (uint8_t)u, (uint8_t)v);
+    dvpp_load_chroma<SCF>(s0 + (row >> 1) * sc_pitch, s1 + (row >> 1) * sc_pitch, x2, u, v);
+    dvpp_store_chroma<DCF>(d0 + (row >> 1) * dc_pitch, d1 + (row >> 1) * dc_pitch, x2, (uint8_t)u, (uint8_t)v);
 }
 RT_KERNEL_INSTANTIATE(yuv_to_yuv_nv12_nv12, yuv_to_yuv<DVPP_CHROMA_NV12, DVPP_CHROMA_NV12>);
 RT_KERNEL_INSTANTIATE(yuv_to_yuv_nv12_nv21, yuv_to_yuv<DVPP_CHROMA_NV12, DVPP_CHROMA_NV21>);

@@ -16,6 +16,8 @@
 //
 // Grey from RGB is the BT.601 luma at 2^15, (9798 R + 19235 G + 3735 B + 2^14) >> 15: cv2.cvtColor(COLOR_RGB2GRAY)
 // of OpenCV 5 exactly (OpenCV 4's weights at 2^14 are within 1 of it).
+#ifndef DVPP_COLOR_MATH_H
+#define DVPP_COLOR_MATH_H
 
 /* 2^13: every coefficient fits in 15 bits, so with the matrix known at compile time the cpu target multiplies in
  * 16-bit lanes (a fifth faster than 32-bit products); the results stay within 1 of the exact real formulas. */
@@ -51,37 +53,37 @@
 #define DVPP_BT709_LIMITED 3
 
 /// YUV -> RGB coefficients of one matrix, scaled by 2^13, and the footroom of its Y (16 limited, 0 full).
-struct YuvToRgb {
+struct DvppYuvToRgb {
     int y_scale, v_r, u_g, v_g, u_b;
     int y_offset;
 };
 /// RGB -> YUV coefficients of one matrix, scaled by 2^13, and the offset of its Y (16 limited, 0 full).
-struct RgbToYuv {
+struct DvppRgbToYuv {
     int r_y, g_y, b_y, r_u, g_u, b_u, r_v, g_v, b_v;
     int y_offset;
 };
 /// The chroma part of YUV -> RGB for one U, V: the terms added to every Y of the pixels that share it, with the
 /// rounding half already in.
-struct ChromaTerms {
+struct DvppChroma {
     int r, g, b;
 };
 
-RT_DEVICE YuvToRgb yuv_to_rgb_coeffs(int matrix) {
-    const YuvToRgb bt601_full = DVPP_TO_RGB(0.299, 0.114, 0);
-    const YuvToRgb bt601_limited = DVPP_TO_RGB(0.299, 0.114, 1);
-    const YuvToRgb bt709_full = DVPP_TO_RGB(0.2126, 0.0722, 0);
-    const YuvToRgb bt709_limited = DVPP_TO_RGB(0.2126, 0.0722, 1);
+RT_DEVICE DvppYuvToRgb dvpp_yuv_to_rgb_coeffs(int matrix) {
+    const DvppYuvToRgb bt601_full = DVPP_TO_RGB(0.299, 0.114, 0);
+    const DvppYuvToRgb bt601_limited = DVPP_TO_RGB(0.299, 0.114, 1);
+    const DvppYuvToRgb bt709_full = DVPP_TO_RGB(0.2126, 0.0722, 0);
+    const DvppYuvToRgb bt709_limited = DVPP_TO_RGB(0.2126, 0.0722, 1);
     return matrix == DVPP_BT601_FULL      ? bt601_full
            : matrix == DVPP_BT601_LIMITED ? bt601_limited
            : matrix == DVPP_BT709_FULL    ? bt709_full
                                           : bt709_limited;
 }
 
-RT_DEVICE RgbToYuv rgb_to_yuv_coeffs(int matrix) {
-    const RgbToYuv bt601_full = DVPP_TO_YUV(0.299, 0.114, 0);
-    const RgbToYuv bt601_limited = DVPP_TO_YUV(0.299, 0.114, 1);
-    const RgbToYuv bt709_full = DVPP_TO_YUV(0.2126, 0.0722, 0);
-    const RgbToYuv bt709_limited = DVPP_TO_YUV(0.2126, 0.0722, 1);
+RT_DEVICE DvppRgbToYuv dvpp_rgb_to_yuv_coeffs(int matrix) {
+    const DvppRgbToYuv bt601_full = DVPP_TO_YUV(0.299, 0.114, 0);
+    const DvppRgbToYuv bt601_limited = DVPP_TO_YUV(0.299, 0.114, 1);
+    const DvppRgbToYuv bt709_full = DVPP_TO_YUV(0.2126, 0.0722, 0);
+    const DvppRgbToYuv bt709_limited = DVPP_TO_YUV(0.2126, 0.0722, 1);
     return matrix == DVPP_BT601_FULL      ? bt601_full
            : matrix == DVPP_BT601_LIMITED ? bt601_limited
            : matrix == DVPP_BT709_FULL    ? bt709_full
@@ -89,14 +91,11 @@ RT_DEVICE RgbToYuv rgb_to_yuv_coeffs(int matrix) {
 }
 
 /// 0..255 from a rounded fixed-point sum.
-RT_DEVICE uint8_t color_descale(int sum) {
-    const int v = sum >> DVPP_COLOR_SHIFT;
-    return (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : v);
-}
+RT_DEVICE uint8_t dvpp_color_descale(int sum) { return dvpp_sat_u8(sum >> DVPP_COLOR_SHIFT); }
 
-RT_DEVICE ChromaTerms chroma_terms(const YuvToRgb& k, int u, int v) {
+RT_DEVICE DvppChroma dvpp_chroma_terms(const DvppYuvToRgb& k, int u, int v) {
     const int du = u - 128, dv = v - 128;
-    ChromaTerms t;
+    DvppChroma t;
     t.r = DVPP_COLOR_HALF + k.v_r * dv;
     t.g = DVPP_COLOR_HALF + k.u_g * du + k.v_g * dv;
     t.b = DVPP_COLOR_HALF + k.u_b * du;
@@ -104,33 +103,34 @@ RT_DEVICE ChromaTerms chroma_terms(const YuvToRgb& k, int u, int v) {
 }
 
 /// One pixel of YUV -> RGB: its Y and the chroma terms of its U, V.
-RT_DEVICE void yuv_pixel_to_rgb(const YuvToRgb& k, int y, const ChromaTerms& t, uint8_t& r, uint8_t& g, uint8_t& b) {
+RT_DEVICE void dvpp_yuv_pixel_to_rgb(const DvppYuvToRgb& k, int y, const DvppChroma& t, uint8_t& r, uint8_t& g,
+                                     uint8_t& b) {
     const int dy = y - k.y_offset;
     const int ys = (dy < 0 ? 0 : dy) * k.y_scale;
-    r = color_descale(ys + t.r);
-    g = color_descale(ys + t.g);
-    b = color_descale(ys + t.b);
+    r = dvpp_color_descale(ys + t.r);
+    g = dvpp_color_descale(ys + t.g);
+    b = dvpp_color_descale(ys + t.b);
 }
 
-RT_DEVICE uint8_t rgb_to_y(const RgbToYuv& k, int r, int g, int b) {
-    return color_descale(k.r_y * r + k.g_y * g + k.b_y * b + ((k.y_offset << DVPP_COLOR_SHIFT) + DVPP_COLOR_HALF));
+RT_DEVICE uint8_t dvpp_rgb_to_y(const DvppRgbToYuv& k, int r, int g, int b) {
+    return dvpp_color_descale(k.r_y * r + k.g_y * g + k.b_y * b + ((k.y_offset << DVPP_COLOR_SHIFT) + DVPP_COLOR_HALF));
 }
-RT_DEVICE uint8_t rgb_to_u(const RgbToYuv& k, int r, int g, int b) {
-    return color_descale(k.r_u * r + k.g_u * g + k.b_u * b + ((128 << DVPP_COLOR_SHIFT) + DVPP_COLOR_HALF));
+RT_DEVICE uint8_t dvpp_rgb_to_u(const DvppRgbToYuv& k, int r, int g, int b) {
+    return dvpp_color_descale(k.r_u * r + k.g_u * g + k.b_u * b + ((128 << DVPP_COLOR_SHIFT) + DVPP_COLOR_HALF));
 }
-RT_DEVICE uint8_t rgb_to_v(const RgbToYuv& k, int r, int g, int b) {
-    return color_descale(k.r_v * r + k.g_v * g + k.b_v * b + ((128 << DVPP_COLOR_SHIFT) + DVPP_COLOR_HALF));
+RT_DEVICE uint8_t dvpp_rgb_to_v(const DvppRgbToYuv& k, int r, int g, int b) {
+    return dvpp_color_descale(k.r_v * r + k.g_v * g + k.b_v * b + ((128 << DVPP_COLOR_SHIFT) + DVPP_COLOR_HALF));
 }
 
 /// BT.601 luma of an RGB pixel (weights 0.299, 0.587, 0.114 at 2^15, summing to 2^15: white stays 255).
-RT_DEVICE uint8_t rgb_to_grey(int r, int g, int b) {
+RT_DEVICE uint8_t dvpp_rgb_to_grey(int r, int g, int b) {
     return (uint8_t)((9798 * r + 19235 * g + 3735 * b + (1 << 14)) >> 15);
 }
 
 /// A packed pixel of SCN channels (1 grey, 3, 4) in RGB order, or BGR order when BGR is 1, as R, G, B, A (grey:
 /// R = G = B; no alpha: 255).
 template <int SCN, int BGR>
-RT_DEVICE void color_load(const uint8_t* p, int& r, int& g, int& b, int& a) {
+RT_DEVICE void dvpp_color_load(const uint8_t* p, int& r, int& g, int& b, int& a) {
     if (SCN == 1) {
         r = g = b = p[0];
     } else {
@@ -144,9 +144,9 @@ RT_DEVICE void color_load(const uint8_t* p, int& r, int& g, int& b, int& a) {
 /// Stores R, G, B (and A when DCN is 4) as a packed pixel of DCN channels in RGB or (BGR 1) BGR order; DCN 1 stores
 /// the grey of R, G, B (a grey source, R = G = B, stays itself).
 template <int DCN, int BGR>
-RT_DEVICE void color_store(uint8_t* p, int r, int g, int b, int a) {
+RT_DEVICE void dvpp_color_store(uint8_t* p, int r, int g, int b, int a) {
     if (DCN == 1) {
-        p[0] = rgb_to_grey(r, g, b);
+        p[0] = dvpp_rgb_to_grey(r, g, b);
     } else {
         p[BGR ? 2 : 0] = (uint8_t)r;
         p[1] = (uint8_t)g;
@@ -164,7 +164,7 @@ RT_DEVICE void color_store(uint8_t* p, int r, int g, int b, int a) {
 /// row of the V plane (I420; unused otherwise). (One pointer for the interleaved plane: the cpu target then loads
 /// the pairs as one stream.)
 template <int CF>
-RT_DEVICE void load_chroma(const uint8_t* c0, const uint8_t* c1, size_t i, int& u, int& v) {
+RT_DEVICE void dvpp_load_chroma(const uint8_t* c0, const uint8_t* c1, size_t i, int& u, int& v) {
     if (CF == DVPP_CHROMA_NV12) {
         u = c0[2 * i];
         v = c0[2 * i + 1];
@@ -176,9 +176,9 @@ RT_DEVICE void load_chroma(const uint8_t* c0, const uint8_t* c1, size_t i, int& 
         v = c1[i];
     }
 }
-/// Stores U and V as chroma sample i of a row (the layout of load_chroma).
+/// Stores U and V as chroma sample i of a row (the layout of dvpp_load_chroma).
 template <int CF>
-RT_DEVICE void store_chroma(uint8_t* c0, uint8_t* c1, size_t i, uint8_t u, uint8_t v) {
+RT_DEVICE void dvpp_store_chroma(uint8_t* c0, uint8_t* c1, size_t i, uint8_t u, uint8_t v) {
     if (CF == DVPP_CHROMA_NV12) {
         c0[2 * i] = u;
         c0[2 * i + 1] = v;
@@ -190,3 +190,5 @@ RT_DEVICE void store_chroma(uint8_t* c0, uint8_t* c1, size_t i, uint8_t u, uint8
         c1[i] = v;
     }
 }
+
+#endif /* DVPP_COLOR_MATH_H */

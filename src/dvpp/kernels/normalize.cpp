@@ -4,12 +4,12 @@
 
 template <int C, int CHW, class T>
 RT_KERNEL void normalize(const uint8_t* src, uint32_t src_pitch, T* dst, uint32_t width, uint32_t height,
-                         NormCoeffs k) {
+                         DvppNorm k) {
     const size_t x = get_global_id(0), y = get_global_id(1);
     const uint8_t* p = src + y * src_pitch + x * C;
     int v[4];
     for (int c = 0; c < C; ++c) v[c] = p[c];
-    store_pixel_normalized<C, CHW>(dst, x, y, width, (size_t)width * height, v, k);
+    dvpp_store_pixel_normalized<C, CHW>(dst, x, y, width, (size_t)width * height, v, k);
 }
 RT_KERNEL_INSTANTIATE(normalize_c1_chw_f32, normalize<1, 1, float>);
 RT_KERNEL_INSTANTIATE(normalize_c1_chw_f16, normalize<1, 1, rt_half>);
