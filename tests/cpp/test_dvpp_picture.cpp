@@ -414,6 +414,114 @@ TEST_P(DvppPictureRules, PixelsMustBeMemoryOfTheStreamsDevice) {
     }
 }
 
+/// rtDvppPreprocess of `src` with crops[0] = `crop` to an 8x8 RGB float32 tensor on `stream`.
+rtError_t preprocess_crop(const rtPicture& src, const rtRect& crop, void* tensor, rtStream_t stream) {
+    rtDvppPreprocessParams params = RT_DVPP_PREPROCESS_INIT;
+    params.width = params.height = 8;
+    return rtDvppPreprocess(&src, 1, &crop, &params, tensor, stream);
+}
+
+TEST_P(DvppPictureRules, RectanglesMustLieInsideThePicture) {
+    DevPicture src(RT_PIXEL_FORMAT_RGB888, 100, 50);
+    rt_test::DevBuf tensor(3 * 8 * 8 * 4);
+    ASSERT_RT_OK(rtMemset(tensor.get(), 0, tensor.size()));
+    struct Bad { rtRect r; const char* text; };
+    const Bad bad[] = {
+        {{0, 0, 0, 10}, "rtDvppPreprocess: crops[0]->width is 0 (expected at least 1)"},
+        {{0, 0, 10, 0}, "rtDvppPreprocess: crops[0]->height is 0 (expected at least 1)"},
+        {{95, 0, 10, 10}, "rtDvppPreprocess: crops[0]->x 95 + crops[0]->width 10 = 105 is beyond the picture's width "
+                          "100"},
+        {{0, 45, 10, 10}, "rtDvppPreprocess: crops[0]->y 45 + crops[0]->height 10 = 55 is beyond the picture's "
+                          "height 50"},
+        {{0xffffffffu, 0, 2, 2}, "crops[0]->x 4294967295 + crops[0]->width 2 = 4294967297 is beyond"},  // no wrap
+        {{0, 0xfffffffeu, 1, 3}, "crops[0]->y 4294967294 + crops[0]->height 3 = 4294967297 is beyond"},
+        {{0, 0, 101, 1}, "crops[0]->x 0 + crops[0]->width 101 = 101 is beyond the picture's width 100"},
+    };
+    const std::vector<unsigned char> before = device_bytes(stream, tensor);
+    for (const Bad& b : bad) {
+        SCOPED_TRACE(b.text);
+        EXPECT_RT_ERROR(RT_ERROR_INVALID_VALUE, preprocess_crop(src.pic, b.r, tensor.get(), stream));
+        EXPECT_TRUE(contains(last_message(), b.text));
+    }
+    EXPECT_EQ(device_bytes(stream, tensor), before) << "a refused call queued work";
+    // The whole picture, and a rectangle touching its far corner, are inside.
+    EXPECT_RT_OK(preprocess_crop(src.pic, rtRect{0, 0, 100, 50}, tensor.get(), stream));
+    EXPECT_RT_OK(preprocess_crop(src.pic, rtRect{99, 49, 1, 1}, tensor.get(), stream));
+    EXPECT_RT_OK(rtStreamSynchronize(stream));
+}
+
+TEST_P(DvppPictureRules, RectanglesOf420PicturesMustBeEven) {
+    for (rtPixelFormat f : {RT_PIXEL_FORMAT_YUV420SP_NV12, RT_PIXEL_FORMAT_YUV420SP_NV21, RT_PIXEL_FORMAT_YUV420P}) {
+        DevPicture src(f, 64, 32);
+        rt_test::DevBuf tensor(3 * 8 * 8 * 4);
+        struct Bad { rtRect r; const char* text; };
+        const Bad bad[] = {{{1, 0, 10, 10}, "crops[0]->x 1 is odd"},
+                           {{0, 3, 10, 10}, "crops[0]->y 3 is odd"},
+                           {{0, 0, 11, 10}, "crops[0]->width 11 is odd"},
+                           {{0, 0, 10, 9}, "crops[0]->height 9 is odd"}};
+        for (const Bad& b : bad) {
+            SCOPED_TRACE(b.text);
+            EXPECT_RT_ERROR(RT_ERROR_INVALID_VALUE, preprocess_crop(src.pic, b.r, tensor.get(), stream));
+            EXPECT_TRUE(contains(last_message(), std::string("rtDvppPreprocess: ") + b.text));
+            EXPECT_TRUE(contains(last_message(), "a rectangle of a " + std::string(f == RT_PIXEL_FORMAT_YUV420P
+                                                                                        ? "YUV420P"
+                                                                                        : f == RT_PIXEL_FORMAT_YUV420SP_NV12
+                                                                                              ? "YUV420SP_NV12"
+                                                                                              : "YUV420SP_NV21") +
+                                                     " picture needs even x, y, width and height"));
+        }
+        EXPECT_RT_OK(preprocess_crop(src.pic, rtRect{2, 4, 10, 12}, tensor.get(), stream));
+        EXPECT_RT_OK(rtStreamSynchronize(stream));
+    }
+}
+
+template <class E>
+E enum_value(int v) {
+    E e;
+    static_assert(sizeof e == sizeof v);
+    std::memcpy(&e, &v, sizeof e);  // any value the C ABI may carry
+    return e;
+}
+
+TEST_P(DvppPictureRules, EnumValuesOutsideTheirTypesAreRefusedListingTheValidOnes) {
+    DevPicture nv12(RT_PIXEL_FORMAT_YUV420SP_NV12, 8, 8), rgb(RT_PIXEL_FORMAT_RGB888, 8, 8);
+    ASSERT_RT_OK(rtMemset(rgb.pic.data, 0x11, rgb.pic.size));
+    for (int v : {4, -1, 1000}) {
+        SCOPED_TRACE(v);
+        EXPECT_RT_ERROR(RT_ERROR_INVALID_VALUE,
+                        rtDvppConvertColor(&nv12.pic, &rgb.pic, enum_value<rtColorMatrix>(v), stream));
+        EXPECT_TRUE(contains(last_message(), "rtDvppConvertColor: matrix " + std::to_string(v) +
+                                                 " is not an rtColorMatrix (expected RT_COLOR_BT601_FULL (0), "
+                                                 "RT_COLOR_BT601_LIMITED (1), RT_COLOR_BT709_FULL (2) or "
+                                                 "RT_COLOR_BT709_LIMITED (3))"));
+    }
+    rt_test::DevBuf out(8 * 8 * 3 * 4);
+    ASSERT_RT_OK(rtMemset(out.get(), 0, out.size()));
+    for (int v : {int(RT_INT32), int(RT_FLOAT64), int(RT_UINT64), 10, -1}) {
+        SCOPED_TRACE(v);
+        EXPECT_RT_ERROR(RT_ERROR_INVALID_VALUE,
+                        rtDvppNormalize(&rgb.pic, out.get(), enum_value<rtDataType>(v), 1, nullptr, nullptr, stream));
+        EXPECT_TRUE(contains(last_message(), "rtDvppNormalize: dtype " + std::to_string(v) + " is "));
+        EXPECT_TRUE(contains(last_message(), "(expected RT_FLOAT32 (7), RT_FLOAT16 (6), RT_BFLOAT16 (9), RT_UINT8 (1) "
+                                             "or RT_INT8 (0))"));
+        EXPECT_TRUE(contains(last_message(), v == RT_INT32 || v == RT_FLOAT64 || v == RT_UINT64
+                                                 ? "is an rtDataType DVPP does not write"
+                                                 : "is not an rtDataType"));
+    }
+    for (int v : {3, -2}) {
+        SCOPED_TRACE(v);
+        rtDvppPreprocessParams params = RT_DVPP_PREPROCESS_INIT;
+        params.width = params.height = 8;
+        params.interpolation = enum_value<rtInterpolation>(v);
+        EXPECT_RT_ERROR(RT_ERROR_INVALID_VALUE, rtDvppPreprocess(&rgb.pic, 1, nullptr, &params, out.get(), stream));
+        EXPECT_TRUE(contains(last_message(), "rtDvppPreprocess: params->interpolation " + std::to_string(v) +
+                                                 " is not an rtInterpolation (expected RT_INTERP_NEAREST (0), "
+                                                 "RT_INTERP_BILINEAR (1) or RT_INTERP_AREA (2))"));
+    }
+    EXPECT_EQ(device_bytes(stream, out), std::vector<unsigned char>(out.size(), 0)) << "a refused call queued work";
+    EXPECT_EQ(device_bytes(stream, rgb.buf), std::vector<unsigned char>(rgb.buf.size(), 0x11));
+}
+
 // A GPU's stream cannot use a cpu device's memory, nor a cpu stream a GPU's (the rules of rtMemsetAsync).
 TEST(DvppPictureMemory, PixelsOfAnotherBackendAreRefusedNamingBothDevices) {
     int n = 0, cpu = -1, other = -1;
