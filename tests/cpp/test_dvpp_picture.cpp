@@ -196,6 +196,7 @@ struct Probe {
     /// How a NULL picture is refused: "<what> is NULL (expected a pointer to an rtPicture)" unless set (an array
     /// argument names the array).
     std::string null_message = {};
+    bool kernels = true;  ///< the operation runs kernels (which the fake driver accepts without running)
     std::string null_text() const {
         return null_message.empty() ? what + " is NULL (expected a pointer to an rtPicture)" : null_message;
     }
@@ -231,7 +232,8 @@ std::vector<Probe> probes(rtStream_t stream, rtPixelFormat format, uint32_t w, u
                          b.insert(b.end(), reinterpret_cast<unsigned char*>(out_size.get()),
                                   reinterpret_cast<unsigned char*>(out_size.get() + 1));
                          return b;
-                     }});
+                     },
+                     "", /*kernels=*/false});
     }
     // rtDvppConvertColor, the picture as its source (converted to BGR888) and as its destination (from BGR888).
     auto bgr = std::make_shared<DevPicture>(RT_PIXEL_FORMAT_BGR888, w, h);
@@ -319,7 +321,9 @@ TEST_P(DvppPictureRules, AValidPictureIsAccepted) {
             const std::vector<unsigned char> before = written(p, pic);
             EXPECT_RT_OK(p.call(&pic.pic));
             EXPECT_RT_OK(rtStreamSynchronize(stream));
-            EXPECT_NE(written(p, pic), before);
+            if (!p.kernels || rt_test::launches_execute(device())) {
+                EXPECT_NE(written(p, pic), before);
+            }
         }
     }
 }
