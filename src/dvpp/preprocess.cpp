@@ -83,8 +83,8 @@ RT_API rtError_t rtDvppPreprocess(const rtPicture* srcs, uint32_t n, const rtRec
         const rtColorMatrix matrix = dvpp::check_matrix(static_cast<int>(p.matrix), "rtDvppPreprocess: params->matrix");
         const rtDataType dtype = dvpp::check_dtype(static_cast<int>(p.dtype), "rtDvppPreprocess: params->dtype");
         const uint32_t channels = out == DVPP_OUT_GREY ? 1 : 3;
-        const DvppNorm norm =
-            dvpp::norm_coeffs(p.mean, p.std, channels, "rtDvppPreprocess: params->mean", "rtDvppPreprocess: params->std");
+        const DvppNorm norm = dvpp::norm_coeffs(p.mean, p.std, channels, "rtDvppPreprocess: params->mean",
+                                                "rtDvppPreprocess: params->std");
         // The paste rectangle, checked against the output as a picture of its format.
         const dvpp::Layout out_layout = dvpp::layout_of(static_cast<int>(p.format), p.width, p.height, 0, 0,
                                                         "rtDvppPreprocess: params");
