@@ -202,6 +202,21 @@ RT_DEVICE void dvpp_sample_2tap(const uint8_t* src, uint32_t pitch, uint32_t wid
     }
 }
 
+/// dvpp_sample_2tap with byte loads and both indices of tx as given (any crop width).
+template <int C, int BITS>
+RT_DEVICE void dvpp_sample_2tap(const uint8_t* src, uint32_t pitch, const DvppTap& tx, const DvppTap& ty,
+                                uint32_t out[C]) {
+    const uint32_t one = 1u << BITS;
+    const uint8_t* r0 = dvpp_row(src, pitch, ty.i0);
+    const uint8_t* r1 = dvpp_row(src, pitch, ty.i1);
+    const uint32_t a0 = one - tx.w1, a1 = tx.w1, b0 = one - ty.w1, b1 = ty.w1;
+    for (int c = 0; c < C; ++c) {
+        const uint32_t h0 = a0 * r0[tx.i0 * C + c] + a1 * r0[tx.i1 * C + c];
+        const uint32_t h1 = a0 * r1[tx.i0 * C + c] + a1 * r1[tx.i1 * C + c];
+        out[c] = (b0 * h0 + b1 * h1 + (1u << (2 * BITS - 1))) >> (2 * BITS);
+    }
+}
+
 /// A destination column's horizontal sampling packed in 32 bits: for nearest the source index; for the two-tap modes
 /// the first source index (bits 0..15) and the second pixel's weight (bits 16..), a full weight (2^BITS) written as
 /// the next index with weight 0. The resize kernels read these from a table filled once per launch
