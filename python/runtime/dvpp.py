@@ -28,7 +28,8 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 from . import _core
-from .core import Device, DeviceMemory, Stream, _active_captures, current_stream, default_stream, empty
+from .core import (Device, DeviceMemory, Stream, _active_captures, current_stream, default_stream, empty,
+                   thread_capture_mode)
 from .errors import InvalidValueError, NotSupportedError, make_error
 
 __all__ = ["decode_jpeg", "decode_png", "encode_jpeg", "resize", "crop", "crop_resize", "letterbox",
@@ -282,10 +283,14 @@ def _images(objs: Sequence, fmt: Optional[str], stream: Stream, keep: list, batc
 
 
 def _empty(shape: tuple, dtype: Any, stream: Stream) -> DeviceMemory:
-    """runtime.empty on the stream's device; while the stream is being captured, stream-ordered (an allocation node
-    of the graph, which keeps its place from launch to launch), since a capture forbids a plain allocation."""
-    capturing = bool(_active_captures) and stream._handle in _active_captures
-    return empty(shape, dtype, device=stream.device, stream=stream if capturing else None)
+    """runtime.empty on the stream's device. While a capture is under way (which forbids rtMalloc) the allocation is
+    made in the relaxed capture mode, as a library allocating inside its caller's capture does: it is plain memory,
+    valid from replay to replay and kept by the graph as long as the graph uses it (an allocation node's address
+    would only be usable by the graph's own nodes, which the library's checks of a picture's memory refuse)."""
+    if _active_captures:
+        with thread_capture_mode("relaxed"):
+            return empty(shape, dtype, device=stream.device)
+    return empty(shape, dtype, device=stream.device)
 
 
 def _shape_of(fmt: str, width: int, height: int) -> tuple:
