@@ -18,8 +18,9 @@ Pillow (both are the package PIL): give a directory it is installed in (`pip ins
 
 Test images are made in memory, deterministically: scikit-image's `data` photographs, cut to 16:9, upscaled to
 1920x1080 (bicubic) and encoded by cv2.imencode at quality 90. Every row checks its results (ours against OpenCV's
-exact counterpart, the peers against ours within their algorithms' differences) and exits with status 2 on a wrong
-one. Usage: ``runtime-bench dvpp [--quick] [--json] [--device cpu:0] [--threads N] [--only ROW,...]``.
+exact counterpart, the pipeline's peers against ours within their algorithms' differences); the run exits with
+status 2 on a wrong result, 1 when one of ours failed (its row says how).
+Usage: ``runtime-bench dvpp [--quick] [--json] [--device cpu:0] [--threads N] [--only ROW,...]``.
 """
 
 from __future__ import annotations
@@ -158,7 +159,7 @@ class Contestant:
 def measure(contestants: list, reps: int, warmup: int) -> None:
     """Warm-up calls, then `reps` rounds in each of which every contestant runs once (the order rotating by one each
     round, so drift and cache effects fall on all alike); each call's wall time goes into c.times. A contestant that
-    raises gets its note and no times; the others go on."""
+    raises while warming up gets an "error: ..." note and no times; the others go on."""
     live = [c for c in contestants if c.fn is not None]
     for c in live:
         try:
@@ -166,9 +167,7 @@ def measure(contestants: list, reps: int, warmup: int) -> None:
                 if c.setup:
                     c.setup()
                 c.result = c.fn()
-        except Exception as e:  # a peer library failing is a finding, not a crash of the benchmark
-            if c.ours:
-                raise
+        except Exception as e:  # a failing contestant is a finding, not a crash of the benchmark (see main's status)
             c.note = "error: %s: %s" % (type(e).__name__, str(e).splitlines()[0][:120] if str(e) else "")
     live = [c for c in live if not c.note]
     gc.collect()
@@ -280,7 +279,7 @@ class Ours:
         return self._sync(self.dvpp.convert_color(nv12, src="nv12", dst="rgb", stream=self.stream))
 
     def crop_resize_batch(self, src: Any, boxes: list, size: tuple) -> Any:
-        return self._sync(self.dvpp.crop_resize([src] * len(boxes), boxes, size, stream=self.stream))
+        return self._sync(self.dvpp.crop_resize(src, boxes, size, stream=self.stream))
 
     def decode_batch(self, jpegs: list) -> Any:
         return self._sync(self.dvpp.decode_jpeg(jpegs, format="rgb", stream=self.stream))
@@ -733,7 +732,7 @@ def main(argv: Optional[list] = None) -> int:
         for row in rows:
             progress("%s: %d contestants x %d repeats ..." % (row.metric, len(row.contestants), reps))
             measure(row.contestants, reps, warmup)
-            if ours is not None:
+            if ours is not None and not row.contestants[0].note:
                 try:
                     check_row(row, ours)
                 except WrongResult as e:
@@ -769,6 +768,11 @@ def main(argv: Optional[list] = None) -> int:
     if failed:
         sys.stderr.write("runtime-bench dvpp: a result was WRONG: %s\n" % failed)
         return WRONG
+    broken = ["%s: %s" % (r["metric"], r["ours"]["note"]) for r in records
+              if r["ours"].get("note", "").startswith("error")]
+    if broken:
+        sys.stderr.write("runtime-bench dvpp: a runtime call failed:\n  %s\n" % "\n  ".join(broken))
+        return 1
     return 0
 
 
