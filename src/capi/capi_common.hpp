@@ -56,6 +56,10 @@ inline int kind_value(const rtMemcpyKind& kind) {
     return k;
 }
 
+/// rtModuleLoadSource for `device` rather than the calling thread's current one (capi_module.cpp): the library's own
+/// kernels (DVPP) are built for the device of the stream they run on. Throws as rtModuleLoadSource fails.
+rtModule_t load_source_module(CoreDevice& device, const char* source, const char* options);
+
 /// Refuses a NULL output pointer.
 template <class T>
 void require_out(T* p, const char* what) {

@@ -83,19 +83,22 @@ void launch(rtFunction_t function, const backend::LaunchShape& shape, void** arg
 }
 }  // namespace
 
+rtModule_t rt::load_source_module(CoreDevice& d, const char* source, const char* options) {
+    auto origin = std::make_shared<ModuleOrigin>();  // rtGraphExecSave rebuilds from this where code does not fit
+    origin->has_source = true;
+    origin->source = source;
+    origin->options = options ? options : "";
+    auto impl = d.impl().kernel_modules().load_source(d.impl().kernel_target(), origin->source, origin->options);
+    return insert_module(d, std::move(impl), std::move(origin));
+}
+
 extern "C" {
 
 RT_API rtError_t rtModuleLoadSource(rtModule_t* module, const char* source, const char* options) {
     return capi_call("rtModuleLoadSource", [&] {
         require_out(module, "module");
         if (!source) fail(RT_ERROR_INVALID_VALUE, "source is NULL (expected kernel source text)");
-        CoreDevice& d = runtime().current_device();
-        auto origin = std::make_shared<ModuleOrigin>();  // rtGraphExecSave rebuilds from this where code does not fit
-        origin->has_source = true;
-        origin->source = source;
-        origin->options = options ? options : "";
-        auto impl = d.impl().kernel_modules().load_source(d.impl().kernel_target(), origin->source, origin->options);
-        *module = insert_module(d, std::move(impl), std::move(origin));
+        *module = load_source_module(runtime().current_device(), source, options);
     });
 }
 

@@ -1,6 +1,8 @@
 // Core memory operations: every pointer is resolved through the registry before a backend sees it.
 #include "core/memory.hpp"
 
+#include <cstring>
+
 #include "core/checked_size.hpp"
 #include "core/runtime.hpp"
 #include "graph/capture.hpp"
@@ -249,16 +251,17 @@ backend::CopyKind check_copy(const CoreDevice& queue_device, void* dst, const vo
 }
 
 void check_fill(const CoreDevice& queue_device, void* dst, size_t bytes, const char* api,
-                const ExtraDeviceMemory* extra) {
+                const ExtraDeviceMemory* extra, const char* role) {
     if (bytes == 0) return;
-    Operand op = check_operand(api, "destination", dst, bytes, extra);
+    Operand op = check_operand(api, role, dst, bytes, extra);
+    const bool filling = std::strcmp(role, "destination") == 0;  // rtMemsetAsync's own words; others name a picture
     if (op.side == Side::host)
-        fail(RT_ERROR_INVALID_VALUE, "%s: destination %p is %s (expected device memory from rtMalloc)", api, dst,
+        fail(RT_ERROR_INVALID_VALUE, "%s: %s %p is %s (expected device memory from rtMalloc)", api, role, dst,
              op.what(dst).c_str());
     if (op.owner->info().backend != queue_device.info().backend)
-        fail(RT_ERROR_INVALID_VALUE, "%s: destination %p is %s, which a stream of %s cannot fill (queue the fill on "
-             "a stream of %s)", api, dst, op.what(dst).c_str(), queue_device.label().c_str(),
-             op.owner->label().c_str());
+        fail(RT_ERROR_INVALID_VALUE, "%s: %s %p is %s, which a stream of %s cannot %s (queue the %s on a stream of "
+             "%s)", api, role, dst, op.what(dst).c_str(), queue_device.label().c_str(), filling ? "fill" : "use",
+             filling ? "fill" : "operation", op.owner->label().c_str());
 }
 
 void enqueue_copy(Stream& stream, void* dst, const void* src, size_t bytes, int kind, const char* api) {

@@ -47,9 +47,10 @@ protected:
 backend::CopyKind check_copy(const CoreDevice& queue_device, void* dst, const void* src, size_t bytes, int kind,
                              const char* api, bool* elided, const ExtraDeviceMemory* extra = nullptr);
 /// The checks of a fill (rtMemsetAsync's): device memory (or mapped host memory) of `queue_device`'s backend, `bytes`
-/// available from `dst` (0 bytes: nothing checked). `extra` as check_copy's.
+/// available from `dst` (0 bytes: nothing checked). `extra` as check_copy's. `role` names `dst` in messages (DVPP's
+/// "src->data": its pictures are checked by these rules too).
 void check_fill(const CoreDevice& queue_device, void* dst, size_t bytes, const char* api,
-                const ExtraDeviceMemory* extra = nullptr);
+                const ExtraDeviceMemory* extra = nullptr, const char* role = "destination");
 
 /// Checks the operands against the registry and `kind` (DEFAULT: inferred), then enqueues on `stream`.
 /// `kind` is an int: the C ABI may pass any value, which is validated before use. `api` names the caller.

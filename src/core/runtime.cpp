@@ -19,6 +19,7 @@ using detail::g_runtime;
 
 namespace {
 std::mutex g_init_mutex;
+std::atomic<uint64_t> g_generations{0};  // runtimes created so far (Runtime::generation)
 thread_local int t_current_device = 0;
 
 bool parse_int(const std::string& text, int* out) {
@@ -70,7 +71,8 @@ void CoreDevice::remove_stream(const Stream* stream) {
 
 // Device order: the registry's (cpu, then cuda) — unless options.first_backend names a backend that has devices,
 // which then come first (so device 0, every thread's initial device, is that backend's first).
-Runtime::Runtime(InitOptions options) : options_(std::move(options)), timeline_(std::make_unique<Timeline>()) {
+Runtime::Runtime(InitOptions options)
+    : options_(std::move(options)), generation_(++g_generations), timeline_(std::make_unique<Timeline>()) {
     for (const InitOptions::PerBackend& b : options_.backends) backends_.push_back(b.entry->create(*b.options));
     std::stable_partition(backends_.begin(), backends_.end(), [&](const auto& b) {
         return b->name() == options_.first_backend && b->device_count() > 0;

@@ -36,6 +36,9 @@ public:
     Timeline& timeline() { return *timeline_; }
 
     const InitOptions& options() const { return options_; }
+    /// This runtime's number among the runtimes of the process (1, 2, ... — one per rtInit .. rtFinalize): what
+    /// caches of handles key by, since handle values (and this object's address) repeat across lifetimes.
+    uint64_t generation() const { return generation_; }
     int device_count() const { return static_cast<int>(devices_.size()); }
     /// The device with this index; throws RT_ERROR_INVALID_DEVICE naming the valid range.
     CoreDevice& device(int index) const;
@@ -72,6 +75,7 @@ private:
     void clear_graphs();
 
     InitOptions options_;
+    const uint64_t generation_;
     std::vector<std::unique_ptr<backend::Backend>> backends_;
     std::vector<std::unique_ptr<CoreDevice>> devices_;
     std::unique_ptr<Timeline> timeline_;  // released before the devices its actions refer to

@@ -19,6 +19,7 @@
 #include "backends/cuda/cuda_target.hpp"
 #include "backends/cuda/nvrtc.hpp"
 #include "core/error.hpp"
+#include "dvpp/kernel_library.hpp"
 
 namespace {
 
@@ -137,6 +138,24 @@ TEST_F(CudaCompiler, EveryKernelSourceOfTheTestSuiteCompilesForSm90) {
     // The suite has a dozen kernel sources (test_kernel_launch's big one, the C++ API's, the pool's, the compiler's).
     EXPECT_GE(compiled, 5) << "the scan found too few kernel sources; did the tests move?";
     std::printf("compiled %d kernel sources of the test suite for sm_90 (%d meant to fail)\n", compiled, expected_failures);
+}
+
+// DVPP's kernels are shipped inside the library and built on the user's machine: every family must build for a GPU
+// here, on every CI run, not first on a user's GPU.
+TEST_F(CudaCompiler, EveryDvppKernelFamilyCompilesForSm90) {
+    using rt::dvpp::Family;
+    for (Family f : {Family::resize, Family::color, Family::normalize, Family::preprocess}) {
+        const std::string name = std::string("dvpp ") + rt::dvpp::family_name(f);
+        SCOPED_TRACE(name);
+        try {
+            CudaCompileResult r = compile(rt::dvpp::family_source(f), "", "sm_90", name);
+            ASSERT_TRUE(r.cubin);
+            EXPECT_EQ(r.image.compare(0, 4, "\x7f" "ELF"), 0) << "not a cubin";
+            EXPECT_FALSE(r.kernels.empty());
+        } catch (const rt::Error& e) {
+            ADD_FAILURE() << "code " << rtGetErrorName(e.code()) << ": " << e.what();
+        }
+    }
 }
 
 TEST_F(CudaCompiler, CubinAndPtxForSm90) {
