@@ -7,7 +7,7 @@ dtype; empty/zeros/to_device/view) with DLPack both ways (from_dlpack) and __cud
 memory strategies (enable_pool_allocator, enable_zero_copy, enable_memory_reuse), pinned/registered/mapped host
 memory (alloc_host, register_host, map_host) and exact statistics (memory_stats, memory_summary); graphs (issue 14):
 stream.capture() / begin_capture / end_capture give a Graph, instantiate() a GraphExec to launch, update and save,
-load_graph reads one back (runtime.graph).
+load_graph reads one back (runtime.graph); vision pre-processing on streams (issue 16): runtime.dvpp.
 """
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ from .core import zeros  # noqa: E402
 from .core import thread_capture_mode  # noqa: E402
 from .graph import Graph, GraphExec, GraphMemoryInfo, GraphNode, load_graph  # noqa: E402
 from .interop import from_dlpack  # noqa: E402
+from . import dvpp  # noqa: E402
 
 # dtypes, for annotations (`def k(a: runtime.float64)`) and alloc(..., dtype=runtime.int32)
 bool_ = _np.bool_
