@@ -156,10 +156,12 @@ class Contestant:
         self.result: Any = None
 
 
-def measure(contestants: list, reps: int, warmup: int) -> None:
-    """Warm-up calls, then `reps` rounds in each of which every contestant runs once (the order rotating by one each
-    round, so drift and cache effects fall on all alike); each call's wall time goes into c.times. A contestant that
-    raises while warming up gets an "error: ..." note and no times; the others go on."""
+def measure(contestants: list, reps: int, warmup: int, rounds: int = 3) -> None:
+    """Warm-up calls, then `rounds` rounds in each of which every contestant makes ceil(reps / rounds) timed calls in
+    a row (the order rotating by one each round, so drift falls on all alike), after one untimed call that absorbs
+    what the previous contestant left behind (its thread pool spinning down, the caches); each timed call's wall time
+    goes into c.times. A contestant that raises while warming up gets an "error: ..." note and no times; the others
+    go on."""
     live = [c for c in contestants if c.fn is not None]
     for c in live:
         try:
@@ -170,17 +172,21 @@ def measure(contestants: list, reps: int, warmup: int) -> None:
         except Exception as e:  # a failing contestant is a finding, not a crash of the benchmark (see main's status)
             c.note = "error: %s: %s" % (type(e).__name__, str(e).splitlines()[0][:120] if str(e) else "")
     live = [c for c in live if not c.note]
+    rounds = max(1, min(rounds, reps))
+    per_round = -(-reps // rounds)
     gc.collect()
     gc.disable()  # no collection pauses inside a timed call
     try:
-        for r in range(reps):
+        for r in range(rounds):
             for k in range(len(live)):
                 c = live[(k + r) % len(live)]
-                if c.setup:
-                    c.setup()
-                t = time.perf_counter()
-                c.fn()
-                c.times.append(time.perf_counter() - t)
+                for timed in [False] + [True] * per_round:
+                    if c.setup:
+                        c.setup()
+                    t = time.perf_counter()
+                    c.fn()
+                    if timed:
+                        c.times.append(time.perf_counter() - t)
     finally:
         gc.enable()
 
@@ -692,7 +698,7 @@ def main(argv: Optional[list] = None) -> int:
     ap.add_argument("--only", default=",".join(ROWS), help="rows to run, comma-separated (default: all)")
     ap.add_argument("--batch", type=int, default=None, help="JPEGs per decode / pipeline call (default 8, quick 2)")
     ap.add_argument("--crops", type=int, default=None, help="crops per crop_resize_batch call (default 16, quick 4)")
-    ap.add_argument("--reps", type=int, default=None, help="timed repeats per contestant (default 21, quick 3)")
+    ap.add_argument("--reps", type=int, default=None, help="timed repeats per contestant (default 21, quick 3), in 3 rounds")
     ap.add_argument("--warmup", type=int, default=2, help="untimed calls first (our first also builds kernels)")
     ap.add_argument("--pillow-simd", metavar="DIR", default=os.environ.get("RUNTIME_BENCH_PILLOW_SIMD"),
                     help="a directory Pillow-SIMD is installed in (pip install --target DIR pillow-simd)")
