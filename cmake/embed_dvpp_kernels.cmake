@@ -15,7 +15,7 @@ set(RUNTIME_DVPP_FAMILIES
     "resize=common.h,resize_math.h,resize.cpp"
     "color=common.h,color_math.h,color.cpp"
     "normalize=common.h,normalize_math.h,normalize.cpp"
-    "preprocess=common.h,resize_math.h,color_math.h,normalize_math.h,preprocess.cpp")
+    "preprocess=common.h,resize_math.h,color_math.h,normalize_math.h,preprocess_args.h,preprocess.cpp")
 
 if(CMAKE_SCRIPT_MODE_FILE)
   set(delim "rt_dvpp_")

@@ -76,7 +76,7 @@ sanitizer_build() { # DIR SANITIZER [TARGET...]: tests only (no bench/examples);
 tsan_targets=(test_concurrency_stress test_sound_core test_stream test_event test_memcpy test_host_func test_stream_ordering
               test_kernel_launch test_kernel_staging test_memory_pool test_executor_idle test_cpp_api test_cuda_shim test_cuda_fake
               test_module_unload test_kernel_groups test_graph_capture test_graph_cpu test_graph_exec test_graph_cuda_fake
-              fake_cuda)
+              test_dvpp_codec fake_cuda)
 build_tsan() { sanitizer_build build-tsan thread "${tsan_targets[@]}"; }
 build_asan() { sanitizer_build build-asan address; }
 
@@ -107,7 +107,7 @@ test_tsan() {
   (cd build-tsan &&
     "${tsan_launcher[@]}" ctest --output-on-failure -j"$ctest_jobs" -L concurrency &&
     "${tsan_launcher[@]}" ctest --output-on-failure -j"$ctest_jobs" \
-      -R '^test_(sound_core|stream|event|memcpy|host_func|stream_ordering|kernel_launch|memory_pool|executor_idle|cpp_api|cuda_shim|cuda_fake|graph_cuda_fake|module_unload|kernel_groups|graph_capture|graph_cpu|graph_exec)_2dev$')
+      -R '^test_(sound_core|stream|event|memcpy|host_func|stream_ordering|kernel_launch|memory_pool|executor_idle|cpp_api|cuda_shim|cuda_fake|graph_cuda_fake|module_unload|kernel_groups|graph_capture|graph_cpu|graph_exec|dvpp_codec)_2dev$')
 }
 test_asan() {
   export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}"
@@ -115,28 +115,30 @@ test_asan() {
   (cd build-asan && ctest --output-on-failure -j"$ctest_jobs")
 }
 
-# The fuzzers (fuzz/fuzz_capi.cpp, the C API; fuzz/fuzz_graph_file.cpp, the saved-graph loader): libFuzzer needs
-# clang; only the library and the fuzzers are built (-O1 -g1, ASan + UBSan + coverage), then each runs for a bounded
-# time from its committed seeds. Any crash, hang (-timeout) or sanitizer report fails the phase and leaves the input
-# under build-fuzz/fuzz/artifacts/.
+# The fuzzers (fuzz/fuzz_capi.cpp, the C API; fuzz/fuzz_graph_file.cpp, the saved-graph loader;
+# fuzz/fuzz_dvpp_decode.cpp, DVPP's JPEG and PNG decoders): libFuzzer needs clang; only the library and the fuzzers
+# are built (-O1 -g1, ASan + UBSan + coverage), then each runs for a bounded time from its committed seeds. Any crash,
+# hang (-timeout) or sanitizer report fails the phase and leaves the input under build-fuzz/fuzz/artifacts/.
 build_fuzz() {
   CC=clang CXX=clang++ cmake -S . -B build-fuzz -DRUNTIME_BUILD_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo "${cuda_option[@]}" \
     -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -g1" \
     -DRUNTIME_BUILD_TESTS=OFF -DRUNTIME_BUILD_BENCH=OFF -DRUNTIME_BUILD_EXAMPLES=OFF
-  cmake --build build-fuzz -j"$jobs" --target fuzz_capi fuzz_graph_file
+  cmake --build build-fuzz -j"$jobs" --target fuzz_capi fuzz_graph_file fuzz_dvpp_decode
 }
 run_fuzz() {
   local work cache
   work="$root/build-fuzz/fuzz"
   cache="$(mktemp -d "${TMPDIR:-/tmp}/runtime-fuzz-cache.XXXXXX")"
-  mkdir -p "$work/corpus" "$work/corpus_graph_file" "$work/artifacts"
+  mkdir -p "$work/corpus" "$work/corpus_graph_file" "$work/corpus_dvpp" "$work/artifacts"
   (cd "$work" &&
     export RUNTIME_CACHE_DIR="$cache" ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1}" \
       UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}" &&
     ./fuzz_capi -max_total_time="${FUZZ_SECONDS:-45}" -timeout=20 -artifact_prefix=artifacts/ \
       corpus "$root/fuzz/corpus" &&
     ./fuzz_graph_file -max_total_time="${FUZZ_GRAPH_FILE_SECONDS:-30}" -timeout=20 -artifact_prefix=artifacts/ \
-      corpus_graph_file "$root/fuzz/corpus_graph_file")
+      corpus_graph_file "$root/fuzz/corpus_graph_file" &&
+    ./fuzz_dvpp_decode -max_total_time="${FUZZ_DVPP_SECONDS:-20}" -timeout=20 -artifact_prefix=artifacts/ \
+      corpus_dvpp "$root/fuzz/corpus_dvpp")
   rm -rf "$cache"
 }
 

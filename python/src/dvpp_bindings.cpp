@@ -313,8 +313,9 @@ void bind_dvpp(nb::module_& m, CheckFn check, RaiseFn raise_fn, KeepFn keep) {
         nb::list out;
         for (const rtPicture& p : pics) out.append(picture_tuple(p));
         return out;
-    }, nb::arg("datas"), nb::arg("min_widths"), nb::arg("min_heights"), nb::arg("outs"), nb::arg("stream"),
-          nb::arg("keep") = nb::none(), "rtDvppDecodeJpegBatch; returns the pictures as the call wrote them back.");
+    }, nb::arg("datas"), nb::arg("min_widths").none(), nb::arg("min_heights").none(), nb::arg("outs"),
+          nb::arg("stream"), nb::arg("keep") = nb::none(),
+          "rtDvppDecodeJpegBatch; returns the pictures as the call wrote them back.");
     m.def("dvpp_decode_png", [](nb::handle data, nb::handle out, uintptr_t stream, nb::handle keep) {
         HostBytes b(data, "rtDvppDecodePng: data");
         rtPicture p = picture_of(out, "rtDvppDecodePng: out");

@@ -45,7 +45,8 @@ private:
 /// every stream it was queued on has run or skipped what was queued for it (one rtStreamDeferRelease per stream) —
 /// for a captured call, once the graph and every executable graph made from it are gone. A graph replays its steps,
 /// so steps read only what the call stored in the work (the encoded bytes were copied during the call) and leave it
-/// ready for the next replay.
+/// ready for the next replay. Executable graphs instantiated from one capture share its work: their launches, if
+/// they overlap in time, decode the same bytes into the same staging (launches of one executable graph never overlap).
 class HostWork {
 public:
     HostWork() = default;
@@ -92,6 +93,11 @@ public:
     /// (non-blocking, so a capture they join never involves the default stream) that start after everything queued on
     /// the call's stream so far. Steps on different lanes run concurrently (each stream on its own executor). Call
     /// once, before queuing on lanes above 0.
+    /// The streams are made per call and destroyed after it (when the call's stream is capturing: with the work,
+    /// once the capture is over) rather than kept per device: a stream and its two events cost about 5 us on cpu
+    /// (measured: 25 us for 4 lanes, against milliseconds per decoded image), and a fresh lane never carries another
+    /// call's pending failure (a failure before the fork reaches the lanes as "dependency failed") nor belongs to
+    /// another thread's capture.
     void fork(unsigned lanes);
     /// The call's stream waits for everything queued on every lane so far: after join, lane 0 is ordered after all.
     void join();

@@ -706,6 +706,25 @@ TEST_P(DvppCodec, BatchRefusesBadInputsBeforeQueuingAnything) {
     }
 }
 
+TEST_P(DvppCodec, BatchOnAStreamOfAnotherDeviceThanTheCurrentOne) {
+    int count = 0;
+    ASSERT_RT_OK(rtGetDeviceCount(&count));
+    int other = -1;
+    for (int d = 0; d < count; ++d)
+        if (d != device() && backend_of(d) == backend_of(device())) other = d;
+    if (other < 0) GTEST_SKIP() << "one device of this backend (the 2dev rerun has two)";
+    ASSERT_RT_OK(rtSetDevice(other));
+    StreamGuard s;  // a stream of `other`, and its memory
+    Batch batch(mixed_batch());
+    ASSERT_RT_OK(rtSetDevice(device()));
+    ASSERT_RT_OK(batch.decode(s));
+    int current = -1;
+    ASSERT_RT_OK(rtGetDevice(&current));
+    EXPECT_EQ(current, device()) << "the call left the current device as it was";
+    ASSERT_RT_OK(rtStreamSynchronize(s));
+    for (uint32_t i = 0; i < batch.n(); ++i) EXPECT_EQ(batch.outs[i]->host(), single_decode(batch.images[i], s)) << i;
+}
+
 // ---------------------------------------------------------------- capture
 
 TEST_P(DvppCodec, CapturedDecodesReplayFromTheirOwnCopyOfTheInput) {

@@ -1,6 +1,9 @@
 // test_dvpp_picture.cpp — DVPP picture descriptors: rtDvppPictureSize for every format and stride, and every rule of
 // dvpp.h's "Rules checked by every operation" refused with a message naming the argument and field.
 #include <cstdint>
+#include <cstring>
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -156,5 +159,231 @@ TEST(DvppPictureSize, NullOutputIsRefused) {
     EXPECT_RT_ERROR(RT_ERROR_INVALID_VALUE, picture_size(RT_PIXEL_FORMAT_RGB888, 4, 4, 0, 0, nullptr));
     EXPECT_TRUE(contains(last_message(), "rtDvppPictureSize: bytes is NULL"));
 }
+
+// ---------------------------------------------------------------- the rules, through the operations
+
+/// A picture in device memory of the current device, the bytes of its layout (plus `extra`) allocated.
+struct DevPicture {
+    rt_test::DevBuf buf;
+    rtPicture pic{};
+    DevPicture(rtPixelFormat f, uint32_t w, uint32_t h, uint32_t ws = 0, uint32_t hs = 0, size_t extra = 0) {
+        size_t bytes = 0;
+        if (rtDvppPictureSize(f, w, h, ws, hs, &bytes) != RT_SUCCESS || buf.alloc(bytes + extra) != RT_SUCCESS)
+            ADD_FAILURE() << rtGetLastErrorMessage();
+        pic.data = buf.get();
+        pic.size = bytes + extra;
+        pic.format = f;
+        pic.width = w;
+        pic.height = h;
+        pic.width_stride = ws;
+        pic.height_stride = hs;
+    }
+};
+
+rtPixelFormat bad_format(int v) {
+    rtPixelFormat f;
+    std::memcpy(&f, &v, sizeof f);  // any value the C ABI may carry
+    return f;
+}
+
+/// One picture argument of one operation: `what` is how the operation names it ("rtDvppEncodeJpeg: picture");
+/// `call` runs the operation with that argument replaced (the others valid, pictures of `format` where they must
+/// match it); `witness` reads what the operation writes when it runs (a refused call must leave it unchanged).
+struct Probe {
+    std::string what;
+    std::function<rtError_t(const rtPicture*)> call;
+    std::function<std::vector<unsigned char>()> witness;
+};
+
+/// Every picture argument the rules are checked on, for pictures of `format` (of the current device, on `stream`).
+std::vector<Probe> probes(rtStream_t stream, rtPixelFormat format) {
+    std::vector<Probe> v;
+    size_t bound = 0;
+    static unsigned char pixels[4];
+    const rtPicture small{pixels, sizeof pixels, RT_PIXEL_FORMAT_GRAY8, 2, 2, 0, 0};
+    if (rtDvppEncodeJpegBound(&small, &bound) == RT_SUCCESS) {  // built with TurboJPEG
+        auto out = std::make_shared<std::vector<unsigned char>>(1 << 20, 0xA5);
+        auto out_size = std::make_shared<size_t>(out->size());
+        v.push_back({"rtDvppEncodeJpeg: picture",
+                     [=](const rtPicture* p) { return rtDvppEncodeJpeg(p, 90, out->data(), out_size.get(), stream); },
+                     [=] {
+                         EXPECT_RT_OK(rtStreamSynchronize(stream));
+                         std::vector<unsigned char> w = *out;
+                         w.insert(w.end(), reinterpret_cast<unsigned char*>(out_size.get()),
+                                  reinterpret_cast<unsigned char*>(out_size.get() + 1));
+                         return w;
+                     }});
+    }
+    (void)format;
+    return v;
+}
+
+class DvppPictureRules : public rt_test::DeviceTest {
+protected:
+    void SetUp() override {
+        rt_test::DeviceTest::SetUp();
+        guard = std::make_unique<rt_test::StreamGuard>();  // after SetUp: a stream of the device under test
+        ASSERT_RT_OK(guard->status());
+        stream = guard->get();
+    }
+    /// Runs `probe` with `picture`, which must be refused with INVALID_VALUE and a message containing
+    /// "<what>->" + each of `fields` (or, for a NULL picture, "<what> ..."); the call must have queued nothing.
+    void expect_refused(const Probe& probe, const rtPicture* picture, std::initializer_list<std::string> texts) {
+        const std::vector<unsigned char> before = probe.witness();
+        EXPECT_RT_ERROR(RT_ERROR_INVALID_VALUE, probe.call(picture));
+        const std::string m = last_message();
+        for (const std::string& t : texts) EXPECT_TRUE(contains(m, probe.what + t));
+        EXPECT_RT_OK(rtStreamSynchronize(stream));
+        EXPECT_EQ(probe.witness(), before) << "a refused call queued work";
+    }
+    std::vector<Probe> probes_of(rtPixelFormat format) {
+        std::vector<Probe> v = probes(stream, format);
+        if (v.empty()) ADD_FAILURE() << "no operation to check the rules on";
+        return v;
+    }
+    std::unique_ptr<rt_test::StreamGuard> guard;
+    rtStream_t stream = nullptr;
+};
+
+TEST_P(DvppPictureRules, AValidPictureIsAccepted) {
+    // The baseline of the refusals below: with nothing wrong, every probe's operation runs, and its witness sees
+    // that it ran (so an unchanged witness after a refusal means nothing was queued).
+    for (rtPixelFormat f : {RT_PIXEL_FORMAT_RGB888, RT_PIXEL_FORMAT_YUV420SP_NV12}) {
+        DevPicture pic(f, 200, 100);
+        ASSERT_RT_OK(rtMemset(pic.pic.data, 0x40, pic.pic.size));
+        for (const Probe& p : probes_of(f)) {
+            SCOPED_TRACE(p.what);
+            const std::vector<unsigned char> before = p.witness();
+            EXPECT_RT_OK(p.call(&pic.pic));
+            EXPECT_RT_OK(rtStreamSynchronize(stream));
+            EXPECT_NE(p.witness(), before);
+        }
+    }
+}
+
+TEST_P(DvppPictureRules, MissingPicturesAndPixelsAreRefusedNamingTheArgument) {
+    DevPicture pic(RT_PIXEL_FORMAT_RGB888, 16, 8);
+    for (const Probe& p : probes_of(RT_PIXEL_FORMAT_RGB888)) {
+        SCOPED_TRACE(p.what);
+        expect_refused(p, nullptr, {" is NULL (expected a pointer to an rtPicture)"});
+        rtPicture q = pic.pic;
+        q.data = nullptr;
+        expect_refused(p, &q, {"->data is NULL"});
+    }
+}
+
+TEST_P(DvppPictureRules, EveryFieldIsChecked) {
+    DevPicture pic(RT_PIXEL_FORMAT_RGB888, 200, 100);
+    for (const Probe& p : probes_of(RT_PIXEL_FORMAT_RGB888)) {
+        SCOPED_TRACE(p.what);
+        rtPicture q = pic.pic;
+        q.format = bad_format(3);
+        expect_refused(p, &q, {"->format 3 is not an rtPixelFormat"});
+        q = pic.pic;
+        q.format = bad_format(-7);
+        expect_refused(p, &q, {"->format -7 is not an rtPixelFormat"});
+        q = pic.pic;
+        q.width = 0;
+        expect_refused(p, &q, {"->width is 0 (expected at least 1)"});
+        q = pic.pic;
+        q.height = 0;
+        expect_refused(p, &q, {"->height is 0 (expected at least 1)"});
+        q = pic.pic;
+        q.width_stride = 100;
+        expect_refused(p, &q, {"->width_stride 100 is below width 200"});
+        q = pic.pic;
+        q.height_stride = 99;
+        expect_refused(p, &q, {"->height_stride 99 is below height 100"});
+        q = pic.pic;
+        q.size -= 1;
+        expect_refused(p, &q, {"->size 59999 is below the 60000 bytes a 200x100 RGB888 picture with strides "
+                               "200x100 occupies"});
+        q = pic.pic;
+        q.width_stride = 201;  // the layout grows past the size given
+        expect_refused(p, &q, {"->size 60000 is below the 60300 bytes"});
+        q = pic.pic;
+        q.format = RT_PIXEL_FORMAT_RGBA8888;  // more bytes a pixel than the size holds
+        expect_refused(p, &q, {"->size 60000 is below the 80000 bytes a 200x100 RGBA8888 picture"});
+    }
+}
+
+TEST_P(DvppPictureRules, OddSizesOf420PicturesAreRefused) {
+    DevPicture pic(RT_PIXEL_FORMAT_YUV420SP_NV12, 64, 32);
+    struct Odd { uint32_t rtPicture::*field; uint32_t value; const char* text; };
+    const Odd odd[] = {{&rtPicture::width, 63, "->width 63 is odd"},
+                       {&rtPicture::height, 31, "->height 31 is odd"},
+                       {&rtPicture::width_stride, 65, "->width_stride 65 is odd"},
+                       {&rtPicture::height_stride, 33, "->height_stride 33 is odd"}};
+    for (const Probe& p : probes_of(RT_PIXEL_FORMAT_YUV420SP_NV12)) {
+        SCOPED_TRACE(p.what);
+        for (const Odd& o : odd) {
+            SCOPED_TRACE(o.text);
+            rtPicture q = pic.pic;
+            q.*o.field = o.value;
+            expect_refused(p, &q, {std::string(o.text) + " (a YUV420SP_NV12 picture's width, height and strides must "
+                                                          "be even"});
+        }
+    }
+}
+
+TEST_P(DvppPictureRules, PixelsMustBeMemoryOfTheStreamsDevice) {
+    DevPicture pic(RT_PIXEL_FORMAT_GRAY8, 16, 16);
+    // Host memory the runtime does not know (static: heap memory may be an address the runtime freed recently,
+    // which it reports as such).
+    static unsigned char host[256];
+    void* freed = nullptr;
+    ASSERT_RT_OK(rtMalloc(&freed, 256));
+    ASSERT_RT_OK(rtFree(freed));
+    for (const Probe& p : probes_of(RT_PIXEL_FORMAT_GRAY8)) {
+        SCOPED_TRACE(p.what);
+        rtPicture q = pic.pic;
+        q.data = host;
+        expect_refused(p, &q, {"->data " + rt_test::ptr_text(host) + " is host memory not allocated by the runtime"});
+        // The layout runs past the end of the allocation (the size field claims more than there is).
+        q = pic.pic;
+        q.data = pic.buf.get() + 8;
+        expect_refused(p, &q, {"->data " + rt_test::ptr_text(q.data) + ": 256 bytes asked but only 248 bytes "
+                                                                       "available from that pointer"});
+        q = pic.pic;
+        q.data = freed;
+        expect_refused(p, &q, {"->data " + rt_test::ptr_text(freed)});
+    }
+}
+
+// A GPU's stream cannot use a cpu device's memory, nor a cpu stream a GPU's (the rules of rtMemsetAsync).
+TEST(DvppPictureMemory, PixelsOfAnotherBackendAreRefusedNamingBothDevices) {
+    int n = 0, cpu = -1, other = -1;
+    ASSERT_RT_OK(rtGetDeviceCount(&n));
+    for (int i = 0; i < n; ++i) {
+        const std::string b = rt_test::backend_of(i);
+        if (b == "cpu" && cpu < 0) cpu = i;
+        if (b != "cpu" && other < 0) other = i;
+    }
+    if (cpu < 0 || other < 0) GTEST_SKIP() << "needs a cpu device and a device of another backend";
+    ASSERT_RT_OK(rtSetDevice(other));
+    DevPicture gpu_pic(RT_PIXEL_FORMAT_GRAY8, 8, 8);
+    rt_test::StreamGuard gpu_stream;
+    ASSERT_RT_OK(rtSetDevice(cpu));
+    DevPicture cpu_pic(RT_PIXEL_FORMAT_GRAY8, 8, 8);
+    rt_test::StreamGuard cpu_stream;
+    for (const Probe& p : probes(cpu_stream, RT_PIXEL_FORMAT_GRAY8)) {
+        SCOPED_TRACE(p.what);
+        EXPECT_RT_ERROR(RT_ERROR_INVALID_VALUE, p.call(&gpu_pic.pic));
+        EXPECT_TRUE(contains(last_message(), p.what + "->data " + rt_test::ptr_text(gpu_pic.pic.data)));
+        EXPECT_TRUE(contains(last_message(), "which a stream of cpu:"));
+        EXPECT_TRUE(contains(last_message(), "cannot use (queue the operation on a stream of "));
+    }
+    ASSERT_RT_OK(rtSetDevice(other));
+    for (const Probe& p : probes(gpu_stream, RT_PIXEL_FORMAT_GRAY8)) {
+        SCOPED_TRACE(p.what);
+        EXPECT_RT_ERROR(RT_ERROR_INVALID_VALUE, p.call(&cpu_pic.pic));
+        EXPECT_TRUE(contains(last_message(), p.what + "->data"));
+        EXPECT_TRUE(contains(last_message(), "queue the operation on a stream of cpu:"));
+    }
+    ASSERT_RT_OK(rtSetDevice(0));
+}
+
+INSTANTIATE_TEST_SUITE_P(Devices, DvppPictureRules, ::testing::ValuesIn(rt_test::device_indices()),
+                         rt_test::device_param_name);
 
 }  // namespace

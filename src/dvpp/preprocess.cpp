@@ -1,0 +1,167 @@
+// rtDvppPreprocess: the checks of the fused pre-processing, its arguments (kernels/preprocess_args.h) and one launch
+// per picture of the kernels in src/dvpp/kernels/preprocess.cpp.
+#include <cstddef>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "capi/capi_common.hpp"
+#include "core/error.hpp"
+#include "core/memory.hpp"
+#include "core/runtime.hpp"
+#include "dvpp/color.hpp"
+#include "dvpp/kernel_library.hpp"
+#include "dvpp/resize_plan.hpp"  // kernels/common.h and resize_math.h
+#include "dvpp/kernels/normalize_math.h"
+#include "dvpp/kernels/preprocess_args.h"
+#include "runtime/dvpp.h"
+
+namespace rt::dvpp {
+namespace {
+
+constexpr const char* kApi = "rtDvppPreprocess";
+
+/// The caller's parameters: the fields its `size` covers, the defaults for the rest (the struct can grow).
+rtDvppPreprocessParams read_params(const rtDvppPreprocessParams* params) {
+    if (!params) fail(RT_ERROR_INVALID_VALUE, "rtDvppPreprocess: params is NULL (expected RT_DVPP_PREPROCESS_INIT "
+                      "with width and height set)");
+    size_t size;
+    std::memcpy(&size, params, sizeof size);
+    constexpr size_t least = offsetof(rtDvppPreprocessParams, height) + sizeof(uint32_t);
+    if (size < least || size > sizeof(rtDvppPreprocessParams))
+        fail(RT_ERROR_INVALID_VALUE, "rtDvppPreprocess: params->size %zu is not the size of an rtDvppPreprocessParams "
+             "(expected %zu..%zu; RT_DVPP_PREPROCESS_INIT sets it)", size, least, sizeof(rtDvppPreprocessParams));
+    rtDvppPreprocessParams p = rtDvppPreprocessParamsDefault();
+    std::memcpy(&p, params, size);
+    p.size = sizeof p;
+    return p;
+}
+
+int out_code(int format) {
+    switch (format) {
+        case RT_PIXEL_FORMAT_RGB888: return DVPP_OUT_RGB;
+        case RT_PIXEL_FORMAT_BGR888: return DVPP_OUT_BGR;
+        case RT_PIXEL_FORMAT_GRAY8: return DVPP_OUT_GREY;
+    }
+    fail(RT_ERROR_INVALID_VALUE, "rtDvppPreprocess: params->format %d is not an output format of the pre-processing "
+         "(expected RT_PIXEL_FORMAT_RGB888 (12), BGR888 (13) or GRAY8 (0))", format);
+}
+
+const char* mode_key(int32_t mode) {
+    switch (mode) {
+        case DVPP_MODE_NEAREST: return "nearest";
+        case DVPP_MODE_BILINEAR: return "bilinear";
+        case DVPP_MODE_AREA: return "area";
+        default: return "area_linear";
+    }
+}
+
+/// One picture's launch, checked: its kernel and argument.
+struct Launch {
+    std::string kernel;
+    DvppPreprocessArgs args;
+};
+
+}  // namespace
+}  // namespace rt::dvpp
+
+using namespace rt;
+
+extern "C" {
+
+RT_API rtError_t rtDvppPreprocess(const rtPicture* srcs, uint32_t n, const rtRect* crops,
+                                  const rtDvppPreprocessParams* params, void* dst, rtStream_t stream) {
+    return capi_call(dvpp::kApi, [&] {
+        const CoreDevice& device = runtime().stream(stream)->device();
+        const rtDvppPreprocessParams p = dvpp::read_params(params);
+        if (p.width == 0 || p.height == 0)
+            fail(RT_ERROR_INVALID_VALUE, "rtDvppPreprocess: params->%s is 0 (expected the output's size, at least 1)",
+                 p.width == 0 ? "width" : "height");
+        const int out = dvpp::out_code(static_cast<int>(p.format));
+        const rtInterpolation interp =
+            dvpp::check_interpolation(static_cast<int>(p.interpolation), "rtDvppPreprocess: params->interpolation");
+        const rtColorMatrix matrix = dvpp::check_matrix(static_cast<int>(p.matrix), "rtDvppPreprocess: params->matrix");
+        const rtDataType dtype = dvpp::check_dtype(static_cast<int>(p.dtype), "rtDvppPreprocess: params->dtype");
+        const uint32_t channels = out == DVPP_OUT_GREY ? 1 : 3;
+        const DvppNorm norm =
+            dvpp::norm_coeffs(p.mean, p.std, channels, "rtDvppPreprocess: params->mean", "rtDvppPreprocess: params->std");
+        // The paste rectangle, checked against the output as a picture of its format.
+        const dvpp::Layout out_layout = dvpp::layout_of(static_cast<int>(p.format), p.width, p.height, 0, 0,
+                                                        "rtDvppPreprocess: params");
+        const rtRect paste =
+            dvpp::check_rect(p.paste.width ? &p.paste : nullptr, out_layout, "rtDvppPreprocess: params->paste");
+        dvpp::check_resize_extent(paste.width, paste.height, "rtDvppPreprocess: params->paste");
+
+        size_t image_bytes = 0, total = 0;
+        if (__builtin_mul_overflow(size_t(channels) * p.width * p.height, rtDataTypeSize(dtype), &image_bytes) ||
+            __builtin_mul_overflow(image_bytes, size_t(n), &total))
+            fail(RT_ERROR_INVALID_VALUE, "rtDvppPreprocess: the output of %u images of %ux%u overflows size_t", n,
+                 p.width, p.height);
+        if (n == 0) return;
+        if (!srcs) fail(RT_ERROR_INVALID_VALUE, "rtDvppPreprocess: srcs is NULL (expected %u pictures)", n);
+        if (!dst) fail(RT_ERROR_INVALID_VALUE, "rtDvppPreprocess: dst is NULL (expected the output's memory)");
+        check_fill(device, dst, total, dvpp::kApi, nullptr, "dst");
+
+        // Every picture is checked before anything is queued.
+        std::vector<dvpp::Launch> launches(n);
+        for (uint32_t i = 0; i < n; ++i) {
+            const std::string name = "srcs[" + std::to_string(i) + "]", what = "rtDvppPreprocess: " + name;
+            const dvpp::Layout s = dvpp::check_picture(device, &srcs[i], what.c_str());
+            const std::string crop_what = "rtDvppPreprocess: crops[" + std::to_string(i) + "]";
+            const rtRect crop = dvpp::check_rect(crops ? &crops[i] : nullptr, s, crop_what.c_str());
+            dvpp::check_resize_extent(crop.width, crop.height, crop_what.c_str());
+            dvpp::check_disjoint(srcs[i].data, s.bytes, name.c_str(), dst, total,
+                                 "dst", dvpp::kApi);
+            const bool yuv = dvpp::is_yuv420(s.format);
+            if (yuv && (paste.width % 2 || paste.height % 2))
+                fail(RT_ERROR_INVALID_VALUE, "rtDvppPreprocess: the paste rectangle is %ux%u, and %s is %s (expected "
+                     "even sizes: a 4:2:0 picture is resized plane by plane, its chroma to half the size)",
+                     paste.width, paste.height, name.c_str(),
+                     dvpp::format_name(s.format));
+
+            DvppPreprocessArgs& a = launches[i].args;
+            a = DvppPreprocessArgs{};
+            const dvpp::Plane& p0 = s.planes[0];
+            a.plane0 = dvpp::plane_data(srcs[i], s, 0) + size_t(crop.y) * p0.pitch + size_t(crop.x) * p0.channels;
+            a.pitch0 = dvpp::kernel_pitch(p0, what.c_str());
+            if (yuv) {
+                const dvpp::Plane& p1 = s.planes[1];
+                const size_t cx = crop.x / 2, cy = crop.y / 2;
+                a.plane1 = dvpp::plane_data(srcs[i], s, 1) + cy * p1.pitch + cx * p1.channels;
+                a.plane2 = s.num_planes == 3 ? dvpp::plane_data(srcs[i], s, 2) + cy * p1.pitch + cx : a.plane1;
+                a.pitch1 = dvpp::kernel_pitch(p1, what.c_str());
+                a.chroma = dvpp::make_resample(interp, crop.width / 2, crop.height / 2, paste.width / 2,
+                                               paste.height / 2);
+            }
+            a.dst = static_cast<uint8_t*>(dst) + image_bytes * i;
+            a.width = p.width;
+            a.height = p.height;
+            a.paste_x = paste.x;
+            a.paste_y = paste.y;
+            a.paste_w = paste.width;
+            a.paste_h = paste.height;
+            a.swapped = s.format == RT_PIXEL_FORMAT_BGR888 || s.format == RT_PIXEL_FORMAT_BGRA8888 ||
+                        s.format == RT_PIXEL_FORMAT_YUV420SP_NV21;
+            a.out = out;
+            a.matrix = matrix;
+            a.dtype = dvpp::dtype_code(dtype);
+            a.chw = p.chw != 0;
+            for (int c = 0; c < 3; ++c) a.fill[c] = p.fill[c];
+            a.norm = norm;
+            a.luma = dvpp::make_resample(interp, crop.width, crop.height, paste.width, paste.height);
+            const char* kind = s.format == RT_PIXEL_FORMAT_YUV420P ? "planar"
+                               : yuv                               ? "semi"
+                               : p0.channels == 1                  ? "grey"
+                               : p0.channels == 3                  ? "c3"
+                                                                   : "c4";
+            launches[i].kernel = std::string("preprocess_") + kind + "_" + dvpp::mode_key(a.luma.mode);
+        }
+        for (dvpp::Launch& l : launches) {
+            void* args[] = {&l.args};
+            dvpp::launch_2d(stream, dvpp::kernel(stream, dvpp::Family::preprocess, l.kernel.c_str()), p.width,
+                            p.height, args, 1);
+        }
+    });
+}
+
+}  // extern "C"
