@@ -83,8 +83,8 @@ RT_API rtError_t rtDvppPreprocess(const rtPicture* srcs, uint32_t n, const rtRec
         const rtColorMatrix matrix = dvpp::check_matrix(static_cast<int>(p.matrix), "rtDvppPreprocess: params->matrix");
         const rtDataType dtype = dvpp::check_dtype(static_cast<int>(p.dtype), "rtDvppPreprocess: params->dtype");
         const uint32_t channels = out == DVPP_OUT_GREY ? 1 : 3;
-        const DvppNorm norm =
-            dvpp::norm_coeffs(p.mean, p.std, channels, "rtDvppPreprocess: params->mean", "rtDvppPreprocess: params->std");
+        const DvppNorm norm = dvpp::norm_coeffs(p.mean, p.std, channels, "rtDvppPreprocess: params->mean",
+                                                "rtDvppPreprocess: params->std");
         // The paste rectangle, checked against the output as a picture of its format.
         const dvpp::Layout out_layout = dvpp::layout_of(static_cast<int>(p.format), p.width, p.height, 0, 0,
                                                         "rtDvppPreprocess: params");
@@ -101,6 +101,11 @@ RT_API rtError_t rtDvppPreprocess(const rtPicture* srcs, uint32_t n, const rtRec
         if (!srcs) fail(RT_ERROR_INVALID_VALUE, "rtDvppPreprocess: srcs is NULL (expected %u pictures)", n);
         if (!dst) fail(RT_ERROR_INVALID_VALUE, "rtDvppPreprocess: dst is NULL (expected the output's memory)");
         check_fill(device, dst, total, dvpp::kApi, nullptr, "dst");
+
+        // The output pixels of one work-item: one on a GPU (threads are many and cheap); on the cpu, tiles whose
+        // horizontal taps serve 8 rows and whose rows are vectorised runs of up to DVPP_PREPROCESS_TILE pixels.
+        const bool cpu_like = device.info().host_addressable;
+        const uint32_t tile_w = cpu_like ? DVPP_PREPROCESS_TILE : 1, tile_h = cpu_like ? 8 : 1;
 
         // Every picture is checked before anything is queued.
         std::vector<dvpp::Launch> launches(n);
@@ -136,6 +141,10 @@ RT_API rtError_t rtDvppPreprocess(const rtPicture* srcs, uint32_t n, const rtRec
             a.dst = static_cast<uint8_t*>(dst) + image_bytes * i;
             a.width = p.width;
             a.height = p.height;
+            a.tile_w = tile_w;
+            a.tile_h = tile_h;
+            a.tiles_x = (p.width + tile_w - 1) / tile_w;
+            a.tiles_y = (p.height + tile_h - 1) / tile_h;
             a.paste_x = paste.x;
             a.paste_y = paste.y;
             a.paste_w = paste.width;
@@ -156,10 +165,14 @@ RT_API rtError_t rtDvppPreprocess(const rtPicture* srcs, uint32_t n, const rtRec
                                                                    : "c4";
             launches[i].kernel = std::string("preprocess_") + kind + "_" + dvpp::mode_key(a.luma.mode);
         }
+        // The tiles as rows of 64 work-items (the last row partly idle): launch_2d makes each such row a work-group
+        // on the cpu, so the executors share the tiles (a grid as narrow as the tiles would be one group).
+        const uint64_t tiles = uint64_t((p.width + tile_w - 1) / tile_w) * ((p.height + tile_h - 1) / tile_h);
+        const uint32_t row = 64, rows = static_cast<uint32_t>((tiles + row - 1) / row);
         for (dvpp::Launch& l : launches) {
             void* args[] = {&l.args};
-            dvpp::launch_2d(stream, dvpp::kernel(stream, dvpp::Family::preprocess, l.kernel.c_str()), p.width,
-                            p.height, args, 1);
+            dvpp::launch_2d(stream, dvpp::kernel(stream, dvpp::Family::preprocess, l.kernel.c_str()), row, rows, args,
+                            1);
         }
     });
 }

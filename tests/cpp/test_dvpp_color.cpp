@@ -481,7 +481,8 @@ TEST_P(DvppNormalize, EveryDtypeLayoutAndChannelCountMatchesTheReference) {
                                 std::memcpy(&o, g, 2);
                                 ASSERT_EQ(o, t == RT_FLOAT16 ? half_bits(v) : bf16_bits(v));
                             } else if (t == RT_UINT8) {
-                                ASSERT_EQ(g[0], static_cast<uint8_t>(std::nearbyint(std::min(std::max(v, 0.0f), 255.0f))));
+                                const float c = std::min(std::max(v, 0.0f), 255.0f);
+                                ASSERT_EQ(g[0], static_cast<uint8_t>(std::nearbyint(c)));
                             } else {
                                 ASSERT_EQ(static_cast<int8_t>(g[0]),
                                           static_cast<int8_t>(std::nearbyint(std::min(std::max(v, -128.0f), 127.0f))));
@@ -539,30 +540,37 @@ TEST_P(DvppNormalize, RefusalsNameTheArgumentAndQueueNothing) {
                        {{1, 1e-39f, 1}, "rtDvppNormalize: std[1] 1e-39 with rtDvppNormalize: mean[1] 2 overflows"}};
     for (const Bad& b : bad) {
         SCOPED_TRACE(b.text);
-        EXPECT_RT_ERROR(RT_ERROR_INVALID_VALUE, rtDvppNormalize(&src.p, out.get(), RT_FLOAT32, 1, mean, b.std, nullptr));
+        EXPECT_RT_ERROR(RT_ERROR_INVALID_VALUE,
+                    rtDvppNormalize(&src.p, out.get(), RT_FLOAT32, 1, mean, b.std, nullptr));
         EXPECT_TRUE(contains(last_message(), b.text));
     }
     const float bad_mean[3] = {0, nan, 0};
-    EXPECT_RT_ERROR(RT_ERROR_INVALID_VALUE, rtDvppNormalize(&src.p, out.get(), RT_FLOAT32, 1, bad_mean, nullptr, nullptr));
+    EXPECT_RT_ERROR(RT_ERROR_INVALID_VALUE,
+                    rtDvppNormalize(&src.p, out.get(), RT_FLOAT32, 1, bad_mean, nullptr, nullptr));
     EXPECT_TRUE(contains(last_message(), "rtDvppNormalize: mean[1] is nan (expected a finite mean)"));
     EXPECT_RT_ERROR(RT_ERROR_INVALID_VALUE,
                     rtDvppNormalize(&src.p, out.get(), static_cast<rtDataType>(3), 1, nullptr, nullptr, nullptr));
     EXPECT_TRUE(contains(last_message(), "rtDvppNormalize: dtype 3 is"));
     EXPECT_TRUE(contains(last_message(), "RT_FLOAT32 (7)"));
-    EXPECT_RT_ERROR(RT_ERROR_INVALID_VALUE, rtDvppNormalize(&src.p, nullptr, RT_FLOAT32, 1, nullptr, nullptr, nullptr));
+    EXPECT_RT_ERROR(RT_ERROR_INVALID_VALUE,
+                    rtDvppNormalize(&src.p, nullptr, RT_FLOAT32, 1, nullptr, nullptr, nullptr));
     EXPECT_TRUE(contains(last_message(), "rtDvppNormalize: dst is NULL"));
-    EXPECT_RT_ERROR(RT_ERROR_INVALID_VALUE, rtDvppNormalize(nullptr, out.get(), RT_FLOAT32, 1, nullptr, nullptr, nullptr));
+    EXPECT_RT_ERROR(RT_ERROR_INVALID_VALUE,
+                    rtDvppNormalize(nullptr, out.get(), RT_FLOAT32, 1, nullptr, nullptr, nullptr));
     EXPECT_TRUE(contains(last_message(), "rtDvppNormalize: src is NULL"));
     Pic nv12(RT_PIXEL_FORMAT_YUV420SP_NV12, 8, 4);
-    EXPECT_RT_ERROR(RT_ERROR_INVALID_VALUE, rtDvppNormalize(&nv12.p, out.get(), RT_FLOAT32, 1, nullptr, nullptr, nullptr));
+    EXPECT_RT_ERROR(RT_ERROR_INVALID_VALUE,
+                    rtDvppNormalize(&nv12.p, out.get(), RT_FLOAT32, 1, nullptr, nullptr, nullptr));
     EXPECT_TRUE(contains(last_message(), "rtDvppNormalize: src->format is YUV420SP_NV12 (expected a packed format"));
     // An output allocation too small for channels x width x height elements: refused, naming dst.
     DevBuf tiny(8 * 4 * 3 * 4 - 1);
-    EXPECT_RT_ERROR(RT_ERROR_INVALID_VALUE, rtDvppNormalize(&src.p, tiny.get(), RT_FLOAT32, 1, nullptr, nullptr, nullptr));
+    EXPECT_RT_ERROR(RT_ERROR_INVALID_VALUE,
+                    rtDvppNormalize(&src.p, tiny.get(), RT_FLOAT32, 1, nullptr, nullptr, nullptr));
     EXPECT_TRUE(contains(last_message(), "rtDvppNormalize"));
     EXPECT_TRUE(contains(last_message(), "dst"));
     // In place: refused.
-    EXPECT_RT_ERROR(RT_ERROR_INVALID_VALUE, rtDvppNormalize(&src.p, src.p.data, RT_UINT8, 0, nullptr, nullptr, nullptr));
+    EXPECT_RT_ERROR(RT_ERROR_INVALID_VALUE,
+                    rtDvppNormalize(&src.p, src.p.data, RT_UINT8, 0, nullptr, nullptr, nullptr));
     EXPECT_TRUE(contains(last_message(), "overlaps src"));
 }
 

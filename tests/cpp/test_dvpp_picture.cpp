@@ -193,10 +193,30 @@ struct Probe {
     std::string what;
     std::function<rtError_t(const rtPicture*)> call;
     std::function<std::vector<unsigned char>()> witness;
+    /// How a NULL picture is refused: "<what> is NULL (expected a pointer to an rtPicture)" unless set (an array
+    /// argument names the array).
+    std::string null_message = {};
+    bool kernels = true;  ///< the operation runs kernels (which the fake driver accepts without running)
+    std::string null_text() const {
+        return null_message.empty() ? what + " is NULL (expected a pointer to an rtPicture)" : null_message;
+    }
 };
 
-/// Every picture argument the rules are checked on, for pictures of `format` (of the current device, on `stream`).
-std::vector<Probe> probes(rtStream_t stream, rtPixelFormat format) {
+/// A device buffer's bytes, read back after the stream's work (a probe's witness).
+std::vector<unsigned char> device_bytes(rtStream_t stream, const rt_test::DevBuf& buf) {
+    EXPECT_RT_OK(rtStreamSynchronize(stream));
+    std::vector<unsigned char> v(buf.size());
+    EXPECT_RT_OK(rtMemcpy(v.data(), buf.get(), v.size(), RT_MEMCPY_DEVICE_TO_HOST));
+    return v;
+}
+
+bool is_packed(rtPixelFormat f) {
+    return f != RT_PIXEL_FORMAT_YUV420SP_NV12 && f != RT_PIXEL_FORMAT_YUV420SP_NV21 && f != RT_PIXEL_FORMAT_YUV420P;
+}
+
+/// Every picture argument the rules are checked on, for a picture of `format`, w x h (the other operands of the
+/// current device, valid and matching it; the operations queued on `stream`).
+std::vector<Probe> probes(rtStream_t stream, rtPixelFormat format, uint32_t w, uint32_t h) {
     std::vector<Probe> v;
     size_t bound = 0;
     static unsigned char pixels[4];
@@ -208,13 +228,50 @@ std::vector<Probe> probes(rtStream_t stream, rtPixelFormat format) {
                      [=](const rtPicture* p) { return rtDvppEncodeJpeg(p, 90, out->data(), out_size.get(), stream); },
                      [=] {
                          EXPECT_RT_OK(rtStreamSynchronize(stream));
-                         std::vector<unsigned char> w = *out;
-                         w.insert(w.end(), reinterpret_cast<unsigned char*>(out_size.get()),
+                         std::vector<unsigned char> b = *out;
+                         b.insert(b.end(), reinterpret_cast<unsigned char*>(out_size.get()),
                                   reinterpret_cast<unsigned char*>(out_size.get() + 1));
-                         return w;
-                     }});
+                         return b;
+                     },
+                     "", /*kernels=*/false});
     }
-    (void)format;
+    // rtDvppConvertColor, the picture as its source (converted to BGR888) and as its destination (from BGR888).
+    auto bgr = std::make_shared<DevPicture>(RT_PIXEL_FORMAT_BGR888, w, h);
+    EXPECT_RT_OK(rtMemset(bgr->pic.data, 0, bgr->pic.size));
+    v.push_back({"rtDvppConvertColor: src",
+                 [=](const rtPicture* p) { return rtDvppConvertColor(p, &bgr->pic, RT_COLOR_BT601_LIMITED, stream); },
+                 [=] { return device_bytes(stream, bgr->buf); }});
+    auto from = std::make_shared<DevPicture>(RT_PIXEL_FORMAT_BGR888, w, h);
+    EXPECT_RT_OK(rtMemset(from->pic.data, 0x80, from->pic.size));
+    v.push_back({"rtDvppConvertColor: dst",
+                 [=](const rtPicture* p) {
+                     rtPicture copy = p ? *p : rtPicture{};
+                     return rtDvppConvertColor(&from->pic, p ? &copy : nullptr, RT_COLOR_BT601_LIMITED, stream);
+                 },
+                 [=] {
+                     EXPECT_RT_OK(rtStreamSynchronize(stream));
+                     return std::vector<unsigned char>();  // it writes the picture under test (the fixture reads it)
+                 }});
+    if (is_packed(format)) {
+        // rtDvppNormalize reads a packed picture into float32 CHW.
+        auto out = std::make_shared<rt_test::DevBuf>(size_t(4) * 4 * w * h);
+        EXPECT_RT_OK(rtMemset(out->get(), 0, out->size()));
+        v.push_back({"rtDvppNormalize: src",
+                     [=](const rtPicture* p) {
+                         return rtDvppNormalize(p, out->get(), RT_FLOAT32, 1, nullptr, nullptr, stream);
+                     },
+                     [=] { return device_bytes(stream, *out); }});
+    }
+    // rtDvppPreprocess of one picture to an 8x8 RGB float32 tensor.
+    auto tensor = std::make_shared<rt_test::DevBuf>(size_t(3) * 8 * 8 * 4);
+    EXPECT_RT_OK(rtMemset(tensor->get(), 0, tensor->size()));
+    v.push_back({"rtDvppPreprocess: srcs[0]",
+                 [=](const rtPicture* p) {
+                     rtDvppPreprocessParams params = RT_DVPP_PREPROCESS_INIT;
+                     params.width = params.height = 8;
+                     return rtDvppPreprocess(p, 1, nullptr, &params, tensor->get(), stream);
+                 },
+                 [=] { return device_bytes(stream, *tensor); }, "rtDvppPreprocess: srcs is NULL"});
     return v;
 }
 
@@ -226,18 +283,26 @@ protected:
         ASSERT_RT_OK(guard->status());
         stream = guard->get();
     }
-    /// Runs `probe` with `picture`, which must be refused with INVALID_VALUE and a message containing
-    /// "<what>->" + each of `fields` (or, for a NULL picture, "<what> ..."); the call must have queued nothing.
-    void expect_refused(const Probe& probe, const rtPicture* picture, std::initializer_list<std::string> texts) {
-        const std::vector<unsigned char> before = probe.witness();
+    /// What `probe` writes when it runs: its witness and the memory of the picture under test.
+    static std::vector<unsigned char> written(const Probe& probe, const DevPicture& picture) {
+        std::vector<unsigned char> w = probe.witness(), m(picture.buf.size());
+        EXPECT_RT_OK(rtMemcpy(m.data(), picture.buf.get(), m.size(), RT_MEMCPY_DEVICE_TO_HOST));
+        w.insert(w.end(), m.begin(), m.end());
+        return w;
+    }
+    /// Runs `probe` with `picture` (a variant of `base`), which must be refused with INVALID_VALUE and a message
+    /// containing probe.what + each of `texts`; the call must have queued nothing.
+    void expect_refused(const Probe& probe, const rtPicture* picture, std::initializer_list<std::string> texts,
+                        const DevPicture& base) {
+        const std::vector<unsigned char> before = written(probe, base);
         EXPECT_RT_ERROR(RT_ERROR_INVALID_VALUE, probe.call(picture));
         const std::string m = last_message();
         for (const std::string& t : texts) EXPECT_TRUE(contains(m, probe.what + t));
         EXPECT_RT_OK(rtStreamSynchronize(stream));
-        EXPECT_EQ(probe.witness(), before) << "a refused call queued work";
+        EXPECT_EQ(written(probe, base), before) << "a refused call queued work";
     }
-    std::vector<Probe> probes_of(rtPixelFormat format) {
-        std::vector<Probe> v = probes(stream, format);
+    std::vector<Probe> probes_of(const DevPicture& picture) {
+        std::vector<Probe> v = probes(stream, picture.pic.format, picture.pic.width, picture.pic.height);
         if (v.empty()) ADD_FAILURE() << "no operation to check the rules on";
         return v;
     }
@@ -250,60 +315,63 @@ TEST_P(DvppPictureRules, AValidPictureIsAccepted) {
     // that it ran (so an unchanged witness after a refusal means nothing was queued).
     for (rtPixelFormat f : {RT_PIXEL_FORMAT_RGB888, RT_PIXEL_FORMAT_YUV420SP_NV12}) {
         DevPicture pic(f, 200, 100);
-        ASSERT_RT_OK(rtMemset(pic.pic.data, 0x40, pic.pic.size));
-        for (const Probe& p : probes_of(f)) {
+        for (const Probe& p : probes_of(pic)) {
             SCOPED_TRACE(p.what);
-            const std::vector<unsigned char> before = p.witness();
+            ASSERT_RT_OK(rtMemset(pic.pic.data, 0x40, pic.pic.size));
+            const std::vector<unsigned char> before = written(p, pic);
             EXPECT_RT_OK(p.call(&pic.pic));
             EXPECT_RT_OK(rtStreamSynchronize(stream));
-            EXPECT_NE(p.witness(), before);
+            if (!p.kernels || rt_test::launches_execute(device())) {
+                EXPECT_NE(written(p, pic), before);
+            }
         }
     }
 }
 
 TEST_P(DvppPictureRules, MissingPicturesAndPixelsAreRefusedNamingTheArgument) {
     DevPicture pic(RT_PIXEL_FORMAT_RGB888, 16, 8);
-    for (const Probe& p : probes_of(RT_PIXEL_FORMAT_RGB888)) {
+    for (const Probe& p : probes_of(pic)) {
         SCOPED_TRACE(p.what);
-        expect_refused(p, nullptr, {" is NULL (expected a pointer to an rtPicture)"});
+        expect_refused(p, nullptr, {}, pic);
+        EXPECT_TRUE(contains(last_message(), p.null_text()));
         rtPicture q = pic.pic;
         q.data = nullptr;
-        expect_refused(p, &q, {"->data is NULL"});
+        expect_refused(p, &q, {"->data is NULL"}, pic);
     }
 }
 
 TEST_P(DvppPictureRules, EveryFieldIsChecked) {
     DevPicture pic(RT_PIXEL_FORMAT_RGB888, 200, 100);
-    for (const Probe& p : probes_of(RT_PIXEL_FORMAT_RGB888)) {
+    for (const Probe& p : probes_of(pic)) {
         SCOPED_TRACE(p.what);
         rtPicture q = pic.pic;
         q.format = bad_format(3);
-        expect_refused(p, &q, {"->format 3 is not an rtPixelFormat"});
+        expect_refused(p, &q, {"->format 3 is not an rtPixelFormat"}, pic);
         q = pic.pic;
         q.format = bad_format(-7);
-        expect_refused(p, &q, {"->format -7 is not an rtPixelFormat"});
+        expect_refused(p, &q, {"->format -7 is not an rtPixelFormat"}, pic);
         q = pic.pic;
         q.width = 0;
-        expect_refused(p, &q, {"->width is 0 (expected at least 1)"});
+        expect_refused(p, &q, {"->width is 0 (expected at least 1)"}, pic);
         q = pic.pic;
         q.height = 0;
-        expect_refused(p, &q, {"->height is 0 (expected at least 1)"});
+        expect_refused(p, &q, {"->height is 0 (expected at least 1)"}, pic);
         q = pic.pic;
         q.width_stride = 100;
-        expect_refused(p, &q, {"->width_stride 100 is below width 200"});
+        expect_refused(p, &q, {"->width_stride 100 is below width 200"}, pic);
         q = pic.pic;
         q.height_stride = 99;
-        expect_refused(p, &q, {"->height_stride 99 is below height 100"});
+        expect_refused(p, &q, {"->height_stride 99 is below height 100"}, pic);
         q = pic.pic;
         q.size -= 1;
         expect_refused(p, &q, {"->size 59999 is below the 60000 bytes a 200x100 RGB888 picture with strides "
-                               "200x100 occupies"});
+                               "200x100 occupies"}, pic);
         q = pic.pic;
         q.width_stride = 201;  // the layout grows past the size given
-        expect_refused(p, &q, {"->size 60000 is below the 60300 bytes"});
+        expect_refused(p, &q, {"->size 60000 is below the 60300 bytes"}, pic);
         q = pic.pic;
         q.format = RT_PIXEL_FORMAT_RGBA8888;  // more bytes a pixel than the size holds
-        expect_refused(p, &q, {"->size 60000 is below the 80000 bytes a 200x100 RGBA8888 picture"});
+        expect_refused(p, &q, {"->size 60000 is below the 80000 bytes a 200x100 RGBA8888 picture"}, pic);
     }
 }
 
@@ -314,14 +382,14 @@ TEST_P(DvppPictureRules, OddSizesOf420PicturesAreRefused) {
                        {&rtPicture::height, 31, "->height 31 is odd"},
                        {&rtPicture::width_stride, 65, "->width_stride 65 is odd"},
                        {&rtPicture::height_stride, 33, "->height_stride 33 is odd"}};
-    for (const Probe& p : probes_of(RT_PIXEL_FORMAT_YUV420SP_NV12)) {
+    for (const Probe& p : probes_of(pic)) {
         SCOPED_TRACE(p.what);
         for (const Odd& o : odd) {
             SCOPED_TRACE(o.text);
             rtPicture q = pic.pic;
             q.*o.field = o.value;
             expect_refused(p, &q, {std::string(o.text) + " (a YUV420SP_NV12 picture's width, height and strides must "
-                                                          "be even"});
+                                                          "be even"}, pic);
         }
     }
 }
@@ -334,20 +402,128 @@ TEST_P(DvppPictureRules, PixelsMustBeMemoryOfTheStreamsDevice) {
     void* freed = nullptr;
     ASSERT_RT_OK(rtMalloc(&freed, 256));
     ASSERT_RT_OK(rtFree(freed));
-    for (const Probe& p : probes_of(RT_PIXEL_FORMAT_GRAY8)) {
+    for (const Probe& p : probes_of(pic)) {
         SCOPED_TRACE(p.what);
         rtPicture q = pic.pic;
         q.data = host;
-        expect_refused(p, &q, {"->data " + rt_test::ptr_text(host) + " is host memory not allocated by the runtime"});
+        expect_refused(p, &q, {"->data " + rt_test::ptr_text(host) + " is host memory not allocated by the runtime"}, pic);
         // The layout runs past the end of the allocation (the size field claims more than there is).
         q = pic.pic;
         q.data = pic.buf.get() + 8;
         expect_refused(p, &q, {"->data " + rt_test::ptr_text(q.data) + ": 256 bytes asked but only 248 bytes "
-                                                                       "available from that pointer"});
+                                                                       "available from that pointer"}, pic);
         q = pic.pic;
         q.data = freed;
-        expect_refused(p, &q, {"->data " + rt_test::ptr_text(freed)});
+        expect_refused(p, &q, {"->data " + rt_test::ptr_text(freed)}, pic);
     }
+}
+
+/// rtDvppPreprocess of `src` with crops[0] = `crop` to an 8x8 RGB float32 tensor on `stream`.
+rtError_t preprocess_crop(const rtPicture& src, const rtRect& crop, void* tensor, rtStream_t stream) {
+    rtDvppPreprocessParams params = RT_DVPP_PREPROCESS_INIT;
+    params.width = params.height = 8;
+    return rtDvppPreprocess(&src, 1, &crop, &params, tensor, stream);
+}
+
+TEST_P(DvppPictureRules, RectanglesMustLieInsideThePicture) {
+    DevPicture src(RT_PIXEL_FORMAT_RGB888, 100, 50);
+    rt_test::DevBuf tensor(3 * 8 * 8 * 4);
+    ASSERT_RT_OK(rtMemset(tensor.get(), 0, tensor.size()));
+    struct Bad { rtRect r; const char* text; };
+    const Bad bad[] = {
+        {{0, 0, 0, 10}, "rtDvppPreprocess: crops[0]->width is 0 (expected at least 1)"},
+        {{0, 0, 10, 0}, "rtDvppPreprocess: crops[0]->height is 0 (expected at least 1)"},
+        {{95, 0, 10, 10}, "rtDvppPreprocess: crops[0]->x 95 + crops[0]->width 10 = 105 is beyond the picture's width "
+                          "100"},
+        {{0, 45, 10, 10}, "rtDvppPreprocess: crops[0]->y 45 + crops[0]->height 10 = 55 is beyond the picture's "
+                          "height 50"},
+        {{0xffffffffu, 0, 2, 2}, "crops[0]->x 4294967295 + crops[0]->width 2 = 4294967297 is beyond"},  // no wrap
+        {{0, 0xfffffffeu, 1, 3}, "crops[0]->y 4294967294 + crops[0]->height 3 = 4294967297 is beyond"},
+        {{0, 0, 101, 1}, "crops[0]->x 0 + crops[0]->width 101 = 101 is beyond the picture's width 100"},
+    };
+    const std::vector<unsigned char> before = device_bytes(stream, tensor);
+    for (const Bad& b : bad) {
+        SCOPED_TRACE(b.text);
+        EXPECT_RT_ERROR(RT_ERROR_INVALID_VALUE, preprocess_crop(src.pic, b.r, tensor.get(), stream));
+        EXPECT_TRUE(contains(last_message(), b.text));
+    }
+    EXPECT_EQ(device_bytes(stream, tensor), before) << "a refused call queued work";
+    // The whole picture, and a rectangle touching its far corner, are inside.
+    EXPECT_RT_OK(preprocess_crop(src.pic, rtRect{0, 0, 100, 50}, tensor.get(), stream));
+    EXPECT_RT_OK(preprocess_crop(src.pic, rtRect{99, 49, 1, 1}, tensor.get(), stream));
+    EXPECT_RT_OK(rtStreamSynchronize(stream));
+}
+
+TEST_P(DvppPictureRules, RectanglesOf420PicturesMustBeEven) {
+    for (rtPixelFormat f : {RT_PIXEL_FORMAT_YUV420SP_NV12, RT_PIXEL_FORMAT_YUV420SP_NV21, RT_PIXEL_FORMAT_YUV420P}) {
+        DevPicture src(f, 64, 32);
+        rt_test::DevBuf tensor(3 * 8 * 8 * 4);
+        struct Bad { rtRect r; const char* text; };
+        const Bad bad[] = {{{1, 0, 10, 10}, "crops[0]->x 1 is odd"},
+                           {{0, 3, 10, 10}, "crops[0]->y 3 is odd"},
+                           {{0, 0, 11, 10}, "crops[0]->width 11 is odd"},
+                           {{0, 0, 10, 9}, "crops[0]->height 9 is odd"}};
+        for (const Bad& b : bad) {
+            SCOPED_TRACE(b.text);
+            EXPECT_RT_ERROR(RT_ERROR_INVALID_VALUE, preprocess_crop(src.pic, b.r, tensor.get(), stream));
+            EXPECT_TRUE(contains(last_message(), std::string("rtDvppPreprocess: ") + b.text));
+            EXPECT_TRUE(contains(last_message(), "a rectangle of a " + std::string(f == RT_PIXEL_FORMAT_YUV420P
+                                                                                        ? "YUV420P"
+                                                                                        : f == RT_PIXEL_FORMAT_YUV420SP_NV12
+                                                                                              ? "YUV420SP_NV12"
+                                                                                              : "YUV420SP_NV21") +
+                                                     " picture needs even x, y, width and height"));
+        }
+        EXPECT_RT_OK(preprocess_crop(src.pic, rtRect{2, 4, 10, 12}, tensor.get(), stream));
+        EXPECT_RT_OK(rtStreamSynchronize(stream));
+    }
+}
+
+template <class E>
+E enum_value(int v) {
+    E e;
+    static_assert(sizeof e == sizeof v);
+    std::memcpy(&e, &v, sizeof e);  // any value the C ABI may carry
+    return e;
+}
+
+TEST_P(DvppPictureRules, EnumValuesOutsideTheirTypesAreRefusedListingTheValidOnes) {
+    DevPicture nv12(RT_PIXEL_FORMAT_YUV420SP_NV12, 8, 8), rgb(RT_PIXEL_FORMAT_RGB888, 8, 8);
+    ASSERT_RT_OK(rtMemset(rgb.pic.data, 0x11, rgb.pic.size));
+    for (int v : {4, -1, 1000}) {
+        SCOPED_TRACE(v);
+        EXPECT_RT_ERROR(RT_ERROR_INVALID_VALUE,
+                        rtDvppConvertColor(&nv12.pic, &rgb.pic, enum_value<rtColorMatrix>(v), stream));
+        EXPECT_TRUE(contains(last_message(), "rtDvppConvertColor: matrix " + std::to_string(v) +
+                                                 " is not an rtColorMatrix (expected RT_COLOR_BT601_FULL (0), "
+                                                 "RT_COLOR_BT601_LIMITED (1), RT_COLOR_BT709_FULL (2) or "
+                                                 "RT_COLOR_BT709_LIMITED (3))"));
+    }
+    rt_test::DevBuf out(8 * 8 * 3 * 4);
+    ASSERT_RT_OK(rtMemset(out.get(), 0, out.size()));
+    for (int v : {int(RT_INT32), int(RT_FLOAT64), int(RT_UINT64), 10, -1}) {
+        SCOPED_TRACE(v);
+        EXPECT_RT_ERROR(RT_ERROR_INVALID_VALUE,
+                        rtDvppNormalize(&rgb.pic, out.get(), enum_value<rtDataType>(v), 1, nullptr, nullptr, stream));
+        EXPECT_TRUE(contains(last_message(), "rtDvppNormalize: dtype " + std::to_string(v) + " is "));
+        EXPECT_TRUE(contains(last_message(), "(expected RT_FLOAT32 (7), RT_FLOAT16 (6), RT_BFLOAT16 (9), RT_UINT8 (1) "
+                                             "or RT_INT8 (0))"));
+        EXPECT_TRUE(contains(last_message(), v == RT_INT32 || v == RT_FLOAT64 || v == RT_UINT64
+                                                 ? "is an rtDataType DVPP does not write"
+                                                 : "is not an rtDataType"));
+    }
+    for (int v : {3, -2}) {
+        SCOPED_TRACE(v);
+        rtDvppPreprocessParams params = RT_DVPP_PREPROCESS_INIT;
+        params.width = params.height = 8;
+        params.interpolation = enum_value<rtInterpolation>(v);
+        EXPECT_RT_ERROR(RT_ERROR_INVALID_VALUE, rtDvppPreprocess(&rgb.pic, 1, nullptr, &params, out.get(), stream));
+        EXPECT_TRUE(contains(last_message(), "rtDvppPreprocess: params->interpolation " + std::to_string(v) +
+                                                 " is not an rtInterpolation (expected RT_INTERP_NEAREST (0), "
+                                                 "RT_INTERP_BILINEAR (1) or RT_INTERP_AREA (2))"));
+    }
+    EXPECT_EQ(device_bytes(stream, out), std::vector<unsigned char>(out.size(), 0)) << "a refused call queued work";
+    EXPECT_EQ(device_bytes(stream, rgb.buf), std::vector<unsigned char>(rgb.buf.size(), 0x11));
 }
 
 // A GPU's stream cannot use a cpu device's memory, nor a cpu stream a GPU's (the rules of rtMemsetAsync).
@@ -366,7 +542,7 @@ TEST(DvppPictureMemory, PixelsOfAnotherBackendAreRefusedNamingBothDevices) {
     ASSERT_RT_OK(rtSetDevice(cpu));
     DevPicture cpu_pic(RT_PIXEL_FORMAT_GRAY8, 8, 8);
     rt_test::StreamGuard cpu_stream;
-    for (const Probe& p : probes(cpu_stream, RT_PIXEL_FORMAT_GRAY8)) {
+    for (const Probe& p : probes(cpu_stream, RT_PIXEL_FORMAT_GRAY8, 8, 8)) {
         SCOPED_TRACE(p.what);
         EXPECT_RT_ERROR(RT_ERROR_INVALID_VALUE, p.call(&gpu_pic.pic));
         EXPECT_TRUE(contains(last_message(), p.what + "->data " + rt_test::ptr_text(gpu_pic.pic.data)));
@@ -374,7 +550,7 @@ TEST(DvppPictureMemory, PixelsOfAnotherBackendAreRefusedNamingBothDevices) {
         EXPECT_TRUE(contains(last_message(), "cannot use (queue the operation on a stream of "));
     }
     ASSERT_RT_OK(rtSetDevice(other));
-    for (const Probe& p : probes(gpu_stream, RT_PIXEL_FORMAT_GRAY8)) {
+    for (const Probe& p : probes(gpu_stream, RT_PIXEL_FORMAT_GRAY8, 8, 8)) {
         SCOPED_TRACE(p.what);
         EXPECT_RT_ERROR(RT_ERROR_INVALID_VALUE, p.call(&cpu_pic.pic));
         EXPECT_TRUE(contains(last_message(), p.what + "->data"));

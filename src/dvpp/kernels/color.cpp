@@ -90,7 +90,8 @@ RT_KERNEL void packed_to_yuv(const uint8_t* src, uint32_t src_pitch, uint8_t* y,
     }
     if (row & 1) return;
     const size_t c = (row >> 1) * c_pitch;
-    dvpp_store_chroma<CF>(c0 + c, c1 + c, x2, SCN == 1 ? 128 : dvpp_rgb_to_u(k, r, g, b), SCN == 1 ? 128 : dvpp_rgb_to_v(k, r, g, b));
+    const uint8_t u = SCN == 1 ? 128 : dvpp_rgb_to_u(k, r, g, b), v = SCN == 1 ? 128 : dvpp_rgb_to_v(k, r, g, b);
+    dvpp_store_chroma<CF>(c0 + c, c1 + c, x2, u, v);
 }
 RT_KERNEL_INSTANTIATE(packed_to_yuv_grey_nv12, packed_to_yuv<1, 0, DVPP_CHROMA_NV12>);
 RT_KERNEL_INSTANTIATE(packed_to_yuv_grey_nv21, packed_to_yuv<1, 0, DVPP_CHROMA_NV21>);

@@ -61,19 +61,6 @@ RT_DEVICE void dvpp_store_pixel_normalized(T* dst, size_t x, size_t y, size_t w,
     }
 }
 
-/// dvpp_store_normalized for a dtype chosen at run time (DVPP_DTYPE_*): element i of dst.
-RT_DEVICE void dvpp_store_normalized_as(int dtype, void* dst, size_t i, float v) {
-    if (dtype == DVPP_DTYPE_F32)
-        dvpp_store_normalized((float*)dst + i, v);
-    else if (dtype == DVPP_DTYPE_F16)
-        dvpp_store_normalized((rt_half*)dst + i, v);
-    else if (dtype == DVPP_DTYPE_BF16)
-        dvpp_store_normalized((rt_bfloat16*)dst + i, v);
-    else if (dtype == DVPP_DTYPE_U8)
-        dvpp_store_normalized((uint8_t*)dst + i, v);
-    else
-        dvpp_store_normalized((int8_t*)dst + i, v);
-}
 #endif /* RT_KERNEL */
 
 #endif /* DVPP_NORMALIZE_MATH_H */

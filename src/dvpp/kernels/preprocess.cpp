@@ -1,106 +1,203 @@
-// preprocess.cpp — the fused pre-processing kernels of rtDvppPreprocess (family "preprocess"): one work-item per
-// output pixel computes, with no intermediate image, what rtDvppCropResizePaste, rtDvppConvertColor and
-// rtDvppNormalize would have stored one after the other: the resize helpers' sample of the crop (resize_math.h, the
-// very functions of the resize kernels; a 4:2:0 source plane by plane, its chroma at half size), the conversion of
-// color_math.h, the normalisation and dtype of normalize_math.h.
+// preprocess.cpp — the fused pre-processing kernels of rtDvppPreprocess (family "preprocess"): with no intermediate
+// image, each output pixel gets what rtDvppCropResizePaste, rtDvppConvertColor and rtDvppNormalize would have stored
+// one after the other: the crop sampled by the resize maths (resize_math.h's taps and samplers, the very functions
+// of the resize kernels; a 4:2:0 source plane by plane, its chroma at half size), converted by color_math.h,
+// normalised and stored by normalize_math.h.
+//
+// A work-item covers a tile of tile_w x tile_h output pixels (the host's choice per device: 1 x 1 on a GPU; on the
+// cpu, runs of a row that amortise the taps: a column's horizontal taps are computed once for the tile's rows, a
+// row's vertical taps once for its columns, and the per-pixel loop then has no call left, so it vectorises). Per row
+// of the tile, one loop samples, converts and normalises into float arrays, a second stores them as the output's
+// dtype and layout (branches on arguments, outside the loops).
 //
 // Template parameters: the source's kind SRC (1, 3, 4: packed with that many channels; DVPP_SRC_SEMI: NV12 or
-// NV21; DVPP_SRC_PLANAR: YUV420P) and the sampling MODE (DVPP_MODE_*), which shape the loads; the output's channels,
-// layout and dtype are arguments (uniform branches: cheap next to the sampling).
+// NV21; DVPP_SRC_PLANAR: YUV420P) and the sampling MODE (DVPP_MODE_*), which shape the loads.
 
 #define DVPP_SRC_SEMI 10
 #define DVPP_SRC_PLANAR 11
 
-/// The sample of an image of C channels at (x, y) of the destination rectangle, by the resize kernels' rules.
-template <int C, int MODE>
-RT_DEVICE void dvpp_preprocess_sample(const DvppResample& r, const uint8_t* src, uint32_t pitch, uint32_t x,
-                                      uint32_t y, uint32_t out[C]) {
-    if (MODE == DVPP_MODE_NEAREST)
-        dvpp_sample_nearest<C>(r, src, pitch, x, y, out);
-    else if (MODE == DVPP_MODE_BILINEAR)
-        dvpp_sample_bilinear<C>(r, src, pitch, x, y, out);
-    else if (MODE == DVPP_MODE_AREA)
-        dvpp_sample_area<C>(r, src, pitch, x, y, out);
-    else
-        dvpp_sample_area_linear<C>(r, src, pitch, x, y, out);
+/// The taps of destination index i on one axis for MODE (nearest: the index, weight 0). Area averaging has none.
+template <int MODE>
+RT_DEVICE DvppTap dvpp_preprocess_tap(const DvppAxis& a, uint32_t i) {
+    DvppTap t;
+    if (MODE == DVPP_MODE_NEAREST) {
+        t.i0 = t.i1 = dvpp_nearest_index(a, i);
+        t.w1 = 0;
+    } else if (MODE == DVPP_MODE_BILINEAR) {
+        t = dvpp_linear_tap(a, i);
+    } else if (MODE == DVPP_MODE_AREA_LINEAR) {
+        t = dvpp_area_linear_tap(a, i);
+    } else {
+        t.i0 = t.i1 = t.w1 = 0;
+    }
+    return t;
 }
 
-template <int SRC, int MODE>
-RT_KERNEL void preprocess(DvppPreprocessArgs a) {
-    const uint32_t x = (uint32_t)get_global_id(0), y = (uint32_t)get_global_id(1);
-    // Unsigned: pixels left of or above the rectangle wrap to large values, so one compare per axis tests both sides.
-    const uint32_t px = x - a.paste_x, py = y - a.paste_y;
-    int v[3];
-    if (px < a.paste_w && py < a.paste_h) {
+/// The sample of an image of C channels at destination pixel (x, y) with its taps: what dvpp_sample_nearest,
+/// dvpp_sample_bilinear and dvpp_sample_area_linear compute (the same taps, the same 2-tap sampler), and area
+/// averaging itself.
+template <int C, int MODE>
+RT_DEVICE void dvpp_preprocess_sample(const DvppResample& r, const uint8_t* src, uint32_t pitch, const DvppTap& tx,
+                                      const DvppTap& ty, uint32_t x, uint32_t y, uint32_t out[C]) {
+    if (MODE == DVPP_MODE_NEAREST)
+        dvpp_load_px<C>(dvpp_row(src, pitch, ty.i0) + tx.i0 * C, out);
+    else if (MODE == DVPP_MODE_BILINEAR)
+        dvpp_sample_2tap<C, 8>(src, pitch, tx, ty, out);
+    else if (MODE == DVPP_MODE_AREA_LINEAR)
+        dvpp_sample_2tap<C, 11>(src, pitch, tx, ty, out);
+    else
+        dvpp_sample_area<C>(r, src, pitch, x, y, out);
+}
+
+/// Stores n pixels of one output row (channel c of pixel i: v[c][i]) as T: CHW (channel planes `plane` elements apart,
+/// the row at element `first` of each) or HWC.
+template <class T>
+RT_DEVICE void dvpp_preprocess_store(T* dst, int chw, size_t first, size_t plane, uint32_t channels, uint32_t n,
+                                     const float v[3][DVPP_PREPROCESS_TILE]) {
+    if (chw || channels == 1) {
+        for (uint32_t c = 0; c < channels; ++c) {
+            T* row = dst + c * plane + first;
+            for (uint32_t i = 0; i < n; ++i) dvpp_store_normalized(row + i, v[c][i]);
+        }
+    } else {
+        T* row = dst + first * 3;
+        for (uint32_t i = 0; i < n; ++i)
+            for (int c = 0; c < 3; ++c) dvpp_store_normalized(row + 3 * i + c, v[c][i]);
+    }
+}
+RT_DEVICE void dvpp_preprocess_store_as(int dtype, int chw, void* dst, size_t first, size_t plane, uint32_t channels,
+                                        uint32_t n, const float v[3][DVPP_PREPROCESS_TILE]) {
+    if (dtype == DVPP_DTYPE_F32)
+        dvpp_preprocess_store((float*)dst, chw, first, plane, channels, n, v);
+    else if (dtype == DVPP_DTYPE_F16)
+        dvpp_preprocess_store((rt_half*)dst, chw, first, plane, channels, n, v);
+    else if (dtype == DVPP_DTYPE_BF16)
+        dvpp_preprocess_store((rt_bfloat16*)dst, chw, first, plane, channels, n, v);
+    else if (dtype == DVPP_DTYPE_U8)
+        dvpp_preprocess_store((uint8_t*)dst, chw, first, plane, channels, n, v);
+    else
+        dvpp_preprocess_store((int8_t*)dst, chw, first, plane, channels, n, v);
+}
+
+/// One row of a tile, row py of the paste rectangle (taps ty, cy), n columns from x0 (taps tx[i], cx[i]; columns
+/// outside the rectangle have taps of 0 and take the fill): sampled, converted and normalised into v. Branch-free per
+/// column, so the loop vectorises; v is restrict: the compiler cannot bound the sampled loads (their addresses come
+/// from the taps) to prove it apart from them. OUT: the output's channels (DVPP_OUT_*).
+template <int SRC, int MODE, int OUT>
+RT_DEVICE void dvpp_preprocess_row(const DvppPreprocessArgs& a, const DvppYuvToRgb& k, const DvppTap* tx,
+                                   const DvppTap* cx, const DvppTap& ty, const DvppTap& cy, uint32_t x0, uint32_t py,
+                                   uint32_t n, float (*__restrict__ v)[DVPP_PREPROCESS_TILE]) {
+    for (uint32_t i = 0; i < n; ++i) {
+        const uint32_t col = x0 + i - a.paste_x;
+        const bool inside = col < a.paste_w;
+        const uint32_t px = inside ? col : 0;  // area averaging samples by position: stay inside the crop
         int r, g, b;
         if constexpr (SRC == DVPP_SRC_SEMI || SRC == DVPP_SRC_PLANAR) {
             uint32_t luma[1];
-            dvpp_preprocess_sample<1, MODE>(a.luma, a.plane0, a.pitch0, px, py, luma);
-            if (a.out == DVPP_OUT_GREY) {  // grey of a 4:2:0 picture is its Y plane
-                r = g = b = (int)luma[0];
-            } else {
-                int u, w;
+            dvpp_preprocess_sample<1, MODE>(a.luma, a.plane0, a.pitch0, tx[i], ty, px, py, luma);
+            r = g = b = (int)luma[0];
+            if constexpr (OUT != DVPP_OUT_GREY) {  // grey of a 4:2:0 picture is its Y plane
+                uint32_t u, w;
                 if constexpr (SRC == DVPP_SRC_SEMI) {
                     uint32_t c[2];
-                    dvpp_preprocess_sample<2, MODE>(a.chroma, a.plane1, a.pitch1, px >> 1, py >> 1, c);
-                    u = (int)c[a.swapped ? 1 : 0];
-                    w = (int)c[a.swapped ? 0 : 1];
+                    dvpp_preprocess_sample<2, MODE>(a.chroma, a.plane1, a.pitch1, cx[i], cy, px >> 1, py >> 1, c);
+                    u = a.swapped ? c[1] : c[0];
+                    w = a.swapped ? c[0] : c[1];
                 } else {
                     uint32_t cu[1], cv[1];
-                    dvpp_preprocess_sample<1, MODE>(a.chroma, a.plane1, a.pitch1, px >> 1, py >> 1, cu);
-                    dvpp_preprocess_sample<1, MODE>(a.chroma, a.plane2, a.pitch1, px >> 1, py >> 1, cv);
-                    u = (int)cu[0];
-                    w = (int)cv[0];
+                    dvpp_preprocess_sample<1, MODE>(a.chroma, a.plane1, a.pitch1, cx[i], cy, px >> 1, py >> 1, cu);
+                    dvpp_preprocess_sample<1, MODE>(a.chroma, a.plane2, a.pitch1, cx[i], cy, px >> 1, py >> 1, cv);
+                    u = cu[0];
+                    w = cv[0];
                 }
-                const DvppYuvToRgb k = dvpp_yuv_to_rgb_coeffs(a.matrix);
                 uint8_t r8, g8, b8;
-                dvpp_yuv_pixel_to_rgb(k, (int)luma[0], dvpp_chroma_terms(k, u, w), r8, g8, b8);
+                dvpp_yuv_pixel_to_rgb(k, r, dvpp_chroma_terms(k, (int)u, (int)w), r8, g8, b8);
                 r = r8, g = g8, b = b8;
             }
         } else {
             uint32_t s[SRC];
-            dvpp_preprocess_sample<SRC, MODE>(a.luma, a.plane0, a.pitch0, px, py, s);
+            dvpp_preprocess_sample<SRC, MODE>(a.luma, a.plane0, a.pitch0, tx[i], ty, px, py, s);
             if (SRC == 1) {
                 r = g = b = (int)s[0];
             } else {
-                r = (int)s[a.swapped ? 2 : 0];
+                r = (int)(a.swapped ? s[2] : s[0]);
                 g = (int)s[1];
-                b = (int)s[a.swapped ? 0 : 2];
+                b = (int)(a.swapped ? s[0] : s[2]);
             }
         }
         // A grey source (or a 4:2:0 one's Y) stays itself: the grey of R = G = B is that value.
-        v[0] = a.out == DVPP_OUT_BGR ? b : a.out == DVPP_OUT_GREY ? dvpp_rgb_to_grey(r, g, b) : r;
-        v[1] = g;
-        v[2] = a.out == DVPP_OUT_BGR ? r : b;
-    } else {
-        v[0] = (int)a.fill[0];
-        v[1] = (int)a.fill[1];
-        v[2] = (int)a.fill[2];
-    }
-    const uint32_t channels = a.out == DVPP_OUT_GREY ? 1u : 3u;
-    const size_t plane = (size_t)a.width * a.height, pixel = (size_t)y * a.width + x;
-    for (uint32_t c = 0; c < channels; ++c) {
-        const float n = dvpp_normalize_value(v[c], a.norm.scale[c], a.norm.bias[c]);
-        dvpp_store_normalized_as(a.dtype, a.dst, a.chw ? c * plane + pixel : pixel * channels + c, n);
+        const int c0 = OUT == DVPP_OUT_BGR ? b : OUT == DVPP_OUT_GREY ? (int)dvpp_rgb_to_grey(r, g, b) : r;
+        const int c2 = OUT == DVPP_OUT_BGR ? r : b;
+        v[0][i] = dvpp_normalize_value(inside ? c0 : (int)a.fill[0], a.norm.scale[0], a.norm.bias[0]);
+        v[1][i] = dvpp_normalize_value(inside ? g : (int)a.fill[1], a.norm.scale[1], a.norm.bias[1]);
+        v[2][i] = dvpp_normalize_value(inside ? c2 : (int)a.fill[2], a.norm.scale[2], a.norm.bias[2]);
     }
 }
-RT_KERNEL_INSTANTIATE(preprocess_grey_nearest, preprocess<1, DVPP_MODE_NEAREST>);
-RT_KERNEL_INSTANTIATE(preprocess_grey_bilinear, preprocess<1, DVPP_MODE_BILINEAR>);
-RT_KERNEL_INSTANTIATE(preprocess_grey_area, preprocess<1, DVPP_MODE_AREA>);
-RT_KERNEL_INSTANTIATE(preprocess_grey_area_linear, preprocess<1, DVPP_MODE_AREA_LINEAR>);
-RT_KERNEL_INSTANTIATE(preprocess_c3_nearest, preprocess<3, DVPP_MODE_NEAREST>);
-RT_KERNEL_INSTANTIATE(preprocess_c3_bilinear, preprocess<3, DVPP_MODE_BILINEAR>);
-RT_KERNEL_INSTANTIATE(preprocess_c3_area, preprocess<3, DVPP_MODE_AREA>);
-RT_KERNEL_INSTANTIATE(preprocess_c3_area_linear, preprocess<3, DVPP_MODE_AREA_LINEAR>);
-RT_KERNEL_INSTANTIATE(preprocess_c4_nearest, preprocess<4, DVPP_MODE_NEAREST>);
-RT_KERNEL_INSTANTIATE(preprocess_c4_bilinear, preprocess<4, DVPP_MODE_BILINEAR>);
-RT_KERNEL_INSTANTIATE(preprocess_c4_area, preprocess<4, DVPP_MODE_AREA>);
-RT_KERNEL_INSTANTIATE(preprocess_c4_area_linear, preprocess<4, DVPP_MODE_AREA_LINEAR>);
-RT_KERNEL_INSTANTIATE(preprocess_semi_nearest, preprocess<DVPP_SRC_SEMI, DVPP_MODE_NEAREST>);
-RT_KERNEL_INSTANTIATE(preprocess_semi_bilinear, preprocess<DVPP_SRC_SEMI, DVPP_MODE_BILINEAR>);
-RT_KERNEL_INSTANTIATE(preprocess_semi_area, preprocess<DVPP_SRC_SEMI, DVPP_MODE_AREA>);
-RT_KERNEL_INSTANTIATE(preprocess_semi_area_linear, preprocess<DVPP_SRC_SEMI, DVPP_MODE_AREA_LINEAR>);
-RT_KERNEL_INSTANTIATE(preprocess_planar_nearest, preprocess<DVPP_SRC_PLANAR, DVPP_MODE_NEAREST>);
-RT_KERNEL_INSTANTIATE(preprocess_planar_bilinear, preprocess<DVPP_SRC_PLANAR, DVPP_MODE_BILINEAR>);
-RT_KERNEL_INSTANTIATE(preprocess_planar_area, preprocess<DVPP_SRC_PLANAR, DVPP_MODE_AREA>);
-RT_KERNEL_INSTANTIATE(preprocess_planar_area_linear, preprocess<DVPP_SRC_PLANAR, DVPP_MODE_AREA_LINEAR>);
+
+template <int SRC, int MODE>
+RT_KERNEL void preprocess(DvppPreprocessArgs a) {
+    constexpr bool yuv = SRC == DVPP_SRC_SEMI || SRC == DVPP_SRC_PLANAR;
+    // Tiles are numbered row by row, the launch's items in order; items past the last tile have none.
+    const uint64_t t = (uint64_t)get_global_id(1) * get_global_size(0) + get_global_id(0);
+    if (t >= (uint64_t)a.tiles_x * a.tiles_y) return;
+    const uint32_t x0 = (uint32_t)(t % a.tiles_x) * a.tile_w, y0 = (uint32_t)(t / a.tiles_x) * a.tile_h;
+    const uint32_t n = dvpp_min_u32(a.tile_w, a.width - x0), y_end = dvpp_min_u32(y0 + a.tile_h, a.height);
+    const uint32_t channels = a.out == DVPP_OUT_GREY ? 1u : 3u;
+    const bool chroma = yuv && a.out != DVPP_OUT_GREY;  // grey of a 4:2:0 picture is its Y plane
+    const DvppYuvToRgb k = dvpp_yuv_to_rgb_coeffs(a.matrix);
+    // Unsigned: pixels left of or above the paste rectangle wrap to large values, so one compare tests both sides.
+    // Columns outside it keep taps of 0 (a pixel of the crop, read and then replaced by the fill).
+    DvppTap tx[DVPP_PREPROCESS_TILE], cx[DVPP_PREPROCESS_TILE];
+    for (uint32_t i = 0; i < n; ++i) {
+        const uint32_t px = x0 + i - a.paste_x;
+        tx[i].i0 = tx[i].i1 = tx[i].w1 = 0;
+        cx[i] = tx[i];
+        if (px >= a.paste_w) continue;
+        tx[i] = dvpp_preprocess_tap<MODE>(a.luma.x, px);
+        if (chroma) cx[i] = dvpp_preprocess_tap<MODE>(a.chroma.x, px >> 1);
+    }
+    const size_t plane = (size_t)a.width * a.height;
+    for (uint32_t y = y0; y < y_end; ++y) {
+        const uint32_t py = y - a.paste_y;
+        float v[3][DVPP_PREPROCESS_TILE];
+        if (py < a.paste_h) {
+            const DvppTap ty = dvpp_preprocess_tap<MODE>(a.luma.y, py);
+            DvppTap cy = ty;
+            if (chroma) cy = dvpp_preprocess_tap<MODE>(a.chroma.y, py >> 1);
+            if (a.out == DVPP_OUT_RGB)
+                dvpp_preprocess_row<SRC, MODE, DVPP_OUT_RGB>(a, k, tx, cx, ty, cy, x0, py, n, v);
+            else if (a.out == DVPP_OUT_BGR)
+                dvpp_preprocess_row<SRC, MODE, DVPP_OUT_BGR>(a, k, tx, cx, ty, cy, x0, py, n, v);
+            else
+                dvpp_preprocess_row<SRC, MODE, DVPP_OUT_GREY>(a, k, tx, cx, ty, cy, x0, py, n, v);
+        } else {
+            for (int c = 0; c < 3; ++c) {
+                const float f = dvpp_normalize_value((int)a.fill[c], a.norm.scale[c], a.norm.bias[c]);
+                for (uint32_t i = 0; i < n; ++i) v[c][i] = f;
+            }
+        }
+        dvpp_preprocess_store_as(a.dtype, a.chw, a.dst, (size_t)y * a.width + x0, plane, channels, n, v);
+    }
+}
+/* MODE 0..3: DVPP_MODE_NEAREST, _BILINEAR, _AREA, _AREA_LINEAR (numbers: the cpu target names instantiations
+ * outside the module, where resize_math.h's constants are not in scope). */
+RT_KERNEL_INSTANTIATE(preprocess_grey_nearest, preprocess<1, 0>);
+RT_KERNEL_INSTANTIATE(preprocess_grey_bilinear, preprocess<1, 1>);
+RT_KERNEL_INSTANTIATE(preprocess_grey_area, preprocess<1, 2>);
+RT_KERNEL_INSTANTIATE(preprocess_grey_area_linear, preprocess<1, 3>);
+RT_KERNEL_INSTANTIATE(preprocess_c3_nearest, preprocess<3, 0>);
+RT_KERNEL_INSTANTIATE(preprocess_c3_bilinear, preprocess<3, 1>);
+RT_KERNEL_INSTANTIATE(preprocess_c3_area, preprocess<3, 2>);
+RT_KERNEL_INSTANTIATE(preprocess_c3_area_linear, preprocess<3, 3>);
+RT_KERNEL_INSTANTIATE(preprocess_c4_nearest, preprocess<4, 0>);
+RT_KERNEL_INSTANTIATE(preprocess_c4_bilinear, preprocess<4, 1>);
+RT_KERNEL_INSTANTIATE(preprocess_c4_area, preprocess<4, 2>);
+RT_KERNEL_INSTANTIATE(preprocess_c4_area_linear, preprocess<4, 3>);
+RT_KERNEL_INSTANTIATE(preprocess_semi_nearest, preprocess<DVPP_SRC_SEMI, 0>);
+RT_KERNEL_INSTANTIATE(preprocess_semi_bilinear, preprocess<DVPP_SRC_SEMI, 1>);
+RT_KERNEL_INSTANTIATE(preprocess_semi_area, preprocess<DVPP_SRC_SEMI, 2>);
+RT_KERNEL_INSTANTIATE(preprocess_semi_area_linear, preprocess<DVPP_SRC_SEMI, 3>);
+RT_KERNEL_INSTANTIATE(preprocess_planar_nearest, preprocess<DVPP_SRC_PLANAR, 0>);
+RT_KERNEL_INSTANTIATE(preprocess_planar_bilinear, preprocess<DVPP_SRC_PLANAR, 1>);
+RT_KERNEL_INSTANTIATE(preprocess_planar_area, preprocess<DVPP_SRC_PLANAR, 2>);
+RT_KERNEL_INSTANTIATE(preprocess_planar_area_linear, preprocess<DVPP_SRC_PLANAR, 3>);

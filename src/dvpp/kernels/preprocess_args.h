@@ -6,6 +6,9 @@
 #ifndef DVPP_PREPROCESS_ARGS_H
 #define DVPP_PREPROCESS_ARGS_H
 
+/* The most columns one work-item covers (its taps and outputs are cached per row in arrays of this size). */
+#define DVPP_PREPROCESS_TILE 64
+
 /* The output's channels (rtDvppPreprocessParams.format), as the kernels take them. */
 #define DVPP_OUT_RGB 0
 #define DVPP_OUT_BGR 1
@@ -18,6 +21,8 @@ struct DvppPreprocessArgs {
     void* dst;              // the output image's first element
     uint32_t pitch0, pitch1;  // bytes between rows of plane 0 and of the chroma planes
     uint32_t width, height;   // the output's
+    uint32_t tile_w, tile_h;  // the output pixels of one work-item (tile_w <= DVPP_PREPROCESS_TILE)
+    uint32_t tiles_x, tiles_y;  // tiles per row and per column of the output
     uint32_t paste_x, paste_y, paste_w, paste_h;  // where the resized crop lands in the output
     int32_t swapped;  // packed: channels in BGR order; NV12/NV21: 1 for NV21 (V before U)
     int32_t out;      // DVPP_OUT_*
