@@ -156,7 +156,7 @@ class Contestant:
         self.result: Any = None
 
 
-def measure(contestants: list, reps: int, warmup: int, rounds: int = 3) -> None:
+def measure(contestants: list, reps: int, warmup: int, rounds: int = 7) -> None:
     """Warm-up calls, then `rounds` rounds in each of which every contestant makes ceil(reps / rounds) timed calls in
     a row (the order rotating by one each round, so drift falls on all alike), after one untimed call that absorbs
     what the previous contestant left behind (its thread pool spinning down, the caches); each timed call's wall time
@@ -698,7 +698,8 @@ def main(argv: Optional[list] = None) -> int:
     ap.add_argument("--only", default=",".join(ROWS), help="rows to run, comma-separated (default: all)")
     ap.add_argument("--batch", type=int, default=None, help="JPEGs per decode / pipeline call (default 8, quick 2)")
     ap.add_argument("--crops", type=int, default=None, help="crops per crop_resize_batch call (default 16, quick 4)")
-    ap.add_argument("--reps", type=int, default=None, help="timed repeats per contestant (default 21, quick 3), in 3 rounds")
+    ap.add_argument("--reps", type=int, default=None,
+                    help="timed calls per contestant (default 21, quick 3), in up to 7 rounds")
     ap.add_argument("--warmup", type=int, default=2, help="untimed calls first (our first also builds kernels)")
     ap.add_argument("--pillow-simd", metavar="DIR", default=os.environ.get("RUNTIME_BENCH_PILLOW_SIMD"),
                     help="a directory Pillow-SIMD is installed in (pip install --target DIR pillow-simd)")
