@@ -13,10 +13,10 @@ takes a 2-D image as "nv12", its issue-given default). Sizes are (width, height)
 in OpenCV.
 
 Every operation is queued on `stream` (default: the current stream when it is on the image's device, else the
-image's device's default stream) and returns at once with its output allocated by runtime.empty; the objects the
-work uses are kept alive until it has run. Arguments are checked in the call (a refused call raises and queues
-nothing); a corrupt image found while decoding fails the stream: its next synchronize() raises InvalidImageError
-naming the image. encode_jpeg returns bytes, so it synchronizes the stream.
+image's device's default stream) and returns at once with its output allocated by runtime.empty (or written into
+the caller's `out=`); the objects the work uses are kept alive until it has run. Arguments are checked in the call
+(a refused call raises and queues nothing); a corrupt image found while decoding fails the stream: its next
+synchronize() raises InvalidImageError naming the image. encode_jpeg returns bytes, so it synchronizes the stream.
 """
 
 from __future__ import annotations
@@ -50,10 +50,10 @@ FORMATS = tuple(_FORMATS)
 _INTERPOLATIONS = {"nearest": _core.INTERP_NEAREST, "bilinear": _core.INTERP_BILINEAR, "area": _core.INTERP_AREA}
 _MATRICES = {("bt601", True): _core.COLOR_BT601_FULL, ("bt601", False): _core.COLOR_BT601_LIMITED,
              ("bt709", True): _core.COLOR_BT709_FULL, ("bt709", False): _core.COLOR_BT709_LIMITED}
-_LAYOUTS = ("chw", "hwc")
 _U32 = (1 << 32) - 1
 
-# The format this module gave the memory it made (see the module's docstring); views and other memory have none.
+# The format of the images this module wrote (outputs, out= memory; see the module's docstring); views of them and
+# other memory have none.
 _made_as: "weakref.WeakKeyDictionary[DeviceMemory, str]" = weakref.WeakKeyDictionary()
 
 
