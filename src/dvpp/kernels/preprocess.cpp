@@ -16,37 +16,40 @@
 #define DVPP_SRC_SEMI 10
 #define DVPP_SRC_PLANAR 11
 
-/// The taps of destination index i on one axis for MODE (nearest: the index, weight 0). Area averaging has none.
+/// The vertical sampling of destination row y for MODE: a tap (nearest: the index, weight 0; area averaging has
+/// none). The horizontal one is the resize kernels' packed column (dvpp_column), cached per tile.
 template <int MODE>
-RT_DEVICE DvppTap dvpp_preprocess_tap(const DvppAxis& a, uint32_t i) {
+RT_DEVICE DvppTap dvpp_preprocess_row_tap(const DvppAxis& a, uint32_t y) {
     DvppTap t;
-    if (MODE == DVPP_MODE_NEAREST) {
-        t.i0 = t.i1 = dvpp_nearest_index(a, i);
-        t.w1 = 0;
-    } else if (MODE == DVPP_MODE_BILINEAR) {
-        t = dvpp_linear_tap(a, i);
+    if (MODE == DVPP_MODE_BILINEAR) {
+        t = dvpp_linear_tap(a, y);
     } else if (MODE == DVPP_MODE_AREA_LINEAR) {
-        t = dvpp_area_linear_tap(a, i);
+        t = dvpp_area_linear_tap(a, y);
     } else {
-        t.i0 = t.i1 = t.w1 = 0;
+        t.i0 = t.i1 = MODE == DVPP_MODE_NEAREST ? dvpp_nearest_index(a, y) : 0u;
+        t.w1 = 0;
     }
     return t;
 }
 
-/// The sample of an image of C channels at destination pixel (x, y) with its taps: what dvpp_sample_nearest,
-/// dvpp_sample_bilinear and dvpp_sample_area_linear compute (the same taps, the same 2-tap sampler), and area
-/// averaging itself.
-template <int C, int MODE>
-RT_DEVICE void dvpp_preprocess_sample(const DvppResample& r, const uint8_t* src, uint32_t pitch, const DvppTap& tx,
+/// The sample of an image of C channels at destination pixel (x, y), given its packed column and its row's tap:
+/// dvpp_sample_column's computation (the same column, tap and loads; WIDE as dvpp_wide_ says for the plane), with
+/// the row's tap computed once per row rather than per pixel; area averaging by dvpp_sample_area.
+template <int C, int MODE, bool WIDE>
+RT_DEVICE void dvpp_preprocess_sample(const DvppResample& r, const uint8_t* src, uint32_t pitch, uint32_t column,
                                       const DvppTap& ty, uint32_t x, uint32_t y, uint32_t out[C]) {
-    if (MODE == DVPP_MODE_NEAREST)
-        dvpp_load_px<C>(dvpp_row(src, pitch, ty.i0) + tx.i0 * C, out);
-    else if (MODE == DVPP_MODE_BILINEAR)
-        dvpp_sample_2tap<C, 8>(src, pitch, tx, ty, out);
-    else if (MODE == DVPP_MODE_AREA_LINEAR)
-        dvpp_sample_2tap<C, 11>(src, pitch, tx, ty, out);
-    else
+    if (MODE == DVPP_MODE_AREA) {
         dvpp_sample_area<C>(r, src, pitch, x, y, out);
+    } else if (MODE == DVPP_MODE_NEAREST) {
+        const uint32_t w = dvpp_word_<C, WIDE>(dvpp_row(src, pitch, ty.i0), column, r.x.src);
+        for (int c = 0; c < C; ++c) out[c] = (w >> (8 * c)) & 255u;
+    } else {
+        DvppTap tx;
+        tx.i0 = column & 0xffffu;
+        tx.w1 = column >> 16;
+        tx.i1 = tx.i0 + (tx.w1 ? 1u : 0u);
+        dvpp_sample_2tap<C, MODE == DVPP_MODE_BILINEAR ? 8 : 11, WIDE>(src, pitch, r.x.src, tx, ty, out);
+    }
 }
 
 /// Stores n pixels of one output row (channel c of pixel i: v[c][i]) as T: CHW (channel planes `plane` elements apart,
@@ -79,13 +82,13 @@ RT_DEVICE void dvpp_preprocess_store_as(int dtype, int chw, void* dst, size_t fi
         dvpp_preprocess_store((int8_t*)dst, chw, first, plane, channels, n, v);
 }
 
-/// One row of a tile, row py of the paste rectangle (taps ty, cy), n columns from x0 (taps tx[i], cx[i]; columns
-/// outside the rectangle have taps of 0 and take the fill): sampled, converted and normalised into v. Branch-free per
+/// One row of a tile, row py of the paste rectangle (row taps ty, cy), n columns from x0 (packed columns tx[i],
+/// cx[i]; columns outside the rectangle have column 0 and take the fill): sampled, converted and normalised into v. Branch-free per
 /// column, so the loop vectorises; v is restrict: the compiler cannot bound the sampled loads (their addresses come
 /// from the taps) to prove it apart from them. OUT: the output's channels (DVPP_OUT_*).
-template <int SRC, int MODE, int OUT>
-RT_DEVICE void dvpp_preprocess_row(const DvppPreprocessArgs& a, const DvppYuvToRgb& k, const DvppTap* tx,
-                                   const DvppTap* cx, const DvppTap& ty, const DvppTap& cy, uint32_t x0, uint32_t py,
+template <int SRC, int MODE, int OUT, bool WIDE>
+RT_DEVICE void dvpp_preprocess_row(const DvppPreprocessArgs& a, const DvppYuvToRgb& k, const uint32_t* tx,
+                                   const uint32_t* cx, const DvppTap& ty, const DvppTap& cy, uint32_t x0, uint32_t py,
                                    uint32_t n, float (*__restrict__ v)[DVPP_PREPROCESS_TILE]) {
     for (uint32_t i = 0; i < n; ++i) {
         const uint32_t col = x0 + i - a.paste_x;
@@ -94,19 +97,19 @@ RT_DEVICE void dvpp_preprocess_row(const DvppPreprocessArgs& a, const DvppYuvToR
         int r, g, b;
         if constexpr (SRC == DVPP_SRC_SEMI || SRC == DVPP_SRC_PLANAR) {
             uint32_t luma[1];
-            dvpp_preprocess_sample<1, MODE>(a.luma, a.plane0, a.pitch0, tx[i], ty, px, py, luma);
+            dvpp_preprocess_sample<1, MODE, WIDE>(a.luma, a.plane0, a.pitch0, tx[i], ty, px, py, luma);
             r = g = b = (int)luma[0];
             if constexpr (OUT != DVPP_OUT_GREY) {  // grey of a 4:2:0 picture is its Y plane
                 uint32_t u, w;
                 if constexpr (SRC == DVPP_SRC_SEMI) {
                     uint32_t c[2];
-                    dvpp_preprocess_sample<2, MODE>(a.chroma, a.plane1, a.pitch1, cx[i], cy, px >> 1, py >> 1, c);
+                    dvpp_preprocess_sample<2, MODE, WIDE>(a.chroma, a.plane1, a.pitch1, cx[i], cy, px >> 1, py >> 1, c);
                     u = a.swapped ? c[1] : c[0];
                     w = a.swapped ? c[0] : c[1];
                 } else {
                     uint32_t cu[1], cv[1];
-                    dvpp_preprocess_sample<1, MODE>(a.chroma, a.plane1, a.pitch1, cx[i], cy, px >> 1, py >> 1, cu);
-                    dvpp_preprocess_sample<1, MODE>(a.chroma, a.plane2, a.pitch1, cx[i], cy, px >> 1, py >> 1, cv);
+                    dvpp_preprocess_sample<1, MODE, WIDE>(a.chroma, a.plane1, a.pitch1, cx[i], cy, px >> 1, py >> 1, cu);
+                    dvpp_preprocess_sample<1, MODE, WIDE>(a.chroma, a.plane2, a.pitch1, cx[i], cy, px >> 1, py >> 1, cv);
                     u = cu[0];
                     w = cv[0];
                 }
@@ -116,7 +119,7 @@ RT_DEVICE void dvpp_preprocess_row(const DvppPreprocessArgs& a, const DvppYuvToR
             }
         } else {
             uint32_t s[SRC];
-            dvpp_preprocess_sample<SRC, MODE>(a.luma, a.plane0, a.pitch0, tx[i], ty, px, py, s);
+            dvpp_preprocess_sample<SRC, MODE, WIDE>(a.luma, a.plane0, a.pitch0, tx[i], ty, px, py, s);
             if (SRC == 1) {
                 r = g = b = (int)s[0];
             } else {
@@ -145,31 +148,38 @@ RT_KERNEL void preprocess(DvppPreprocessArgs a) {
     const uint32_t channels = a.out == DVPP_OUT_GREY ? 1u : 3u;
     const bool chroma = yuv && a.out != DVPP_OUT_GREY;  // grey of a 4:2:0 picture is its Y plane
     const DvppYuvToRgb k = dvpp_yuv_to_rgb_coeffs(a.matrix);
+    // Word loads where every plane's rows allow them (byte loads otherwise: the same values).
+    constexpr int luma_c = yuv ? 1 : SRC, chroma_c = SRC == DVPP_SRC_SEMI ? 2 : 1;
+    const bool wide = dvpp_wide_<luma_c>(a.luma.x.src) && (!chroma || dvpp_wide_<chroma_c>(a.chroma.x.src));
     // Unsigned: pixels left of or above the paste rectangle wrap to large values, so one compare tests both sides.
-    // Columns outside it keep taps of 0 (a pixel of the crop, read and then replaced by the fill).
-    DvppTap tx[DVPP_PREPROCESS_TILE], cx[DVPP_PREPROCESS_TILE];
+    // Columns outside it keep column 0 (a pixel of the crop, read and then replaced by the fill).
+    uint32_t tx[DVPP_PREPROCESS_TILE], cx[DVPP_PREPROCESS_TILE];
     for (uint32_t i = 0; i < n; ++i) {
         const uint32_t px = x0 + i - a.paste_x;
-        tx[i].i0 = tx[i].i1 = tx[i].w1 = 0;
-        cx[i] = tx[i];
-        if (px >= a.paste_w) continue;
-        tx[i] = dvpp_preprocess_tap<MODE>(a.luma.x, px);
-        if (chroma) cx[i] = dvpp_preprocess_tap<MODE>(a.chroma.x, px >> 1);
+        const bool inside = px < a.paste_w && MODE != DVPP_MODE_AREA;
+        tx[i] = inside ? dvpp_column(a.luma, px) : 0u;
+        cx[i] = inside && chroma ? dvpp_column(a.chroma, px >> 1) : 0u;
     }
     const size_t plane = (size_t)a.width * a.height;
     for (uint32_t y = y0; y < y_end; ++y) {
         const uint32_t py = y - a.paste_y;
         float v[3][DVPP_PREPROCESS_TILE];
         if (py < a.paste_h) {
-            const DvppTap ty = dvpp_preprocess_tap<MODE>(a.luma.y, py);
+            const DvppTap ty = dvpp_preprocess_row_tap<MODE>(a.luma.y, py);
             DvppTap cy = ty;
-            if (chroma) cy = dvpp_preprocess_tap<MODE>(a.chroma.y, py >> 1);
-            if (a.out == DVPP_OUT_RGB)
-                dvpp_preprocess_row<SRC, MODE, DVPP_OUT_RGB>(a, k, tx, cx, ty, cy, x0, py, n, v);
+            if (chroma) cy = dvpp_preprocess_row_tap<MODE>(a.chroma.y, py >> 1);
+            if (a.out == DVPP_OUT_RGB && wide)
+                dvpp_preprocess_row<SRC, MODE, DVPP_OUT_RGB, true>(a, k, tx, cx, ty, cy, x0, py, n, v);
+            else if (a.out == DVPP_OUT_RGB)
+                dvpp_preprocess_row<SRC, MODE, DVPP_OUT_RGB, false>(a, k, tx, cx, ty, cy, x0, py, n, v);
+            else if (a.out == DVPP_OUT_BGR && wide)
+                dvpp_preprocess_row<SRC, MODE, DVPP_OUT_BGR, true>(a, k, tx, cx, ty, cy, x0, py, n, v);
             else if (a.out == DVPP_OUT_BGR)
-                dvpp_preprocess_row<SRC, MODE, DVPP_OUT_BGR>(a, k, tx, cx, ty, cy, x0, py, n, v);
+                dvpp_preprocess_row<SRC, MODE, DVPP_OUT_BGR, false>(a, k, tx, cx, ty, cy, x0, py, n, v);
+            else if (wide)
+                dvpp_preprocess_row<SRC, MODE, DVPP_OUT_GREY, true>(a, k, tx, cx, ty, cy, x0, py, n, v);
             else
-                dvpp_preprocess_row<SRC, MODE, DVPP_OUT_GREY>(a, k, tx, cx, ty, cy, x0, py, n, v);
+                dvpp_preprocess_row<SRC, MODE, DVPP_OUT_GREY, false>(a, k, tx, cx, ty, cy, x0, py, n, v);
         } else {
             for (int c = 0; c < 3; ++c) {
                 const float f = dvpp_normalize_value((int)a.fill[c], a.norm.scale[c], a.norm.bias[c]);
