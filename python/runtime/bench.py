@@ -8,6 +8,8 @@ transfer size (``--plot FILE.png``, from the C++ program's ``--sweep``).
 
 Usage: ``runtime-bench [--device cpu:0] [--quick] [--json] [--plot FILE.png]`` or ``python -m runtime.bench ...``.
 The wrapper never imports the runtime itself: the C++ program has the machine to itself while it measures.
+``runtime-bench dvpp [...]`` is the DVPP table instead (runtime/bench_dvpp.py: vision pre-processing against OpenCV,
+simplejpeg, Pillow, torchvision).
 """
 
 from __future__ import annotations
@@ -242,7 +244,12 @@ def plot(records: list, devices: list, path: str) -> Optional[str]:
 # ---------------------------------------------------------------- main
 
 def main(argv: Optional[list] = None) -> int:
-    ap = argparse.ArgumentParser(prog="runtime-bench", description=__doc__.split("\n")[0])
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["dvpp"]:
+        from . import bench_dvpp
+        return bench_dvpp.main(argv[1:])
+    ap = argparse.ArgumentParser(prog="runtime-bench", description=__doc__.split("\n")[0],
+                                 epilog="runtime-bench dvpp --help: the DVPP benchmark's options")
     ap.add_argument("--device", default=None, help="a device like cpu:0 (default: all devices)")
     ap.add_argument("--quick", action="store_true", help="fewer repetitions (under a minute)")
     ap.add_argument("--json", action="store_true", help="print a JSON array of records instead of the table")

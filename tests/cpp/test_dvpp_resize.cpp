@@ -267,6 +267,24 @@ int check_one(const Image& src, const rtRect* crop, Image dst, const rtRect* pas
 
 class DvppResize : public DeviceTest {};
 
+TEST_P(DvppResize, WhereOpenCVsDoubleRoundingDecides) {
+    // Sizes whose exact positions land on a weight's half-way point (bilinear) or an integer (nearest) and where
+    // OpenCV's double step pushes them up (309 -> 768, 206 -> 512) or down (279 -> 768, 186 -> 512; nearest
+    // 154 -> 198, 147 -> 189, 198 -> 110), hundreds of columns each: an exact-rational resize differs there.
+    std::mt19937 rng(77);
+    const uint32_t cases[][4] = {{309, 279, 768, 768}, {206, 186, 512, 512}, {279, 309, 768, 768},
+                                 {154, 147, 198, 189}, {198, 154, 110, 198}};
+    for (const auto& c : cases)
+        for (rtPixelFormat f : {RT_PIXEL_FORMAT_GRAY8, RT_PIXEL_FORMAT_RGB888})
+            for (rtInterpolation m : {RT_INTERP_BILINEAR, RT_INTERP_NEAREST, RT_INTERP_AREA}) {
+                SCOPED_TRACE(std::to_string(c[0]) + "x" + std::to_string(c[1]) + " -> " + std::to_string(c[2]) + "x" +
+                             std::to_string(c[3]) + " " + mode_name(m));
+                Image src(f, c[0], c[1]);
+                src.randomize(rng);
+                check_one(src, nullptr, Image(f, c[2], c[3]), nullptr, nullptr, m);
+            }
+}
+
 TEST_P(DvppResize, EqualsOpenCVsFormulasOverManySizesEveryPackedFormat) {
     std::mt19937 rng(1234);
     auto dim = [&]() -> uint32_t {
