@@ -28,7 +28,8 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 from . import _core
-from .core import Device, DeviceMemory, Stream, _active_captures, current_stream, default_stream, empty
+from .core import (Device, DeviceMemory, Stream, _active_captures, current_stream, default_stream, empty,
+                   thread_capture_mode)
 from .errors import InvalidValueError, NotSupportedError, make_error
 
 __all__ = ["decode_jpeg", "decode_png", "encode_jpeg", "resize", "crop", "crop_resize", "letterbox",
@@ -227,9 +228,10 @@ def _image_device(obj: Any) -> Optional[Device]:
     return obj.device if isinstance(obj, DeviceMemory) else None
 
 
-def _batch_device(objs: Sequence, what: str) -> Optional[Device]:
-    """The one device of the device-memory images of a batch (None: only host arrays)."""
-    devs = {d for d in (_image_device(o) for o in objs) if d is not None}
+def _batch_device(objs: Sequence, what: str, out: Any = None) -> Optional[Device]:
+    """The one device of the device-memory images of a batch and of `out` (None: only host arrays)."""
+    outs = [out] if isinstance(out, DeviceMemory) else list(out) if isinstance(out, (list, tuple)) else []
+    devs = {d for d in (_image_device(o) for o in list(objs) + outs) if d is not None}
     if len(devs) > 1:
         raise _error(f"{what}: the images are on several devices ({', '.join(sorted(d.name for d in devs))}); a batch "
                      f"runs on one device")
@@ -273,19 +275,23 @@ def _materialize(img: _Image, stream: Stream, keep: list) -> _Image:
     return img
 
 
-def _images(objs: Sequence, fmt: Optional[str], stream: Stream, keep: list, batch: bool, what: str,
-            default_2d: str = "gray") -> list:
-    """Every input image checked, then materialized: a refusal copies nothing."""
-    imgs = [_check_image(o, fmt, stream, f"{what}: image {i}" if batch else f"{what}: image", default_2d)
+def _check_images(objs: Sequence, fmt: Optional[str], stream: Stream, batch: bool, what: str,
+                  default_2d: str = "gray") -> list:
+    """Every input image checked (materialized by the caller once everything else is checked too: a refusal copies
+    nothing)."""
+    return [_check_image(o, fmt, stream, f"{what}: image {i}" if batch else f"{what}: image", default_2d)
             for i, o in enumerate(objs)]
-    return [_materialize(img, stream, keep) for img in imgs]
 
 
 def _empty(shape: tuple, dtype: Any, stream: Stream) -> DeviceMemory:
-    """runtime.empty on the stream's device; while the stream is being captured, stream-ordered (an allocation node
-    of the graph, which keeps its place from launch to launch), since a capture forbids a plain allocation."""
-    capturing = bool(_active_captures) and stream._handle in _active_captures
-    return empty(shape, dtype, device=stream.device, stream=stream if capturing else None)
+    """runtime.empty on the stream's device. While a capture is under way (which forbids rtMalloc) the allocation is
+    made in the relaxed capture mode, as a library allocating inside its caller's capture does: it is plain memory,
+    valid from replay to replay and kept by the graph as long as the graph uses it (an allocation node's address
+    would only be usable by the graph's own nodes, which the library's checks of a picture's memory refuse)."""
+    if _active_captures:
+        with thread_capture_mode("relaxed"):
+            return empty(shape, dtype, device=stream.device)
+    return empty(shape, dtype, device=stream.device)
 
 
 def _shape_of(fmt: str, width: int, height: int) -> tuple:
@@ -295,12 +301,52 @@ def _shape_of(fmt: str, width: int, height: int) -> tuple:
     return (height, width) if channels == 1 else (height, width, channels)
 
 
-def _output(fmt: str, width: int, height: int, stream: Stream, keep: list) -> DeviceMemory:
-    """A new image of `fmt`, remembered as such (see the module's docstring)."""
-    mem = _empty(_shape_of(fmt, width, height), np.uint8, stream)
-    _made_as[mem] = fmt
-    keep.append(mem)
-    return mem
+class _Outs:
+    """Where the outputs of a call go: new memory (runtime.empty), or the caller's `out=` — one runtime.DeviceMemory
+    per output, a list of them for several (in the order of the results, a batch's lists flattened) — each checked
+    against the output it stands for. All checks happen before anything is queued."""
+
+    def __init__(self, out: Any, count: int, what: str) -> None:
+        self.what = what
+        self.items: Optional[list] = None
+        if out is None:
+            return
+        items = [out] if isinstance(out, DeviceMemory) else out
+        if not isinstance(items, (list, tuple)) or not all(isinstance(m, DeviceMemory) for m in items):
+            raise _error(f"{what}: out must be runtime.DeviceMemory or a list of it (one per output), got "
+                         f"{type(out).__name__}")
+        if len(items) != count:
+            raise _error(f"{what}: out has {len(items)} memories for {count} outputs")
+        self.items, self.next = list(items), 0
+
+    def take(self, shape: tuple, dtype: Any, stream: Stream, keep: list, fmt: Optional[str] = None) -> DeviceMemory:
+        """The memory of the next output (shape and dtype); an image's format `fmt` is remembered for it."""
+        dt = np.dtype(dtype)
+        if self.items is None:
+            mem = _empty(shape, dt, stream)
+        else:
+            k = self.next
+            self.next += 1
+            mem = self.items[k]
+            where = f"{self.what}: out" + (f"[{k}]" if len(self.items) > 1 else "")
+            mem.ptr  # raises if freed
+            want = f"{dt}, shape {shape}"
+            shapes = (shape, shape + (1,)) if fmt == "gray" else (shape,)
+            if mem.readonly:
+                raise _error(f"{where}: {mem._describe()} is read-only")
+            if not mem.is_contiguous:
+                raise _error(f"{where}: {mem._describe()} is not contiguous")
+            if mem.device != stream.device:
+                raise _error(f"{where}: the memory is on {mem.device.name} but the stream is on {stream.device.name}")
+            if mem.dtype != dt or mem.shape not in shapes:
+                raise _error(f"{where}: expected {want} for this output, got {mem._describe()}")
+        if fmt is not None:
+            _made_as[mem] = fmt
+        keep.append(mem)
+        return mem
+
+    def image(self, fmt: str, width: int, height: int, stream: Stream, keep: list) -> DeviceMemory:
+        return self.take(_shape_of(fmt, width, height), np.uint8, stream, keep, fmt)
 
 
 def _picture(mem: DeviceMemory, fmt: str, width: int, height: int) -> tuple:
@@ -350,20 +396,22 @@ def _decode_device(device: Any) -> Optional[Device]:
     return None if device is None else Device(device)
 
 
-def _decode(kind: str, data: Any, format: str, device: Any, stream: Any) -> Any:
+def _decode(kind: str, data: Any, format: str, device: Any, stream: Any, out: Any) -> Any:
     what = f"decode_{kind}"
     items, batch = _as_list(data)
     allowed = FORMATS if kind == "jpeg" else ("gray", "rgb", "bgr", "rgba", "bgra")
     fmt = _format_name(format, f"{what}: format", allowed)
-    s = _pick_stream(stream, _decode_device(device), what)
+    dev = _decode_device(device)
+    if dev is None:
+        dev = _batch_device([], what, out)
+    s = _pick_stream(stream, dev, what)
     info = _core.dvpp_jpeg_get_info if kind == "jpeg" else _core.dvpp_png_get_info
-    encoded, outs, pictures, keep = [], [], [], []
-    for i, d in enumerate(items):
-        w_ = f"{what}: image {i}" if batch else what
-        e = _encoded(d, w_)
-        w, h, _ = info(e)
-        mem = _output(fmt, w, h, s, keep)
-        encoded.append(e)
+    encoded = [_encoded(d, f"{what}: image {i}" if batch else what) for i, d in enumerate(items)]
+    sizes = [info(e)[:2] for e in encoded]
+    targets = _Outs(out, len(items), what)
+    outs, pictures, keep = [], [], []
+    for w, h in sizes:
+        mem = targets.image(fmt, w, h, s, keep)
         outs.append(mem)
         pictures.append(_picture(mem, fmt, w, h))
     if kind == "jpeg" and batch:
@@ -376,19 +424,22 @@ def _decode(kind: str, data: Any, format: str, device: Any, stream: Any) -> Any:
     return outs if batch else outs[0]
 
 
-def decode_jpeg(data: Any, format: str = "rgb", device: Any = None, stream: Optional[Stream] = None) -> Any:
+def decode_jpeg(data: Any, format: str = "rgb", device: Any = None, stream: Optional[Stream] = None, *,
+                out: Any = None) -> Any:
     """Decode a JPEG (`bytes` or a uint8 numpy array) into new device memory of `format` ("rgb", "bgr", "rgba",
     "bgra" with alpha 255, "gray", or "nv12", "nv21", "i420": the JPEG's own YCbCr, BT.601 full range, for images of
     even sizes): shaped (h, w, 3) for "rgb". A list of JPEGs is decoded as one batch (spread over the device's
     worker threads) into a list. Queued on `stream` (default: the current stream, or `device`'s default stream);
-    a corrupt image fails the stream (InvalidImageError at its next synchronize, naming the image)."""
-    return _decode("jpeg", data, format, device, stream)
+    a corrupt image fails the stream (InvalidImageError at its next synchronize, naming the image). `out`: memory
+    to decode into instead of new memory (of the image's shape; a list for a list)."""
+    return _decode("jpeg", data, format, device, stream, out)
 
 
-def decode_png(data: Any, format: str = "rgb", device: Any = None, stream: Optional[Stream] = None) -> Any:
+def decode_png(data: Any, format: str = "rgb", device: Any = None, stream: Optional[Stream] = None, *,
+               out: Any = None) -> Any:
     """Decode a PNG as decode_jpeg does a JPEG (formats "rgb", "bgr", "rgba", "bgra", "gray"; 16-bit PNGs reduced
     to 8 bits, palettes expanded, alpha dropped or added as 255 as the format asks). A list gives a list."""
-    return _decode("png", data, format, device, stream)
+    return _decode("png", data, format, device, stream, out)
 
 
 def encode_jpeg(image: Any, quality: int = 95, stream: Optional[Stream] = None, format: Optional[str] = None) -> Any:
@@ -422,10 +473,11 @@ def _interp(interpolation: Any, what: str) -> int:
 
 
 def resize(image: Any, size: Any, interpolation: str = "bilinear", stream: Optional[Stream] = None,
-           format: Optional[str] = None) -> Any:
+           format: Optional[str] = None, *, out: Any = None) -> Any:
     """Resize to `size` = (width, height): "bilinear" equals cv2.resize(INTER_LINEAR_EXACT) exactly, "nearest"
     cv2.INTER_NEAREST, "area" is within 1 of cv2.INTER_AREA. 4:2:0 images are resized plane by plane (even sizes).
-    A list of images is one batch call; `size` is then one size for all or a list of one size per image."""
+    A list of images is one batch call; `size` is then one size for all or a list of one size per image. `out`:
+    memory to write instead of new memory (a list for a list)."""
     interp = _interp(interpolation, "resize")
     items, batch = _as_list(image)
     if batch and isinstance(size, list) and size and isinstance(size[0], (tuple, list)):
@@ -434,10 +486,13 @@ def resize(image: Any, size: Any, interpolation: str = "bilinear", stream: Optio
         sizes = [_size(z, f"resize: size {i}") for i, z in enumerate(size)]
     else:
         sizes = [_size(size, "resize: size")] * len(items)
-    s = _pick_stream(stream, _batch_device(items, "resize"), "resize")
+    s = _pick_stream(stream, _batch_device(items, "resize", out), "resize")
+    srcs = _check_images(items, format, s, batch, "resize")
+    targets = _Outs(out, len(items), "resize")
     keep: list = []
-    srcs = _images(items, format, s, keep, batch, "resize")
-    outs = [_output(img.fmt, w, h, s, keep) for img, (w, h) in zip(srcs, sizes)]
+    outs = [targets.image(img.fmt, w, h, s, keep) for img, (w, h) in zip(srcs, sizes)]
+    for img in srcs:
+        _materialize(img, s, keep)
     dsts = [_picture(o, img.fmt, w, h) for o, img, (w, h) in zip(outs, srcs, sizes)]
     if not batch:
         _queue(s, _core.dvpp_resize, srcs[0].picture, dsts[0], interp, keep=keep)
@@ -473,24 +528,27 @@ def _boxes_per_image(boxes: Any, n: int, batch: bool, what: str) -> tuple:
 
 
 def _crop_resize(what: str, image: Any, box: Any, size: Optional[tuple], interpolation: Any, stream: Any,
-                 format: Optional[str]) -> Any:
+                 format: Optional[str], out: Any) -> Any:
     interp = _interp(interpolation, what)
     fixed = None if size is None else _size(size, f"{what}: size")
     items, batch = _as_list(image)
     per, listed = _boxes_per_image(box, len(items), batch, f"{what}: box")
-    s = _pick_stream(stream, _batch_device(items, what), what)
+    s = _pick_stream(stream, _batch_device(items, what, out), what)
+    srcs = _check_images(items, format, s, batch, what)
+    targets = _Outs(out, sum(len(b) for b in per), what)
     keep: list = []
-    srcs = _images(items, format, s, keep, batch, what)
     results, dsts, crops = [], [], []
     for img, boxes, is_list in zip(srcs, per, listed):
         row = []
         for b in boxes:
             w, h = fixed if fixed is not None else (b[2], b[3])
-            mem = _output(img.fmt, w, h, s, keep)
+            mem = targets.image(img.fmt, w, h, s, keep)
             row.append(mem)
             dsts.append(_picture(mem, img.fmt, w, h))
             crops.append(b)
         results.append(row if is_list else row[0])
+    for img in srcs:
+        _materialize(img, s, keep)
     if not batch and not listed[0]:
         _queue(s, _core.dvpp_crop_resize, srcs[0].picture, crops[0], dsts[0], interp, keep=keep)
     elif dsts:
@@ -499,17 +557,20 @@ def _crop_resize(what: str, image: Any, box: Any, size: Optional[tuple], interpo
     return results if batch else results[0]
 
 
-def crop(image: Any, box: Any, stream: Optional[Stream] = None, format: Optional[str] = None) -> Any:
+def crop(image: Any, box: Any, stream: Optional[Stream] = None, format: Optional[str] = None, *,
+         out: Any = None) -> Any:
     """A copy of the rectangle `box` = (x, y, width, height) of the image (inside it; even for 4:2:0). A list of
-    boxes gives a list of crops; a list of images one box for all, or an entry (a box or a list) per image."""
-    return _crop_resize("crop", image, box, None, "nearest", stream, format)
+    boxes gives a list of crops; a list of images one box for all, or an entry (a box or a list) per image. `out`:
+    memory to write instead of new memory (a list, in the order of the crops, for several)."""
+    return _crop_resize("crop", image, box, None, "nearest", stream, format, out)
 
 
 def crop_resize(image: Any, box: Any, size: Any, interpolation: str = "bilinear", stream: Optional[Stream] = None,
-                format: Optional[str] = None) -> Any:
+                format: Optional[str] = None, *, out: Any = None) -> Any:
     """The rectangle `box` = (x, y, width, height) resized to `size` = (width, height), as resize() does. Boxes and
-    batches as crop() takes them; every crop is resized to `size`; the many crops are one library call."""
-    return _crop_resize("crop_resize", image, box, size, interpolation, stream, format)
+    batches as crop() takes them; every crop is resized to `size`; the many crops are one library call. `out` as
+    crop() takes it."""
+    return _crop_resize("crop_resize", image, box, size, interpolation, stream, format, out)
 
 
 def letterbox_box(image_size: Any, size: Any, format: str = "rgb") -> tuple:
@@ -534,23 +595,25 @@ def letterbox_box(image_size: Any, size: Any, format: str = "rgb") -> tuple:
 
 
 def letterbox(image: Any, size: Any, fill: Any = 114, interpolation: str = "bilinear",
-              stream: Optional[Stream] = None, format: Optional[str] = None) -> Any:
+              stream: Optional[Stream] = None, format: Optional[str] = None, *, out: Any = None) -> Any:
     """Resize into `size` = (width, height) keeping the aspect ratio, centred (letterbox_box() gives where), the
     rest filled with `fill`: a grey level 0..255 (every colour channel, alpha 255; Y with U = V = 128 for 4:2:0) or
-    one value per channel in the format's order. A list of images gives a list."""
+    one value per channel in the format's order. A list of images gives a list. `out`: memory to write instead of
+    new memory (a list for a list)."""
     interp = _interp(interpolation, "letterbox")
     ow, oh = _size(size, "letterbox: size")
     items, batch = _as_list(image)
-    s = _pick_stream(stream, _batch_device(items, "letterbox"), "letterbox")
+    s = _pick_stream(stream, _batch_device(items, "letterbox", out), "letterbox")
     imgs = [_check_image(o, format, s, f"letterbox: image {i}" if batch else "letterbox: image")
             for i, o in enumerate(items)]
     plan = [(_fill(fill, img.fmt, "letterbox: fill"), letterbox_box((img.width, img.height), (ow, oh), img.fmt))
             for img in imgs]
+    targets = _Outs(out, len(imgs), "letterbox")
+    kept = [[] for _ in imgs]
+    mems = [targets.image(img.fmt, ow, oh, s, k) for img, k in zip(imgs, kept)]
     outs = []
-    for img, (f, paste) in zip(imgs, plan):
-        keep: list = []
+    for img, (f, paste), mem, keep in zip(imgs, plan, mems, kept):
         _materialize(img, s, keep)
-        mem = _output(img.fmt, ow, oh, s, keep)
         _queue(s, _core.dvpp_crop_resize_paste, img.picture, None, _picture(mem, img.fmt, ow, oh), paste, f, interp,
                keep=keep)
         outs.append(mem)
@@ -561,23 +624,25 @@ def letterbox(image: Any, size: Any, fill: Any = 114, interpolation: str = "bili
 
 
 def convert_color(image: Any, src: Optional[str] = None, dst: str = "rgb", matrix: str = "bt601",
-                  full_range: bool = False, stream: Optional[Stream] = None) -> Any:
+                  full_range: bool = False, stream: Optional[Stream] = None, *, out: Any = None) -> Any:
     """Convert between formats of the same size: 4:2:0 ("nv12", "nv21", "i420") <-> packed ("rgb", "bgr", "rgba",
     "bgra" with alpha 255, "gray": the Y plane), packed <-> packed (channel order, alpha, grey as BT.601 luma as
     OpenCV), 4:2:0 <-> 4:2:0. `matrix` ("bt601", "bt709") and `full_range` apply where YUV meets RGB; "bt601"
     limited range is within 1 of cv2.cvtColor. `src` is the image's format (default: as recorded or by the shape;
-    a 2-D image is "nv12"). A list gives a list."""
+    a 2-D image is "nv12"). A list gives a list. `out`: memory to write instead of new memory (a list for a
+    list)."""
     dst_fmt = _format_name(dst, "convert_color: dst")
     code = _matrix(matrix, full_range, "convert_color")
     items, batch = _as_list(image)
-    s = _pick_stream(stream, _batch_device(items, "convert_color"), "convert_color")
+    s = _pick_stream(stream, _batch_device(items, "convert_color", out), "convert_color")
     imgs = [_check_image(o, src, s, f"convert_color: image {i}" if batch else "convert_color: image", "nv12")
             for i, o in enumerate(items)]
+    targets = _Outs(out, len(imgs), "convert_color")
+    kept = [[] for _ in imgs]
+    mems = [targets.image(dst_fmt, img.width, img.height, s, k) for img, k in zip(imgs, kept)]
     outs = []
-    for img in imgs:
-        keep: list = []
+    for img, mem, keep in zip(imgs, mems, kept):
         _materialize(img, s, keep)
-        mem = _output(dst_fmt, img.width, img.height, s, keep)
         _queue(s, _core.dvpp_convert_color, img.picture, _picture(mem, dst_fmt, img.width, img.height), code,
                keep=keep)
         outs.append(mem)
@@ -590,18 +655,19 @@ def _layout(layout: Any, what: str) -> bool:
 
 
 def normalize(image: Any, mean: Any, std: Any, layout: str = "chw", dtype: Any = np.float32,
-              stream: Optional[Stream] = None, format: Optional[str] = None) -> DeviceMemory:
+              stream: Optional[Stream] = None, format: Optional[str] = None, *, out: Any = None) -> DeviceMemory:
     """(pixel - mean[c]) / std[c] per channel c (a number: every channel), computed as fma(pixel, 1/std, -mean/std)
     in float32, written as `dtype` (float32, float16, "bfloat16" or ml_dtypes.bfloat16: rounded to nearest even;
     uint8, int8: rounded and saturated) in `layout` "chw" (channels, h, w) or "hwc" (h, w, channels). Packed
     images only (convert 4:2:0 first, or use preprocess). Pixel values are 0..255: torchvision's 0..1 mean and std
-    are multiplied by 255. A list of images of one size and format gives one (n, ...) array."""
+    are multiplied by 255. A list of images of one size and format gives one (n, ...) array. `out`: memory of that
+    shape and dtype to write instead of new memory."""
     chw = _layout(layout, "normalize")
     dt, code = _dtype(dtype, "normalize")
     items, batch = _as_list(image)
     if batch and not items:
         raise _error("normalize: an empty batch (the output's size would be unknown)")
-    s = _pick_stream(stream, _batch_device(items, "normalize"), "normalize")
+    s = _pick_stream(stream, _batch_device(items, "normalize", out), "normalize")
     imgs = [_check_image(o, format, s, f"normalize: image {i}" if batch else "normalize: image")
             for i, o in enumerate(items)]
     first = imgs[0]
@@ -618,14 +684,13 @@ def normalize(image: Any, mean: Any, std: Any, layout: str = "chw", dtype: Any =
     d = _per_channel(std, c, "normalize: std")
     shape = (c, first.height, first.width) if chw else (first.height, first.width, c)
     keep: list = []
+    dst = _Outs(out, 1, "normalize").take(((len(imgs),) + shape) if batch else shape, dt, s, keep)
     for img in imgs:
         _materialize(img, s, keep)
-    out = _empty(((len(imgs),) + shape) if batch else shape, dt, s)
-    keep.append(out)
     step = c * first.width * first.height * dt.itemsize
     for i, img in enumerate(imgs):
-        _queue(s, _core.dvpp_normalize, img.picture, out.ptr + i * step, code, chw, m, d, keep=keep)
-    return out
+        _queue(s, _core.dvpp_normalize, img.picture, dst.ptr + i * step, code, chw, m, d, keep=keep)
+    return dst
 
 
 # ----------------------------------------------------------------------------------------------- preprocess
@@ -647,7 +712,7 @@ def preprocess(image: Any, size: Any, crop: Any = None, mean: Any = 0.0, std: An
                dtype: Any = np.float32, interpolation: str = "bilinear", *, dst: str = "rgb",
                format: Optional[str] = None, matrix: str = "bt601", full_range: bool = False, paste: Any = None,
                fill: Any = 0, scaled_decode: bool = True, stream: Optional[Stream] = None,
-               device: Any = None) -> DeviceMemory:
+               device: Any = None, out: Any = None) -> DeviceMemory:
     """The fused pre-processing in one pass over each source: crop (`crop` = (x, y, width, height); None: all of
     it) -> resize to `size` = (width, height) (or into the box `paste` of it, the rest `fill`) -> colour conversion
     to `dst` ("rgb", "bgr" or "gray"; a 4:2:0 source with `matrix` and `full_range`) -> (pixel - mean) / std ->
@@ -660,7 +725,8 @@ def preprocess(image: Any, size: Any, crop: Any = None, mean: Any = 0.0, std: An
     scale). A list is a batch (a box or a list of one box or None per image; encoded images decoded in one batch
     call): the output is (n, channels, height, width) ("chw") or (n, height, width, channels) ("hwc"); a single
     image gives (channels, height, width) or (height, width, channels). `device`: where encoded images are decoded
-    when no device-memory image or stream says."""
+    when no device-memory image or stream says. `out`: memory of the output's shape and dtype to write instead of
+    new memory."""
     what = "preprocess"
     ow, oh = _size(size, f"{what}: size")
     dst_fmt = _format_name(dst, f"{what}: dst", ("rgb", "bgr", "gray"))
@@ -685,7 +751,7 @@ def preprocess(image: Any, size: Any, crop: Any = None, mean: Any = 0.0, std: An
     else:
         raise _error(f"{what}: crop must be (x, y, width, height), None, or for a batch a list of one of those per "
                      f"image ({len(items)}), got {crop!r}")
-    dev = _batch_device([o for o in items if not _is_encoded(o)], what)
+    dev = _batch_device([o for o in items if not _is_encoded(o)], what, out)
     if dev is None and device is not None:
         dev = Device(device)
     elif dev is not None and device is not None and Device(device) != dev:
@@ -715,6 +781,8 @@ def preprocess(image: Any, size: Any, crop: Any = None, mean: Any = 0.0, std: An
             raise _error(f"{w_}: crop {b} lies outside the image's {iw} x {ih} pixels")
 
     keep: list = []
+    shape = (c, oh, ow) if chw else (oh, ow, c)
+    dst_mem = _Outs(out, 1, what).take(((len(items),) + shape) if batch else shape, dt, s, keep)
     pictures: list = [None] * len(items)
     crops: list = list(boxes)
     jpegs = []  # (index, encoded, (width, height), out picture, (min width, min height))
@@ -723,7 +791,8 @@ def preprocess(image: Any, size: Any, crop: Any = None, mean: Any = 0.0, std: An
             pictures[i] = _materialize(entry[1], s, keep).picture
             continue
         kind, e, (iw, ih) = entry
-        mem = _output(dst_fmt, iw, ih, s, keep)  # a full-size decode's capacity; a scaled one writes its real size
+        mem = _Outs(None, 1, what).image(dst_fmt, iw, ih, s, keep)  # a full-size decode's capacity (a scaled one
+        # writes its real size)
         if kind == "png":
             pictures[i] = _queue(s, _core.dvpp_decode_png, e, _picture(mem, dst_fmt, iw, ih), keep=keep)
             continue
@@ -739,12 +808,9 @@ def preprocess(image: Any, size: Any, crop: Any = None, mean: Any = 0.0, std: An
             pictures[i] = pic
             if boxes[i] is not None and (pic[3], pic[4]) != (iw, ih):
                 crops[i] = _scaled_box(boxes[i], iw, ih, pic[3], pic[4])
-    shape = (c, oh, ow) if chw else (oh, ow, c)
-    out = _empty(((len(items),) + shape) if batch else shape, dt, s)
-    keep.append(out)
     rects = None
     if any(b is not None for b in crops):
         rects = [b if b is not None else (0, 0, p[3], p[4]) for b, p in zip(crops, pictures)]
     _queue(s, _core.dvpp_preprocess, pictures, rects, ow, oh, interp, _FORMATS[dst_fmt][0], mcode, code, chw, m, d,
-           pbox, f, out.ptr, keep=keep)
-    return out
+           pbox, f, dst_mem.ptr, keep=keep)
+    return dst_mem

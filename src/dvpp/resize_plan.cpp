@@ -28,17 +28,17 @@ DvppAxis make_axis(uint32_t src, uint32_t dst) {
     a.src = src;
     a.dst = dst;
     const uint64_t s = src, d = dst;
+    // A fraction r / d in 32-bit fixed point, rounded up (DvppAxis).
+    auto fraction = [&](uint64_t r) { return static_cast<uint32_t>(((r << 32) + d - 1) / d); };
     a.lin_q = static_cast<uint32_t>(512 * s / d);
-    a.lin_r = static_cast<uint32_t>(512 * s % d);
+    a.lin_fa = fraction(512 * s % d);
     a.lin_q0 = static_cast<uint32_t>(256 * s / d);
-    a.lin_r0 = static_cast<uint32_t>(256 * s % d);
+    a.lin_fb = fraction(256 * s % d);
     a.nn_q = static_cast<uint32_t>(s / d);
-    a.nn_r = static_cast<uint32_t>(s % d);
+    a.nn_fa = fraction(s % d);
     const uint64_t g = std::gcd(s, d);
     a.red_src = static_cast<uint32_t>(s / g);
     a.red_dst = static_cast<uint32_t>(d / g);
-    a.by_dst = make_divider(dst);
-    a.by_red_dst = make_divider(a.red_dst);
     a.by_2red_src = make_divider(2 * a.red_src);
 
     // OpenCV's step: 1 / inv_scale with inv_scale = (double)dst / src, both correctly rounded (IEEE double here as in
@@ -49,16 +49,15 @@ DvppAxis make_axis(uint32_t src, uint32_t dst) {
     const uint64_t I = static_cast<uint64_t>(std::ldexp(mantissa, 53));
     const int e2 = 53 - exponent;  // >= 36 for step <= 65536, <= 70 for step >= 1 / 65536
     const u128 exact = u128{src} << e2, scaled = u128{I} * dst;
-    constexpr uint64_t never = uint64_t{1} << 33;
-    if (scaled == exact) {
-        a.dir = 0;
-        a.mu = never;
-    } else {
-        a.dir = scaled > exact ? 1 : -1;
+    constexpr uint32_t never = UINT32_MAX;  // a scaled significand is at most 2^32 - 1: never above it
+    a.up = scaled > exact ? 1 : 0;
+    a.mu = a.mu_half = never;
+    if (scaled != exact) {
         const u128 diff = scaled > exact ? scaled - exact : exact - scaled;
         // mu * 2^31 = 2^-22 / |relative error| = src * 2^(e2 - 22) / |I * dst - src * 2^e2|.
         const u128 mu = (u128{src} << (e2 - 22)) / diff;
-        a.mu = mu > never ? never : static_cast<uint64_t>(mu);
+        a.mu = mu > never ? never : static_cast<uint32_t>(mu);
+        a.mu_half = mu / 2 > never ? never : static_cast<uint32_t>(mu / 2);
     }
     return a;
 }

@@ -28,5 +28,13 @@ RT_DEVICE void dvpp_load_px(const uint8_t* p, uint32_t v[C]) {
 /// Stores C channels (each 0..255) at p.
 template <int C>
 RT_DEVICE void dvpp_store_px(uint8_t* p, const uint32_t v[C]) {
+    if (C == 2 || C == 4) {
+        // One store of C bytes: clang merges the byte stores into one anyway, and vectorises the item loop around
+        // them only when the merged store is written so.
+        uint32_t w = 0;
+        for (int c = 0; c < C; ++c) w |= v[c] << (8 * c);
+        __builtin_memcpy(p, &w, C);  // the low C bytes (little-endian, as every target of the dialect)
+        return;
+    }
     for (int c = 0; c < C; ++c) p[c] = (uint8_t)v[c];
 }
