@@ -38,46 +38,18 @@ KeepFn g_keep = nullptr;    // core_module.cpp's defer_keep(): hands a reference
     throw nb::python_error();  // not reached: g_raise throws
 }
 
-// ---- the entry points, resolved when first called
-//
-// The DVPP entry points land in libruntime one operation at a time; until then the extension must build and load
-// with whichever exist. So no rtDvpp* symbol is linked: each is looked up in the libruntime this extension was
-// loaded with (found through one of its core symbols) on first use, and one that is not there raises
-// NotSupportedError naming it. The type comes from the declaration in dvpp.h (decltype does not reference the
-// symbol), so a call through it is checked like a direct one.
-void* libruntime_handle() {
+// Whether the libruntime this extension was loaded with (found through one of its core symbols) exports `name`.
+// Only for dvpp_available: the DVPP entry points themselves are linked directly.
+bool libruntime_exports(const std::string& name) {
     static void* handle = [] {
         Dl_info info;
         std::memset(&info, 0, sizeof info);
         if (!dladdr(reinterpret_cast<void*>(&rtGetErrorName), &info) || !info.dli_fname)
             return static_cast<void*>(nullptr);
-        // RTLD_NOLOAD: the library is loaded already (this extension needs it); this only returns its handle.
-        return dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD);
+        return dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD);  // already loaded: this only returns its handle
     }();
-    return handle;
+    return handle && dlsym(handle, name.c_str());
 }
-
-void* find_entry(const char* name) {
-    void* h = libruntime_handle();
-    return h ? dlsym(h, name) : nullptr;
-}
-
-[[noreturn]] void missing_entry(const char* name) {
-    raise(RT_ERROR_NOT_SUPPORTED, std::string(name) + ": this build of libruntime does not have this DVPP operation");
-}
-
-template <class Fn> Fn entry(const char* name, Fn& cache) {
-    if (!cache) cache = reinterpret_cast<Fn>(find_entry(name));
-    if (!cache) missing_entry(name);
-    return cache;
-}
-
-// DVPP(rtDvppResize)(args...): the entry point, resolved once per call site.
-#define DVPP(name)                                                  \
-    (entry<decltype(&name)>(#name, []() -> decltype(&name)& {       \
-        static decltype(&name) f = nullptr;                         \
-        return f;                                                   \
-    }()))
 
 // Runs `f` (an rt* call) with the GIL released and raises its failure.
 template <class F> void nogil(const char* api, F&& f) {
@@ -243,30 +215,32 @@ void bind_dvpp(nb::module_& m, CheckFn check, RaiseFn raise_fn, KeepFn keep) {
     m.attr("DATA_FLOAT32") = static_cast<int>(RT_FLOAT32);
     m.attr("DATA_BFLOAT16") = static_cast<int>(RT_BFLOAT16);
 
+    // Transitional: the DVPP tests of the parts that landed one at a time guard on it (test_dvpp_codec, _color,
+    // _resize); every entry point is linked now, so it is true for each of them.
     m.def("dvpp_available", [](const std::string& name) {
-        return name.rfind("rtDvpp", 0) == 0 && find_entry(name.c_str()) != nullptr;
-    }, nb::arg("name"), "Whether this libruntime has the DVPP entry point `name` (e.g. 'rtDvppResize').");
+        return name.rfind("rtDvpp", 0) == 0 && libruntime_exports(name);
+    }, nb::arg("name"), "Whether libruntime has the DVPP entry point `name` (e.g. 'rtDvppResize').");
 
     m.def("dvpp_picture_size", [](int format, uint32_t w, uint32_t h, uint32_t ws, uint32_t hs) {
         size_t bytes = 0;
-        auto fn = DVPP(rtDvppPictureSize);
-        nogil("rtDvppPictureSize", [&] { return fn(static_cast<rtPixelFormat>(format), w, h, ws, hs, &bytes); });
+        nogil("rtDvppPictureSize",
+              [&] { return rtDvppPictureSize(static_cast<rtPixelFormat>(format), w, h, ws, hs, &bytes); });
         return bytes;
     }, nb::arg("format"), nb::arg("width"), nb::arg("height"), nb::arg("width_stride") = 0u,
           nb::arg("height_stride") = 0u);
 
     // ---- codecs
     m.def("dvpp_jpeg_get_info", [](nb::handle data) {
-        return image_info("rtDvppJpegGetInfo", DVPP(rtDvppJpegGetInfo), data);
+        return image_info("rtDvppJpegGetInfo", rtDvppJpegGetInfo, data);
     }, nb::arg("data"), "(width, height, components) of a JPEG's header.");
     m.def("dvpp_png_get_info", [](nb::handle data) {
-        return image_info("rtDvppPngGetInfo", DVPP(rtDvppPngGetInfo), data);
+        return image_info("rtDvppPngGetInfo", rtDvppPngGetInfo, data);
     }, nb::arg("data"), "(width, height, components) of a PNG's header.");
     m.def("dvpp_decode_jpeg", [](nb::handle data, nb::handle out, uintptr_t stream, nb::handle keep) {
         HostBytes b(data, "rtDvppDecodeJpeg: data");
         rtPicture p = picture_of(out, "rtDvppDecodeJpeg: out");
-        auto fn = DVPP(rtDvppDecodeJpeg);
-        enqueue("rtDvppDecodeJpeg", stream, keep, [&](rtStream_t s) { return fn(b.data(), b.size(), &p, s); });
+        enqueue("rtDvppDecodeJpeg", stream, keep,
+                [&](rtStream_t s) { return rtDvppDecodeJpeg(b.data(), b.size(), &p, s); });
         return picture_tuple(p);
     }, nb::arg("data"), nb::arg("out"), nb::arg("stream"), nb::arg("keep") = nb::none(),
           "rtDvppDecodeJpeg; returns the picture as the call wrote it back (sizes, strides, size).");
@@ -274,9 +248,8 @@ void bind_dvpp(nb::module_& m, CheckFn check, RaiseFn raise_fn, KeepFn keep) {
                                         uintptr_t stream, nb::handle keep) {
         HostBytes b(data, "rtDvppDecodeJpegScaled: data");
         rtPicture p = picture_of(out, "rtDvppDecodeJpegScaled: out");
-        auto fn = DVPP(rtDvppDecodeJpegScaled);
         enqueue("rtDvppDecodeJpegScaled", stream, keep,
-                [&](rtStream_t s) { return fn(b.data(), b.size(), min_w, min_h, &p, s); });
+                [&](rtStream_t s) { return rtDvppDecodeJpegScaled(b.data(), b.size(), min_w, min_h, &p, s); });
         return picture_tuple(p);
     }, nb::arg("data"), nb::arg("min_width"), nb::arg("min_height"), nb::arg("out"), nb::arg("stream"),
           nb::arg("keep") = nb::none());
@@ -305,10 +278,10 @@ void bind_dvpp(nb::module_& m, CheckFn check, RaiseFn raise_fn, KeepFn keep) {
         }
         std::vector<rtPicture> pics = pictures_of(outs, "rtDvppDecodeJpegBatch: outs");
         if (n > 0xffffffffull) bad_argument("rtDvppDecodeJpegBatch: more than 2**32-1 images");
-        auto fn = DVPP(rtDvppDecodeJpegBatch);
         enqueue("rtDvppDecodeJpegBatch", stream, keep, [&](rtStream_t s) {
-            return fn(ptrs.data(), sizes.data(), static_cast<uint32_t>(n), mw.empty() ? nullptr : mw.data(),
-                      mh.empty() ? nullptr : mh.data(), pics.data(), s);
+            return rtDvppDecodeJpegBatch(ptrs.data(), sizes.data(), static_cast<uint32_t>(n),
+                                         mw.empty() ? nullptr : mw.data(), mh.empty() ? nullptr : mh.data(),
+                                         pics.data(), s);
         });
         nb::list out;
         for (const rtPicture& p : pics) out.append(picture_tuple(p));
@@ -319,15 +292,14 @@ void bind_dvpp(nb::module_& m, CheckFn check, RaiseFn raise_fn, KeepFn keep) {
     m.def("dvpp_decode_png", [](nb::handle data, nb::handle out, uintptr_t stream, nb::handle keep) {
         HostBytes b(data, "rtDvppDecodePng: data");
         rtPicture p = picture_of(out, "rtDvppDecodePng: out");
-        auto fn = DVPP(rtDvppDecodePng);
-        enqueue("rtDvppDecodePng", stream, keep, [&](rtStream_t s) { return fn(b.data(), b.size(), &p, s); });
+        enqueue("rtDvppDecodePng", stream, keep,
+                [&](rtStream_t s) { return rtDvppDecodePng(b.data(), b.size(), &p, s); });
         return picture_tuple(p);
     }, nb::arg("data"), nb::arg("out"), nb::arg("stream"), nb::arg("keep") = nb::none());
     m.def("dvpp_encode_jpeg_bound", [](nb::handle pic) {
         rtPicture p = picture_of(pic, "rtDvppEncodeJpegBound: picture");
         size_t bytes = 0;
-        auto fn = DVPP(rtDvppEncodeJpegBound);
-        nogil("rtDvppEncodeJpegBound", [&] { return fn(&p, &bytes); });
+        nogil("rtDvppEncodeJpegBound", [&] { return rtDvppEncodeJpegBound(&p, &bytes); });
         return bytes;
     }, nb::arg("picture"));
     // out and out_size are host addresses the caller keeps valid (in `keep`) until the operation has run;
@@ -335,9 +307,9 @@ void bind_dvpp(nb::module_& m, CheckFn check, RaiseFn raise_fn, KeepFn keep) {
     m.def("dvpp_encode_jpeg", [](nb::handle pic, int quality, uintptr_t out, uintptr_t out_size, uintptr_t stream,
                                  nb::handle keep) {
         rtPicture p = picture_of(pic, "rtDvppEncodeJpeg: picture");
-        auto fn = DVPP(rtDvppEncodeJpeg);
         enqueue("rtDvppEncodeJpeg", stream, keep, [&](rtStream_t s) {
-            return fn(&p, quality, reinterpret_cast<void*>(out), reinterpret_cast<size_t*>(out_size), s);
+            return rtDvppEncodeJpeg(&p, quality, reinterpret_cast<void*>(out), reinterpret_cast<size_t*>(out_size),
+                                    s);
         });
     }, nb::arg("picture"), nb::arg("quality"), nb::arg("out"), nb::arg("out_size"), nb::arg("stream"),
           nb::arg("keep") = nb::none());
@@ -345,17 +317,17 @@ void bind_dvpp(nb::module_& m, CheckFn check, RaiseFn raise_fn, KeepFn keep) {
     // ---- pixel operations
     m.def("dvpp_resize", [](nb::handle src, nb::handle dst, int interp, uintptr_t stream, nb::handle keep) {
         rtPicture s_ = picture_of(src, "rtDvppResize: src"), d = picture_of(dst, "rtDvppResize: dst");
-        auto fn = DVPP(rtDvppResize);
         enqueue("rtDvppResize", stream, keep,
-                [&](rtStream_t s) { return fn(&s_, &d, static_cast<rtInterpolation>(interp), s); });
+                [&](rtStream_t s) { return rtDvppResize(&s_, &d, static_cast<rtInterpolation>(interp), s); });
     }, nb::arg("src"), nb::arg("dst"), nb::arg("interpolation"), nb::arg("stream"), nb::arg("keep") = nb::none());
     m.def("dvpp_crop_resize", [](nb::handle src, nb::handle crop, nb::handle dst, int interp, uintptr_t stream,
                                  nb::handle keep) {
         rtPicture s_ = picture_of(src, "rtDvppCropResize: src"), d = picture_of(dst, "rtDvppCropResize: dst");
         OptRect c(crop, "rtDvppCropResize: crop");
-        auto fn = DVPP(rtDvppCropResize);
         enqueue("rtDvppCropResize", stream, keep,
-                [&](rtStream_t s) { return fn(&s_, c.get(), &d, static_cast<rtInterpolation>(interp), s); });
+                [&](rtStream_t s) {
+                    return rtDvppCropResize(&s_, c.get(), &d, static_cast<rtInterpolation>(interp), s);
+                });
     }, nb::arg("src"), nb::arg("crop").none(), nb::arg("dst"), nb::arg("interpolation"), nb::arg("stream"),
           nb::arg("keep") = nb::none());
     m.def("dvpp_crop_resize_paste", [](nb::handle src, nb::handle crop, nb::handle dst, nb::handle paste,
@@ -368,10 +340,9 @@ void bind_dvpp(nb::module_& m, CheckFn check, RaiseFn raise_fn, KeepFn keep) {
             if (n > 4) bad_argument("rtDvppCropResizePaste: fill: at most 4 values (one per channel)");
             for (size_t i = 0; i < n; ++i) f[i] = int_at<uint8_t>(fill, i, "rtDvppCropResizePaste: fill");
         }
-        auto fn = DVPP(rtDvppCropResizePaste);
         enqueue("rtDvppCropResizePaste", stream, keep, [&](rtStream_t s) {
-            return fn(&s_, c.get(), &d, pa.get(), fill.is_none() ? nullptr : f, static_cast<rtInterpolation>(interp),
-                      s);
+            return rtDvppCropResizePaste(&s_, c.get(), &d, pa.get(), fill.is_none() ? nullptr : f,
+                                         static_cast<rtInterpolation>(interp), s);
         });
     }, nb::arg("src"), nb::arg("crop").none(), nb::arg("dst"), nb::arg("paste").none(), nb::arg("fill").none(),
           nb::arg("interpolation"), nb::arg("stream"), nb::arg("keep") = nb::none());
@@ -398,18 +369,17 @@ void bind_dvpp(nb::module_& m, CheckFn check, RaiseFn raise_fn, KeepFn keep) {
             bad_argument("rtDvppBatchCropResize: crops: " + std::to_string(c.size()) + " rectangles for " +
                          std::to_string(total) + " crops");
         if (s_.size() > 0xffffffffull) bad_argument("rtDvppBatchCropResize: more than 2**32-1 pictures");
-        auto fn = DVPP(rtDvppBatchCropResize);
         enqueue("rtDvppBatchCropResize", stream, keep, [&](rtStream_t s) {
-            return fn(s_.data(), static_cast<uint32_t>(s_.size()), per.empty() ? nullptr : per.data(),
-                      c.empty() ? nullptr : c.data(), d.data(), static_cast<rtInterpolation>(interp), s);
+            return rtDvppBatchCropResize(s_.data(), static_cast<uint32_t>(s_.size()),
+                                         per.empty() ? nullptr : per.data(), c.empty() ? nullptr : c.data(),
+                                         d.data(), static_cast<rtInterpolation>(interp), s);
         });
     }, nb::arg("srcs"), nb::arg("crops_per_src").none(), nb::arg("crops").none(), nb::arg("dsts"),
           nb::arg("interpolation"), nb::arg("stream"), nb::arg("keep") = nb::none());
     m.def("dvpp_convert_color", [](nb::handle src, nb::handle dst, int matrix, uintptr_t stream, nb::handle keep) {
         rtPicture s_ = picture_of(src, "rtDvppConvertColor: src"), d = picture_of(dst, "rtDvppConvertColor: dst");
-        auto fn = DVPP(rtDvppConvertColor);
         enqueue("rtDvppConvertColor", stream, keep,
-                [&](rtStream_t s) { return fn(&s_, &d, static_cast<rtColorMatrix>(matrix), s); });
+                [&](rtStream_t s) { return rtDvppConvertColor(&s_, &d, static_cast<rtColorMatrix>(matrix), s); });
     }, nb::arg("src"), nb::arg("dst"), nb::arg("matrix"), nb::arg("stream"), nb::arg("keep") = nb::none());
     m.def("dvpp_normalize", [](nb::handle src, uintptr_t dst, int dtype, bool chw, nb::handle mean, nb::handle std_,
                                uintptr_t stream, nb::handle keep) {
@@ -417,10 +387,9 @@ void bind_dvpp(nb::module_& m, CheckFn check, RaiseFn raise_fn, KeepFn keep) {
         float mv[4], sv[4];
         if (!mean.is_none()) floats4(mean, 0.0f, mv, "rtDvppNormalize: mean");
         if (!std_.is_none()) floats4(std_, 1.0f, sv, "rtDvppNormalize: std");
-        auto fn = DVPP(rtDvppNormalize);
         enqueue("rtDvppNormalize", stream, keep, [&](rtStream_t s) {
-            return fn(&s_, reinterpret_cast<void*>(dst), static_cast<rtDataType>(dtype), chw ? 1 : 0,
-                      mean.is_none() ? nullptr : mv, std_.is_none() ? nullptr : sv, s);
+            return rtDvppNormalize(&s_, reinterpret_cast<void*>(dst), static_cast<rtDataType>(dtype), chw ? 1 : 0,
+                                   mean.is_none() ? nullptr : mv, std_.is_none() ? nullptr : sv, s);
         });
     }, nb::arg("src"), nb::arg("dst"), nb::arg("dtype"), nb::arg("chw"), nb::arg("mean").none(),
           nb::arg("std").none(), nb::arg("stream"), nb::arg("keep") = nb::none());
@@ -450,10 +419,9 @@ void bind_dvpp(nb::module_& m, CheckFn check, RaiseFn raise_fn, KeepFn keep) {
             for (size_t i = 0; i < n; ++i) p.fill[i] = int_at<uint8_t>(fill, i, "rtDvppPreprocess: fill");
         }
         if (s_.size() > 0xffffffffull) bad_argument("rtDvppPreprocess: more than 2**32-1 pictures");
-        auto fn = DVPP(rtDvppPreprocess);
         enqueue("rtDvppPreprocess", stream, keep, [&](rtStream_t s) {
-            return fn(s_.data(), static_cast<uint32_t>(s_.size()), c.empty() ? nullptr : c.data(), &p,
-                      reinterpret_cast<void*>(dst), s);
+            return rtDvppPreprocess(s_.data(), static_cast<uint32_t>(s_.size()), c.empty() ? nullptr : c.data(), &p,
+                                    reinterpret_cast<void*>(dst), s);
         });
     }, nb::arg("srcs"), nb::arg("crops").none(), nb::arg("width"), nb::arg("height"), nb::arg("interpolation"),
           nb::arg("format"), nb::arg("matrix"), nb::arg("dtype"), nb::arg("chw"), nb::arg("mean").none(),

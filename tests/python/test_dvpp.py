@@ -17,20 +17,6 @@ from runtime import dvpp
 from conftest import skip_unless_kernels_run
 
 
-def needs(*names):
-    """Skips until libruntime has the DVPP entry points `names` (they land one operation at a time)."""
-    missing = [n for n in names if not runtime._core.dvpp_available(n)]
-    return pytest.mark.skipif(bool(missing), reason=f"this libruntime lacks {', '.join(missing)}")
-
-
-RESIZE = needs("rtDvppResize", "rtDvppCropResize", "rtDvppCropResizePaste", "rtDvppBatchCropResize")
-COLOR = needs("rtDvppConvertColor")
-NORMALIZE = needs("rtDvppNormalize")
-PREPROCESS = needs("rtDvppPreprocess")
-JPEG = needs("rtDvppJpegGetInfo", "rtDvppDecodeJpeg", "rtDvppDecodeJpegBatch", "rtDvppEncodeJpeg")
-PNG = needs("rtDvppPngGetInfo", "rtDvppDecodePng")
-
-
 def rgb_image(h, w, seed=0):
     return np.random.default_rng(seed).integers(0, 256, (h, w, 3), dtype=np.uint8)
 
@@ -239,7 +225,6 @@ def test_letterbox_box_420_is_even():
 
 # ---------------------------------------------------------------------------------------------------- resize, crop
 
-@RESIZE
 def test_resize_shapes_and_formats(stream):
     skip_unless_kernels_run()
     out = dvpp.resize(IMG, (5, 3), stream=stream)
@@ -254,7 +239,6 @@ def test_resize_shapes_and_formats(stream):
     stream.synchronize()
 
 
-@RESIZE
 def test_identity_resize_and_nearest_halving(stream):
     skip_unless_kernels_run()
     for interp in ("nearest", "bilinear", "area"):
@@ -267,7 +251,6 @@ def test_identity_resize_and_nearest_halving(stream):
     np.testing.assert_array_equal(half[4:].reshape(2, 3, 2), uv[::2, ::2])
 
 
-@RESIZE
 def test_host_and_device_inputs_agree(stream):
     skip_unless_kernels_run()
     img = rgb_image(33, 47, seed=3)
@@ -279,7 +262,6 @@ def test_host_and_device_inputs_agree(stream):
     np.testing.assert_array_equal(a, c)
 
 
-@RESIZE
 def test_resize_batch(stream):
     skip_unless_kernels_run()
     imgs = [rgb_image(8, 10, seed=i) for i in range(3)]
@@ -294,7 +276,6 @@ def test_resize_batch(stream):
 
 
 
-@RESIZE
 def test_out_is_written(stream):
     skip_unless_kernels_run()
     out = runtime.empty((4, 5, 3), np.uint8)
@@ -313,7 +294,6 @@ def test_out_is_written(stream):
     assert dvpp.resize(nv, (4, 2), stream=stream).shape == (3, 4)
     stream.synchronize()
 
-@RESIZE
 def test_crop_is_a_slice(stream):
     skip_unless_kernels_run()
     img = rgb_image(20, 30, seed=1)
@@ -328,7 +308,6 @@ def test_crop_is_a_slice(stream):
     np.testing.assert_array_equal(c[4:], nv[8 + 2:8 + 4, 2:8])
 
 
-@RESIZE
 def test_crop_batch_structure(stream):
     skip_unless_kernels_run()
     a, b = rgb_image(10, 10, seed=4), rgb_image(12, 14, seed=5)
@@ -340,7 +319,6 @@ def test_crop_batch_structure(stream):
     np.testing.assert_array_equal(host(same[1], stream), b[2:5, 2:5])
 
 
-@RESIZE
 def test_crop_resize_equals_resize_of_the_crop(stream):
     skip_unless_kernels_run()
     img = rgb_image(40, 50, seed=6)
@@ -354,7 +332,6 @@ def test_crop_resize_equals_resize_of_the_crop(stream):
     assert many[1][1].shape == (9, 13, 3)
 
 
-@RESIZE
 def test_crop_outside_the_image_is_refused_by_the_library(stream):
     with pytest.raises(runtime.InvalidValueError, match=r"rtDvppCropResize: crop"):
         dvpp.crop(IMG, (5, 0, 6, 2), stream=stream)
@@ -362,7 +339,6 @@ def test_crop_outside_the_image_is_refused_by_the_library(stream):
         dvpp.crop([IMG], [[(0, 0, 2, 2), (0, 7, 2, 2)]], stream=stream)
 
 
-@RESIZE
 def test_letterbox(stream):
     skip_unless_kernels_run()
     img = rgb_image(30, 60, seed=7)  # 2:1 into a square: a band in the middle
@@ -382,7 +358,6 @@ def test_letterbox(stream):
 
 # ---------------------------------------------------------------------------------------------------- colour
 
-@COLOR
 def test_convert_color_shapes_and_channel_order(stream):
     skip_unless_kernels_run()
     img = rgb_image(6, 8, seed=8)
@@ -404,7 +379,6 @@ def test_convert_color_shapes_and_channel_order(stream):
     np.testing.assert_array_equal(host(outs[1], stream), img[..., ::-1])
 
 
-@COLOR
 def test_convert_color_grey_nv12_is_its_y_plane(stream):
     skip_unless_kernels_run()
     nv = nv12_image(6, 8, seed=9)
@@ -420,7 +394,6 @@ def reference_normalize(img, mean, std):
     return (img.astype(np.float64) * inv + bias).astype(np.float32)
 
 
-@NORMALIZE
 def test_normalize_layouts_and_values(stream):
     skip_unless_kernels_run()
     img = rgb_image(5, 7, seed=10)
@@ -436,7 +409,6 @@ def test_normalize_layouts_and_values(stream):
     np.testing.assert_array_equal(grey[0], reference_normalize(img[..., 0], 10, 2))
 
 
-@NORMALIZE
 def test_normalize_dtypes(stream):
     skip_unless_kernels_run()
     img = rgb_image(4, 6, seed=11)
@@ -454,7 +426,6 @@ def test_normalize_dtypes(stream):
     np.testing.assert_array_equal(i8, (img.astype(np.int32) - 128).astype(np.int8).transpose(2, 0, 1))
 
 
-@NORMALIZE
 def test_normalize_batch_is_one_array(stream):
     skip_unless_kernels_run()
     imgs = [rgb_image(4, 6, seed=s) for s in range(3)]
@@ -464,7 +435,6 @@ def test_normalize_batch_is_one_array(stream):
         np.testing.assert_array_equal(out[i], reference_normalize(img, 1, 2).transpose(2, 0, 1))
 
 
-@NORMALIZE
 def test_normalize_std_zero_is_refused_by_the_library(stream):
     with pytest.raises(runtime.InvalidValueError, match=r"rtDvppNormalize: std"):
         dvpp.normalize(IMG, 0, [1, 0, 1], stream=stream)
@@ -472,10 +442,6 @@ def test_normalize_std_zero_is_refused_by_the_library(stream):
 
 # ---------------------------------------------------------------------------------------------------- preprocess
 
-@PREPROCESS
-@RESIZE
-@COLOR
-@NORMALIZE
 def test_preprocess_equals_the_composition(stream):
     skip_unless_kernels_run()
     img = rgb_image(50, 70, seed=12)
@@ -491,7 +457,6 @@ def test_preprocess_equals_the_composition(stream):
     np.testing.assert_array_equal(bgr, host(ref, stream))
 
 
-@PREPROCESS
 def test_preprocess_batch_and_420(stream):
     skip_unless_kernels_run()
     imgs = [rgb_image(20, 30, seed=s) for s in range(2)]
@@ -504,8 +469,6 @@ def test_preprocess_batch_and_420(stream):
     stream.synchronize()
 
 
-@PREPROCESS
-@JPEG
 def test_preprocess_of_jpeg_bytes(stream):
     skip_unless_kernels_run()
     data = jpeg_bytes(photo(96, 128))
@@ -526,7 +489,6 @@ def test_preprocess_of_jpeg_bytes(stream):
 
 # ---------------------------------------------------------------------------------------------------- codecs
 
-@JPEG
 def test_decode_jpeg_shapes_formats_and_batch(stream):
     skip_unless_kernels_run()
     img = photo(48, 64)
@@ -549,7 +511,6 @@ def test_decode_jpeg_shapes_formats_and_batch(stream):
     assert dvpp.decode_jpeg([], stream=stream) == []
 
 
-@JPEG
 def test_decode_jpeg_refusals_and_failures(stream):
     with pytest.raises(runtime.InvalidImageError):
         dvpp.jpeg_info(b"not a jpeg")
@@ -568,7 +529,6 @@ def test_decode_jpeg_refusals_and_failures(stream):
     stream.synchronize()
 
 
-@JPEG
 def test_encode_jpeg(stream):
     skip_unless_kernels_run()
     img = photo(40, 56)
@@ -582,7 +542,6 @@ def test_encode_jpeg(stream):
     assert dvpp.jpeg_info(dvpp.encode_jpeg(img[..., 0], stream=stream)) == (56, 40, 1)
 
 
-@PNG
 def test_decode_png(stream):
     skip_unless_kernels_run()
     img = rgb_image(9, 13, seed=13)
@@ -597,7 +556,6 @@ def test_decode_png(stream):
 
 # ---------------------------------------------------------------------------------------------------- streams, keep-alive
 
-@RESIZE
 def test_current_stream_is_used():
     skip_unless_kernels_run()
     s = runtime.Stream()
@@ -612,7 +570,6 @@ def test_current_stream_is_used():
     s.close()
 
 
-@RESIZE
 def test_inputs_stay_alive_until_the_work_ran():
     skip_unless_kernels_run()
     s = runtime.Stream()
@@ -632,7 +589,6 @@ def test_inputs_stay_alive_until_the_work_ran():
     s.close()
 
 
-@RESIZE
 def test_default_stream_of_the_image_device():
     skip_unless_kernels_run()
     if runtime.get_device_count() < 2:
@@ -649,7 +605,6 @@ def test_default_stream_of_the_image_device():
 
 
 
-@RESIZE
 def test_capture_and_replay(stream):
     skip_unless_kernels_run()
     src = runtime.to_device(IMG)
@@ -685,10 +640,6 @@ def fenced(text, lang):
     return blocks
 
 
-@PREPROCESS
-@RESIZE
-@NORMALIZE
-@JPEG
 def test_the_python_examples_of_the_document_run(repo, tmp_path):
     skip_unless_kernels_run()
     blocks = fenced((repo / "docs" / "dvpp.md").read_text(), "python")
