@@ -56,10 +56,12 @@ const char* mode_key(int32_t mode) {
     }
 }
 
-/// One picture's launch, checked: its kernel and argument.
+/// One picture's launch, checked: its kernel and argument; for the per-pixel kernel (preprocess_px), the entries
+/// of its taps table (0: the tiled kernel, which needs none).
 struct Launch {
     std::string kernel;
     DvppPreprocessArgs args;
+    uint32_t taps = 0;
 };
 
 }  // namespace
@@ -164,16 +166,43 @@ RT_API rtError_t rtDvppPreprocess(const rtPicture* srcs, uint32_t n, const rtRec
                                : p0.channels == 3                  ? "c3"
                                                                    : "c4";
             launches[i].kernel = std::string("preprocess_") + kind + "_" + dvpp::mode_key(a.luma.mode);
+            // The common cases take the per-pixel kernel (kernels/preprocess.cpp says why), with the same values.
+            if (cpu_like && a.luma.mode == DVPP_MODE_BILINEAR && !yuv && p0.channels == 3 &&
+                a.dtype == DVPP_DTYPE_F32 && a.chw && out != DVPP_OUT_GREY) {
+                launches[i].kernel =
+                    dvpp_wide_<3>(crop.width) ? "preprocess_px_c3_word_f32" : "preprocess_px_c3_byte_f32";
+                launches[i].taps = paste.width + paste.height;
+            }
         }
         // The tiles as rows of 64 work-items (the last row partly idle): launch_2d makes each such row a work-group
         // on the cpu, so the executors share the tiles (a grid as narrow as the tiles would be one group).
         const uint64_t tiles = uint64_t((p.width + tile_w - 1) / tile_w) * ((p.height + tile_h - 1) / tile_h);
         const uint32_t row = 64, rows = static_cast<uint32_t>((tiles + row - 1) / row);
-        for (dvpp::Launch& l : launches) {
-            void* args[] = {&l.args};
-            dvpp::launch_2d(stream, dvpp::kernel(stream, dvpp::Family::preprocess, l.kernel.c_str()), row, rows, args,
-                            1);
+        size_t taps = 0;
+        for (const dvpp::Launch& l : launches) taps += l.taps;
+        void* table = nullptr;
+        if (taps) dvpp::check(rtMallocAsync(&table, taps * sizeof(uint32_t), stream), "rtMallocAsync");
+        try {
+            uint32_t* next = static_cast<uint32_t*>(table);
+            for (dvpp::Launch& l : launches) {
+                rtFunction_t f = dvpp::kernel(stream, dvpp::Family::preprocess, l.kernel.c_str());
+                if (!l.taps) {
+                    void* args[] = {&l.args};
+                    dvpp::launch_2d(stream, f, row, rows, args, 1);
+                    continue;
+                }
+                void* targs[] = {&l.args, &next};
+                dvpp::launch_2d(stream, dvpp::kernel(stream, dvpp::Family::preprocess, "preprocess_taps"), l.taps, 1,
+                                targs, 2);
+                void* args[] = {&l.args, &next};
+                dvpp::launch_2d(stream, f, p.width, p.height, args, 2);
+                next += l.taps;
+            }
+        } catch (...) {
+            if (table) rtFreeAsync(table, stream);  // what was queued before still reads it: stream-ordered
+            throw;
         }
+        if (table) dvpp::check(rtFreeAsync(table, stream), "rtFreeAsync");
     });
 }
 

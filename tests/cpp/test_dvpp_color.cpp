@@ -396,6 +396,7 @@ TEST_P(DvppColor, ConversionsCapturedIntoAGraphReplay) {
         direct(RT_PIXEL_FORMAT_RGB888, 64, 32), back(RT_PIXEL_FORMAT_YUV420P, 64, 32);
     src.random(11);
     src.upload();
+    rgb.upload();  // zeros (fresh memory may hold an earlier test's identical result): what the capture must not touch
     ASSERT_RT_OK(rtDvppConvertColor(&src.p, &direct.p, RT_COLOR_BT709_LIMITED, stream));
     ASSERT_RT_OK(rtStreamSynchronize(stream));
     direct.download();
