@@ -252,9 +252,25 @@ std::unique_ptr<DevPicture> decode_sync(const Bytes& jpeg, rtPixelFormat format,
     return p;
 }
 
-/// Dense RGB (w x h) converted on `stream` by rtDvppConvertColor to `format` with RT_COLOR_BT601_FULL: what the
-/// codecs' conversions of RGB must equal bit for bit.
+/// Dense RGB (w x h) converted by rtDvppConvertColor to `format` with RT_COLOR_BT601_FULL: what the codecs'
+/// conversions of RGB must equal bit for bit. Runs on `stream`, or, where the current device runs no kernel code (the
+/// fake CUDA driver), on the default stream of the first device that does.
 Planes converted(const Bytes& rgb, uint32_t w, uint32_t h, rtPixelFormat format, rtStream_t stream) {
+    int current = 0, count = 0;
+    EXPECT_RT_OK(rtGetDevice(&current));
+    EXPECT_RT_OK(rtGetDeviceCount(&count));
+    int device = current;
+    for (int i = 0; i < count && !launches_execute(device); ++i) device = i;
+    if (!launches_execute(device)) {
+        ADD_FAILURE() << "no device runs kernels";
+        return {};
+    }
+    if (device != current) {
+        EXPECT_RT_OK(rtSetDevice(device));
+        Planes p = converted(rgb, w, h, format, nullptr);
+        EXPECT_RT_OK(rtSetDevice(current));
+        return p;
+    }
     DevPicture src(RT_PIXEL_FORMAT_RGB888, rgb.size(), w, h);
     src.pic.width = w, src.pic.height = h;
     EXPECT_RT_OK(rtMemcpy(src.pic.data, rgb.data(), rgb.size(), RT_MEMCPY_HOST_TO_DEVICE));
