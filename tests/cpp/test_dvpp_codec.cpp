@@ -387,7 +387,7 @@ TEST_P(DvppCodec, DecodeToYuv420KeepsTheJpegsOwnSamples) {
 
 TEST_P(DvppCodec, CmykDecodesThroughRgb) {
     StreamGuard s;
-    const int w = 20, h = 14;
+    const int w = 200, h = 120;  // enough pixels for grey weights that differ in their last bit to show
     Bytes jpeg = cmyk_jpeg(w, h);
     const Bytes rgb = cmyk_to_rgb(tj_decode(jpeg, w, h, TJPF_CMYK));
     auto p = decode_sync(jpeg, RT_PIXEL_FORMAT_RGB888, w, h, s);
