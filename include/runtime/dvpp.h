@@ -109,8 +109,9 @@ RT_API rtError_t rtDvppPngGetInfo(const void* data, size_t size, uint32_t* width
  *  these), and optionally the strides; the call writes back width, height, the strides used (0 became width and
  *  height) and size (the bytes the picture occupies). Too small a capacity: INVALID_VALUE naming both sizes; rows of
  *  more than INT_MAX bytes (TurboJPEG's limit): INVALID_VALUE naming out->width_stride.
- *  CMYK JPEGs are converted to RGB. A JPEG stored as RGB or CMYK (not YCbCr), or 4:1:1, decoded to GRAY8 or a 4:2:0
- *  format equals its decode to RGB888 followed by rtDvppConvertColor (with RT_COLOR_BT601_FULL) bit for bit. */
+ *  CMYK JPEGs are converted to RGB. A JPEG stored as RGB or CMYK (not YCbCr) decoded to GRAY8 or a 4:2:0 format, and
+ *  a 4:1:1 JPEG decoded to a 4:2:0 format, equal its decode to RGB888 followed by rtDvppConvertColor (with
+ *  RT_COLOR_BT601_FULL) bit for bit; GRAY8 of a YCbCr JPEG is its own luma. */
 RT_API rtError_t rtDvppDecodeJpeg(const void* data, size_t size, rtPicture* out, rtStream_t stream);
 /** rtDvppDecodeJpeg with DCT-domain down-scaling: the JPEG is decoded at the smallest of libjpeg's scales
  *  (1/8, 2/8, ..., 8/8) whose result is at least min_width x min_height (0: no minimum on that side), which costs
