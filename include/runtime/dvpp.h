@@ -32,7 +32,8 @@
  * means and deviations are read during the call; encoded input bytes of a decode are copied during the call (the
  * caller may free them at once). Pixel memory must stay allocated until the operation has run. A corrupt or truncated
  * image found while decoding fails the operation on the stream: its next synchronize returns RT_ERROR_INVALID_IMAGE
- * with the decoder's message and the image's number in the call ("image 3 of the batch"), and the stream stays usable.
+ * with the decoder's message and the image's number in the call ("image 3 of the batch"), and the stream stays usable;
+ * the output picture of a failed image holds undefined bytes.
  * Streams being captured record the operations into the graph (stream capture, graph.h). */
 #ifndef RUNTIME_DVPP_H
 #define RUNTIME_DVPP_H
@@ -93,7 +94,11 @@ RT_API rtError_t rtDvppPictureSize(rtPixelFormat format, uint32_t width, uint32_
 /* ---------------------------------------------------------------- codecs (libjpeg-turbo, libpng; nvJPEG on cuda) */
 
 /** Reads a JPEG's header (synchronously, host memory): its size and number of components (1 grey, 3 colour, 4 CMYK).
- *  Not a JPEG, or a header cut short: RT_ERROR_INVALID_IMAGE naming what was found. Any pointer but data may be NULL. */
+ *  Not a JPEG, a header cut short, or sampling factors libjpeg-turbo 2.1 cannot classify as one of its subsamplings
+ *  (grey, 4:4:4, 4:2:2, 4:2:0, 4:4:0, 4:1:1): RT_ERROR_INVALID_IMAGE naming what was found (the decodes refuse these
+ *  in the call too). Any pointer but data may be NULL.
+ *  JPEG decoding is strict: any warning of libjpeg (premature end of data, corrupt entropy-coded data) fails the
+ *  decode, and a progressive JPEG of more than 500 scans is refused when decoded (it fails the stream). */
 RT_API rtError_t rtDvppJpegGetInfo(const void* data, size_t size, uint32_t* width, uint32_t* height, int* components);
 /** The same for a PNG (components: 1 grey, 2 grey + alpha, 3 RGB, 4 RGBA; palettes count as 3, or 4 with alpha). */
 RT_API rtError_t rtDvppPngGetInfo(const void* data, size_t size, uint32_t* width, uint32_t* height, int* components);
@@ -102,8 +107,11 @@ RT_API rtError_t rtDvppPngGetInfo(const void* data, size_t size, uint32_t* width
  *  out->size (capacity) and out->format (GRAY8, RGB888, BGR888, RGBA8888, BGRA8888 — alpha 255 — or a 4:2:0 format:
  *  the JPEG's own YCbCr, BT.601 full range, chroma resampled when the JPEG is not 4:2:0; odd sizes are refused for
  *  these), and optionally the strides; the call writes back width, height, the strides used (0 became width and
- *  height) and size (the bytes the picture occupies). Too small a capacity: INVALID_VALUE naming both sizes.
- *  CMYK JPEGs are converted to RGB. */
+ *  height) and size (the bytes the picture occupies). Too small a capacity: INVALID_VALUE naming both sizes; rows of
+ *  more than INT_MAX bytes (TurboJPEG's limit): INVALID_VALUE naming out->width_stride.
+ *  CMYK JPEGs are converted to RGB. A JPEG stored as RGB or CMYK (not YCbCr) decoded to GRAY8 or a 4:2:0 format, and
+ *  a 4:1:1 JPEG decoded to a 4:2:0 format, equal its decode to RGB888 followed by rtDvppConvertColor (with
+ *  RT_COLOR_BT601_FULL) bit for bit; GRAY8 of a YCbCr JPEG is its own luma. */
 RT_API rtError_t rtDvppDecodeJpeg(const void* data, size_t size, rtPicture* out, rtStream_t stream);
 /** rtDvppDecodeJpeg with DCT-domain down-scaling: the JPEG is decoded at the smallest of libjpeg's scales
  *  (1/8, 2/8, ..., 8/8) whose result is at least min_width x min_height (0: no minimum on that side), which costs
@@ -119,7 +127,8 @@ RT_API rtError_t rtDvppDecodeJpegBatch(const void* const* datas, const size_t* s
                                        const uint32_t* min_widths, const uint32_t* min_heights, rtPicture* outs,
                                        rtStream_t stream);
 /** Decodes a PNG as rtDvppDecodeJpeg does a JPEG (out->format: GRAY8, RGB888, BGR888, RGBA8888, BGRA8888; 16-bit
- *  PNGs are reduced to 8 bits, palettes expanded, alpha dropped or added as 255 as the format asks). */
+ *  PNGs are reduced to 8 bits, palettes expanded, alpha dropped or added as 255 as the format asks; GRAY8 of a colour
+ *  PNG is rtDvppConvertColor's grey of its RGB). */
 RT_API rtError_t rtDvppDecodePng(const void* data, size_t size, rtPicture* out, rtStream_t stream);
 
 /** The most bytes rtDvppEncodeJpeg can produce for that picture (libjpeg-turbo's tjBufSize bound). */
@@ -127,7 +136,8 @@ RT_API rtError_t rtDvppEncodeJpegBound(const rtPicture* picture, size_t* bytes);
 /** Encodes a picture (GRAY8, RGB888, BGR888, RGBA8888, BGRA8888 — alpha ignored — or a 4:2:0 format taken as JPEG
  *  YCbCr, BT.601 full range) at `quality` 1..100 (4:2:0 chroma) into host memory `out` of capacity *out_size, on the
  *  stream; when the operation has run, *out_size holds the JPEG's length (read it after synchronizing; out and
- *  out_size must stay valid until then). A capacity below rtDvppEncodeJpegBound: INVALID_VALUE. */
+ *  out_size must stay valid until then). A capacity below rtDvppEncodeJpegBound: INVALID_VALUE. Both calls refuse
+ *  pictures larger than 65535 x 65535 and rows of more than INT_MAX bytes (TurboJPEG's limits). */
 RT_API rtError_t rtDvppEncodeJpeg(const rtPicture* picture, int quality, void* out, size_t* out_size,
                                   rtStream_t stream);
 
@@ -158,12 +168,16 @@ RT_API rtError_t rtDvppConvertColor(const rtPicture* src, rtPicture* dst, rtColo
  *  BGRA8888: 4, in the format's channel order), written densely to dst as `dtype` (RT_FLOAT32, RT_FLOAT16,
  *  RT_BFLOAT16: rounded to nearest even; RT_UINT8, RT_INT8: rounded and saturated) in CHW (`chw` != 0: channels x
  *  height x width) or HWC order. dst must hold channels * width * height elements; mean and std NULL: 0 and 1;
- *  every std[c] must be finite and non-zero. Computed as fma(pixel, 1/std, -mean/std) in float on every backend. */
+ *  every mean[c] must be finite, every std[c] finite and non-zero, and 1/std[c], mean[c]/std[c] and every output
+ *  (255 / |std[c]| + |mean[c] / std[c]| at most) must be finite floats (INVALID_VALUE naming the channel).
+ *  Computed as fma(pixel, 1/std, -mean/std) in float on every backend. */
 RT_API rtError_t rtDvppNormalize(const rtPicture* src, void* dst, rtDataType dtype, int chw, const float* mean,
                                  const float* std, rtStream_t stream);
 
 /** What rtDvppPreprocess does after cropping. Set `size` to sizeof(rtDvppPreprocessParams) (RT_DVPP_PREPROCESS_INIT
- *  does, with the defaults below): the struct can grow, and the library reads only the fields the caller knows. */
+ *  does, with the defaults below): the struct can grow, and the library reads only the fields the caller knows (the
+ *  others take their defaults). A size below the end of `height`, or above the library's own
+ *  sizeof(rtDvppPreprocessParams) (a caller built against a newer header), is refused: INVALID_VALUE. */
 typedef struct rtDvppPreprocessParams {
     size_t size;
     uint32_t width, height;         /* the output's size (required) */
@@ -174,7 +188,8 @@ typedef struct rtDvppPreprocessParams {
     int chw;                        /* default 1: channels x height x width; 0: height x width x channels */
     float mean[4], std[4];          /* per output channel; defaults 0 and 1 */
     rtRect paste;                   /* where the resized crop goes in the output; width 0 (default): all of it */
-    uint8_t fill[4];                /* the output's pixels outside `paste`, before normalisation (default 0) */
+    uint8_t fill[4];                /* the output's pixels outside `paste`, before normalisation, in the output's
+                                       channels (RGB, BGR or grey; default 0) */
 } rtDvppPreprocessParams;
 static inline rtDvppPreprocessParams rtDvppPreprocessParamsDefault(void) {
     rtDvppPreprocessParams p;
@@ -197,7 +212,10 @@ static inline rtDvppPreprocessParams rtDvppPreprocessParamsDefault(void) {
  *  params->format (with params->matrix from a 4:2:0 source) -> normalisation -> layout and dtype, image i written to
  *  dst + i * (channels * width * height * element size). The result equals rtDvppCropResizePaste, then
  *  rtDvppConvertColor, then rtDvppNormalize applied one after the other, bit for bit (a 4:2:0 source is resized plane
- *  by plane, as rtDvppCropResize does, before conversion; its paste rectangle must then have even sizes). */
+ *  by plane, as rtDvppCropResize does, before conversion; its paste rectangle must then have even x, y, width and
+ *  height: INVALID_VALUE otherwise). params->fill is written as the output's channels (after the conversion), so for
+ *  a 4:2:0 source the equivalence holds with an rtDvppCropResizePaste fill of Y, U, V that params->matrix converts
+ *  to params->fill (inside `paste` it holds always). */
 RT_API rtError_t rtDvppPreprocess(const rtPicture* srcs, uint32_t n, const rtRect* crops,
                                   const rtDvppPreprocessParams* params, void* dst, rtStream_t stream);
 

@@ -102,18 +102,15 @@ namespace {
 
 constexpr const char* kApi = "rtDvppConvertColor";
 
-/// A 4:2:0 picture's chroma as the kernels take it: c0 (interleaved plane, or U plane), c1 (V plane, or c0), pitch.
-struct Chroma {
+/// A 4:2:0 picture's chroma as the kernels take it: c0, c1 (picture.hpp's Chroma) and a 32-bit pitch.
+struct KernelChroma {
     uint8_t* c0;
     uint8_t* c1;
     uint32_t pitch;
 };
-Chroma chroma_of(const rtPicture& p, const Layout& l, const char* what) {
-    Chroma c;
-    c.c0 = plane_data(p, l, 1);
-    c.c1 = l.num_planes == 3 ? plane_data(p, l, 2) : c.c0;
-    c.pitch = kernel_pitch(l.planes[1], what);
-    return c;
+KernelChroma kernel_chroma(const rtPicture& p, const Layout& l, const char* what) {
+    const Chroma c = dvpp::chroma_of(p.data, l);
+    return {c.c0, c.c1, kernel_pitch(l.planes[1], what)};
 }
 
 void convert(const rtPicture& src, const Layout& s, const rtPicture& dst, const Layout& d, rtColorMatrix matrix,
@@ -126,7 +123,8 @@ void convert(const rtPicture& src, const Layout& s, const rtPicture& dst, const 
     const uint32_t w = s.width, h = s.height;
     std::string name;
     if (yuv_in && yuv_out) {
-        Chroma sc = chroma_of(src, s, "rtDvppConvertColor: src"), dc = chroma_of(dst, d, "rtDvppConvertColor: dst");
+        KernelChroma sc = kernel_chroma(src, s, "rtDvppConvertColor: src");
+        KernelChroma dc = kernel_chroma(dst, d, "rtDvppConvertColor: dst");
         name = std::string("yuv_to_yuv_") + format_key(s.format) + "_" + format_key(d.format);
         void* args[] = {&sy, &sp, &sc.c0, &sc.c1, &sc.pitch, &dy, &dp, &dc.c0, &dc.c1, &dc.pitch};
         launch_2d(stream, kernel(stream, Family::color, name.c_str()), w / 2, h, args, 10);
@@ -135,14 +133,14 @@ void convert(const rtPicture& src, const Layout& s, const rtPicture& dst, const 
         void* args[] = {&sy, &sp, &dy, &dp};
         launch_2d(stream, kernel(stream, Family::color, "packed_to_packed_grey_grey"), w, h, args, 4);
     } else if (yuv_in) {
-        Chroma sc = chroma_of(src, s, "rtDvppConvertColor: src");
+        KernelChroma sc = kernel_chroma(src, s, "rtDvppConvertColor: src");
         name = std::string("yuv_to_packed_") + format_key(s.format) + "_" + format_key(d.format) + "_" +
                matrix_key(matrix);
         int alpha = 255;
         void* args[] = {&sy, &sp, &sc.c0, &sc.c1, &sc.pitch, &dy, &dp, &alpha};
         launch_2d(stream, kernel(stream, Family::color, name.c_str()), w / 2, h, args, 8);
     } else if (yuv_out) {
-        Chroma dc = chroma_of(dst, d, "rtDvppConvertColor: dst");
+        KernelChroma dc = kernel_chroma(dst, d, "rtDvppConvertColor: dst");
         name = std::string("packed_to_yuv_") + format_key(s.format) + "_" + format_key(d.format);
         int m = matrix;
         void* args[] = {&sy, &sp, &dy, &dp, &dc.c0, &dc.c1, &dc.pitch, &m};

@@ -2,6 +2,7 @@
 #include "dvpp/host_work.hpp"
 
 #include <algorithm>
+#include <climits>
 #include <cstring>
 #include <new>
 
@@ -196,7 +197,26 @@ Layout decode_output(const CoreDevice& device, const rtPicture* out, uint32_t wi
     rtPicture picture = *out;
     picture.width = width;
     picture.height = height;
+    // The pitch before the memory: a refused pitch needs no allocation to be refused.
+    check_codec_pitch(check_descriptor(&picture, what), what);
     return check_picture(device, &picture, what);
+}
+
+std::string describe_start(const void* data, size_t size) {
+    const auto* p = static_cast<const uint8_t*>(data);
+    std::string s;
+    for (size_t i = 0; i < std::min<size_t>(size, 8); ++i) s += format("%s%02X", i ? " " : "", p[i]);
+    static const uint8_t png[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'};
+    if (size >= 8 && std::memcmp(p, png, 8) == 0) s += ": a PNG (rtDvppDecodePng reads it)";
+    if (size >= 3 && p[0] == 0xFF && p[1] == 0xD8 && p[2] == 0xFF) s += ": a JPEG (rtDvppDecodeJpeg reads it)";
+    return s;
+}
+
+void check_codec_pitch(const Layout& layout, const char* what) {
+    for (int i = 0; i < layout.num_planes; ++i)
+        if (layout.planes[i].pitch > size_t(INT_MAX))
+            fail(RT_ERROR_INVALID_VALUE, "%s->width_stride %u makes rows of %zu bytes (the codecs take rows of at "
+                 "most INT_MAX = %d bytes)", what, layout.width_stride, layout.planes[i].pitch, INT_MAX);
 }
 
 void write_back(rtPicture* out, const Layout& layout) {

@@ -93,11 +93,10 @@ public:
     /// (non-blocking, so a capture they join never involves the default stream) that start after everything queued on
     /// the call's stream so far. Steps on different lanes run concurrently (each stream on its own executor). Call
     /// once, before queuing on lanes above 0.
-    /// The streams are made per call and destroyed after it (when the call's stream is capturing: with the work,
-    /// once the capture is over) rather than kept per device: a stream and its two events cost about 5 us on cpu
-    /// (measured: 25 us for 4 lanes, against milliseconds per decoded image), and a fresh lane never carries another
-    /// call's pending failure (a failure before the fork reaches the lanes as "dependency failed") nor belongs to
-    /// another thread's capture.
+    /// The lane streams belong to this call alone: they are destroyed after it (when the call's stream is capturing:
+    /// with the work, once the capture is over), so a lane never carries another call's pending failure (a failure
+    /// before the fork reaches the lanes as "dependency failed") nor belongs to another thread's capture. Their cost
+    /// (a stream and two events per lane) is small beside a decoded image.
     void fork(unsigned lanes);
     /// The call's stream waits for everything queued on every lane so far: after join, lane 0 is ordered after all.
     void join();
@@ -138,10 +137,18 @@ private:
     void* out_;
 };
 
+/// The first bytes of an encoded buffer in hex ("89 50 4E 47 ..."), for "not a JPEG" and "not a PNG" messages,
+/// followed by ": a PNG (rtDvppDecodePng reads it)" or ": a JPEG (rtDvppDecodeJpeg reads it)" when it is one.
+std::string describe_start(const void* data, size_t size);
+
+/// Refuses (INVALID_VALUE naming `what`'s width_stride, "rtDvppEncodeJpeg: picture") a layout with rows of more than
+/// INT_MAX bytes: TurboJPEG and libpng take row pitches as int.
+void check_codec_pitch(const Layout& layout, const char* what);
+
 /// Checks the output descriptor of a decode (`what`: "rtDvppDecodeJpeg: out") for an image of width x height:
 /// out not NULL, out->format one of `formats` (listed in the refusal), even sizes for the 4:2:0 formats (the refusal
 /// says what the image decodes to, from `source`: "the JPEG (1001 x 667)"), then check_picture with those sizes and
-/// the caller's strides, data and capacity. Throws INVALID_VALUE naming the field.
+/// the caller's strides, data and capacity, and check_codec_pitch. Throws INVALID_VALUE naming the field.
 Layout decode_output(const CoreDevice& device, const rtPicture* out, uint32_t width, uint32_t height,
                      const std::vector<rtPixelFormat>& formats, const char* what, const std::string& source);
 /// Writes back what a decode call promises: width, height, the strides used and the bytes the picture occupies.

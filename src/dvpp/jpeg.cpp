@@ -6,14 +6,12 @@
 // has them: a 4:2:0 JPEG is decoded straight into the picture's planes (tjDecompressToYUVPlanes with its strides;
 // NV12/NV21 interleave the chroma); a 4:4:4, 4:2:2 or 4:4:0 JPEG is decoded to its native planes and its chroma
 // box-filtered to 4:2:0 (each 4:2:0 sample the rounded mean of the samples under its 2 x 2 luma pixels); a grey JPEG
-// gets chroma 128. The others (4:1:1, and JPEGs without YCbCr: RGB, CMYK, YCCK) go through RGB and this integer form
-// of BT.601 full range (JFIF), 16 fraction bits, chroma from the mean of each 2 x 2 block:
-//   Y  = ( 19595 R + 38470 G +  7471 B + 2^15) >> 16
-//   Cb = (-11058 R - 21710 G + 32768 B + 2^15) >> 16 + 128      (clamped to 0..255)
-//   Cr = ( 32768 R - 27439 G -  5329 B + 2^15) >> 16 + 128
+// gets chroma 128. The others (4:1:1, and JPEGs without YCbCr: RGB, CMYK, YCCK) are decoded to RGB and converted as
+// rtDvppConvertColor converts RGB888 with RT_COLOR_BT601_FULL (kernels/color_math.h, included here as host code: one
+// formula, so such a decode equals decode-to-RGB888 followed by rtDvppConvertColor bit for bit).
 // CMYK and YCCK JPEGs (Adobe's, with inverted ink values, as libjpeg delivers them) become RGB as R = C K / 255,
-// G = M K / 255, B = Y K / 255 rounded (libjpeg-turbo's cmyk_to_rgb), and grey as OpenCV's luma
-// (4899 R + 9617 G + 1868 B + 2^13) >> 14.
+// G = M K / 255, B = Y K / 255 rounded (libjpeg-turbo's cmyk_to_rgb). GRAY8 from a YCbCr or grey JPEG is its luma
+// (libjpeg's own); from an RGB, CMYK or YCCK JPEG it is color_math.h's BT.601 grey of the RGB (as rtDvppConvertColor).
 //
 // Strictness. libjpeg's warnings (premature end of data, corrupt entropy data) fail the decode: a truncated body is an
 // error, not a grey bottom half. Progressive JPEGs with more than 500 scans are refused (TJFLAG_LIMITSCANS), so a
@@ -27,6 +25,8 @@
 #include "capi/capi_common.hpp"
 #include "core/device.hpp"
 #include "dvpp/host_work.hpp"
+#include "dvpp/kernels/common.h"
+#include "dvpp/kernels/color_math.h"
 #include "dvpp/picture.hpp"
 #include "runtime/dvpp.h"
 
@@ -38,16 +38,6 @@ using namespace rt;
 using namespace rt::dvpp;
 
 namespace {
-
-/// The first bytes of a buffer in hex, for "not a JPEG" messages; names a PNG when it sees one.
-std::string describe_start(const void* data, size_t size) {
-    const auto* p = static_cast<const uint8_t*>(data);
-    std::string s;
-    for (size_t i = 0; i < std::min<size_t>(size, 8); ++i) s += format("%s%02X", i ? " " : "", p[i]);
-    static const uint8_t png[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'};
-    if (size >= 8 && std::memcmp(p, png, 8) == 0) s += ": a PNG (rtDvppDecodePng reads it)";
-    return s;
-}
 
 #if RUNTIME_HAVE_TURBOJPEG
 
@@ -151,8 +141,6 @@ int packed_tjpf(rtPixelFormat f) {
 
 // ---- host colour conversions (see the top of the file)
 
-uint8_t clamp_u8(int v) { return static_cast<uint8_t>(v < 0 ? 0 : v > 255 ? 255 : v); }
-
 /// Adobe CMYK (inverted) to RGB, in place: pixel i's 4 bytes become its 3 (forward, so nothing unread is overwritten).
 void cmyk_to_rgb(uint8_t* p, size_t pixels) {
     for (size_t i = 0; i < pixels; ++i) {
@@ -163,7 +151,7 @@ void cmyk_to_rgb(uint8_t* p, size_t pixels) {
     }
 }
 
-/// Dense RGB (w x h) into a packed picture of any packed format.
+/// Dense RGB (w x h) into a packed picture of any packed format (grey: color_math.h's BT.601 luma).
 void rgb_to_packed(const uint8_t* rgb, int w, int h, uint8_t* dst, const Layout& L) {
     const Plane& P = L.planes[0];
     for (int y = 0; y < h; ++y) {
@@ -172,7 +160,7 @@ void rgb_to_packed(const uint8_t* rgb, int w, int h, uint8_t* dst, const Layout&
         for (int x = 0; x < w; ++x, s += 3) {
             const uint8_t r = s[0], g = s[1], b = s[2];
             switch (L.format) {
-                case RT_PIXEL_FORMAT_GRAY8: d[x] = static_cast<uint8_t>((4899 * r + 9617 * g + 1868 * b + 8192) >> 14); break;
+                case RT_PIXEL_FORMAT_GRAY8: d[x] = dvpp_rgb_to_grey(r, g, b); break;
                 case RT_PIXEL_FORMAT_RGB888: d[3 * x] = r, d[3 * x + 1] = g, d[3 * x + 2] = b; break;
                 case RT_PIXEL_FORMAT_BGR888: d[3 * x] = b, d[3 * x + 1] = g, d[3 * x + 2] = r; break;
                 case RT_PIXEL_FORMAT_RGBA8888: d[4 * x] = r, d[4 * x + 1] = g, d[4 * x + 2] = b, d[4 * x + 3] = 255; break;
@@ -183,43 +171,22 @@ void rgb_to_packed(const uint8_t* rgb, int w, int h, uint8_t* dst, const Layout&
     }
 }
 
-/// Where a 4:2:0 picture's U and V samples go: NV12/NV21 interleave them in plane 1, YUV420P has planes 1 and 2.
-struct Chroma {
-    uint8_t* u;
-    uint8_t* v;
-    size_t pitch;  // bytes between rows (the same for U and V)
-    size_t step;   // bytes between samples of a row: 2 interleaved, 1 planar
-};
-
-Chroma chroma_of(uint8_t* dst, const Layout& L) {
-    if (L.format == RT_PIXEL_FORMAT_YUV420P)
-        return {dst + L.planes[1].offset, dst + L.planes[2].offset, L.planes[1].pitch, 1};
-    uint8_t* c = dst + L.planes[1].offset;
-    return L.format == RT_PIXEL_FORMAT_YUV420SP_NV12 ? Chroma{c, c + 1, L.planes[1].pitch, 2}
-                                                      : Chroma{c + 1, c, L.planes[1].pitch, 2};
-}
-
-/// Dense RGB (w x h, both even) into a 4:2:0 picture with the BT.601 full-range formula at the top.
+/// Dense RGB (w x h, both even) into a 4:2:0 picture as rtDvppConvertColor does with RT_COLOR_BT601_FULL: every
+/// pixel's Y, each 2 x 2 block's U and V from its top-left pixel (kernels/color.cpp's packed_to_yuv).
 void rgb_to_yuv420(const uint8_t* rgb, int w, int h, uint8_t* dst, const Layout& L) {
+    const DvppRgbToYuv k = dvpp_rgb_to_yuv_coeffs(DVPP_BT601_FULL);
     const Plane& Y = L.planes[0];
     for (int y = 0; y < h; ++y) {
         const uint8_t* s = rgb + size_t(y) * w * 3;
         uint8_t* d = dst + Y.offset + y * Y.pitch;
-        for (int x = 0; x < w; ++x, s += 3) d[x] = static_cast<uint8_t>((19595 * s[0] + 38470 * s[1] + 7471 * s[2] + 32768) >> 16);
+        for (int x = 0; x < w; ++x, s += 3) d[x] = dvpp_rgb_to_y(k, s[0], s[1], s[2]);
     }
     const Chroma C = chroma_of(dst, L);
     for (int y = 0; y < h / 2; ++y) {
-        const uint8_t* r0 = rgb + size_t(2 * y) * w * 3;
-        const uint8_t* r1 = r0 + size_t(w) * 3;
-        for (int x = 0; x < w / 2; ++x) {
-            const uint8_t* a = r0 + 6 * x;
-            const uint8_t* b = r1 + 6 * x;
-            const int R = a[0] + a[3] + b[0] + b[3], G = a[1] + a[4] + b[1] + b[4], B = a[2] + a[5] + b[2] + b[5];
-            // The sums are 4x the block's mean: 18 fraction bits instead of 16, one rounding.
-            const int cb = (-11058 * R - 21710 * G + 32768 * B + (1 << 17)) >> 18;
-            const int cr = (32768 * R - 27439 * G - 5329 * B + (1 << 17)) >> 18;
-            C.u[y * C.pitch + x * C.step] = clamp_u8(cb + 128);
-            C.v[y * C.pitch + x * C.step] = clamp_u8(cr + 128);
+        const uint8_t* s = rgb + size_t(2 * y) * w * 3;
+        for (int x = 0; x < w / 2; ++x, s += 6) {
+            C.u[y * C.pitch + x * C.step] = dvpp_rgb_to_u(k, s[0], s[1], s[2]);
+            C.v[y * C.pitch + x * C.step] = dvpp_rgb_to_v(k, s[0], s[1], s[2]);
         }
     }
 }
@@ -247,8 +214,8 @@ bool chroma_factors(int subsamp, int* sx, int* sy) {
         case TJSAMP_422: *sx = 2, *sy = 1; return true;
         case TJSAMP_420: *sx = 2, *sy = 2; return true;
         case TJSAMP_440: *sx = 1, *sy = 2; return true;
-        // 4:1:1 is not decoded to planes: libjpeg-turbo 2.1's tjDecompressToYUVPlanes reads past its own row buffer
-        // for widths that are not a multiple of 32 (found by AddressSanitizer); it goes through RGB instead.
+        // 4:1:1 goes through RGB: libjpeg-turbo 2.1's tjDecompressToYUVPlanes reads past its own row buffer for
+        // 4:1:1 images whose width is not a multiple of 32.
         default: return false;
     }
 }
@@ -263,7 +230,8 @@ public:
     void decode(uint8_t* dst) const override {
         const Layout& L = layout();
         if (is_yuv420(L.format)) decode_yuv420(dst);
-        else if (header_.cmyk()) decode_via_rgb(dst);
+        else if (header_.cmyk() || (L.format == RT_PIXEL_FORMAT_GRAY8 && header_.colorspace == TJCS_RGB))
+            decode_via_rgb(dst);  // RGB first: the grey of an RGB JPEG is color_math.h's, not libjpeg's
         else decode_packed(dst);
     }
 
@@ -387,6 +355,7 @@ EncodeFormat encode_format(rtPixelFormat f) {
 /// Checks a picture for encoding (the JPEG's size limit included) and returns its layout (`memory`: the device whose
 /// memory it must be, or NULL for the descriptor alone).
 Layout encodable(const CoreDevice* device, const rtPicture* picture, const char* what) {
+    check_codec_pitch(check_descriptor(picture, what), what);  // before the memory: no allocation needed to refuse
     Layout L = device ? check_picture(*device, picture, what) : check_descriptor(picture, what);
     if (L.width > 65535 || L.height > 65535)
         fail(RT_ERROR_INVALID_VALUE, "%s: %u x %u is larger than a JPEG can be (65535 x 65535)", what, L.width,

@@ -38,17 +38,27 @@ struct Subject {
 /// Bytes per pixel of plane 0 (packed formats: per pixel; 4:2:0: the Y plane's one byte).
 uint32_t plane0_bytes(rtPixelFormat format) { return is_yuv420(format) ? 1 : packed_channels(format); }
 
-/// a * b (+ c) in size_t, or INVALID_VALUE: a picture that large cannot exist.
-size_t mul(size_t a, size_t b, const Subject& s, const char* what_of) {
+/// The sizes a byte count is made of, for the refusal of one that overflows: "dst->width_stride 70000 x
+/// dst->height_stride 70000" (a stride given as 0 is named as the width or height it stands for).
+std::string extent(const Subject& s, uint32_t width, uint32_t width_stride, uint32_t height, uint32_t height_stride) {
+    return format("%s %u x %s %u", s.bare(width_stride ? "width_stride" : "width").c_str(),
+                  width_stride ? width_stride : width, s.bare(height_stride ? "height_stride" : "height").c_str(),
+                  height_stride ? height_stride : height);
+}
+
+/// a * b or a + b in size_t, or INVALID_VALUE naming the fields: a picture that large cannot exist.
+size_t mul(size_t a, size_t b, const Subject& s, const std::string& e, const char* what_of) {
     size_t r;
     if (__builtin_mul_overflow(a, b, &r))
-        fail(RT_ERROR_INVALID_VALUE, "%s: the %s (%zu x %zu bytes) overflows size_t", s.api.c_str(), what_of, a, b);
+        fail(RT_ERROR_INVALID_VALUE, "%s: %s: the %s (%zu x %zu bytes) overflows size_t", s.api.c_str(),
+             e.c_str(), what_of, a, b);
     return r;
 }
-size_t add(size_t a, size_t b, const Subject& s) {
+size_t add(size_t a, size_t b, const Subject& s, const std::string& e) {
     size_t r;
     if (__builtin_add_overflow(a, b, &r))
-        fail(RT_ERROR_INVALID_VALUE, "%s: the picture's size in bytes overflows size_t", s.api.c_str());
+        fail(RT_ERROR_INVALID_VALUE, "%s: %s: the picture's size in bytes (its planes together) overflows size_t",
+             s.api.c_str(), e.c_str());
     return r;
 }
 
@@ -109,6 +119,22 @@ const char* format_name(int format) noexcept {
     return buffer;
 }
 
+Chroma chroma_of(void* data, const Layout& layout) noexcept {
+    uint8_t* base = static_cast<uint8_t*>(data);
+    Chroma c;
+    c.c0 = base + layout.planes[1].offset;
+    c.pitch = layout.planes[1].pitch;
+    if (layout.format == RT_PIXEL_FORMAT_YUV420P) {
+        c.c1 = base + layout.planes[2].offset;
+        c.u = c.c0, c.v = c.c1, c.step = 1;
+    } else {
+        const bool nv12 = layout.format == RT_PIXEL_FORMAT_YUV420SP_NV12;
+        c.c1 = c.c0;
+        c.u = nv12 ? c.c0 : c.c0 + 1, c.v = nv12 ? c.c0 + 1 : c.c0, c.step = 2;
+    }
+    return c;
+}
+
 Layout layout_of(int format, uint32_t width, uint32_t height, uint32_t width_stride, uint32_t height_stride,
                  const char* what) {
     const Subject s(what);
@@ -137,6 +163,7 @@ Layout layout_of(int format, uint32_t width, uint32_t height, uint32_t width_str
                      "sample per 2x2 pixels)", s.field(v.name).c_str(), v.value, format_name(f));
     }
 
+    const std::string e = extent(s, width, width_stride, height, height_stride);
     Layout l;
     l.format = f;
     l.width = width;
@@ -148,8 +175,8 @@ Layout layout_of(int format, uint32_t width, uint32_t height, uint32_t width_str
     y.width = width;
     y.height = height;
     y.channels = plane0_bytes(f);
-    y.pitch = mul(ws, y.channels, s, "row");
-    size_t bytes = mul(y.pitch, hs, s, "first plane");
+    y.pitch = mul(ws, y.channels, s, e, "row");
+    size_t bytes = mul(y.pitch, hs, s, e, "first plane");
     if (f == RT_PIXEL_FORMAT_YUV420SP_NV12 || f == RT_PIXEL_FORMAT_YUV420SP_NV21) {
         l.num_planes = 2;
         Plane& uv = l.planes[1];
@@ -158,7 +185,7 @@ Layout layout_of(int format, uint32_t width, uint32_t height, uint32_t width_str
         uv.height = height / 2;
         uv.channels = 2;
         uv.pitch = ws;  // ws / 2 pairs of 2 bytes
-        bytes = add(bytes, uv.pitch * (hs / 2), s);
+        bytes = add(bytes, uv.pitch * (hs / 2), s, e);
     } else if (f == RT_PIXEL_FORMAT_YUV420P) {
         l.num_planes = 3;
         const size_t chroma = size_t(ws / 2) * (hs / 2);
@@ -169,7 +196,7 @@ Layout layout_of(int format, uint32_t width, uint32_t height, uint32_t width_str
             c.height = height / 2;
             c.channels = 1;
             c.pitch = ws / 2;
-            bytes = add(bytes, chroma, s);
+            bytes = add(bytes, chroma, s, e);
         }
     } else {
         l.num_planes = 1;

@@ -33,6 +33,20 @@ struct Layout {
     size_t bytes = 0;  ///< the bytes the layout occupies from data (rtDvppPictureSize)
 };
 
+/// Where a 4:2:0 picture's chroma lies. c0 is plane 1 (NV12/NV21: the interleaved pairs; YUV420P: the U plane), c1
+/// the V plane (YUV420P) or c0 again (the kernels take c0, c1); u and v are the first U and V samples, `step` bytes
+/// apart along a row (2 interleaved, 1 planar) and `pitch` bytes between rows (the same for U and V).
+struct Chroma {
+    uint8_t* c0;
+    uint8_t* c1;
+    uint8_t* u;
+    uint8_t* v;
+    size_t pitch;
+    size_t step;
+};
+/// The chroma of a 4:2:0 picture laid out as `layout` from `data`.
+Chroma chroma_of(void* data, const Layout& layout) noexcept;
+
 /// Whether `format` is one of rtPixelFormat's values (read as an int: the C ABI may pass anything).
 bool is_format(int format) noexcept;
 bool is_yuv420(rtPixelFormat format) noexcept;  ///< NV12, NV21, YUV420P

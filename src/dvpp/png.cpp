@@ -2,7 +2,8 @@
 //
 // Conversions (libpng's transforms, chosen as OpenCV's cv2.imdecode chooses them, so results agree): palettes and
 // 1/2/4-bit grey are expanded to 8 bits; 16-bit samples keep their high byte (png_set_strip_16); grey becomes RGB by
-// replication; colour becomes grey with libpng's weights 0.299 R + 0.587 G + (1 - 0.299 - 0.587) B; alpha (and tRNS
+// replication; colour becomes grey as rtDvppConvertColor makes it of RGB888 (kernels/color_math.h's BT.601 luma,
+// included here as host code: one formula; cv2.imdecode's, libpng's weights, is within 1 of it); alpha (and tRNS
 // transparency) is dropped when the output has no alpha channel, added as 255 when the image has none. No gamma
 // correction is applied. A PNG cut short, a bad CRC on a critical chunk or corrupt compressed data fails the decode;
 // libpng's warnings about ancillary chunks (an incorrect sRGB profile, say) do not.
@@ -19,6 +20,8 @@
 #include "capi/capi_common.hpp"
 #include "core/device.hpp"
 #include "dvpp/host_work.hpp"
+#include "dvpp/kernels/common.h"
+#include "dvpp/kernels/color_math.h"
 #include "dvpp/picture.hpp"
 #include "runtime/dvpp.h"
 
@@ -73,7 +76,8 @@ void on_read(png_structp png, png_bytep out, size_t bytes) {
     pass->at += bytes;
 }
 
-/// The transforms that turn the image into layout.format's 8-bit channels.
+/// The transforms that turn the image into `format`'s 8-bit channels (GRAY8 from a grey image only: colour is made
+/// grey after decoding, PngImage::decode).
 void set_transforms(png_structp png, const PngHeader& h, rtPixelFormat format) {
     const bool want_colour = format != RT_PIXEL_FORMAT_GRAY8;
     const bool want_alpha = format == RT_PIXEL_FORMAT_RGBA8888 || format == RT_PIXEL_FORMAT_BGRA8888;
@@ -88,7 +92,6 @@ void set_transforms(png_structp png, const PngHeader& h, rtPixelFormat format) {
         png_set_strip_alpha(png);  // a palette's expansion turns tRNS into alpha too
     }
     if (want_colour && !colour) png_set_gray_to_rgb(png);
-    if (!want_colour && colour) png_set_rgb_to_gray_fixed(png, 1, 29900, 58700);
     if (format == RT_PIXEL_FORMAT_BGR888 || format == RT_PIXEL_FORMAT_BGRA8888) png_set_bgr(png);
 }
 
@@ -139,13 +142,9 @@ bool run_png(PngPass* pass) {
 PngHeader read_header(const void* data, size_t size, const std::string& what) {
     if (size == 0) fail(RT_ERROR_INVALID_IMAGE, "%s: size is 0 (an empty buffer is not a PNG)", what.c_str());
     const auto* p = static_cast<const uint8_t*>(data);
-    if (size < 8 || std::memcmp(p, kSignature, 8) != 0) {
-        std::string start;
-        for (size_t i = 0; i < std::min<size_t>(size, 8); ++i) start += format("%s%02X", i ? " " : "", p[i]);
-        const bool jpeg = size >= 3 && p[0] == 0xFF && p[1] == 0xD8 && p[2] == 0xFF;
-        fail(RT_ERROR_INVALID_IMAGE, "%s: not a PNG: its %zu byte(s) start with %s%s (a PNG starts with 89 50 4E 47 0D "
-             "0A 1A 0A)", what.c_str(), size, start.c_str(), jpeg ? ": a JPEG (rtDvppDecodeJpeg reads it)" : "");
-    }
+    if (size < 8 || std::memcmp(p, kSignature, 8) != 0)
+        fail(RT_ERROR_INVALID_IMAGE, "%s: not a PNG: its %zu byte(s) start with %s (a PNG starts with 89 50 4E 47 0D "
+             "0A 1A 0A)", what.c_str(), size, describe_start(data, size).c_str());
     PngPass pass{};
     pass.data = p;
     pass.size = size;
@@ -157,15 +156,35 @@ PngHeader read_header(const void* data, size_t size, const std::string& what) {
 
 class PngImage final : public DecodeImage {
 public:
-    using DecodeImage::DecodeImage;
+    PngImage(const void* data, size_t size, const Layout& layout, void* out, const PngHeader& header)
+        : DecodeImage(data, size, layout, out), colour_((header.color_type & PNG_COLOR_MASK_COLOR) != 0) {}
+
     void decode(uint8_t* dst) const override {
+        const Layout& L = layout();
         PngPass pass{};
         pass.data = bytes();
         pass.size = size();
-        pass.layout = &layout();
-        pass.dst = dst;
+        if (L.format != RT_PIXEL_FORMAT_GRAY8 || !colour_) {
+            pass.layout = &L;
+            pass.dst = dst;
+            if (!run_png(&pass)) fail(RT_ERROR_INVALID_IMAGE, "corrupt or truncated PNG: %s", pass.message);
+            return;
+        }
+        // Grey of a colour image: dense RGB in scratch, then color_math.h's luma.
+        const Layout rgb = layout_of(RT_PIXEL_FORMAT_RGB888, L.width, L.height, 0, 0, "rtDvppDecodePng");
+        pass.layout = &rgb;
+        pass.dst = scratch(rgb.bytes);
         if (!run_png(&pass)) fail(RT_ERROR_INVALID_IMAGE, "corrupt or truncated PNG: %s", pass.message);
+        const Plane& P = L.planes[0];
+        for (uint32_t y = 0; y < L.height; ++y) {
+            const uint8_t* s = pass.dst + size_t(y) * rgb.planes[0].pitch;
+            uint8_t* d = dst + P.offset + y * P.pitch;
+            for (uint32_t x = 0; x < L.width; ++x, s += 3) d[x] = dvpp_rgb_to_grey(s[0], s[1], s[2]);
+        }
     }
+
+private:
+    bool colour_;
 };
 
 const std::vector<rtPixelFormat> kDecodeFormats = {RT_PIXEL_FORMAT_GRAY8, RT_PIXEL_FORMAT_RGB888,
@@ -210,7 +229,7 @@ RT_API rtError_t rtDvppDecodePng(const void* data, size_t size, rtPicture* out, 
         const Layout layout = decode_output(device, out, h.width, h.height, kDecodeFormats, "rtDvppDecodePng: out",
                                             format("the PNG (%u x %u)", h.width, h.height));
         std::vector<std::unique_ptr<DecodeImage>> images;
-        images.push_back(std::make_unique<PngImage>(data, size, layout, out->data));
+        images.push_back(std::make_unique<PngImage>(data, size, layout, out->data, h));
         queue_decode(stream, api, std::move(images), false);
         write_back(out, layout);
 #else

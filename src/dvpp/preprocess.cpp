@@ -97,8 +97,8 @@ RT_API rtError_t rtDvppPreprocess(const rtPicture* srcs, uint32_t n, const rtRec
         size_t image_bytes = 0, total = 0;
         if (__builtin_mul_overflow(size_t(channels) * p.width * p.height, rtDataTypeSize(dtype), &image_bytes) ||
             __builtin_mul_overflow(image_bytes, size_t(n), &total))
-            fail(RT_ERROR_INVALID_VALUE, "rtDvppPreprocess: the output of %u images of %ux%u overflows size_t", n,
-                 p.width, p.height);
+            fail(RT_ERROR_INVALID_VALUE, "rtDvppPreprocess: the output of n %u images of params->width %u x "
+                 "params->height %u overflows size_t", n, p.width, p.height);
         if (n == 0) return;
         if (!srcs) fail(RT_ERROR_INVALID_VALUE, "rtDvppPreprocess: srcs is NULL (expected %u pictures)", n);
         if (!dst) fail(RT_ERROR_INVALID_VALUE, "rtDvppPreprocess: dst is NULL (expected the output's memory)");
@@ -120,11 +120,16 @@ RT_API rtError_t rtDvppPreprocess(const rtPicture* srcs, uint32_t n, const rtRec
             dvpp::check_disjoint(srcs[i].data, s.bytes, name.c_str(), dst, total,
                                  "dst", dvpp::kApi);
             const bool yuv = dvpp::is_yuv420(s.format);
-            if (yuv && (paste.width % 2 || paste.height % 2))
-                fail(RT_ERROR_INVALID_VALUE, "rtDvppPreprocess: the paste rectangle is %ux%u, and %s is %s (expected "
-                     "even sizes: a 4:2:0 picture is resized plane by plane, its chroma to half the size)",
-                     paste.width, paste.height, name.c_str(),
-                     dvpp::format_name(s.format));
+            if (yuv) {
+                const struct { const char* field; uint32_t value; } v[] = {
+                    {"x", paste.x}, {"y", paste.y}, {"width", paste.width}, {"height", paste.height}};
+                for (const auto& e : v)
+                    if (e.value % 2)
+                        fail(RT_ERROR_INVALID_VALUE, "rtDvppPreprocess: params->paste.%s %u is odd, and %s is %s "
+                             "(expected even x, y, width and height: a 4:2:0 picture is resized plane by plane, its "
+                             "chroma into half the rectangle)", e.field, e.value, name.c_str(),
+                             dvpp::format_name(s.format));
+            }
 
             DvppPreprocessArgs& a = launches[i].args;
             a = DvppPreprocessArgs{};

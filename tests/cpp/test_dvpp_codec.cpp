@@ -229,25 +229,6 @@ Bytes cmyk_to_rgb(const Bytes& cmyk) {
     return rgb;
 }
 
-/// A float BT.601 full-range reference (JFIF): Y, and chroma from each 2 x 2 block's mean colour.
-Planes rgb_to_jfif420(const Bytes& rgb, int w, int h) {
-    Planes p;
-    for (size_t i = 0; i < rgb.size(); i += 3)
-        p.y.push_back(static_cast<uint8_t>(std::lround(0.299 * rgb[i] + 0.587 * rgb[i + 1] + 0.114 * rgb[i + 2])));
-    for (int y = 0; y < h / 2; ++y)
-        for (int x = 0; x < w / 2; ++x) {
-            double r = 0, g = 0, b = 0;
-            for (int dy = 0; dy < 2; ++dy)
-                for (int dx = 0; dx < 2; ++dx) {
-                    const uint8_t* q = &rgb[(size_t(2 * y + dy) * w + 2 * x + dx) * 3];
-                    r += q[0] / 4.0, g += q[1] / 4.0, b += q[2] / 4.0;
-                }
-            p.u.push_back(static_cast<uint8_t>(std::clamp(std::lround(-0.168736 * r - 0.331264 * g + 0.5 * b + 128), 0l, 255l)));
-            p.v.push_back(static_cast<uint8_t>(std::clamp(std::lround(0.5 * r - 0.418688 * g - 0.081312 * b + 128), 0l, 255l)));
-        }
-    return p;
-}
-
 int max_abs_diff(const Bytes& a, const Bytes& b) {
     EXPECT_EQ(a.size(), b.size());
     int m = 0;
@@ -269,6 +250,35 @@ std::unique_ptr<DevPicture> decode_sync(const Bytes& jpeg, rtPixelFormat format,
     EXPECT_RT_OK(rtDvppDecodeJpeg(jpeg.data(), jpeg.size(), &p->pic, stream));
     EXPECT_RT_OK(rtStreamSynchronize(stream));
     return p;
+}
+
+/// Dense RGB (w x h) converted by rtDvppConvertColor to `format` with RT_COLOR_BT601_FULL: what the codecs'
+/// conversions of RGB must equal bit for bit. Runs on `stream`, or, where the current device runs no kernel code (the
+/// fake CUDA driver), on the default stream of the first device that does.
+Planes converted(const Bytes& rgb, uint32_t w, uint32_t h, rtPixelFormat format, rtStream_t stream) {
+    int current = 0, count = 0;
+    EXPECT_RT_OK(rtGetDevice(&current));
+    EXPECT_RT_OK(rtGetDeviceCount(&count));
+    int device = current;
+    for (int i = 0; i < count && !launches_execute(device); ++i) device = i;
+    if (!launches_execute(device)) {
+        ADD_FAILURE() << "no device runs kernels";
+        return {};
+    }
+    if (device != current) {
+        EXPECT_RT_OK(rtSetDevice(device));
+        Planes p = converted(rgb, w, h, format, nullptr);
+        EXPECT_RT_OK(rtSetDevice(current));
+        return p;
+    }
+    DevPicture src(RT_PIXEL_FORMAT_RGB888, rgb.size(), w, h);
+    src.pic.width = w, src.pic.height = h;
+    EXPECT_RT_OK(rtMemcpy(src.pic.data, rgb.data(), rgb.size(), RT_MEMCPY_HOST_TO_DEVICE));
+    DevPicture dst(format, layout_bytes(format, w, h), w, h);
+    dst.pic.width = w, dst.pic.height = h;
+    EXPECT_RT_OK(rtDvppConvertColor(&src.pic, &dst.pic, RT_COLOR_BT601_FULL, stream));
+    EXPECT_RT_OK(rtStreamSynchronize(stream));
+    return planes_of(dst.host(), dst.pic);
 }
 
 struct Subsampling {
@@ -348,7 +358,7 @@ TEST_P(DvppCodec, DecodeToYuv420KeepsTheJpegsOwnSamples) {
     const int w = 46, h = 30;
     for (const Subsampling& ss : kSubsamplings) {
         Bytes jpeg = jpeg_of(w, h, ss.tjsamp, 11);
-        // 4:1:1 goes through RGB (jpeg.cpp says why): the documented BT.601 full-range formula, within 1 of floats.
+        // 4:1:1 goes through RGB (jpeg.cpp says why): exactly rtDvppConvertColor's BT.601 full range of the RGB.
         const bool via_rgb = ss.tjsamp == TJSAMP_411;
         Native n;
         if (!via_rgb) n = tj_planes(jpeg, w, h, ss.tjsamp);
@@ -357,10 +367,10 @@ TEST_P(DvppCodec, DecodeToYuv420KeepsTheJpegsOwnSamples) {
             auto p = decode_sync(jpeg, f, w, h, s, w + 4, h + 2);
             Planes got = planes_of(p->host(), p->pic);
             if (via_rgb) {
-                Planes ref = rgb_to_jfif420(tj_decode(jpeg, w, h, TJPF_RGB), w, h);
-                EXPECT_LE(max_abs_diff(got.y, ref.y), 1);
-                EXPECT_LE(max_abs_diff(got.u, ref.u), 1);
-                EXPECT_LE(max_abs_diff(got.v, ref.v), 1);
+                const Planes ref = converted(tj_decode(jpeg, w, h, TJPF_RGB), w, h, f, s);
+                EXPECT_EQ(got.y, ref.y);
+                EXPECT_EQ(got.u, ref.u);
+                EXPECT_EQ(got.v, ref.v);
                 continue;
             }
             EXPECT_EQ(got.y, n.y);
@@ -377,7 +387,7 @@ TEST_P(DvppCodec, DecodeToYuv420KeepsTheJpegsOwnSamples) {
 
 TEST_P(DvppCodec, CmykDecodesThroughRgb) {
     StreamGuard s;
-    const int w = 20, h = 14;
+    const int w = 200, h = 120;  // enough pixels for grey weights that differ in their last bit to show
     Bytes jpeg = cmyk_jpeg(w, h);
     const Bytes rgb = cmyk_to_rgb(tj_decode(jpeg, w, h, TJPF_CMYK));
     auto p = decode_sync(jpeg, RT_PIXEL_FORMAT_RGB888, w, h, s);
@@ -386,17 +396,61 @@ TEST_P(DvppCodec, CmykDecodesThroughRgb) {
     Bytes want;
     for (size_t i = 0; i < rgb.size(); i += 3) want.insert(want.end(), {rgb[i + 2], rgb[i + 1], rgb[i], 255});
     EXPECT_EQ(planes_of(bgra->host(), bgra->pic).y, want);
+    // Grey and 4:2:0 of the RGB: rtDvppConvertColor's conversions (BT.601 full range) bit for bit.
     auto grey = decode_sync(jpeg, RT_PIXEL_FORMAT_GRAY8, w, h, s);
-    Bytes luma;
+    EXPECT_EQ(planes_of(grey->host(), grey->pic).y, converted(rgb, w, h, RT_PIXEL_FORMAT_GRAY8, s).y);
+    Bytes luma;  // and that grey is BT.601's luma
     for (size_t i = 0; i < rgb.size(); i += 3)
         luma.push_back(static_cast<uint8_t>(std::lround(0.299 * rgb[i] + 0.587 * rgb[i + 1] + 0.114 * rgb[i + 2])));
     EXPECT_LE(max_abs_diff(planes_of(grey->host(), grey->pic).y, luma), 1);
-    // 4:2:0 from RGB: the documented integer BT.601 full-range formula, within 1 of the float one.
-    auto nv12 = decode_sync(jpeg, RT_PIXEL_FORMAT_YUV420SP_NV12, w, h, s);
-    Planes got = planes_of(nv12->host(), nv12->pic), ref = rgb_to_jfif420(rgb, w, h);
-    EXPECT_LE(max_abs_diff(got.y, ref.y), 1);
-    EXPECT_LE(max_abs_diff(got.u, ref.u), 1);
-    EXPECT_LE(max_abs_diff(got.v, ref.v), 1);
+    for (rtPixelFormat f : kYuv420) {
+        SCOPED_TRACE("to format " + std::to_string(f));
+        auto p = decode_sync(jpeg, f, w, h, s, w + 2, h + 4);
+        const Planes got = planes_of(p->host(), p->pic), ref = converted(rgb, w, h, f, s);
+        EXPECT_EQ(got.y, ref.y);
+        EXPECT_EQ(got.u, ref.u);
+        EXPECT_EQ(got.v, ref.v);
+    }
+}
+
+TEST_P(DvppCodec, RowsBeyondIntMaxAreRefusedBeforeTheMemoryIsLookedAt) {
+    // TurboJPEG takes row pitches as int. The pitch is checked before the memory, so no 2 GiB buffer is needed:
+    // data points at a few host bytes the runtime never allocated.
+    StreamGuard s;
+    static uint8_t dummy[64];
+    rtPicture pic{};
+    pic.data = dummy;
+    pic.size = SIZE_MAX;
+    pic.format = RT_PIXEL_FORMAT_GRAY8;
+    pic.width = 16, pic.height = 2;
+    size_t bound = 0;
+    pic.width_stride = 0x7fffffffu;  // rows of INT_MAX bytes: the largest TurboJPEG takes
+    EXPECT_RT_OK(rtDvppEncodeJpegBound(&pic, &bound));
+    pic.width_stride = 0x80000000u;
+    EXPECT_RT_ERROR(RT_ERROR_INVALID_VALUE, rtDvppEncodeJpegBound(&pic, &bound));
+    EXPECT_TRUE(contains(last_message(), "rtDvppEncodeJpegBound: picture->width_stride 2147483648 makes rows of "
+                                         "2147483648 bytes (the codecs take rows of at most INT_MAX = 2147483647"));
+    pic.format = RT_PIXEL_FORMAT_RGB888;
+    pic.width_stride = 0x30000000u;  // 3 bytes a pixel: rows of 2415919104 bytes
+    std::vector<uint8_t> out(1 << 16);
+    size_t out_size = out.size();
+    EXPECT_RT_ERROR(RT_ERROR_INVALID_VALUE, rtDvppEncodeJpeg(&pic, 90, out.data(), &out_size, s));
+    EXPECT_TRUE(contains(last_message(), "rtDvppEncodeJpeg: picture->width_stride 805306368 makes rows of "
+                                         "2415919104 bytes"));
+    Bytes jpeg = jpeg_of(16, 8, TJSAMP_420);
+    rtPicture dst = pic;
+    EXPECT_RT_ERROR(RT_ERROR_INVALID_VALUE, rtDvppDecodeJpeg(jpeg.data(), jpeg.size(), &dst, s));
+    EXPECT_TRUE(contains(last_message(), "rtDvppDecodeJpeg: out->width_stride 805306368 makes rows of 2415919104"));
+    dst = pic;
+    dst.format = RT_PIXEL_FORMAT_YUV420P;
+    dst.width_stride = 0x80000000u;  // the Y plane's rows
+    EXPECT_RT_ERROR(RT_ERROR_INVALID_VALUE, rtDvppDecodeJpegBatch(std::vector<const void*>{jpeg.data()}.data(),
+                                                                  std::vector<size_t>{jpeg.size()}.data(), 1, nullptr,
+                                                                  nullptr, &dst, s));
+    EXPECT_TRUE(contains(last_message(), "rtDvppDecodeJpegBatch: outs[0]->width_stride 2147483648 makes rows of "
+                                         "2147483648 bytes"));
+    EXPECT_EQ(out_size, out.size()) << "a refused encode wrote its size";
+    EXPECT_RT_OK(rtStreamSynchronize(s));
 }
 
 TEST_P(DvppCodec, AlphaIsOpaque) {
@@ -1096,6 +1150,9 @@ TEST_P(DvppCodec, PngDecodesEveryKindToEveryFormat) {
             auto p = png_decode_sync(png, f, spec.w, spec.h, s);
             Bytes got = planes_of(p->host(), p->pic).y;
             if (f == RT_PIXEL_FORMAT_GRAY8 && (spec.color_type & PNG_COLOR_MASK_COLOR)) {
+                // rtDvppConvertColor's grey of the RGB, bit for bit; BT.601's luma within 1.
+                const Bytes rgb = from_rgba(rgba, RT_PIXEL_FORMAT_RGB888);
+                EXPECT_EQ(got, converted(rgb, spec.w, spec.h, RT_PIXEL_FORMAT_GRAY8, s).y);
                 EXPECT_LE(max_abs_diff(got, from_rgba(rgba, f)), 1);
             } else if (f == RT_PIXEL_FORMAT_GRAY8) {
                 Bytes g;

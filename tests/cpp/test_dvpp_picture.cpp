@@ -141,7 +141,12 @@ TEST(DvppPictureSize, SizesThatOverflowAreRefused) {
     size_t b = 0;
     EXPECT_RT_ERROR(RT_ERROR_INVALID_VALUE,
                     picture_size(RT_PIXEL_FORMAT_RGBA8888, 0xffffffffu, 0xffffffffu, 0, 0, &b));
-    EXPECT_TRUE(contains(last_message(), "overflows size_t"));
+    EXPECT_TRUE(contains(last_message(), "rtDvppPictureSize: width 4294967295 x height 4294967295: the first plane "
+                                         "(17179869180 x 4294967295 bytes) overflows size_t"));
+    EXPECT_RT_ERROR(RT_ERROR_INVALID_VALUE,
+                    picture_size(RT_PIXEL_FORMAT_RGB888, 4, 4, 0xffffffffu, 0xffffffffu, &b));
+    EXPECT_TRUE(contains(last_message(), "rtDvppPictureSize: width_stride 4294967295 x height_stride 4294967295: the "
+                                         "first plane"));
     // The largest sizes that fit are computed exactly.
     ASSERT_RT_OK(picture_size(RT_PIXEL_FORMAT_GRAY8, 0xffffffffu, 0xffffffffu, 0, 0, &b));
     EXPECT_EQ(b, size_t(0xffffffffu) * 0xffffffffu);
@@ -149,7 +154,8 @@ TEST(DvppPictureSize, SizesThatOverflowAreRefused) {
     EXPECT_EQ(b, size_t(0xfffffffeu) * 0x80000000u + 2 * size_t(0x7fffffffu) * 0x40000000u);
     // The planes fit one by one but not together.
     EXPECT_RT_ERROR(RT_ERROR_INVALID_VALUE, picture_size(RT_PIXEL_FORMAT_YUV420P, 0xfffffffeu, 0xfffffffeu, 0, 0, &b));
-    EXPECT_TRUE(contains(last_message(), "overflows size_t"));
+    EXPECT_TRUE(contains(last_message(), "rtDvppPictureSize: width 4294967294 x height 4294967294: the picture's size "
+                                         "in bytes (its planes together) overflows size_t"));
     EXPECT_RT_ERROR(RT_ERROR_INVALID_VALUE,
                     picture_size(RT_PIXEL_FORMAT_YUV420SP_NV12, 0xfffffffeu, 0xfffffffeu, 0, 0, &b));
     EXPECT_TRUE(contains(last_message(), "overflows size_t"));
@@ -477,6 +483,55 @@ TEST_P(DvppPictureRules, RectanglesOf420PicturesMustBeEven) {
         EXPECT_RT_OK(preprocess_crop(src.pic, rtRect{2, 4, 10, 12}, tensor.get(), stream));
         EXPECT_RT_OK(rtStreamSynchronize(stream));
     }
+}
+
+TEST_P(DvppPictureRules, PreprocessPasteOf420SourcesMustBeEven) {
+    // A 4:2:0 source is resized plane by plane, its chroma into half the paste rectangle: every side of the
+    // rectangle (its position too) must fall on the chroma grid.
+    for (rtPixelFormat f : {RT_PIXEL_FORMAT_YUV420SP_NV12, RT_PIXEL_FORMAT_YUV420SP_NV21, RT_PIXEL_FORMAT_YUV420P}) {
+        DevPicture src(f, 16, 16);
+        ASSERT_RT_OK(rtMemset(src.pic.data, 0x40, src.pic.size));
+        rt_test::DevBuf tensor(3 * 8 * 8 * 4);
+        ASSERT_RT_OK(rtMemset(tensor.get(), 0, tensor.size()));
+        const std::vector<unsigned char> before = device_bytes(stream, tensor);
+        struct Bad { rtRect r; const char* text; };
+        const Bad bad[] = {{{1, 0, 4, 4}, "rtDvppPreprocess: params->paste.x 1 is odd"},
+                           {{0, 3, 4, 4}, "rtDvppPreprocess: params->paste.y 3 is odd"},
+                           {{0, 0, 5, 4}, "rtDvppPreprocess: params->paste.width 5 is odd"},
+                           {{0, 0, 4, 7}, "rtDvppPreprocess: params->paste.height 7 is odd"}};
+        for (const Bad& b : bad) {
+            SCOPED_TRACE(b.text);
+            rtDvppPreprocessParams params = RT_DVPP_PREPROCESS_INIT;
+            params.width = params.height = 8;
+            params.paste = b.r;
+            EXPECT_RT_ERROR(RT_ERROR_INVALID_VALUE, rtDvppPreprocess(&src.pic, 1, nullptr, &params, tensor.get(),
+                                                                     stream));
+            EXPECT_TRUE(contains(last_message(), b.text));
+            EXPECT_TRUE(contains(last_message(), "srcs[0] is YUV420"));
+        }
+        EXPECT_EQ(device_bytes(stream, tensor), before) << "a refused call queued work";
+        rtDvppPreprocessParams params = RT_DVPP_PREPROCESS_INIT;
+        params.width = params.height = 8;
+        params.paste = rtRect{2, 4, 4, 2};
+        EXPECT_RT_OK(rtDvppPreprocess(&src.pic, 1, nullptr, &params, tensor.get(), stream));
+        // A packed source takes odd rectangles.
+        DevPicture rgb(RT_PIXEL_FORMAT_RGB888, 16, 16);
+        ASSERT_RT_OK(rtMemset(rgb.pic.data, 0x40, rgb.pic.size));
+        params.paste = rtRect{1, 3, 5, 3};
+        EXPECT_RT_OK(rtDvppPreprocess(&rgb.pic, 1, nullptr, &params, tensor.get(), stream));
+        EXPECT_RT_OK(rtStreamSynchronize(stream));
+    }
+}
+
+TEST_P(DvppPictureRules, PreprocessOutputThatOverflowsNamesTheParams) {
+    DevPicture src(RT_PIXEL_FORMAT_RGB888, 16, 16);
+    rt_test::DevBuf tensor(16);
+    rtDvppPreprocessParams params = RT_DVPP_PREPROCESS_INIT;
+    params.width = params.height = 0xffffffffu;
+    EXPECT_RT_ERROR(RT_ERROR_INVALID_VALUE, rtDvppPreprocess(&src.pic, 1, nullptr, &params, tensor.get(), stream));
+    EXPECT_TRUE(contains(last_message(), "rtDvppPreprocess: params->width 4294967295 x params->height 4294967295: "
+                                         "the first plane"));
+    EXPECT_TRUE(contains(last_message(), "overflows size_t"));
 }
 
 template <class E>

@@ -16,11 +16,15 @@
 //
 // Grey from RGB is the BT.601 luma at 2^15, (9798 R + 19235 G + 3735 B + 2^14) >> 15: cv2.cvtColor(COLOR_RGB2GRAY)
 // of OpenCV 5 exactly (OpenCV 4's weights at 2^14 are within 1 of it).
+//
+// Kernel dialect source after common.h; the codecs (src/dvpp/jpeg.cpp, png.cpp) also include it, after common.h, as
+// plain C++ for their RGB -> grey and RGB -> 4:2:0 conversions, so a decode that converts gives the bytes
+// rtDvppConvertColor gives: everything here is therefore integer code valid in both.
 #ifndef DVPP_COLOR_MATH_H
 #define DVPP_COLOR_MATH_H
 
-/* 2^13: every coefficient fits in 15 bits, so with the matrix known at compile time the cpu target multiplies in
- * 16-bit lanes (a fifth faster than 32-bit products); the results stay within 1 of the exact real formulas. */
+/* 2^13: every coefficient fits in 15 bits (so a target may multiply in 16-bit lanes when the matrix is known at
+ * compile time); the results stay within 1 of the exact real formulas. */
 #define DVPP_COLOR_SHIFT 13
 #define DVPP_COLOR_HALF (1 << (DVPP_COLOR_SHIFT - 1))
 /* A real coefficient as a rounded integer scaled by 2^13 (a constant expression). */
