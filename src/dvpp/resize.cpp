@@ -1,5 +1,6 @@
 // rtDvppResize, rtDvppCropResize, rtDvppCropResizePaste and rtDvppBatchCropResize: every descriptor checked, then
 // one launch of the resize kernels (kernels/resize.cpp) per plane of every crop.
+#include <algorithm>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -115,9 +116,23 @@ bool wide_rows(uint32_t width, uint32_t channels) {
     }
 }
 
-/// Queues the launches of one checked job, a plane at a time (4:2:0 chroma at half the size: its rectangles are
-/// even): the resize over the paste rectangle, and when that leaves some of the plane, the fill around it.
-void enqueue(rtStream_t stream, Kernels& kernels, const Job& j, rtInterpolation interpolation, uint32_t*& columns) {
+/// One plane's launches: the columns table (modes that use one), the resize over the paste rectangle, and the fill
+/// around it when the rectangle leaves some of the plane.
+struct PlaneLaunch {
+    DvppResizeArgs args{};
+    size_t columns_at = 0;  // the table's first entry in the call's memory
+    rtFunction_t columns = nullptr, resize = nullptr, fill = nullptr;
+    uint32_t width = 0, height = 0;          // the paste rectangle
+    uint8_t* plane = nullptr;                // fill: the destination plane
+    uint32_t pitch = 0, plane_width = 0, plane_height = 0;
+    uint32_t x0 = 0, y0 = 0, x1 = 0, y1 = 0, fill_value = 0;
+};
+
+/// The launches of one checked job, a plane at a time (4:2:0 chroma at half the size: its rectangles are even),
+/// appended to `out`; `columns` counts the table entries used so far. Looks every kernel up (so a module that
+/// fails to build fails the call before anything is queued).
+void plan(Kernels& kernels, const Job& j, rtInterpolation interpolation, std::vector<PlaneLaunch>& out,
+          size_t& columns) {
     const Layout& ls = j.src_layout;
     const Layout& ld = j.dst_layout;
     // The fill value of each plane's channels: packed formats in order; 4:2:0 takes fill[0..2] as Y, U, V.
@@ -143,7 +158,8 @@ void enqueue(rtStream_t stream, Kernels& kernels, const Job& j, rtInterpolation 
         const uint32_t div = p == 0 ? 1 : 2;
         const rtRect crop{j.crop.x / div, j.crop.y / div, j.crop.width / div, j.crop.height / div};
         const rtRect paste{j.paste.x / div, j.paste.y / div, j.paste.width / div, j.paste.height / div};
-        DvppResizeArgs a{};
+        PlaneLaunch l;
+        DvppResizeArgs& a = l.args;
         a.src = static_cast<const uint8_t*>(j.src->data) + sp.offset + size_t(crop.y) * sp.pitch +
                 size_t(crop.x) * sp.channels;
         a.dst = static_cast<uint8_t*>(j.dst->data) + dp.offset + size_t(paste.y) * dp.pitch +
@@ -151,44 +167,54 @@ void enqueue(rtStream_t stream, Kernels& kernels, const Job& j, rtInterpolation 
         a.src_pitch = static_cast<uint32_t>(sp.pitch);
         a.dst_pitch = static_cast<uint32_t>(dp.pitch);
         a.r = make_resample(interpolation, crop.width, crop.height, paste.width, paste.height);
+        l.width = paste.width;
+        l.height = paste.height;
         if (a.r.mode != DVPP_MODE_AREA) {
-            a.columns = columns;
-            void* cargs[] = {&a.r, &columns};
-            launch_2d(stream, kernels.columns(), paste.width, 1, cargs, 2);
+            l.columns = kernels.columns();
+            l.columns_at = columns;
             columns += paste.width;
         }
-        void* args[] = {&a};
-        launch_2d(stream, kernels.resize(a.r.mode, sp.channels, wide_rows(crop.width, sp.channels)), paste.width,
-                  paste.height, args, 1);
+        l.resize = kernels.resize(a.r.mode, sp.channels, wide_rows(crop.width, sp.channels));
         if (paste.width < dp.width || paste.height < dp.height) {
-            uint8_t* base = static_cast<uint8_t*>(j.dst->data) + dp.offset;
-            uint32_t pitch = static_cast<uint32_t>(dp.pitch), x0 = paste.x, y0 = paste.y;
-            uint32_t x1 = paste.x + paste.width, y1 = paste.y + paste.height, fill = 0;
-            for (int c = 0; c < 4; ++c) fill |= uint32_t(fills[p][c]) << (8 * c);
-            void* fargs[] = {&base, &pitch, &x0, &y0, &x1, &y1, &fill};
-            launch_2d(stream, kernels.fill(sp.channels), dp.width, dp.height, fargs, 7);
+            l.fill = kernels.fill(sp.channels);
+            l.plane = static_cast<uint8_t*>(j.dst->data) + dp.offset;
+            l.pitch = static_cast<uint32_t>(dp.pitch);
+            l.plane_width = dp.width;
+            l.plane_height = dp.height;
+            l.x0 = paste.x;
+            l.y0 = paste.y;
+            l.x1 = paste.x + paste.width;
+            l.y1 = paste.y + paste.height;
+            for (int c = 0; c < 4; ++c) l.fill_value |= uint32_t(fills[p][c]) << (8 * c);
         }
+        out.push_back(l);
     }
-}
-
-/// The columns tables of a call's jobs (DvppResizeArgs::columns): entries for every plane's destination width.
-size_t column_count(const Job& j) {
-    size_t n = j.paste.width;
-    if (j.dst_layout.num_planes > 1) n += size_t(j.paste.width / 2) * (j.dst_layout.num_planes - 1);
-    return n;
 }
 
 /// Queues the jobs of one call: stream-ordered memory for their columns tables, the launches, and its release
 /// (queued even when a launch fails half-way: what was queued before still reads it).
 void enqueue_all(rtStream_t stream, const std::vector<Job>& jobs, rtInterpolation interpolation) {
+    Kernels kernels(stream);
+    std::vector<PlaneLaunch> launches;
     size_t count = 0;
-    for (const Job& j : jobs) count += column_count(j);
+    for (const Job& j : jobs) plan(kernels, j, interpolation, launches, count);
     void* memory = nullptr;
-    check(rtMallocAsync(&memory, count * sizeof(uint32_t), stream), "rtMallocAsync");
+    check(rtMallocAsync(&memory, std::max<size_t>(count, 1) * sizeof(uint32_t), stream), "rtMallocAsync");
     try {
-        Kernels kernels(stream);
-        uint32_t* columns = static_cast<uint32_t*>(memory);
-        for (const Job& j : jobs) enqueue(stream, kernels, j, interpolation, columns);
+        for (PlaneLaunch& l : launches) {
+            if (l.columns) {
+                uint32_t* table = static_cast<uint32_t*>(memory) + l.columns_at;
+                l.args.columns = table;
+                void* cargs[] = {&l.args.r, &table};
+                launch_2d(stream, l.columns, l.width, 1, cargs, 2);
+            }
+            void* args[] = {&l.args};
+            launch_2d(stream, l.resize, l.width, l.height, args, 1);
+            if (l.fill) {
+                void* fargs[] = {&l.plane, &l.pitch, &l.x0, &l.y0, &l.x1, &l.y1, &l.fill_value};
+                launch_2d(stream, l.fill, l.plane_width, l.plane_height, fargs, 7);
+            }
+        }
     } catch (...) {
         rtFreeAsync(memory, stream);
         throw;
