@@ -405,10 +405,13 @@ TEST_P(DvppPictureRules, PixelsMustBeMemoryOfTheStreamsDevice) {
     // Host memory the runtime does not know (static: heap memory may be an address the runtime freed recently,
     // which it reports as such).
     static unsigned char host[256];
+    // The probes (and the device memory they write) exist before `freed` is freed, so none of their buffers can
+    // take its address.
+    const std::vector<Probe> all = probes_of(pic);
     void* freed = nullptr;
     ASSERT_RT_OK(rtMalloc(&freed, 256));
     ASSERT_RT_OK(rtFree(freed));
-    for (const Probe& p : probes_of(pic)) {
+    for (const Probe& p : all) {
         SCOPED_TRACE(p.what);
         rtPicture q = pic.pic;
         q.data = host;

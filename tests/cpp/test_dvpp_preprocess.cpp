@@ -296,8 +296,8 @@ TEST_P(DvppPreprocess, RefusalsNameTheFieldAndQueueNothing) {
     expect(&src.p, 1, nullptr, &q, out.get(), "rtDvppPreprocess: params->paste->x 8 + params->paste->width 9");
     q = p;
     q.paste = {0, 0, 15, 16};
-    expect(&nv12.p, 1, nullptr, &q, out.get(), "rtDvppPreprocess: the paste rectangle is 15x16, and srcs[0] is "
-                                               "YUV420SP_NV12 (expected even sizes");
+    expect(&nv12.p, 1, nullptr, &q, out.get(), "rtDvppPreprocess: params->paste.width 15 is odd, and srcs[0] is "
+                                               "YUV420SP_NV12 (expected even x, y, width and height");
     const rtRect bad_crop = {30, 0, 4, 4};
     expect(&src.p, 1, &bad_crop, &p, out.get(), "rtDvppPreprocess: crops[0]->x 30 + crops[0]->width 4");
     const rtRect odd_crop = {1, 0, 4, 4};
