@@ -164,7 +164,7 @@ RT_API rtError_t rtDvppConvertColor(const rtPicture* src, rtPicture* dst, rtColo
         const CoreDevice& device = runtime().stream(stream)->device();
         const dvpp::Layout s = dvpp::check_picture(device, src, "rtDvppConvertColor: src");
         const dvpp::Layout d = dvpp::check_picture(device, dst, "rtDvppConvertColor: dst");
-        const rtColorMatrix m = dvpp::check_matrix(static_cast<int>(matrix), "rtDvppConvertColor: matrix");
+        const rtColorMatrix m = dvpp::check_matrix(dvpp::read_int(&matrix), "rtDvppConvertColor: matrix");
         if (d.width != s.width || d.height != s.height)
             fail(RT_ERROR_INVALID_VALUE, "rtDvppConvertColor: dst is %ux%u, src %ux%u (expected the same size: the "
                  "conversion keeps it; rtDvppResize changes it)", d.width, d.height, s.width, s.height);

@@ -24,7 +24,7 @@ RT_API rtError_t rtDvppNormalize(const rtPicture* src, void* dst, rtDataType dty
             fail(RT_ERROR_INVALID_VALUE, "rtDvppNormalize: src->format is %s (expected a packed format: GRAY8, "
                  "RGB888, BGR888, RGBA8888 or BGRA8888; rtDvppConvertColor converts 4:2:0 pictures)",
                  dvpp::format_name(s.format));
-        const rtDataType t = dvpp::check_dtype(static_cast<int>(dtype), "rtDvppNormalize: dtype");
+        const rtDataType t = dvpp::check_dtype(dvpp::read_int(&dtype), "rtDvppNormalize: dtype");
         const uint32_t channels = dvpp::packed_channels(s.format);
         const DvppNorm k =
             dvpp::norm_coeffs(mean, std, channels, "rtDvppNormalize: mean", "rtDvppNormalize: std");

@@ -62,13 +62,13 @@ size_t add(size_t a, size_t b, const Subject& s, const std::string& e) {
     return r;
 }
 
+}  // namespace
+
 int read_int(const void* field) {
     int v;
-    std::memcpy(&v, field, sizeof v);  // the C ABI may pass any value in an enum field: never load it as the enum
+    std::memcpy(&v, field, sizeof v);
     return v;
 }
-
-}  // namespace
 
 bool is_format(int format) noexcept {
     switch (format) {

@@ -72,6 +72,11 @@ Layout check_descriptor(const rtPicture* picture, const char* what);
 /// x, y, width and height. NULL is the whole picture. Throws INVALID_VALUE naming `what` and the field.
 rtRect check_rect(const rtRect* rect, const Layout& layout, const char* what);
 
+/// The int an enum argument or field of the C ABI holds. A C caller may pass any int there; loading it as the C++
+/// enum type is undefined outside the enumerators' range (UBSan's -fsanitize=enum reports it), so every entry point
+/// copies its enum arguments out with this before looking at them.
+int read_int(const void* field);
+
 /// Checks an rtInterpolation / rtColorMatrix / rtDataType value read from the C ABI. Throws INVALID_VALUE naming
 /// `what` and listing the valid values.
 rtInterpolation check_interpolation(int value, const char* what);

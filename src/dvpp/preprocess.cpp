@@ -79,16 +79,16 @@ RT_API rtError_t rtDvppPreprocess(const rtPicture* srcs, uint32_t n, const rtRec
         if (p.width == 0 || p.height == 0)
             fail(RT_ERROR_INVALID_VALUE, "rtDvppPreprocess: params->%s is 0 (expected the output's size, at least 1)",
                  p.width == 0 ? "width" : "height");
-        const int out = dvpp::out_code(static_cast<int>(p.format));
+        const int out = dvpp::out_code(dvpp::read_int(&p.format));
         const rtInterpolation interp =
-            dvpp::check_interpolation(static_cast<int>(p.interpolation), "rtDvppPreprocess: params->interpolation");
-        const rtColorMatrix matrix = dvpp::check_matrix(static_cast<int>(p.matrix), "rtDvppPreprocess: params->matrix");
-        const rtDataType dtype = dvpp::check_dtype(static_cast<int>(p.dtype), "rtDvppPreprocess: params->dtype");
+            dvpp::check_interpolation(dvpp::read_int(&p.interpolation), "rtDvppPreprocess: params->interpolation");
+        const rtColorMatrix matrix = dvpp::check_matrix(dvpp::read_int(&p.matrix), "rtDvppPreprocess: params->matrix");
+        const rtDataType dtype = dvpp::check_dtype(dvpp::read_int(&p.dtype), "rtDvppPreprocess: params->dtype");
         const uint32_t channels = out == DVPP_OUT_GREY ? 1 : 3;
         const DvppNorm norm = dvpp::norm_coeffs(p.mean, p.std, channels, "rtDvppPreprocess: params->mean",
                                                 "rtDvppPreprocess: params->std");
         // The paste rectangle, checked against the output as a picture of its format.
-        const dvpp::Layout out_layout = dvpp::layout_of(static_cast<int>(p.format), p.width, p.height, 0, 0,
+        const dvpp::Layout out_layout = dvpp::layout_of(dvpp::read_int(&p.format), p.width, p.height, 0, 0,
                                                         "rtDvppPreprocess: params");
         const rtRect paste =
             dvpp::check_rect(p.paste.width ? &p.paste : nullptr, out_layout, "rtDvppPreprocess: params->paste");

@@ -239,21 +239,21 @@ using namespace rt::dvpp;
 
 RT_API rtError_t rtDvppResize(const rtPicture* src, rtPicture* dst, rtInterpolation interpolation, rtStream_t stream) {
     return capi_call("rtDvppResize", [&] {
-        crop_resize_paste("rtDvppResize", src, nullptr, dst, nullptr, nullptr, interpolation, stream);
+        crop_resize_paste("rtDvppResize", src, nullptr, dst, nullptr, nullptr, read_int(&interpolation), stream);
     });
 }
 
 RT_API rtError_t rtDvppCropResize(const rtPicture* src, const rtRect* crop, rtPicture* dst,
                                   rtInterpolation interpolation, rtStream_t stream) {
     return capi_call("rtDvppCropResize", [&] {
-        crop_resize_paste("rtDvppCropResize", src, crop, dst, nullptr, nullptr, interpolation, stream);
+        crop_resize_paste("rtDvppCropResize", src, crop, dst, nullptr, nullptr, read_int(&interpolation), stream);
     });
 }
 
 RT_API rtError_t rtDvppCropResizePaste(const rtPicture* src, const rtRect* crop, rtPicture* dst, const rtRect* paste,
                                        const uint8_t fill[4], rtInterpolation interpolation, rtStream_t stream) {
     return capi_call("rtDvppCropResizePaste", [&] {
-        crop_resize_paste("rtDvppCropResizePaste", src, crop, dst, paste, fill, interpolation, stream);
+        crop_resize_paste("rtDvppCropResizePaste", src, crop, dst, paste, fill, read_int(&interpolation), stream);
     });
 }
 
@@ -263,7 +263,7 @@ RT_API rtError_t rtDvppBatchCropResize(const rtPicture* srcs, uint32_t nsrc, con
     constexpr const char* api = "rtDvppBatchCropResize";
     return capi_call(api, [&] {
         const std::shared_ptr<Stream> s = runtime().stream(stream);
-        const rtInterpolation interp = check_interpolation(interpolation, "rtDvppBatchCropResize: interpolation");
+        const rtInterpolation interp = check_interpolation(read_int(&interpolation), "rtDvppBatchCropResize: interpolation");
         if (nsrc == 0) return;  // an empty batch: nothing to do
         if (!srcs) fail(RT_ERROR_INVALID_VALUE, "%s: srcs is NULL with nsrc %u (expected %u pictures)", api, nsrc, nsrc);
         if (!dsts) fail(RT_ERROR_INVALID_VALUE, "%s: dsts is NULL (expected a picture per crop)", api);
