@@ -133,11 +133,11 @@ run_fuzz() {
   (cd "$work" &&
     export RUNTIME_CACHE_DIR="$cache" ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1}" \
       UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}" &&
-    ./fuzz_capi -max_total_time="${FUZZ_SECONDS:-45}" -timeout=20 -artifact_prefix=artifacts/ \
+    ./fuzz_capi -max_total_time="${FUZZ_SECONDS:-30}" -timeout=20 -artifact_prefix=artifacts/ \
       corpus "$root/fuzz/corpus" &&
-    ./fuzz_graph_file -max_total_time="${FUZZ_GRAPH_FILE_SECONDS:-30}" -timeout=20 -artifact_prefix=artifacts/ \
+    ./fuzz_graph_file -max_total_time="${FUZZ_GRAPH_FILE_SECONDS:-20}" -timeout=20 -artifact_prefix=artifacts/ \
       corpus_graph_file "$root/fuzz/corpus_graph_file" &&
-    ./fuzz_dvpp_decode -max_total_time="${FUZZ_DVPP_SECONDS:-20}" -timeout=20 -artifact_prefix=artifacts/ \
+    ./fuzz_dvpp_decode -max_total_time="${FUZZ_DVPP_SECONDS:-15}" -timeout=20 -artifact_prefix=artifacts/ \
       corpus_dvpp "$root/fuzz/corpus_dvpp")
   rm -rf "$cache"
 }
@@ -145,8 +145,9 @@ run_fuzz() {
 # The Python package: built and installed by pip (scikit-build-core builds libruntime and the nanobind
 # module), then pytest over tests/python (the seed's snippets, @runtime.jit, runtime-bench --quick).
 # ml_dtypes: bfloat16 arrays (tests of rt_bfloat16 from Python); OpenCV, Pillow, scikit-image (its photographs) and
-# simplejpeg: DVPP's references in the tests and peers in its benchmark.
-python_packages=(numpy nanobind scikit-build-core pytest matplotlib ml_dtypes opencv-python-headless Pillow scikit-image
+# simplejpeg: DVPP's references in the tests and peers in its benchmark. pytest-xdist: the tests run in one worker per
+# cpu (`-n`), each a process of its own; a test that needs a private directory or cache makes it (tmp_path).
+python_packages=(numpy nanobind scikit-build-core pytest pytest-xdist matplotlib ml_dtypes opencv-python-headless Pillow scikit-image
                  simplejpeg)
 build_python() {
   python3 -m pip install --quiet "${python_packages[@]}"
@@ -154,7 +155,7 @@ build_python() {
 }
 test_python() {
   # A scratch kernel cache: tests never depend on (or pollute) the user's ~/.cache/runtime.
-  RUNTIME_CACHE_DIR="$(mktemp -d "${TMPDIR:-/tmp}/runtime-cache.XXXXXX")" python3 -m pytest tests/python -q -rs
+  RUNTIME_CACHE_DIR="$(mktemp -d "${TMPDIR:-/tmp}/runtime-cache.XXXXXX")" python3 -m pytest tests/python -q -rs -n "$ctest_jobs"
 }
 
 phase setup setup
