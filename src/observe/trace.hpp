@@ -82,6 +82,10 @@ inline Op* take_pending() noexcept {
     return op;
 }
 
+/// Whether this thread is handing a record to the *_impl call it makes (a trace is on and the core described it):
+/// a backend then queues the operation even where it would elide it, so that its span lies in stream order.
+inline bool pending() noexcept { return on() && detail::t_pending != nullptr; }
+
 /// The work of `op` ran from `start_ns` to `end_ns` (any thread): records it and frees it. A trace stopped meanwhile
 /// drops it. Never throws, never blocks (a short spin lock on the calling thread's own buffer).
 void finish(Op* op, int64_t start_ns, int64_t end_ns, Status status) noexcept;

@@ -356,6 +356,42 @@ TEST_F(Trace, PipelineHasTracksSpansFlowsAndCounters) {
     EXPECT_RT_OK(rtStreamDestroy(b));
 }
 
+TEST_F(Trace, RecordsAndWaitsThatNeedNothingStillLieInStreamOrder) {
+    constexpr uint32_t n = 1 << 16;
+    DevBuf x(n * sizeof(float));
+    ASSERT_RT_OK(rtMemset(x.get(), 0, n * sizeof(float)));
+    rtStream_t a = nullptr, b = nullptr;
+    rtEvent_t e = nullptr;
+    ASSERT_RT_OK(rtStreamCreate(&a));
+    ASSERT_RT_OK(rtStreamCreate(&b));
+    ASSERT_RT_OK(rtEventCreate(&e));
+    ASSERT_RT_OK(rtProfilerStart(path_.c_str(), RT_PROFILER_NO_API_CALLS | RT_PROFILER_NO_MEMORY));
+    ASSERT_RT_OK(rtEventRecord(e, a));  // a is idle: complete at once
+    ASSERT_RT_OK(rtStreamSynchronize(a));
+    for (int i = 0; i < 4; ++i) launch_scale(reinterpret_cast<float*>(x.get()), 1.0f, n, b);
+    ASSERT_RT_OK(rtStreamWaitEvent(b, e));  // complete already: waits for nothing
+    ASSERT_RT_OK(rtEventRecord(e, b));
+    ASSERT_RT_OK(rtStreamWaitEvent(b, e));  // implied by b's own order
+    ASSERT_RT_OK(rtStreamSynchronize(b));
+    ASSERT_RT_OK(rtProfilerStop());
+    const std::vector<Json> ev = read_trace(path_);
+    std::vector<const Json*> sb;
+    for (const Json* x2 : select(ev, "X"))
+        if ((*x2)["tid"].n == (*select(ev, "X", "kernel")[0])["tid"].n) sb.push_back(x2);
+    std::sort(sb.begin(), sb.end(), [](auto* l, auto* r) { return (*l)["args"]["op"].n < (*r)["args"]["op"].n; });
+    std::vector<std::string> names;
+    for (const Json* x2 : sb) names.push_back((*x2)["name"].str());
+    EXPECT_EQ(names, (std::vector<std::string>{"scale", "scale", "scale", "scale", "event wait", "event record",
+                                               "event wait"}));
+    for (size_t i = 0; i + 1 < sb.size(); ++i)
+        EXPECT_LE((*sb[i])["ts"].n + (*sb[i])["dur"].n, (*sb[i + 1])["ts"].n + 0.0015) << i;
+    EXPECT_EQ(select(ev, "s").size(), 2u);  // both waits name a record
+    EXPECT_EQ(select(ev, "f").size(), 2u);
+    EXPECT_RT_OK(rtEventDestroy(e));
+    EXPECT_RT_OK(rtStreamDestroy(a));
+    EXPECT_RT_OK(rtStreamDestroy(b));
+}
+
 // ---------------------------------------------------------------- graphs, flags, status
 
 TEST_F(Trace, GraphLaunchNodesNestInsideTheLaunch) {

@@ -161,7 +161,8 @@ void CpuQueue::record_impl(backend::Event& event) {
     std::lock_guard elock(ev->mutex);  // order: event, then queue
     {
         std::lock_guard lock(mutex_);
-        if (completed_.load(std::memory_order_acquire) == submitted_.load(std::memory_order_relaxed)) {
+        if (completed_.load(std::memory_order_acquire) == submitted_.load(std::memory_order_relaxed) &&
+            !trace::pending()) {  // traced: a task, so that its span lies in stream order
             // Nothing pending: the event is complete at once (LLVM offload's olCreateEvent does the same), and
             // carries the failure the stream has not reported yet, if any.
             ev->record.reset();
@@ -186,12 +187,18 @@ void CpuQueue::record_impl(backend::Event& event) {
 
 void CpuQueue::wait_impl(backend::Event& event) {
     std::shared_ptr<RecordState> r = static_cast<CpuEvent&>(event).state()->latest();
-    if (!r) return;  // complete on a healthy queue
-    if (!r->queue || r->queue->completed() >= r->seq) {
+    bool needed = true;
+    if (!r) {
+        needed = false;  // complete on a healthy queue
+    } else if (!r->queue || r->queue->completed() >= r->seq) {
         // Complete already: a failure it carries fails this stream now, in stream order.
-        if (r->code == RT_SUCCESS || !slot_) return;
+        needed = r->code != RT_SUCCESS && slot_;
     } else if (r->queue.get() == this) {
-        return;  // implied by stream order (and this stream's own failure skips what follows)
+        needed = false;  // implied by stream order (and this stream's own failure skips what follows)
+    }
+    if (!needed) {
+        if (!trace::pending()) return;
+        r = std::make_shared<RecordState>();  // traced: a task that waits for nothing, so its span lies in stream order
     }
     Task t;
     t.type = Task::Type::wait;

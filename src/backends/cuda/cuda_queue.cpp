@@ -212,6 +212,8 @@ void CudaQueue::record_impl(backend::Event& event) {
     }
     CU_DEVICE_CHECK(device_, cuEventRecord(e.handle(), stream_));
     e.set_record(std::move(r));
+    if (trace::on()) [[unlikely]]
+        if (trace::Op* op = trace::take_pending()) trace_completion(op);
 }
 
 void CudaQueue::wait_native_impl(void* native) {
