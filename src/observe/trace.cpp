@@ -3,6 +3,7 @@
 #include "observe/trace.hpp"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -68,6 +69,7 @@ public:
           t0_(now_ns()) {}
 
     uint64_t id() const { return id_; }
+    int pid() const { return pid_; }
     const std::string& path() const { return path_; }
     int64_t t0() const { return t0_; }
 
@@ -387,6 +389,13 @@ ThreadBuffer* local_buffer() noexcept {
     }
 }
 
+/// A forked child has the parent's trace but not its writer thread: it records nothing (its stop and exit handler
+/// let the parent's session go without joining a thread it does not have).
+void forget_in_child() {
+    detail::g_on.store(false, std::memory_order_relaxed);
+    g_session_id.store(0, std::memory_order_relaxed);
+}
+
 void stop_at_exit() {
     try {
         stop();
@@ -562,7 +571,7 @@ void start(const char* path, unsigned flags) {
     if (!g_exit_handler) {
         // Completes a trace the program did not stop. Registered once, after this file's globals were built, so it
         // runs before they are destroyed.
-        if (std::atexit(stop_at_exit) != 0) {
+        if (std::atexit(stop_at_exit) != 0 || ::pthread_atfork(nullptr, nullptr, forget_in_child) != 0) {
             ::close(fd);
             fail(RT_ERROR_UNKNOWN, "cannot register the exit handler that completes the trace file");
         }
@@ -587,6 +596,10 @@ void stop() {
     {
         std::lock_guard lock(g_mutex);
         if (!g_session) fail(RT_ERROR_ILLEGAL_STATE, "no trace is being written (rtProfilerStart starts one)");
+        if (g_session->pid() != ::getpid()) {  // a forked child: the parent's writer is no thread of this process
+            new std::shared_ptr<Session>(std::move(g_session));  // never joined, never destroyed
+            return;
+        }
         detail::g_on.store(false, std::memory_order_release);
         g_session_id.store(0, std::memory_order_release);
         writer = g_session->request_stop();
