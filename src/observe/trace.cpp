@@ -21,6 +21,7 @@
 #include <thread>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include "core/device.hpp"
@@ -51,14 +52,56 @@ std::atomic<uint64_t> g_ids{0};
 
 int os_tid() { return static_cast<int>(::syscall(SYS_gettid)); }
 
-/// What one thread recorded for one trace. The thread appends under `lock` (uncontended but for the writer's swap
-/// every ~100 ms); the writer takes the whole vector.
+/// Records in fixed chunks: a buffer grows without copying, and the writer hands drained chunks back for reuse
+/// (kFreeChunks kept), so a thread that records steadily touches no fresh memory.
+struct Chunk {
+    static constexpr size_t kCapacity = 512;
+    size_t count = 0;
+    Op ops[kCapacity];
+};
+constexpr size_t kFreeChunks = 256;
+// Never destroyed: a thread may give its chunks back during the process's exit.
+std::mutex& g_chunks_mutex = *new std::mutex;
+std::vector<Chunk*>& g_free_chunks = *new std::vector<Chunk*>;
+
+Chunk* take_chunk() {
+    {
+        std::lock_guard lock(g_chunks_mutex);
+        if (!g_free_chunks.empty()) {
+            Chunk* c = g_free_chunks.back();
+            g_free_chunks.pop_back();
+            c->count = 0;
+            return c;
+        }
+    }
+    return new Chunk;
+}
+
+void give_back(Chunk* c) {
+    {
+        std::lock_guard lock(g_chunks_mutex);
+        if (g_free_chunks.size() < kFreeChunks) {
+            g_free_chunks.push_back(c);
+            return;
+        }
+    }
+    delete c;
+}
+
+/// What one thread recorded for one trace. The thread appends under `lock` (uncontended but for the writer's take
+/// every ~100 ms); the writer takes whole chunks.
 struct ThreadBuffer {
     SpinLock lock;
-    std::vector<Op> ops;
+    std::vector<Chunk*> full;  // filled, in order
+    Chunk* current = nullptr;  // being filled (after `full`)
     uint64_t session = 0;
     int tid = 0;
     std::atomic<bool> alive{true};  // false once the thread exited: the writer forgets it after the last drain
+
+    ~ThreadBuffer() {
+        for (Chunk* c : full) give_back(c);
+        if (current) give_back(current);
+    }
 };
 
 /// One trace being written: its file, its threads' buffers, its writer thread.
@@ -123,24 +166,24 @@ private:
             buffers = buffers_;
             std::erase_if(buffers_, [](const auto& b) { return !b->alive.load(std::memory_order_acquire); });
         }
-        batch_.clear();
+        chunks_.clear();
         for (const auto& b : buffers) {
             std::lock_guard lock(b->lock);
-            if (batch_.empty()) {
-                batch_.swap(b->ops);
-            } else {
-                batch_.insert(batch_.end(), b->ops.begin(), b->ops.end());
-                b->ops.clear();
-            }
+            chunks_.insert(chunks_.end(), b->full.begin(), b->full.end());
+            b->full.clear();
+            if (b->current) chunks_.push_back(std::exchange(b->current, nullptr));
         }
         out_.clear();
         // Records first: a wait of this batch may depend on a record drained after it.
-        for (const Op& op : batch_)
-            if (op.flow_kind == Flow::start) remember_record(op);
-        for (const Op& op : batch_) format_op(op);
+        for (const Chunk* c : chunks_)
+            for (size_t i = 0; i < c->count; ++i)
+                if (c->ops[i].flow_kind == Flow::start) remember_record(c->ops[i]);
+        for (const Chunk* c : chunks_)
+            for (size_t i = 0; i < c->count; ++i) format_op(c->ops[i]);
         resolve_flows(last);
         write_out();
-        if (batch_.capacity() > (1u << 16)) std::vector<Op>().swap(batch_);  // a burst does not pin its memory
+        for (Chunk* c : chunks_) give_back(c);
+        chunks_.clear();
     }
 
     void emit(const std::string& event) {
@@ -341,7 +384,7 @@ private:
     // The writer thread's own (begin() writes before it starts).
     bool first_ = true;
     std::string out_;
-    std::vector<Op> batch_;
+    std::vector<Chunk*> chunks_;  // taken from the buffers by the flush running
     std::unordered_set<uint32_t> named_hosts_;
     std::unordered_map<uint64_t, std::pair<uint32_t, int64_t>> records_;  // flow id -> record's track, mid time
     std::deque<uint64_t> record_order_;
@@ -405,10 +448,24 @@ void stop_at_exit() {
 
 }  // namespace
 
-void Op::set_name(const char* text) noexcept {
-    if (!text) text = "";
-    std::strncpy(name, text, sizeof name - 1);
-    name[sizeof name - 1] = '\0';
+const char* intern(const char* text) noexcept {
+    if (!text || !*text) return "";
+    // Launch loops name the same few kernels again and again: the last four names of this thread.
+    thread_local const char* recent[4] = {};
+    thread_local unsigned next = 0;
+    for (const char* r : recent)
+        if (r && std::strcmp(r, text) == 0) return r;
+    static std::mutex mutex;
+    static std::unordered_set<std::string>* names = new std::unordered_set<std::string>;  // never destroyed: records
+                                                                                         // may be formatted at exit
+    try {
+        std::lock_guard lock(mutex);
+        const char* kept = names->emplace(text).first->c_str();  // nodes are stable: the pointer stays valid
+        recent[next++ % 4] = kept;
+        return kept;
+    } catch (...) {
+        return "";
+    }
 }
 
 uint32_t next_track() noexcept { return g_tracks.fetch_add(1, std::memory_order_relaxed) + 1; }
@@ -420,8 +477,14 @@ void submit(const Op& op) noexcept {
     if (!b) return;
     try {
         std::lock_guard lock(b->lock);
-        b->ops.push_back(op);
-        if (op.cat == Cat::api) b->ops.back().track = kHostTrackBase + static_cast<uint32_t>(b->tid);
+        if (!b->current || b->current->count == Chunk::kCapacity) {
+            if (b->current) b->full.push_back(b->current);
+            b->current = nullptr;
+            b->current = take_chunk();
+        }
+        Op& slot = b->current->ops[b->current->count++];
+        slot = op;
+        if (op.cat == Cat::api) slot.track = kHostTrackBase + static_cast<uint32_t>(b->tid);
     } catch (...) {  // out of memory: the record is lost, the program goes on
     }
 }
@@ -445,7 +508,9 @@ Op* stream_op(Stream& stream, Cat cat, uint64_t op) noexcept {
         track.track = stream.trace_track();
         const uint32_t number = stream.is_default() ? 0 : stream.trace_track();
         const CoreDevice& device = stream.device();
-        std::snprintf(track.name, sizeof track.name, "%s stream %u", device.label().c_str(), number);
+        char name[96];
+        std::snprintf(name, sizeof name, "%s stream %u", device.label().c_str(), number);
+        track.name = intern(name);
         track.id = static_cast<uint64_t>(device.index()) * 100000 + number;
         submit(track);
     }
@@ -465,7 +530,7 @@ Op* copy_op(Stream& stream, uint64_t op, size_t bytes, backend::CopyKind kind) n
     static constexpr const char* kNames[] = {"memcpy HtoH", "memcpy HtoD", "memcpy DtoH", "memcpy DtoD"};
     const auto k = static_cast<size_t>(kind) & 3;
     t->kind = kDirections[k];
-    t->set_name(kNames[k]);
+    t->name = kNames[k];
     t->bytes = bytes;
     return t;
 }
@@ -473,7 +538,7 @@ Op* copy_op(Stream& stream, uint64_t op, size_t bytes, backend::CopyKind kind) n
 Op* fill_op(Stream& stream, uint64_t op, size_t bytes) noexcept {
     Op* t = stream_op(stream, Cat::fill, op);
     if (!t) return nullptr;
-    t->set_name("memset");
+    t->name = "memset";
     t->bytes = bytes;
     return t;
 }
@@ -481,7 +546,7 @@ Op* fill_op(Stream& stream, uint64_t op, size_t bytes) noexcept {
 Op* kernel_op(Stream& stream, uint64_t op, const std::string& kernel, const backend::LaunchShape& shape) noexcept {
     Op* t = stream_op(stream, Cat::kernel, op);
     if (!t) return nullptr;
-    t->set_name(kernel.c_str());
+    t->name = intern(kernel.c_str());
     for (int d = 0; d < 3; ++d) {
         t->grid[d] = shape.grid[d];
         t->block[d] = shape.block[d];
@@ -492,14 +557,14 @@ Op* kernel_op(Stream& stream, uint64_t op, const std::string& kernel, const back
 
 Op* host_op(Stream& stream, uint64_t op) noexcept {
     Op* t = stream_op(stream, Cat::host, op);
-    if (t) t->set_name("host function");
+    if (t) t->name = "host function";
     return t;
 }
 
 Op* event_op(Stream& stream, uint64_t op, Event& event, bool record) noexcept {
     Op* t = stream_op(stream, Cat::event, op);
     if (!t) return nullptr;
-    t->set_name(record ? "event record" : "event wait");
+    t->name = record ? "event record" : "event wait";
     t->id = event.trace_id();
     if (record) {
         t->flow = next_id();
@@ -515,7 +580,7 @@ Op* event_op(Stream& stream, uint64_t op, Event& event, bool record) noexcept {
 Op* graph_op(Stream& stream, uint64_t op, uint64_t graph, size_t nodes) noexcept {
     Op* t = stream_op(stream, Cat::graph, op);
     if (!t) return nullptr;
-    t->set_name("graph launch");
+    t->name = "graph launch";
     t->id = graph;
     t->reserved = nodes;
     return t;
@@ -539,7 +604,7 @@ void memory_counter(const std::string& device, uint64_t allocated, uint64_t rese
     op.start_ns = now_ns();
     op.bytes = allocated;
     op.reserved = reserved;
-    op.set_name(device.c_str());
+    op.name = intern(device.c_str());
     submit(op);
 }
 
@@ -549,7 +614,7 @@ void api_span(const char* api, int64_t start_ns) noexcept {
     op.cat = Cat::api;
     op.start_ns = start_ns;
     op.end_ns = now_ns();
-    op.set_name(api);
+    op.name = api;  // a string literal of the library
     submit(op);
 }
 

@@ -43,10 +43,13 @@ struct Op {
     uint32_t grid[3] = {};
     uint32_t block[3] = {};
     const char* kind = nullptr;  ///< static text: copy direction ("HtoD"), node type ("kernel")
-    char name[96] = {};          ///< truncated to 95 bytes
-
-    void set_name(const char* text) noexcept;
+    const char* name = "";       ///< a string literal or an intern()ed string: alive as long as the process
 };
+
+/// `text` kept for the rest of the process (names in records outlive the kernels and graphs they name); the same
+/// text gives the same pointer. A launch loop of one kernel costs a compare (a per-thread cache of the last name).
+/// Out of memory: "".
+const char* intern(const char* text) noexcept;
 
 namespace detail {
 extern std::atomic<bool> g_on;
