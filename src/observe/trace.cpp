@@ -36,6 +36,7 @@ namespace rt::trace {
 namespace detail {
 std::atomic<bool> g_on{false};
 std::atomic<unsigned> g_flags{0};
+std::atomic<bool> g_tsc{false};
 constinit thread_local Op* t_pending = nullptr;
 }  // namespace detail
 
@@ -49,6 +50,27 @@ constexpr int kFlowRetries = 3;                 // flushes a wait waits for its 
 
 std::atomic<uint32_t> g_tracks{0};
 std::atomic<uint64_t> g_ids{0};
+
+int64_t monotonic_ns() {
+    timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return static_cast<int64_t>(t.tv_sec) * 1000000000 + t.tv_nsec;
+}
+
+/// Whether the kernel keeps its clock on the TSC (then it trusts it to be invariant and synchronised).
+bool kernel_clock_is_tsc() {
+#if defined(__x86_64__)
+    FILE* f = std::fopen("/sys/devices/system/clocksource/clocksource0/current_clocksource", "r");
+    if (!f) return false;
+    char name[32] = {};
+    const bool tsc = std::fgets(name, sizeof name, f) && std::strncmp(name, "tsc", 3) == 0 &&
+                     (name[3] == '\n' || name[3] == '\0');
+    std::fclose(f);
+    return tsc;
+#else
+    return false;
+#endif
+}
 
 int os_tid() { return static_cast<int>(::syscall(SYS_gettid)); }
 
@@ -109,7 +131,7 @@ class Session : public std::enable_shared_from_this<Session> {
 public:
     Session(uint64_t id, std::string path, int fd, unsigned flags)
         : id_(id), path_(std::move(path)), fd_(fd), flags_(flags), pid_(static_cast<int>(::getpid())),
-          t0_(now_ns()) {}
+          t0_(now()), ns0_(monotonic_ns()) {}
 
     uint64_t id() const { return id_; }
     int pid() const { return pid_; }
@@ -174,6 +196,7 @@ private:
             if (b->current) chunks_.push_back(std::exchange(b->current, nullptr));
         }
         out_.clear();
+        measure_rate();
         // Records first: a wait of this batch may depend on a record drained after it.
         for (const Chunk* c : chunks_)
             for (size_t i = 0; i < c->count; ++i)
@@ -209,7 +232,15 @@ private:
         out_.clear();
     }
 
-    double us(int64_t ns) const { return static_cast<double>(ns - t0_) / 1000.0; }
+    /// Ticks of now() to microseconds: from the trace's start (us) or a difference (us_between). The rate is measured
+    /// at each flush against CLOCK_MONOTONIC since the start (1 for a clock that counts nanoseconds already).
+    double us(int64_t ticks) const { return static_cast<double>(ticks - t0_) * ns_per_tick_ / 1000.0; }
+    double us_between(int64_t from, int64_t to) const { return static_cast<double>(to - from) * ns_per_tick_ / 1000.0; }
+    void measure_rate() {
+        const int64_t ticks = now(), ns = monotonic_ns();
+        if (detail::g_tsc.load(std::memory_order_relaxed) && ticks > t0_ && ns > ns0_)
+            ns_per_tick_ = static_cast<double>(ns - ns0_) / static_cast<double>(ticks - t0_);
+    }
 
     static void escape(std::string& out, const char* text) {
         for (const char* p = text; *p; ++p) {
@@ -282,7 +313,7 @@ private:
         std::string e = format("{\"ph\":\"X\",\"cat\":\"%s\",\"name\":\"", cat_name(op.cat));
         escape(e, op.name);
         e += format("\",\"pid\":%d,\"tid\":%u,\"ts\":%.3f,\"dur\":%.3f,\"args\":{", pid_, op.track, us(op.start_ns),
-                    static_cast<double>(end - op.start_ns) / 1000.0);
+                    us_between(op.start_ns, end));
         if (op.cat == Cat::api) {
             if (named_hosts_.insert(op.track).second) {
                 const std::string name = format("host thread %u", op.track - kHostTrackBase);
@@ -292,7 +323,7 @@ private:
             emit(e);
             return;
         }
-        const double queued = static_cast<double>(std::max<int64_t>(0, op.start_ns - op.enqueue_ns)) / 1000.0;
+        const double queued = us_between(0, std::max<int64_t>(0, op.start_ns - op.enqueue_ns));
         e += format("\"op\":%llu,\"queued_us\":%.3f,\"status\":\"%s\"", static_cast<unsigned long long>(op.op), queued,
                     status_name(op.status));
         switch (op.cat) {
@@ -371,7 +402,9 @@ private:
     int fd_;
     const unsigned flags_;
     const int pid_;
-    const int64_t t0_;
+    const int64_t t0_;   // now() at the start
+    const int64_t ns0_;  // CLOCK_MONOTONIC at the start
+    double ns_per_tick_ = 1.0;
     std::thread thread_;
 
     std::mutex mutex_;  // stopping_
@@ -398,6 +431,7 @@ std::shared_ptr<Session> g_session;
 std::atomic<uint64_t> g_session_id{0};
 uint64_t g_sessions = 0;
 bool g_exit_handler = false;
+std::shared_ptr<Session>* g_orphan = nullptr;  // a forked child's copy of its parent's trace (reachable: no leak)
 
 struct LocalBuffer {
     std::shared_ptr<ThreadBuffer> buffer;
@@ -519,7 +553,7 @@ Op* stream_op(Stream& stream, Cat cat, uint64_t op) noexcept {
     record->cat = cat;
     record->track = stream.trace_track();
     record->op = op;
-    record->enqueue_ns = now_ns();
+    record->enqueue_ns = now();
     return record;
 }
 
@@ -593,15 +627,15 @@ Pending::~Pending() {
         delete left;
         return;
     }
-    const int64_t now = now_ns();
-    finish(left, now, now, Status::ok);
+    const int64_t at = now();
+    finish(left, at, at, Status::ok);
 }
 
 void memory_counter(const std::string& device, uint64_t allocated, uint64_t reserved) noexcept {
     if (flags() & RT_PROFILER_NO_MEMORY) return;
     Op op;
     op.cat = Cat::counter;
-    op.start_ns = now_ns();
+    op.start_ns = now();
     op.bytes = allocated;
     op.reserved = reserved;
     op.name = intern(device.c_str());
@@ -613,7 +647,7 @@ void api_span(const char* api, int64_t start_ns) noexcept {
     Op op;
     op.cat = Cat::api;
     op.start_ns = start_ns;
-    op.end_ns = now_ns();
+    op.end_ns = now();
     op.name = api;  // a string literal of the library
     submit(op);
 }
@@ -633,7 +667,8 @@ void start(const char* path, unsigned flags) {
         const int err = errno;
         fail(RT_ERROR_UNKNOWN, "cannot create the trace file '%s': %s", path, std::strerror(err));
     }
-    if (!g_exit_handler) {
+    if (!g_exit_handler) {  // the first trace of the process
+        detail::g_tsc.store(kernel_clock_is_tsc(), std::memory_order_relaxed);
         // Completes a trace the program did not stop. Registered once, after this file's globals were built, so it
         // runs before they are destroyed.
         if (std::atexit(stop_at_exit) != 0 || ::pthread_atfork(nullptr, nullptr, forget_in_child) != 0) {
@@ -662,7 +697,7 @@ void stop() {
         std::lock_guard lock(g_mutex);
         if (!g_session) fail(RT_ERROR_ILLEGAL_STATE, "no trace is being written (rtProfilerStart starts one)");
         if (g_session->pid() != ::getpid()) {  // a forked child: the parent's writer is no thread of this process
-            new std::shared_ptr<Session>(std::move(g_session));  // never joined, never destroyed
+            g_orphan = new std::shared_ptr<Session>(std::move(g_session));  // never joined, never destroyed
             return;
         }
         detail::g_on.store(false, std::memory_order_release);
