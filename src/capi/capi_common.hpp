@@ -9,9 +9,9 @@
 
 namespace rt {
 
-/// Runs `body` (returning void or rtError_t); never lets an exception out. `api` prefixes messages that lack it.
+/// capi_call without the trace's api span.
 template <class F>
-rtError_t capi_call(const char* api, F&& body) noexcept {
+rtError_t capi_call_untraced(const char* api, F&& body) noexcept {
     try {
         if constexpr (std::is_void_v<decltype(body())>) {
             body();
@@ -37,6 +37,19 @@ rtError_t capi_call(const char* api, F&& body) noexcept {
         try { set_last_error_message(std::string(api) + ": internal error"); } catch (...) {}
         return RT_ERROR_UNKNOWN;
     }
+}
+
+/// Runs `body` (returning void or rtError_t); never lets an exception out. `api` prefixes messages that lack it.
+/// While a trace is written, the call is a span on its host thread's track (one branch when not).
+template <class F>
+rtError_t capi_call(const char* api, F&& body) noexcept {
+    if (trace::on()) [[unlikely]] {
+        const int64_t start = trace::now();
+        const rtError_t result = capi_call_untraced(api, std::forward<F>(body));
+        trace::api_span(api, start);
+        return result;
+    }
+    return capi_call_untraced(api, std::forward<F>(body));
 }
 
 /// Events are backend objects: a stream can record or wait for an event of its own backend only (a cpu event

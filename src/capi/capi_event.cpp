@@ -48,8 +48,8 @@ RT_API rtError_t rtEventRecord(rtEvent_t event, rtStream_t stream) {
         auto s = r.stream(stream);
         require_same_backend(s->device(), e->device(), "rtEventRecord");
         if (s->capture() && graph::capture_record(*s, e)) return;
-        s->next_op();
-        s->queue().record_impl(e->impl());
+        const uint64_t op = s->next_op();
+        trace::enqueue([&] { return trace::event_op(*s, op, *e, true); }, [&] { s->queue().record_impl(e->impl()); });
         e->mark_recorded();
     });
 }

@@ -56,8 +56,8 @@ RT_API rtError_t rtStreamWaitEvent(rtStream_t stream, rtEvent_t event) {
         require_same_backend(s->device(), e->device(), "rtStreamWaitEvent");
         if ((s->capture() || e->captured()) && graph::capture_wait(s, e)) return;
         if (!e->recorded()) return;  // never recorded: already complete
-        s->next_op();
-        s->queue().wait_impl(e->impl());
+        const uint64_t op = s->next_op();
+        trace::enqueue([&] { return trace::event_op(*s, op, *e, false); }, [&] { s->queue().wait_impl(e->impl()); });
     });
 }
 
@@ -78,7 +78,9 @@ RT_API rtError_t rtLaunchHostFunc(rtStream_t stream, rtHostFn_t fn, void* user_d
         if (!fn) fail(RT_ERROR_INVALID_VALUE, "fn is NULL (expected a host function)");
         auto s = runtime().stream(stream);
         if (s->capture() && graph::capture_host_call(*s, fn, user_data)) return;
-        s->queue().host_call_impl(backend::HostCall{fn, user_data, &s->errors(), s->next_op()});
+        const uint64_t op = s->next_op();
+        trace::enqueue([&] { return trace::host_op(*s, op); },
+                       [&] { s->queue().host_call_impl(backend::HostCall{fn, user_data, &s->errors(), op}); });
     });
 }
 

@@ -19,6 +19,8 @@ void DeviceMemory::update_peaks() {
     stats_.reserved_bytes = direct_bytes_ + (pool_ ? pool_->committed_bytes() : 0);
     stats_.peak_allocated_bytes = std::max(stats_.peak_allocated_bytes, stats_.allocated_bytes);
     stats_.peak_reserved_bytes = std::max(stats_.peak_reserved_bytes, stats_.reserved_bytes);
+    if (trace::on()) [[unlikely]]  // every change of the figures passes here
+        trace::memory_counter(device_.label(), stats_.allocated_bytes, stats_.reserved_bytes);
 }
 
 void DeviceMemory::ensure_pool() {

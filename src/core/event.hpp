@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "backends/backend.hpp"
+#include "observe/trace.hpp"
 
 namespace rt {
 
@@ -42,7 +43,13 @@ public:
         capture_id_.store(capture_id, std::memory_order_release);
     }
 
+    /// The event's id in traces (args "event"), and the flow id of its latest traced record (0: none), which a traced
+    /// wait ends its arrow at (observe/trace.cpp).
+    uint64_t trace_id() const { return trace_id_; }
+    std::atomic<uint64_t> trace_flow{0};
+
 private:
+    const uint64_t trace_id_ = trace::next_id();
     CoreDevice& device_;
     std::unique_ptr<backend::Event> impl_;
     unsigned flags_;

@@ -272,16 +272,18 @@ void enqueue_copy(Stream& stream, void* dst, const void* src, size_t bytes, int 
         if (bytes) stream.device().memory().count_elided_copy(bytes);
         return;
     }
-    stream.next_op();
-    stream.queue().copy_impl(dst, src, bytes, k);
+    const uint64_t op = stream.next_op();
+    trace::enqueue([&] { return trace::copy_op(stream, op, bytes, k); },
+                   [&] { stream.queue().copy_impl(dst, src, bytes, k); });
 }
 
 void enqueue_fill(Stream& stream, void* dst, int value, size_t bytes, const char* api) {
     if (stream.capture() && graph::capture_fill(stream, dst, value, bytes, api)) return;
     if (bytes == 0) return;
     check_fill(stream.device(), dst, bytes, api);
-    stream.next_op();
-    stream.queue().fill_impl(dst, static_cast<uint8_t>(value), bytes);
+    const uint64_t op = stream.next_op();
+    trace::enqueue([&] { return trace::fill_op(stream, op, bytes); },
+                   [&] { stream.queue().fill_impl(dst, static_cast<uint8_t>(value), bytes); });
 }
 
 }  // namespace rt

@@ -146,7 +146,9 @@ void launch_kernel(Stream& stream, const CoreFunction& function, backend::Launch
                    int num_args, const size_t* arg_sizes) {
     if (stream.capture() && graph::capture_kernel(stream, function, shape, args, num_args, arg_sizes)) return;
     shape = validate_launch(stream.device(), function, shape, args, num_args, arg_sizes);
-    stream.queue().launch_impl(function.impl(), shape, args, backend::LaunchReport{&stream.errors(), stream.next_op()});
+    const uint64_t op = stream.next_op();
+    trace::enqueue([&] { return trace::kernel_op(stream, op, function.impl()->name(), shape); },
+                   [&] { stream.queue().launch_impl(function.impl(), shape, args, backend::LaunchReport{&stream.errors(), op}); });
 }
 
 }  // namespace rt

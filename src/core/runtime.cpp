@@ -81,6 +81,7 @@ Runtime::Runtime(InitOptions options)
         for (int i = 0; i < b->device_count(); ++i)
             devices_.push_back(std::make_unique<CoreDevice>(static_cast<int>(devices_.size()), b->create_device(i)));
     for (auto& d : devices_) d->impl().kernel_modules().set_limit(options_.module_cache_limit);
+    trace::start_from_environment();
 }
 
 void Runtime::wait_all_idle() const {

@@ -6,6 +6,7 @@
 
 #include "backends/backend.hpp"
 #include "core/error.hpp"
+#include "observe/trace.hpp"
 
 namespace rt {
 
@@ -37,6 +38,12 @@ public:
     /// Numbers the operations queued on this stream, for error messages ("operation #12").
     uint64_t next_op() { return ops_.fetch_add(1, std::memory_order_relaxed) + 1; }
 
+    /// The stream's track in traces: its tid, and its number in the track's name ("cpu:0 stream 3"; the default
+    /// stream's is 0). Process-wide, never reused.
+    uint32_t trace_track() const { return trace_track_; }
+    /// The trace that named this stream's track (observe/trace.cpp; 0: none yet).
+    std::atomic<uint64_t> trace_named_{0};
+
     /// Waits for the queued work, then reports (and clears) the first asynchronous failure.
     void synchronize();
     /// True if idle; reports a pending asynchronous failure first.
@@ -53,6 +60,7 @@ private:
     std::atomic<graph::Capture*> capture_{nullptr};
     bool is_default_;
     unsigned flags_;
+    const uint32_t trace_track_ = trace::next_track();
 };
 
 /// Called by rtHostFuncSetError: records a failure for the host function running on this thread.

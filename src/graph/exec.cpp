@@ -115,7 +115,8 @@ void GraphExec::launch(const std::shared_ptr<Stream>& target) {
     order_after_previous(stream);
     last_stream_ = target;
     if (lowered_) {
-        queue.launch_graph_impl(lowered_, backend::LaunchReport{&stream.errors(), op, nullptr});
+        trace::enqueue([&] { return trace::graph_op(stream, op, trace_id_, p.commands.size()); },
+                       [&] { queue.launch_graph_impl(lowered_, backend::LaunchReport{&stream.errors(), op, nullptr}); });
     } else {
         // The queued commands name their nodes by Program::labels: the program stays until the stream gets past
         // them (the timeline drops this reference then).

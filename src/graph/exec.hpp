@@ -11,6 +11,7 @@
 #include "backends/backend.hpp"
 #include "graph/graph.hpp"
 #include "graph/program.hpp"
+#include "observe/trace.hpp"
 
 namespace rt {
 class Stream;
@@ -80,6 +81,7 @@ private:
     void mark_launch_end(backend::Queue& queue);
 
     CoreDevice* const device_;
+    const uint64_t trace_id_ = trace::next_id();  // the launches' "graph" in traces
     std::mutex mutex_;  // serialises launches, updates and bindings of this exec (never held while waiting)
     std::shared_ptr<Program> program_;
     std::shared_ptr<backend::GraphExecutable> lowered_;  // null: replayed by the core

@@ -122,7 +122,7 @@ void CpuGraph::refresh_impl(size_t index) {
 // ---------------------------------------------------------------- replay
 
 void CpuGraph::replay(Executor& executor, const backend::LaunchReport& report,
-                      unsigned long long stream_min_bytes) noexcept {
+                      unsigned long long stream_min_bytes, const trace::Op* traced) noexcept {
     if (nodes_.empty()) return;
     if (running_.exchange(true, std::memory_order_acquire)) {
         report.slot->set(RT_ERROR_ILLEGAL_STATE,
@@ -132,6 +132,7 @@ void CpuGraph::replay(Executor& executor, const backend::LaunchReport& report,
     executor_ = &executor;
     slot_ = report.slot;
     op_index_ = report.op_index;
+    traced_ = traced;
     stream_min_bytes_ = stream_min_bytes;
     if (!forks_) {
         uint32_t carried = 0;
@@ -227,6 +228,33 @@ uint32_t CpuGraph::chain(uint32_t first, uint32_t next_join, uint32_t& carried) 
 }
 
 void CpuGraph::execute(const Node& node) noexcept {
+    if (traced_) [[unlikely]] {
+        execute_traced(node);
+        return;
+    }
+    run_node(node);
+}
+
+void CpuGraph::execute_traced(const Node& node) noexcept {
+    if (node.kind == Kind::nop) return;  // no work: no span
+    static constexpr const char* kTypes[] = {"empty", "kernel", "memcpy", "memset", "host"};
+    trace::Op op;
+    op.cat = trace::Cat::graph_node;
+    op.track = traced_->track;
+    op.op = traced_->op;
+    op.enqueue_ns = traced_->enqueue_ns;
+    op.id = static_cast<uint64_t>(&node - nodes_.data());
+    op.kind = kTypes[static_cast<size_t>(node.kind)];
+    op.name = trace::intern(node.kind == Kind::kernel ? node.kernel.function->name().c_str() : node.label);
+    const bool failed_before = slot_->failed();
+    op.start_ns = trace::now();
+    run_node(node);
+    op.end_ns = trace::now();
+    op.status = failed_before ? trace::Status::skipped : slot_->failed() ? trace::Status::failed : trace::Status::ok;
+    trace::submit(op);
+}
+
+void CpuGraph::run_node(const Node& node) noexcept {
     // A failed node skips every node not started yet (its successors among them). One acquire load per node.
     if (slot_->failed()) return;
     switch (node.kind) {

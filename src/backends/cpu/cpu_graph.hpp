@@ -12,6 +12,7 @@
 #include "backends/cpu/cpu_kernel.hpp"
 #include "core/error.hpp"
 #include "core/spin_lock.hpp"
+#include "observe/trace.hpp"
 
 namespace rt::graph {
 struct Program;
@@ -40,7 +41,9 @@ public:
     /// Runs every node once, each after its predecessors, on the calling thread plus idle executors of
     /// `executor`; returns when every node has completed. A failing node reports to report.slot, naming its
     /// label; the nodes not started by then are skipped. Never throws.
-    void replay(Executor& executor, const backend::LaunchReport& report, unsigned long long stream_min_bytes) noexcept;
+    /// `traced`: the launch's trace record; every node that runs is then a span of its track (cat graph_node).
+    void replay(Executor& executor, const backend::LaunchReport& report, unsigned long long stream_min_bytes,
+                const trace::Op* traced = nullptr) noexcept;
 
 private:
     enum class Kind : uint8_t { nop, kernel, copy, fill, host };
@@ -83,6 +86,8 @@ private:
     /// how many ran. An arrival at `next_join` is left to the caller's next node (`carried`), which arrives there too.
     uint32_t chain(uint32_t first, uint32_t next_join, uint32_t& carried) noexcept;
     void execute(const Node& node) noexcept;
+    void run_node(const Node& node) noexcept;
+    void execute_traced(const Node& node) noexcept;
     bool arrive(uint32_t node) noexcept;  // a predecessor of `node` completed: true if it is now ready
     /// Shares ready nodes with the executors (waking an idle one, or all for several nodes).
     void push(const uint32_t* nodes, size_t count) noexcept;
@@ -109,6 +114,7 @@ private:
     Executor* executor_ = nullptr;
     AsyncErrorSlot* slot_ = nullptr;
     uint64_t op_index_ = 0;
+    const trace::Op* traced_ = nullptr;  // the running launch's trace record (null: not traced)
     unsigned long long stream_min_bytes_ = 0;
     size_t threads_ = 1;
     // Ready nodes beyond the one each thread continues with (a stack: at most one entry per node).

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 #include "backends/cpu/cpu_copy.hpp"
 #include "backends/cpu/cpu_graph.hpp"
@@ -74,6 +75,7 @@ uint64_t CpuQueue::emplace(Fill&& fill, const std::shared_ptr<backend::Function>
         }
         Task& task = ring_[tail_ & (ring_.size() - 1)];  // moved-from by run(): owns nothing
         fill(task);
+        task.trace = trace::on() ? trace::take_pending() : nullptr;  // always written: the slot may be moved-from
         if (launched && launched->get() != last_function_.get()) {
             task.ref = std::move(last_function_);
             last_function_ = *launched;
@@ -159,7 +161,8 @@ void CpuQueue::record_impl(backend::Event& event) {
     std::lock_guard elock(ev->mutex);  // order: event, then queue
     {
         std::lock_guard lock(mutex_);
-        if (completed_.load(std::memory_order_acquire) == submitted_.load(std::memory_order_relaxed)) {
+        if (completed_.load(std::memory_order_acquire) == submitted_.load(std::memory_order_relaxed) &&
+            !trace::pending()) {  // traced: a task, so that its span lies in stream order
             // Nothing pending: the event is complete at once (LLVM offload's olCreateEvent does the same), and
             // carries the failure the stream has not reported yet, if any.
             ev->record.reset();
@@ -184,12 +187,18 @@ void CpuQueue::record_impl(backend::Event& event) {
 
 void CpuQueue::wait_impl(backend::Event& event) {
     std::shared_ptr<RecordState> r = static_cast<CpuEvent&>(event).state()->latest();
-    if (!r) return;  // complete on a healthy queue
-    if (!r->queue || r->queue->completed() >= r->seq) {
+    bool needed = true;
+    if (!r) {
+        needed = false;  // complete on a healthy queue
+    } else if (!r->queue || r->queue->completed() >= r->seq) {
         // Complete already: a failure it carries fails this stream now, in stream order.
-        if (r->code == RT_SUCCESS || !slot_) return;
+        needed = r->code != RT_SUCCESS && slot_;
     } else if (r->queue.get() == this) {
-        return;  // implied by stream order (and this stream's own failure skips what follows)
+        needed = false;  // implied by stream order (and this stream's own failure skips what follows)
+    }
+    if (!needed) {
+        if (!trace::pending()) return;
+        r = std::make_shared<RecordState>();  // traced: a task that waits for nothing, so its span lies in stream order
     }
     Task t;
     t.type = Task::Type::wait;
@@ -281,6 +290,26 @@ void CpuQueue::run(uint64_t limit, size_t budget, bool host) {
 }
 
 void CpuQueue::execute(Task& t) {
+    if (t.trace) [[unlikely]] {
+        execute_traced(t);
+        return;
+    }
+    run_task(t, nullptr);
+}
+
+void CpuQueue::execute_traced(Task& t) {
+    trace::Op* op = std::exchange(t.trace, nullptr);
+    const bool failed_before = slot_ && slot_->failed();
+    const int64_t start = trace::now();
+    run_task(t, op);
+    const int64_t end = trace::now();
+    trace::Status status = trace::Status::ok;
+    if (failed_before && t.type != Task::Type::record && t.type != Task::Type::wait) status = trace::Status::skipped;
+    else if (!failed_before && slot_ && slot_->failed()) status = trace::Status::failed;
+    trace::finish(op, start, end, status);
+}
+
+void CpuQueue::run_task(Task& t, const trace::Op* traced) {
     // Work queued behind a failure that has not been reported yet is skipped (records and waits still run:
     // they carry the failure on). One acquire load per task.
     if (t.type == Task::Type::release) {  // bookkeeping, not an operation of the stream: never counted as skipped
@@ -320,7 +349,7 @@ void CpuQueue::execute(Task& t) {
         case Task::Type::release:  // handled above
             break;
         case Task::Type::graph:
-            t.graph.graph->replay(executor_, t.graph.report, stream_min_bytes_);
+            t.graph.graph->replay(executor_, t.graph.report, stream_min_bytes_, traced);
             break;
         case Task::Type::launch: {
             const CpuFunction& function = *t.launch.function;

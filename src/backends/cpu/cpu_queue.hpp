@@ -13,6 +13,7 @@
 #include "backends/cpu/cpu_kernel.hpp"
 #include "core/error.hpp"
 #include "core/spin_lock.hpp"
+#include "observe/trace.hpp"
 
 namespace rt::cpu {
 
@@ -76,6 +77,7 @@ struct Task {
 
     Type type = Type::copy;
     uint8_t value = 0;  // fill
+    trace::Op* trace = nullptr;  // while a trace is written: the operation's record, stamped and handed on by execute
     uint64_t seq = 0;
     std::shared_ptr<void> ref;  // record and wait: the RecordState written or waited for; launch: the function
                                 // launched before it on this queue, when it changed (see last_function_);
@@ -142,6 +144,9 @@ private:
     /// with host nodes) and hands the queue to an executor (host functions run on runtime threads only).
     void run(uint64_t limit, size_t budget, bool host);
     void execute(Task& task);
+    void execute_traced(Task& task);
+    /// `traced`: a graph launch's record, for its node spans (null: not traced).
+    void run_task(Task& task, const trace::Op* traced);
     void complete(uint64_t seq);
     /// Registers `waiter` to be rescheduled when task `seq` of this queue completes; false if it already has.
     bool add_waiter(const std::shared_ptr<CpuQueue>& waiter, uint64_t seq);

@@ -20,6 +20,7 @@
 #include "backends/cuda/cuda_target.hpp"
 #include "core/spin_lock.hpp"
 #include "core/timeline.hpp"
+#include "observe/trace.hpp"
 
 namespace rt::cuda {
 
@@ -210,7 +211,17 @@ private:
     /// A failed synchronize/query: stores the failure in the stream's slot naming the last kernel launched,
     /// and marks the device lost when the error is sticky. Never throws (called from destructors too).
     void report_async(CUresult r, const char* what) noexcept;
-    void enqueued() { dirty_.store(true, std::memory_order_relaxed); }
+    /// Every *_impl that queued work calls it last: takes the operation's trace record, if any (trace.hpp).
+    void enqueued() {
+        dirty_.store(true, std::memory_order_relaxed);
+        if (trace::on()) [[unlikely]]
+            if (trace::Op* op = trace::take_pending()) trace_completion(op);
+    }
+    /// Times a traced operation just queued without GPU timestamps: a host function queued behind it stamps its end
+    /// when the stream gets there; its start is the later of its enqueue and the previous traced end (the stream runs
+    /// in order). The host function holds the stream a moment: tracing perturbs a cuda stream more than a cpu one.
+    void trace_completion(trace::Op* op) noexcept;
+    std::atomic<int64_t> trace_last_end_{0};  // the previous traced end (written by the driver's callback thread)
     /// After a successful synchronize/query of a stream that launched kernels: a failed rt_assert the device
     /// recorded becomes the stream's failure, naming the last kernel launched on it. Never throws.
     void report_assert() noexcept;

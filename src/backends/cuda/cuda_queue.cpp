@@ -1,4 +1,5 @@
 // cuda streams and events: CUstream operations, host functions via cuLaunchHostFunc, asynchronous fault reports.
+#include <algorithm>
 #include <cstring>
 
 #include "backends/cuda/cuda_backend.hpp"
@@ -171,6 +172,21 @@ void CudaQueue::launch_host_work(std::unique_ptr<HostWork> work, const char* wha
     }
 }
 
+void CudaQueue::trace_completion(trace::Op* op) noexcept {
+    try {
+        auto work = std::make_unique<HostWork>();
+        work->internal = [this, op] {
+            const int64_t end = trace::now();
+            const int64_t start = std::min(end, std::max(op->enqueue_ns, trace_last_end_.load(std::memory_order_relaxed)));
+            trace_last_end_.store(end, std::memory_order_relaxed);
+            trace::finish(op, start, end, slot_ && slot_->failed() ? trace::Status::failed : trace::Status::ok);
+        };
+        launch_host_work(std::move(work), "cuLaunchHostFunc (trace)");
+    } catch (...) {  // cannot be timed: recorded as complete at its enqueue
+        trace::finish(op, op->enqueue_ns, op->enqueue_ns, trace::Status::ok);
+    }
+}
+
 void CudaQueue::record_impl(backend::Event& event) {
     auto& e = static_cast<CudaEvent&>(event);
     if (&e.device() != &device_)
@@ -196,6 +212,8 @@ void CudaQueue::record_impl(backend::Event& event) {
     }
     CU_DEVICE_CHECK(device_, cuEventRecord(e.handle(), stream_));
     e.set_record(std::move(r));
+    if (trace::on()) [[unlikely]]
+        if (trace::Op* op = trace::take_pending()) trace_completion(op);
 }
 
 void CudaQueue::wait_native_impl(void* native) {

@@ -1,0 +1,729 @@
+// The trace recorder: per-thread buffers filled without contention, one writer thread per trace that formats them as
+// Chrome trace-event JSON every ~100 ms and at stop, and the exit handler that completes the file.
+#include "observe/trace.hpp"
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <new>
+#include <thread>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+#include "core/device.hpp"
+#include "core/error.hpp"
+#include "core/event.hpp"
+#include "core/spin_lock.hpp"
+#include "core/stream.hpp"
+#include "runtime/profiler.h"
+
+namespace rt::trace {
+
+namespace detail {
+std::atomic<bool> g_on{false};
+std::atomic<unsigned> g_flags{0};
+std::atomic<bool> g_tsc{false};
+constinit thread_local Op* t_pending = nullptr;
+}  // namespace detail
+
+namespace {
+
+constexpr unsigned kKnownFlags = RT_PROFILER_NO_API_CALLS | RT_PROFILER_NO_MEMORY;
+constexpr uint32_t kHostTrackBase = 1000000;  // a host thread's tid: this + its OS thread id
+constexpr auto kFlushPeriod = std::chrono::milliseconds(100);
+constexpr size_t kRememberedRecords = 1 << 16;  // records a later wait may still name (flows)
+constexpr int kFlowRetries = 3;                 // flushes a wait waits for its record to show up
+
+std::atomic<uint32_t> g_tracks{0};
+std::atomic<uint64_t> g_ids{0};
+
+int64_t monotonic_ns() {
+    timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return static_cast<int64_t>(t.tv_sec) * 1000000000 + t.tv_nsec;
+}
+
+/// Whether the kernel keeps its clock on the TSC (then it trusts it to be invariant and synchronised).
+bool kernel_clock_is_tsc() {
+#if defined(__x86_64__)
+    FILE* f = std::fopen("/sys/devices/system/clocksource/clocksource0/current_clocksource", "r");
+    if (!f) return false;
+    char name[32] = {};
+    const bool tsc = std::fgets(name, sizeof name, f) && std::strncmp(name, "tsc", 3) == 0 &&
+                     (name[3] == '\n' || name[3] == '\0');
+    std::fclose(f);
+    return tsc;
+#else
+    return false;
+#endif
+}
+
+int os_tid() { return static_cast<int>(::syscall(SYS_gettid)); }
+
+/// Records in fixed chunks: a buffer grows without copying, and the writer hands drained chunks back for reuse
+/// (kFreeChunks kept), so a thread that records steadily touches no fresh memory.
+struct Chunk {
+    static constexpr size_t kCapacity = 512;
+    size_t count = 0;
+    Op ops[kCapacity];
+};
+constexpr size_t kFreeChunks = 256;
+// Never destroyed: a thread may give its chunks back during the process's exit.
+std::mutex& g_chunks_mutex = *new std::mutex;
+std::vector<Chunk*>& g_free_chunks = *new std::vector<Chunk*>;
+
+Chunk* take_chunk() {
+    {
+        std::lock_guard lock(g_chunks_mutex);
+        if (!g_free_chunks.empty()) {
+            Chunk* c = g_free_chunks.back();
+            g_free_chunks.pop_back();
+            c->count = 0;
+            return c;
+        }
+    }
+    return new Chunk;
+}
+
+void give_back(Chunk* c) {
+    {
+        std::lock_guard lock(g_chunks_mutex);
+        if (g_free_chunks.size() < kFreeChunks) {
+            g_free_chunks.push_back(c);
+            return;
+        }
+    }
+    delete c;
+}
+
+/// What one thread recorded for one trace. The thread appends under `lock` (uncontended but for the writer's take
+/// every ~100 ms); the writer takes whole chunks.
+struct ThreadBuffer {
+    SpinLock lock;
+    std::vector<Chunk*> full;  // filled, in order
+    Chunk* current = nullptr;  // being filled (after `full`)
+    uint64_t session = 0;
+    int tid = 0;
+    std::atomic<bool> alive{true};  // false once the thread exited: the writer forgets it after the last drain
+
+    ~ThreadBuffer() {
+        for (Chunk* c : full) give_back(c);
+        if (current) give_back(current);
+    }
+};
+
+/// One trace being written: its file, its threads' buffers, its writer thread.
+class Session : public std::enable_shared_from_this<Session> {
+public:
+    Session(uint64_t id, std::string path, int fd, unsigned flags)
+        : id_(id), path_(std::move(path)), fd_(fd), flags_(flags), pid_(static_cast<int>(::getpid())),
+          t0_(now()), ns0_(monotonic_ns()) {}
+
+    uint64_t id() const { return id_; }
+    int pid() const { return pid_; }
+    const std::string& path() const { return path_; }
+    int64_t t0() const { return t0_; }
+
+    void begin() {
+        out_.push_back('[');  // the array opens; emit_now writes it with the first event
+        emit_now(format("{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%d,\"tid\":0,\"args\":{\"name\":"
+                        "\"runtime %d\"}}", pid_, pid_));
+        // The thread holds the session: stop() drops the global reference before the writer is done with it.
+        thread_ = std::thread([self = shared_from_this()] { self->run(); });
+    }
+
+    void add(std::shared_ptr<ThreadBuffer> buffer) {
+        std::lock_guard lock(buffers_mutex_);
+        buffers_.push_back(std::move(buffer));
+    }
+
+    /// Asks the writer to write what was recorded, complete the file and exit; the caller joins it (never under a
+    /// lock the writer takes).
+    std::thread request_stop() {
+        {
+            std::lock_guard lock(mutex_);
+            stopping_ = true;
+        }
+        cv_.notify_all();
+        return std::move(thread_);
+    }
+
+private:
+    void run() {
+        std::unique_lock lock(mutex_);
+        while (!stopping_) {
+            cv_.wait_for(lock, kFlushPeriod, [this] { return stopping_; });
+            lock.unlock();
+            flush(false);
+            lock.lock();
+        }
+        lock.unlock();
+        flush(true);
+        out_ = "\n]\n";
+        write_out();
+        ::close(fd_);
+        fd_ = -1;
+    }
+
+    /// Drains every thread's buffer, formats and writes it. `last`: flows whose record never showed are dropped.
+    void flush(bool last) {
+        std::vector<std::shared_ptr<ThreadBuffer>> buffers;
+        {
+            std::lock_guard lock(buffers_mutex_);
+            // A buffer of an exited thread is drained once more below, then forgotten.
+            buffers = buffers_;
+            std::erase_if(buffers_, [](const auto& b) { return !b->alive.load(std::memory_order_acquire); });
+        }
+        chunks_.clear();
+        for (const auto& b : buffers) {
+            std::lock_guard lock(b->lock);
+            chunks_.insert(chunks_.end(), b->full.begin(), b->full.end());
+            b->full.clear();
+            if (b->current) chunks_.push_back(std::exchange(b->current, nullptr));
+        }
+        out_.clear();
+        measure_rate();
+        // Records first: a wait of this batch may depend on a record drained after it.
+        for (const Chunk* c : chunks_)
+            for (size_t i = 0; i < c->count; ++i)
+                if (c->ops[i].flow_kind == Flow::start) remember_record(c->ops[i]);
+        for (const Chunk* c : chunks_)
+            for (size_t i = 0; i < c->count; ++i) format_op(c->ops[i]);
+        resolve_flows(last);
+        write_out();
+        for (Chunk* c : chunks_) give_back(c);
+        chunks_.clear();
+    }
+
+    void emit(const std::string& event) {
+        out_ += first_ ? "\n" : "\n,";
+        out_ += event;
+        first_ = false;
+    }
+    void emit_now(const std::string& event) {  // begin(): before the writer runs
+        emit(event);
+        write_out();
+    }
+
+    /// Writes out_ in one system call (a program killed meanwhile leaves whole events: no stdio buffer splits
+    /// them), retrying what a short write left; then clears it. A failing disk loses the rest of the trace only.
+    void write_out() {
+        size_t done = 0;
+        while (done < out_.size() && fd_ >= 0) {
+            const ssize_t n = ::write(fd_, out_.data() + done, out_.size() - done);
+            if (n < 0 && errno == EINTR) continue;
+            if (n <= 0) break;
+            done += static_cast<size_t>(n);
+        }
+        out_.clear();
+    }
+
+    /// Ticks of now() to microseconds: from the trace's start (us) or a difference (us_between). The rate is measured
+    /// at each flush against CLOCK_MONOTONIC since the start (1 for a clock that counts nanoseconds already).
+    double us(int64_t ticks) const { return static_cast<double>(ticks - t0_) * ns_per_tick_ / 1000.0; }
+    double us_between(int64_t from, int64_t to) const { return static_cast<double>(to - from) * ns_per_tick_ / 1000.0; }
+    void measure_rate() {
+        const int64_t ticks = now(), ns = monotonic_ns();
+        if (detail::g_tsc.load(std::memory_order_relaxed) && ticks > t0_ && ns > ns0_)
+            ns_per_tick_ = static_cast<double>(ns - ns0_) / static_cast<double>(ticks - t0_);
+    }
+
+    static void escape(std::string& out, const char* text) {
+        for (const char* p = text; *p; ++p) {
+            const unsigned char c = static_cast<unsigned char>(*p);
+            if (c == '"' || c == '\\') {
+                out += '\\';
+                out += static_cast<char>(c);
+            } else if (c < 0x20) {
+                char buf[8];
+                std::snprintf(buf, sizeof buf, "\\u%04x", c);
+                out += buf;
+            } else {
+                out += static_cast<char>(c);
+            }
+        }
+    }
+
+    void name_track(uint32_t tid, const char* name, uint64_t sort_index) {
+        std::string e = format("{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%d,\"tid\":%u,\"args\":{\"name\":\"",
+                               pid_, tid);
+        escape(e, name);
+        e += "\"}}";
+        emit(e);
+        emit(format("{\"ph\":\"M\",\"name\":\"thread_sort_index\",\"pid\":%d,\"tid\":%u,\"args\":{\"sort_index\":%llu}}",
+                    pid_, tid, static_cast<unsigned long long>(sort_index)));
+    }
+
+    static const char* cat_name(Cat c) {
+        switch (c) {
+            case Cat::kernel: return "kernel";
+            case Cat::copy: return "copy";
+            case Cat::fill: return "fill";
+            case Cat::host: return "host";
+            case Cat::event: return "event";
+            case Cat::graph: return "graph";
+            case Cat::graph_node: return "graph_node";
+            case Cat::memory: return "memory";
+            case Cat::collective: return "collective";
+            case Cat::dvpp: return "dvpp";
+            case Cat::api: return "api";
+            case Cat::track: return "track";
+            case Cat::counter: return "counter";
+        }
+        return "unknown";
+    }
+    static const char* status_name(Status s) {
+        switch (s) {
+            case Status::ok: return "ok";
+            case Status::failed: return "failed";
+            case Status::skipped: return "skipped";
+        }
+        return "ok";
+    }
+
+    void format_op(const Op& op) {
+        if (op.cat == Cat::track) {
+            name_track(op.track, op.name, op.id);
+            return;
+        }
+        if (op.cat == Cat::counter) {
+            std::string e = "{\"ph\":\"C\",\"name\":\"memory ";
+            escape(e, op.name);
+            e += format("\",\"pid\":%d,\"ts\":%.3f,\"args\":{\"allocated\":%llu,\"reserved\":%llu}}", pid_,
+                        us(op.start_ns), static_cast<unsigned long long>(op.bytes),
+                        static_cast<unsigned long long>(op.reserved));
+            emit(e);
+            return;
+        }
+        const int64_t end = std::max(op.end_ns, op.start_ns);
+        std::string e = format("{\"ph\":\"X\",\"cat\":\"%s\",\"name\":\"", cat_name(op.cat));
+        escape(e, op.name);
+        e += format("\",\"pid\":%d,\"tid\":%u,\"ts\":%.3f,\"dur\":%.3f,\"args\":{", pid_, op.track, us(op.start_ns),
+                    us_between(op.start_ns, end));
+        if (op.cat == Cat::api) {
+            if (named_hosts_.insert(op.track).second) {
+                const std::string name = format("host thread %u", op.track - kHostTrackBase);
+                name_track(op.track, name.c_str(), 1000000000ull + (op.track - kHostTrackBase));
+            }
+            e += "}}";
+            emit(e);
+            return;
+        }
+        const double queued = us_between(0, std::max<int64_t>(0, op.start_ns - op.enqueue_ns));
+        e += format("\"op\":%llu,\"queued_us\":%.3f,\"status\":\"%s\"", static_cast<unsigned long long>(op.op), queued,
+                    status_name(op.status));
+        switch (op.cat) {
+            case Cat::kernel:
+                e += format(",\"grid\":[%u,%u,%u],\"block\":[%u,%u,%u],\"shared\":%llu", op.grid[0], op.grid[1],
+                            op.grid[2], op.block[0], op.block[1], op.block[2],
+                            static_cast<unsigned long long>(op.reserved));
+                break;
+            case Cat::copy:
+                e += format(",\"bytes\":%llu,\"direction\":\"%s\"", static_cast<unsigned long long>(op.bytes),
+                            op.kind ? op.kind : "");
+                break;
+            case Cat::fill:
+            case Cat::memory:
+            case Cat::dvpp:
+                e += format(",\"bytes\":%llu", static_cast<unsigned long long>(op.bytes));
+                break;
+            case Cat::event:
+                e += format(",\"event\":%llu", static_cast<unsigned long long>(op.id));
+                break;
+            case Cat::graph:
+                e += format(",\"graph\":%llu,\"nodes\":%llu", static_cast<unsigned long long>(op.id),
+                            static_cast<unsigned long long>(op.reserved));
+                break;
+            case Cat::graph_node:
+                e += format(",\"node\":%llu,\"type\":\"%s\"", static_cast<unsigned long long>(op.id),
+                            op.kind ? op.kind : "");
+                break;
+            default:
+                break;
+        }
+        e += "}}";
+        emit(e);
+        if (op.flow_kind == Flow::end && op.flow) waits_.push_back({op.flow, op.track, mid(op), 0});
+    }
+
+    static int64_t mid(const Op& op) { return op.start_ns + (std::max(op.end_ns, op.start_ns) - op.start_ns) / 2; }
+
+    void remember_record(const Op& op) {
+        if (!op.flow) return;
+        if (records_.emplace(op.flow, std::pair<uint32_t, int64_t>{op.track, mid(op)}).second) {
+            record_order_.push_back(op.flow);
+            if (record_order_.size() > kRememberedRecords) {
+                records_.erase(record_order_.front());
+                record_order_.pop_front();
+            }
+        }
+    }
+
+    /// Each wait whose record is known gets its arrow; the others wait a few flushes (their record may sit in a
+    /// buffer drained before it was written).
+    void resolve_flows(bool last) {
+        std::erase_if(waits_, [&](FlowEnd& w) {
+            auto it = records_.find(w.flow);
+            if (it == records_.end()) return last || ++w.age > kFlowRetries;
+            if (started_flows_.insert(w.flow).second)
+                emit(format("{\"ph\":\"s\",\"cat\":\"event\",\"name\":\"event\",\"id\":%llu,\"pid\":%d,\"tid\":%u,"
+                            "\"ts\":%.3f}",
+                            static_cast<unsigned long long>(w.flow), pid_, it->second.first, us(it->second.second)));
+            emit(format("{\"ph\":\"f\",\"bp\":\"e\",\"cat\":\"event\",\"name\":\"event\",\"id\":%llu,\"pid\":%d,"
+                        "\"tid\":%u,\"ts\":%.3f}",
+                        static_cast<unsigned long long>(w.flow), pid_, w.track, us(w.ts_ns)));
+            return true;
+        });
+    }
+
+    struct FlowEnd {
+        uint64_t flow;
+        uint32_t track;
+        int64_t ts_ns;
+        int age;
+    };
+
+    const uint64_t id_;
+    const std::string path_;
+    int fd_;
+    const unsigned flags_;
+    const int pid_;
+    const int64_t t0_;   // now() at the start
+    const int64_t ns0_;  // CLOCK_MONOTONIC at the start
+    double ns_per_tick_ = 1.0;
+    std::thread thread_;
+
+    std::mutex mutex_;  // stopping_
+    std::condition_variable cv_;
+    bool stopping_ = false;
+
+    std::mutex buffers_mutex_;
+    std::vector<std::shared_ptr<ThreadBuffer>> buffers_;
+
+    // The writer thread's own (begin() writes before it starts).
+    bool first_ = true;
+    std::string out_;
+    std::vector<Chunk*> chunks_;  // taken from the buffers by the flush running
+    std::unordered_set<uint32_t> named_hosts_;
+    std::unordered_map<uint64_t, std::pair<uint32_t, int64_t>> records_;  // flow id -> record's track, mid time
+    std::deque<uint64_t> record_order_;
+    std::unordered_set<uint64_t> started_flows_;
+    std::vector<FlowEnd> waits_;
+};
+
+// g_mutex guards g_session; g_session_id mirrors its id for the recording threads (0: none).
+std::mutex g_mutex;
+std::shared_ptr<Session> g_session;
+std::atomic<uint64_t> g_session_id{0};
+uint64_t g_sessions = 0;
+bool g_exit_handler = false;
+std::shared_ptr<Session>* g_orphan = nullptr;  // a forked child's copy of its parent's trace (reachable: no leak)
+
+struct LocalBuffer {
+    std::shared_ptr<ThreadBuffer> buffer;
+    ~LocalBuffer() {
+        if (buffer) buffer->alive.store(false, std::memory_order_release);
+    }
+};
+thread_local LocalBuffer t_local;
+
+/// The calling thread's buffer in the current trace (registered on its first record), or null when none is written.
+ThreadBuffer* local_buffer() noexcept {
+    const uint64_t id = g_session_id.load(std::memory_order_acquire);
+    if (id == 0) return nullptr;
+    ThreadBuffer* b = t_local.buffer.get();
+    if (b && b->session == id) return b;
+    try {
+        std::shared_ptr<Session> session;
+        {
+            std::lock_guard lock(g_mutex);
+            session = g_session;
+        }
+        if (!session) return nullptr;
+        auto fresh = std::make_shared<ThreadBuffer>();
+        fresh->session = session->id();
+        fresh->tid = os_tid();
+        session->add(fresh);
+        if (t_local.buffer) t_local.buffer->alive.store(false, std::memory_order_release);
+        t_local.buffer = std::move(fresh);
+        return t_local.buffer.get();
+    } catch (...) {
+        return nullptr;
+    }
+}
+
+/// A forked child has the parent's trace but not its writer thread: it records nothing (its stop and exit handler
+/// let the parent's session go without joining a thread it does not have).
+void forget_in_child() {
+    detail::g_on.store(false, std::memory_order_relaxed);
+    g_session_id.store(0, std::memory_order_relaxed);
+}
+
+void stop_at_exit() {
+    try {
+        stop();
+    } catch (...) {  // no trace being written: nothing to complete
+    }
+}
+
+}  // namespace
+
+const char* intern(const char* text) noexcept {
+    if (!text || !*text) return "";
+    // Launch loops name the same few kernels again and again: the last four names of this thread.
+    thread_local const char* recent[4] = {};
+    thread_local unsigned next = 0;
+    for (const char* r : recent)
+        if (r && std::strcmp(r, text) == 0) return r;
+    static std::mutex mutex;
+    static std::unordered_set<std::string>* names = new std::unordered_set<std::string>;  // never destroyed: records
+                                                                                         // may be formatted at exit
+    try {
+        std::lock_guard lock(mutex);
+        const char* kept = names->emplace(text).first->c_str();  // nodes are stable: the pointer stays valid
+        recent[next++ % 4] = kept;
+        return kept;
+    } catch (...) {
+        return "";
+    }
+}
+
+uint32_t next_track() noexcept { return g_tracks.fetch_add(1, std::memory_order_relaxed) + 1; }
+uint64_t next_id() noexcept { return g_ids.fetch_add(1, std::memory_order_relaxed) + 1; }
+
+void submit(const Op& op) noexcept {
+    if (!on()) return;
+    ThreadBuffer* b = local_buffer();
+    if (!b) return;
+    try {
+        std::lock_guard lock(b->lock);
+        if (!b->current || b->current->count == Chunk::kCapacity) {
+            if (b->current) b->full.push_back(b->current);
+            b->current = nullptr;
+            b->current = take_chunk();
+        }
+        Op& slot = b->current->ops[b->current->count++];
+        slot = op;
+        if (op.cat == Cat::api) slot.track = kHostTrackBase + static_cast<uint32_t>(b->tid);
+    } catch (...) {  // out of memory: the record is lost, the program goes on
+    }
+}
+
+void finish(Op* op, int64_t start_ns, int64_t end_ns, Status status) noexcept {
+    if (!op) return;
+    op->start_ns = start_ns;
+    op->end_ns = end_ns;
+    op->status = status;
+    submit(*op);
+    delete op;
+}
+
+Op* stream_op(Stream& stream, Cat cat, uint64_t op) noexcept {
+    const uint64_t session = g_session_id.load(std::memory_order_acquire);
+    if (stream.trace_named_.load(std::memory_order_relaxed) != session &&
+        stream.trace_named_.exchange(session, std::memory_order_relaxed) != session) {
+        // The stream's first operation in this trace: its track's name and place.
+        Op track;
+        track.cat = Cat::track;
+        track.track = stream.trace_track();
+        const uint32_t number = stream.is_default() ? 0 : stream.trace_track();
+        const CoreDevice& device = stream.device();
+        char name[96];
+        std::snprintf(name, sizeof name, "%s stream %u", device.label().c_str(), number);
+        track.name = intern(name);
+        track.id = static_cast<uint64_t>(device.index()) * 100000 + number;
+        submit(track);
+    }
+    Op* record = new (std::nothrow) Op;
+    if (!record) return nullptr;
+    record->cat = cat;
+    record->track = stream.trace_track();
+    record->op = op;
+    record->enqueue_ns = now();
+    return record;
+}
+
+Op* copy_op(Stream& stream, uint64_t op, size_t bytes, backend::CopyKind kind) noexcept {
+    Op* t = stream_op(stream, Cat::copy, op);
+    if (!t) return nullptr;
+    static constexpr const char* kDirections[] = {"HtoH", "HtoD", "DtoH", "DtoD"};
+    static constexpr const char* kNames[] = {"memcpy HtoH", "memcpy HtoD", "memcpy DtoH", "memcpy DtoD"};
+    const auto k = static_cast<size_t>(kind) & 3;
+    t->kind = kDirections[k];
+    t->name = kNames[k];
+    t->bytes = bytes;
+    return t;
+}
+
+Op* fill_op(Stream& stream, uint64_t op, size_t bytes) noexcept {
+    Op* t = stream_op(stream, Cat::fill, op);
+    if (!t) return nullptr;
+    t->name = "memset";
+    t->bytes = bytes;
+    return t;
+}
+
+Op* kernel_op(Stream& stream, uint64_t op, const std::string& kernel, const backend::LaunchShape& shape) noexcept {
+    Op* t = stream_op(stream, Cat::kernel, op);
+    if (!t) return nullptr;
+    t->name = intern(kernel.c_str());
+    for (int d = 0; d < 3; ++d) {
+        t->grid[d] = shape.grid[d];
+        t->block[d] = shape.block[d];
+    }
+    t->reserved = shape.shared_bytes;
+    return t;
+}
+
+Op* host_op(Stream& stream, uint64_t op) noexcept {
+    Op* t = stream_op(stream, Cat::host, op);
+    if (t) t->name = "host function";
+    return t;
+}
+
+Op* event_op(Stream& stream, uint64_t op, Event& event, bool record) noexcept {
+    Op* t = stream_op(stream, Cat::event, op);
+    if (!t) return nullptr;
+    t->name = record ? "event record" : "event wait";
+    t->id = event.trace_id();
+    if (record) {
+        t->flow = next_id();
+        t->flow_kind = Flow::start;
+        event.trace_flow.store(t->flow, std::memory_order_relaxed);
+    } else {
+        t->flow = event.trace_flow.load(std::memory_order_relaxed);
+        t->flow_kind = t->flow ? Flow::end : Flow::none;
+    }
+    return t;
+}
+
+Op* graph_op(Stream& stream, uint64_t op, uint64_t graph, size_t nodes) noexcept {
+    Op* t = stream_op(stream, Cat::graph, op);
+    if (!t) return nullptr;
+    t->name = "graph launch";
+    t->id = graph;
+    t->reserved = nodes;
+    return t;
+}
+
+Pending::~Pending() {
+    Op* left = take_pending();
+    if (!left) return;
+    if (std::uncaught_exceptions() > exceptions_) {  // nothing was queued
+        delete left;
+        return;
+    }
+    const int64_t at = now();
+    finish(left, at, at, Status::ok);
+}
+
+void memory_counter(const std::string& device, uint64_t allocated, uint64_t reserved) noexcept {
+    if (flags() & RT_PROFILER_NO_MEMORY) return;
+    Op op;
+    op.cat = Cat::counter;
+    op.start_ns = now();
+    op.bytes = allocated;
+    op.reserved = reserved;
+    op.name = intern(device.c_str());
+    submit(op);
+}
+
+void api_span(const char* api, int64_t start_ns) noexcept {
+    if (flags() & RT_PROFILER_NO_API_CALLS) return;
+    Op op;
+    op.cat = Cat::api;
+    op.start_ns = start_ns;
+    op.end_ns = now();
+    op.name = api;  // a string literal of the library
+    submit(op);
+}
+
+void start(const char* path, unsigned flags) {
+    if (!path || !*path)
+        fail(RT_ERROR_INVALID_VALUE, "path is %s (expected the file to write the trace to)", path ? "empty" : "NULL");
+    if (flags & ~kKnownFlags)
+        fail(RT_ERROR_INVALID_VALUE, "flags 0x%x has unknown bits 0x%x (expected RT_PROFILER_DEFAULT or a combination "
+             "of RT_PROFILER_NO_API_CALLS and RT_PROFILER_NO_MEMORY)", flags, flags & ~kKnownFlags);
+    std::lock_guard lock(g_mutex);
+    if (g_session)
+        fail(RT_ERROR_ILLEGAL_STATE, "a trace is already being written to '%s' (rtProfilerStop it first)",
+             g_session->path().c_str());
+    const int fd = ::open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        const int err = errno;
+        fail(RT_ERROR_UNKNOWN, "cannot create the trace file '%s': %s", path, std::strerror(err));
+    }
+    if (!g_exit_handler) {  // the first trace of the process
+        detail::g_tsc.store(kernel_clock_is_tsc(), std::memory_order_relaxed);
+        // Completes a trace the program did not stop. Registered once, after this file's globals were built, so it
+        // runs before they are destroyed.
+        if (std::atexit(stop_at_exit) != 0 || ::pthread_atfork(nullptr, nullptr, forget_in_child) != 0) {
+            ::close(fd);
+            fail(RT_ERROR_UNKNOWN, "cannot register the exit handler that completes the trace file");
+        }
+        g_exit_handler = true;
+    }
+    std::shared_ptr<Session> session;
+    try {
+        session = std::make_shared<Session>(++g_sessions, path, fd, flags);
+        session->begin();
+    } catch (...) {
+        if (!session) ::close(fd);
+        throw;
+    }
+    g_session = session;
+    detail::g_flags.store(flags, std::memory_order_relaxed);
+    g_session_id.store(session->id(), std::memory_order_release);
+    detail::g_on.store(true, std::memory_order_release);
+}
+
+void stop() {
+    std::thread writer;
+    {
+        std::lock_guard lock(g_mutex);
+        if (!g_session) fail(RT_ERROR_ILLEGAL_STATE, "no trace is being written (rtProfilerStart starts one)");
+        if (g_session->pid() != ::getpid()) {  // a forked child: the parent's writer is no thread of this process
+            g_orphan = new std::shared_ptr<Session>(std::move(g_session));  // never joined, never destroyed
+            return;
+        }
+        detail::g_on.store(false, std::memory_order_release);
+        g_session_id.store(0, std::memory_order_release);
+        writer = g_session->request_stop();
+        g_session.reset();
+    }
+    if (writer.joinable()) writer.join();
+}
+
+void start_from_environment() noexcept {
+    // Once per process: a later rtInit (after rtFinalize, or a stopped trace) must not truncate the file.
+    static std::atomic<bool> consulted{false};
+    if (consulted.exchange(true)) return;
+    const char* path = std::getenv("RUNTIME_TRACE");
+    if (!path || !*path) return;
+    try {
+        {
+            std::lock_guard lock(g_mutex);
+            if (g_session) return;  // rtProfilerStart (or an earlier rtInit) started one
+        }
+        start(path, RT_PROFILER_DEFAULT);
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "runtime: warning: RUNTIME_TRACE=%s: %s; the program runs without a trace\n", path,
+                     e.what());
+    }
+}
+
+}  // namespace rt::trace

@@ -1,0 +1,157 @@
+// The timeline trace (rtProfilerStart, RUNTIME_TRACE): operations described where they are queued, stamped where they
+// run, formatted as Chrome trace-event JSON by a background writer (docs/observability.md, "Trace").
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <ctime>
+#include <exception>
+#include <string>
+
+#include "backends/backend.hpp"
+
+namespace rt {
+class Stream;
+class Event;
+}
+
+namespace rt::trace {
+
+/// What a span is: its `cat` in the file (track, counter: metadata and counter records, not spans).
+enum class Cat : uint8_t { kernel, copy, fill, host, event, graph, graph_node, memory, collective, dvpp, api, track,
+                           counter };
+enum class Status : uint8_t { ok, failed, skipped };
+/// An event record starts a flow, a wait on another stream ends it (ids: Op::flow).
+enum class Flow : uint8_t { none, start, end };
+
+/// One record as the writer formats it: plain data, copied into the recording thread's buffer. Fields a category
+/// does not use stay zero.
+struct Op {
+    Cat cat = Cat::kernel;
+    Status status = Status::ok;
+    Flow flow_kind = Flow::none;
+    uint32_t track = 0;       ///< the stream's tid (api spans: set by submit to the host thread's)
+    uint64_t op = 0;          ///< the stream's operation number (Stream::next_op)
+    int64_t enqueue_ns = 0;   ///< now() when it was queued (the trace clock's ticks, as start_ns and end_ns)
+    int64_t start_ns = 0;
+    int64_t end_ns = 0;
+    uint64_t bytes = 0;       ///< copy, fill, memory; counter: allocated bytes
+    uint64_t id = 0;          ///< event: the event's id; graph: the executable graph's; graph_node: the node's index;
+                              ///< track: its sort index
+    uint64_t flow = 0;        ///< flow_kind != none: the record's flow id
+    uint64_t reserved = 0;    ///< counter: reserved bytes; kernel: shared bytes; graph: node count
+    uint32_t grid[3] = {};
+    uint32_t block[3] = {};
+    const char* kind = nullptr;  ///< static text: copy direction ("HtoD"), node type ("kernel")
+    const char* name = "";       ///< a string literal or an intern()ed string: alive as long as the process
+};
+
+/// `text` kept for the rest of the process (names in records outlive the kernels and graphs they name); the same
+/// text gives the same pointer. A launch loop of one kernel costs a compare (a per-thread cache of the last name).
+/// Out of memory: "".
+const char* intern(const char* text) noexcept;
+
+namespace detail {
+extern std::atomic<bool> g_on;
+extern std::atomic<unsigned> g_flags;
+extern constinit thread_local Op* t_pending;
+}  // namespace detail
+
+/// The one branch an operation pays when no trace is written: a relaxed load of a global flag.
+inline bool on() noexcept { return detail::g_on.load(std::memory_order_relaxed); }
+/// The profiler flags of the trace being written (RT_PROFILER_*); meaningful while on().
+inline unsigned flags() noexcept { return detail::g_flags.load(std::memory_order_relaxed); }
+
+namespace detail {
+extern std::atomic<bool> g_tsc;
+}
+/// The trace's clock, in ticks the writer converts to time: the CPU's time-stamp counter where the kernel keeps its
+/// own clock on it (clocksource tsc: invariant and synchronised across cores; a read costs half a clock_gettime),
+/// else CLOCK_MONOTONIC nanoseconds. Chosen at the first trace of the process, never changed after.
+inline int64_t now() noexcept {
+#if defined(__x86_64__)
+    if (detail::g_tsc.load(std::memory_order_relaxed)) return static_cast<int64_t>(__builtin_ia32_rdtsc());
+#endif
+    timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return static_cast<int64_t>(t.tv_sec) * 1000000000 + t.tv_nsec;
+}
+
+/// Ids that name objects in traces (a stream's tid, an event's, a graph's): process-wide, from 1, never reused.
+/// Called when the object is created (trace on or off): one relaxed increment.
+uint32_t next_track() noexcept;
+uint64_t next_id() noexcept;
+
+/// The operation a backend queues next on this thread, handed over by the core (Pending): a backend that stamps
+/// operations takes it in the *_impl call that queues the work, and gives it to finish() when the work has run.
+/// A backend that queues nothing (a record complete at once, a wait implied by stream order) leaves it: the core
+/// then records it as complete at once. Call it only when on(): a thread-local access is not free in a shared
+/// library.
+inline Op* take_pending() noexcept {
+    Op* op = detail::t_pending;
+    detail::t_pending = nullptr;
+    return op;
+}
+
+/// Whether this thread is handing a record to the *_impl call it makes (a trace is on and the core described it):
+/// a backend then queues the operation even where it would elide it, so that its span lies in stream order.
+inline bool pending() noexcept { return on() && detail::t_pending != nullptr; }
+
+/// The work of `op` ran from `start_ns` to `end_ns` (any thread): records it and frees it. A trace stopped meanwhile
+/// drops it. Never throws, never blocks (a short spin lock on the calling thread's own buffer).
+void finish(Op* op, int64_t start_ns, int64_t end_ns, Status status) noexcept;
+/// Records a span or counter not queued on a stream (api calls, memory counters, graph nodes). Drops it when off.
+void submit(const Op& op) noexcept;
+
+/// A new record of `cat` for operation `op` of `stream`, enqueued now, or null when out of memory (that operation is
+/// then missing from the trace). Names the stream's track in this trace on its first operation.
+Op* stream_op(Stream& stream, Cat cat, uint64_t op) noexcept;
+
+/// The records of each kind of operation, for stream_op's callers (null when out of memory).
+Op* copy_op(Stream& stream, uint64_t op, size_t bytes, backend::CopyKind kind) noexcept;
+Op* fill_op(Stream& stream, uint64_t op, size_t bytes) noexcept;
+Op* kernel_op(Stream& stream, uint64_t op, const std::string& kernel, const backend::LaunchShape& shape) noexcept;
+Op* host_op(Stream& stream, uint64_t op) noexcept;
+/// An event record starts a flow (its id kept in the event), a wait ends the flow of the event's latest record.
+Op* event_op(Stream& stream, uint64_t op, Event& event, bool record) noexcept;
+Op* graph_op(Stream& stream, uint64_t op, uint64_t graph, size_t nodes) noexcept;
+
+/// Hands `op` to the *_impl call made while it lives (take_pending); whatever the call left is recorded as complete
+/// at once — unless the call threw, then nothing was queued and it is dropped.
+class Pending {
+public:
+    explicit Pending(Op* op) noexcept : exceptions_(std::uncaught_exceptions()) { detail::t_pending = op; }
+    ~Pending();
+    Pending(const Pending&) = delete;
+    Pending& operator=(const Pending&) = delete;
+
+private:
+    int exceptions_;
+};
+
+/// The core's enqueue hook: `enqueue()` alone when no trace is written (one branch); else the record that
+/// `describe()` returns (an Op* from stream_op) is pending for the *_impl call that `enqueue()` makes.
+template <class Describe, class Enqueue>
+inline void enqueue(Describe&& describe, Enqueue&& queue_it) {
+    if (on()) [[unlikely]] {
+        Pending pending(describe());
+        queue_it();
+    } else {
+        queue_it();
+    }
+}
+
+/// A memory counter sample for device `device` (label "cpu:0"). Unless RT_PROFILER_NO_MEMORY.
+void memory_counter(const std::string& device, uint64_t allocated, uint64_t reserved) noexcept;
+
+/// An api span: the host thread spent [start_ns, now] in the C entry point `api` (a string literal).
+void api_span(const char* api, int64_t start_ns) noexcept;
+
+/// rtProfilerStart / rtProfilerStop (throw rt::Error with the documented codes).
+void start(const char* path, unsigned flags);
+void stop();
+/// RUNTIME_TRACE=path: starts a trace at rtInit unless one is being written; a failure is a warning on stderr (the
+/// program runs on untraced).
+void start_from_environment() noexcept;
+
+}  // namespace rt::trace
