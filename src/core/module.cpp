@@ -147,6 +147,7 @@ void launch_kernel(Stream& stream, const CoreFunction& function, backend::Launch
     if (stream.capture() && graph::capture_kernel(stream, function, shape, args, num_args, arg_sizes)) return;
     shape = validate_launch(stream.device(), function, shape, args, num_args, arg_sizes);
     stream.queue().launch_impl(function.impl(), shape, args, backend::LaunchReport{&stream.errors(), stream.next_op()});
+    stream.count_kernels();
 }
 
 }  // namespace rt
