@@ -177,7 +177,8 @@ def format_snapshot(snap: dict) -> str:
     rows = [("pid", "command", "device", "allocated", "reserved", "pool", "pool free", "streams", "operations",
              "kernels")]
     for p in snap["processes"]:
-        command = p.get("command", "")
+        program, _, rest = str(p.get("command", "")).partition(" ")
+        command = (os.path.basename(program) + " " + rest).strip()  # the program's name, not its directory
         command = command if len(command) <= 32 else command[:29] + "..."
         for d in p.get("devices", []):
             m = d["memory"]
