@@ -72,6 +72,7 @@ TEST_P(UsageTest, CountsMemoryStreamsAndOperations) {
     EXPECT_EQ(now.operations, before.operations);
     ASSERT_RT_OK(rtMemsetAsync(p, 1, 1 << 20, s));
     ASSERT_RT_OK(rtMemsetAsync(p, 2, 4096, s));
+    ASSERT_RT_OK(rtStreamSynchronize(s));
     ASSERT_RT_OK(rtMemsetAsync(p, 3, 4096, nullptr));  // the default stream's
     now = usage_of(device());
     EXPECT_EQ(now.operations, before.operations + 3);

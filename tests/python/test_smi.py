@@ -245,6 +245,26 @@ def test_bad_runtime_smi_is_refused_naming_it(smi_dir):
     assert "InvalidValueError" in proc.stderr and "RUNTIME_SMI='maybe'" in proc.stderr, proc.stderr
 
 
+FORK_CHILD = textwrap.dedent("""
+    import os, sys
+    import runtime
+    keep = runtime.alloc(4096)
+    path = os.path.join(os.environ["RUNTIME_SMI_DIR"], "%d.json" % os.getpid())
+    pid = os.fork()
+    if pid == 0:
+        sys.exit(0)  # runs the exit handlers in a copy of the runtime without its threads
+    _, status = os.waitpid(pid, 0)
+    print(os.WEXITSTATUS(status), os.path.exists(path), flush=True)
+""")
+
+
+def test_forked_child_leaves_the_parents_file_alone(smi_dir):
+    proc = subprocess.run([sys.executable, "-c", FORK_CHILD], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["0", "True"], proc.stdout + proc.stderr
+    assert not smi_dir.exists() or not any(smi_dir.iterdir())  # the parent removed its own at exit
+
+
 # ---- stale and foreign files, written by hand
 
 def _own_start_time():
