@@ -355,6 +355,19 @@ def test_table_shows_devices_and_the_process_rows(child, smi_dir):
     assert r[-3:] == ["3", "0", "0"], out  # streams, operations, kernels
 
 
+def test_devices_that_cannot_be_listed_are_reported_and_processes_still_shown(child, smi_dir, monkeypatch):
+    c = child()
+    monkeypatch.setenv("RUNTIME_BACKEND", "nosuch")
+    proc = run_smi("--json", check=False)
+    assert proc.returncode == 1
+    assert "RUNTIME_BACKEND='nosuch'" in proc.stderr, proc.stderr
+    snap = json.loads(proc.stdout)
+    assert snap["devices"] == [] and "RUNTIME_BACKEND='nosuch'" in snap["devices_error"]
+    assert process_in(snap, c.pid) is not None
+    table = run_smi(check=False)
+    assert table.returncode == 1 and "cannot list the devices" in table.stdout
+
+
 def test_table_without_processes(smi_dir):
     out = run_smi().stdout
     assert "no process is using the runtime" in out
