@@ -40,6 +40,7 @@ from .graph import Graph, GraphExec, GraphMemoryInfo, GraphNode, load_graph  # n
 from .interop import from_dlpack  # noqa: E402
 from . import dvpp  # noqa: E402
 from .profiler import PROFILER_DEFAULT, PROFILER_NO_API_CALLS, PROFILER_NO_MEMORY, profile  # noqa: E402
+from .smi import device_usage  # noqa: E402
 
 # dtypes, for annotations (`def k(a: runtime.float64)`) and alloc(..., dtype=runtime.int32)
 bool_ = _np.bool_
@@ -71,3 +72,4 @@ __all__ += ["Graph", "GraphExec", "GraphNode", "GraphMemoryInfo", "load_graph", 
             "StreamCaptureIsolationError", "CapturedEventError", "GraphExecUpdateError", "IllegalStateError"]
 __all__ += ["InvalidImageError"]
 __all__ += ["profile", "PROFILER_DEFAULT", "PROFILER_NO_API_CALLS", "PROFILER_NO_MEMORY"]
+__all__ += ["device_usage"]

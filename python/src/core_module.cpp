@@ -14,6 +14,7 @@
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
+#include <runtime/profiler.h>
 #include <runtime/runtime.h>
 
 #include <atomic>
@@ -54,6 +55,26 @@ std::string last_detail(rtError_t code, const char* api) {
 }
 
 [[noreturn]] void raise_error(rtError_t code, const char* api) { raise_error(code, last_detail(code, api)); }
+
+// rtMemStats as a dict keyed by its field names (memory_stats, device_usage).
+nb::dict mem_stats_dict(const rtMemStats& st) {
+    nb::dict d;
+    d["allocated_bytes"] = st.allocated_bytes;
+    d["reserved_bytes"] = st.reserved_bytes;
+    d["peak_allocated_bytes"] = st.peak_allocated_bytes;
+    d["peak_reserved_bytes"] = st.peak_reserved_bytes;
+    d["num_allocs"] = st.num_allocs;
+    d["num_frees"] = st.num_frees;
+    d["num_cache_hits"] = st.num_cache_hits;
+    d["num_cache_misses"] = st.num_cache_misses;
+    d["num_ooms"] = st.num_ooms;
+    d["largest_free_block"] = st.largest_free_block;
+    d["pool_size"] = st.pool_size;
+    d["num_elided_copies"] = st.num_elided_copies;
+    d["elided_copy_bytes"] = st.elided_copy_bytes;
+    d["num_live_allocations"] = st.num_live_allocations;
+    return d;
+}
 
 // The exception class registered for `code`, with "RT_ERROR_NAME: detail" as its message.
 [[noreturn]] void raise_error(rtError_t code, const std::string& detail, ExtraAttr extra) {
@@ -925,23 +946,28 @@ NB_MODULE(_core, m) {
         rtMemStats st;
         std::memset(&st, 0, sizeof st);
         nogil("rtMemGetStats", [&] { return rtMemGetStats(&st); });
-        nb::dict d;
-        d["allocated_bytes"] = st.allocated_bytes;
-        d["reserved_bytes"] = st.reserved_bytes;
-        d["peak_allocated_bytes"] = st.peak_allocated_bytes;
-        d["peak_reserved_bytes"] = st.peak_reserved_bytes;
-        d["num_allocs"] = st.num_allocs;
-        d["num_frees"] = st.num_frees;
-        d["num_cache_hits"] = st.num_cache_hits;
-        d["num_cache_misses"] = st.num_cache_misses;
-        d["num_ooms"] = st.num_ooms;
-        d["largest_free_block"] = st.largest_free_block;
-        d["pool_size"] = st.pool_size;
-        d["num_elided_copies"] = st.num_elided_copies;
-        d["elided_copy_bytes"] = st.elided_copy_bytes;
-        d["num_live_allocations"] = st.num_live_allocations;
-        return d;
+        return mem_stats_dict(st);
     }, "dict of rtMemStats's fields for the current device");
+    m.def("device_usage", [](int device) {
+        rtDeviceUsage u;
+        std::memset(&u, 0, sizeof u);
+        rtDeviceProp p;
+        std::memset(&p, 0, sizeof p);
+        nogil("rtDeviceGetUsage", [&] { return rtDeviceGetUsage(device, &u); });
+        nogil("rtGetDeviceProperties", [&] { return rtGetDeviceProperties(&p, device); });
+        // The keys of a device in runtime-smi's status file (docs/observability.md), "label" included.
+        nb::dict d;
+        d["device"] = u.device;
+        d["label"] = std::string(u.backend) + ":" + std::to_string(p.backend_ordinal);
+        d["name"] = std::string(u.name);
+        d["backend"] = std::string(u.backend);
+        d["memory_total"] = u.memory_total;
+        d["memory"] = mem_stats_dict(u.memory);
+        d["streams"] = u.streams;
+        d["operations"] = u.operations;
+        d["kernels_launched"] = u.kernels_launched;
+        return d;
+    }, nb::arg("device"), "dict of rtDeviceUsage's fields for `device` (rtDeviceGetUsage), and its label 'cpu:0'");
     m.def("mem_reset_peak_stats", [] { nogil("rtMemResetPeakStats", [] { return rtMemResetPeakStats(); }); });
     m.def("bench_malloc_free", [](size_t bytes, size_t iterations) {
         // The C figure beside the Python one (bench/bench_python.py): rtMalloc + rtFree pairs, timed in C++.

@@ -36,7 +36,16 @@ public:
         for (const auto& s : streams_) fn(s);
     }
     void add_stream(std::shared_ptr<Stream> stream);
+    /// Unlists the stream; its operations and kernels stay counted in stream_counts().
     void remove_stream(const Stream* stream);
+
+    struct StreamCounts {
+        uint32_t streams = 0;           ///< listed streams, the default stream included
+        uint64_t operations = 0;        ///< queued on every stream since the device was created
+        uint64_t kernels_launched = 0;  ///< among them, kernel launches (each kernel node of a graph launch)
+    };
+    /// Thread-safe snapshot (rtDeviceGetUsage).
+    StreamCounts stream_counts() const;
 
 private:
     int index_;
@@ -45,6 +54,8 @@ private:
     std::shared_ptr<Stream> default_stream_;
     mutable SpinLock streams_mutex_;  // held for a copy or a scan of a short list
     std::vector<std::shared_ptr<Stream>> streams_;
+    uint64_t retired_operations_ = 0;  // of unlisted streams (streams_mutex_)
+    uint64_t retired_kernels_ = 0;
     std::unique_ptr<DeviceMemory> memory_;
 };
 

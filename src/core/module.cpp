@@ -149,6 +149,7 @@ void launch_kernel(Stream& stream, const CoreFunction& function, backend::Launch
     const uint64_t op = stream.next_op();
     trace::enqueue([&] { return trace::kernel_op(stream, op, function.impl()->name(), shape); },
                    [&] { stream.queue().launch_impl(function.impl(), shape, args, backend::LaunchReport{&stream.errors(), op}); });
+    stream.count_kernels();
 }
 
 }  // namespace rt

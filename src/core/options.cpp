@@ -4,6 +4,7 @@
 #include <cstdlib>
 
 #include "core/error.hpp"
+#include "observe/usage.hpp"
 
 namespace rt {
 
@@ -134,7 +135,9 @@ InitOptions parse_options(const char* text) {
             fail(RT_ERROR_INVALID_VALUE, "rtInit: option '%s' has no value (expected key=value;key=value)", item.c_str());
         router.set(trim(item.substr(0, eq)), trim(item.substr(eq + 1)), "rtInit: ");
     }
-    return router.finish();
+    InitOptions o = router.finish();
+    o.publish_usage = observe::publishing_enabled();
+    return o;
 }
 
 }  // namespace rt

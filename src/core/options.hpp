@@ -24,6 +24,8 @@ struct InitOptions {
     /// Modules loaded from source kept in process per kernel target (module_cache_limit=, $RUNTIME_MODULE_CACHE_LIMIT;
     /// src/kernels/target.hpp); 0: none kept.
     size_t module_cache_limit = kernels::ModuleCache::kDefaultLimit;
+    /// Whether runtime-smi's status file is kept ($RUNTIME_SMI; observe/usage.hpp). Environment only.
+    bool publish_usage = true;
 
     /// True if both configure the same runtime (the same first backend, and every backend's options alike).
     bool same_as(const InitOptions& other) const;

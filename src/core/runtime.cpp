@@ -9,6 +9,7 @@
 
 #include "graph/capture.hpp"
 #include "kernels/target.hpp"
+#include "observe/usage.hpp"
 
 namespace rt {
 
@@ -66,7 +67,22 @@ void CoreDevice::add_stream(std::shared_ptr<Stream> stream) {
 
 void CoreDevice::remove_stream(const Stream* stream) {
     std::lock_guard lock(streams_mutex_);
-    std::erase_if(streams_, [&](const auto& s) { return s.get() == stream; });
+    std::erase_if(streams_, [&](const auto& s) {
+        if (s.get() != stream) return false;
+        retired_operations_ += s->operations();
+        retired_kernels_ += s->kernels_launched();
+        return true;
+    });
+}
+
+CoreDevice::StreamCounts CoreDevice::stream_counts() const {
+    std::lock_guard lock(streams_mutex_);
+    StreamCounts c{static_cast<uint32_t>(streams_.size()), retired_operations_, retired_kernels_};
+    for (const auto& s : streams_) {
+        c.operations += s->operations();
+        c.kernels_launched += s->kernels_launched();
+    }
+    return c;
 }
 
 // Device order: the registry's (cpu, then cuda) — unless options.first_backend names a backend that has devices,
@@ -89,8 +105,13 @@ void Runtime::wait_all_idle() const {
         for (auto& s : d->streams()) s->wait_idle();
 }
 
+void Runtime::published() {
+    if (options_.publish_usage) usage_ = observe::UsagePublisher::start(*this);
+}
+
 void Runtime::shutdown() {
     refuse_wait_in_queue_context("rtFinalize");
+    if (usage_) usage_->stop();  // its thread reads the runtime, which is about to be unpublished
     // Executable graphs and graphs release through the timeline (arenas, rtStreamDeferRelease of a capture): they go
     // first, so that the waits below run those releases too — the graphs of captures under way included.
     graph::end_all_captures();
@@ -104,6 +125,7 @@ void Runtime::shutdown() {
 }
 
 Runtime::~Runtime() {
+    usage_.reset();
     // Nothing is pending after shutdown(): stop the thread, but keep the object until the backends (whose
     // executors may still be in notify_timeline) are gone.
     timeline_->stop();
@@ -215,6 +237,7 @@ Runtime& detail::create_runtime() {
     if (!r) {
         r = new Runtime(parse_options(nullptr));
         g_runtime.store(r, std::memory_order_release);
+        r->published();
     }
     return *r;
 }
@@ -229,7 +252,9 @@ void init(const char* options) {
                  "rtInit: the runtime is already initialised with other options; call rtFinalize first");
         return;
     }
-    g_runtime.store(new Runtime(std::move(o)), std::memory_order_release);
+    r = new Runtime(std::move(o));
+    g_runtime.store(r, std::memory_order_release);
+    r->published();
 }
 
 void finalize() {

@@ -23,6 +23,9 @@ class Graph;
 struct Node;
 class GraphExec;
 }  // namespace graph
+namespace observe {
+class UsagePublisher;
+}
 
 class Runtime {
 public:
@@ -32,6 +35,9 @@ public:
     /// Waits for all work and runs every deferred action; the runtime is still published (actions may call the
     /// API). Refused in queue context.
     void shutdown();
+    /// Called once this runtime is the published one (runtime() returns it): starts what reads it from another
+    /// thread (runtime-smi's status file, observe/usage.hpp).
+    void published();
     /// "When these streams get here": deferred frees, stream teardown, releases (rtStreamDeferRelease).
     Timeline& timeline() { return *timeline_; }
 
@@ -79,6 +85,7 @@ private:
     std::vector<std::unique_ptr<backend::Backend>> backends_;
     std::vector<std::unique_ptr<CoreDevice>> devices_;
     std::unique_ptr<Timeline> timeline_;  // released before the devices its actions refer to
+    std::unique_ptr<observe::UsagePublisher> usage_;  // null when RUNTIME_SMI=0; stopped before the runtime goes
 };
 
 namespace detail {

@@ -37,6 +37,10 @@ public:
     void set_capture(graph::Capture* capture) { capture_.store(capture, std::memory_order_release); }
     /// Numbers the operations queued on this stream, for error messages ("operation #12").
     uint64_t next_op() { return ops_.fetch_add(1, std::memory_order_relaxed) + 1; }
+    /// Counts kernel launches queued (rtDeviceGetUsage): `n` kernel nodes of a graph launch, else one.
+    void count_kernels(uint64_t n = 1) { kernels_.fetch_add(n, std::memory_order_relaxed); }
+    uint64_t operations() const { return ops_.load(std::memory_order_relaxed); }
+    uint64_t kernels_launched() const { return kernels_.load(std::memory_order_relaxed); }
 
     /// The stream's track in traces: its tid, and its number in the track's name ("cpu:0 stream 3"; the default
     /// stream's is 0). Process-wide, never reused.
@@ -57,6 +61,7 @@ private:
     AsyncErrorSlot errors_;  // before queue_: the queue's destructor may still run work that reports into it
     std::unique_ptr<backend::Queue> queue_;
     std::atomic<uint64_t> ops_{0};
+    std::atomic<uint64_t> kernels_{0};
     std::atomic<graph::Capture*> capture_{nullptr};
     bool is_default_;
     unsigned flags_;

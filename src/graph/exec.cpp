@@ -69,6 +69,7 @@ GraphExec::GraphExec(std::shared_ptr<Program> program, const char* api)
         order_event_ = device_->impl().create_event_impl(false, false);
         if (lower_) lowered_ = device_->impl().compile_graph_impl(program_);
         program_refs_ = program_.use_count();
+        for (const Command& c : p.commands) kernel_nodes_ += c.type == RT_GRAPH_NODE_TYPE_KERNEL;
         for (uint32_t c = 0; c < p.node_handles.size(); ++c)
             if (p.node_handles[c]) by_handle_.emplace_back(p.node_handles[c], c);
         std::sort(by_handle_.begin(), by_handle_.end());
@@ -132,6 +133,7 @@ void GraphExec::launch(const std::shared_ptr<Stream>& target) {
         }
         hold();
     }
+    if (kernel_nodes_) stream.count_kernels(kernel_nodes_);
     mark_launch_end(queue);
     for (const std::shared_ptr<Event>& e : p.records) {
         queue.record_impl(e->impl());

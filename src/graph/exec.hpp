@@ -88,6 +88,7 @@ private:
     bool lower_ = true;  // whether to ask the backend (RUNTIME_GRAPH_LOWERING=0: never)
     long program_refs_ = 1;  // program_.use_count() when no launch holds it (the lowering may hold one too)
     void* arena_ = nullptr;
+    uint64_t kernel_nodes_ = 0;  // kernel commands of the program (updates keep every command's type)
     std::weak_ptr<Stream> last_stream_;  // the stream of the previous launch
     // Ordering across streams. While every launch so far went to one stream, a launch records nothing (recording
     // costs a queued operation per launch): last_end_ is its stream's position after it. From the first launch on
