@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import re
 import sys
 from dataclasses import dataclass, field
@@ -121,6 +122,15 @@ def _number(event, key, index, path, minimum=None):
     return float(v)
 
 
+def _ident(event, key, index, path):
+    """A pid or tid (an integer), or a flow id (an integer or a string); absent = 0."""
+    v = event.get(key, 0)
+    if isinstance(v, bool) or not isinstance(v, (int, str) if key == "id" else int):
+        raise TraceError(f"'{path}' event {index} ({event.get('ph')} '{event.get('name')}'): '{key}' is {v!r} "
+                         f"(expected an integer)")
+    return v
+
+
 def load(path):
     """Reads the trace at `path`. Raises TraceError (unreadable, not a trace, an event without its times)."""
     try:
@@ -138,7 +148,7 @@ def load(path):
         if not isinstance(e, dict):
             raise TraceError(f"'{path}' event {index} is {type(e).__name__} (expected an object)")
         ph = e.get("ph")
-        key = (e.get("pid", 0), e.get("tid", 0))
+        key = (_ident(e, "pid", index, path), _ident(e, "tid", index, path))
         if ph == "M":
             args = e.get("args") if isinstance(e.get("args"), dict) else {}
             if e.get("name") == "thread_name" and isinstance(args.get("name"), str):
@@ -152,7 +162,7 @@ def load(path):
             spans.append((key, Span(str(e.get("cat", "")), str(e.get("name", "")), start, start + dur, args)))
         elif ph in ("s", "f"):
             ts = _number(e, "ts", index, path)
-            (starts if ph == "s" else finishes)[(e.get("pid", 0), e.get("id"))] = (key, ts)
+            (starts if ph == "s" else finishes)[(key[0], _ident(e, "id", index, path))] = (key, ts)
         elif ph == "C":
             ts = _number(e, "ts", index, path)
             counters.setdefault(str(e.get("name", "")), []).append(
@@ -375,10 +385,11 @@ COLOURS = {"kernel": "#4c72b0", "copy": "#dd8452", "fill": "#937860", "host": "#
            "dvpp": "#64b5cd"}
 
 
-def plot(trace, out_path, flows=False):
+def plot(trace, out_path, flows=False, window=None):
     """Draws the timeline of `trace` into `out_path` (any format matplotlib writes, by its extension): one lane per
     stream, top to bottom in the trace's order, spans coloured by kind; graph node spans drawn inside their launch;
-    with `flows`, an arrow from each event record to the wait it released."""
+    with `flows`, an arrow from each event record to the wait it released. The time axis is the trace's (ms from its
+    start); `window` (start_ms, end_ms) draws only that part, else the span of the operations."""
     import matplotlib
     matplotlib.use("Agg")  # files only: no display needed
     import matplotlib.pyplot as plt
@@ -387,8 +398,12 @@ def plot(trace, out_path, flows=False):
     streams = trace.streams()
     if not streams:
         raise TraceError(f"'{trace.path}' has no stream tracks to draw")
-    spans = [s for t in streams for s in t.spans]
-    origin = min((s.start for s in spans), default=0.0)
+    spans = [s for t in streams for s in t.spans if s.cat != "api"]
+    if window:
+        lo, hi = window[0] * 1000, window[1] * 1000
+    else:
+        lo, hi = min((s.start for s in spans), default=0.0), max((s.end for s in spans), default=1.0)
+    shown = sum(1 for s in spans if s.end >= lo and s.start <= hi)
     lanes = {(t.pid, t.tid): i for i, t in enumerate(streams)}
     fig, ax = plt.subplots(figsize=(12, 1.2 + 0.55 * len(streams)))
     used = []
@@ -396,8 +411,9 @@ def plot(trace, out_path, flows=False):
         y = lanes[(t.pid, t.tid)]
         by_cat = {}
         for s in t.spans:
-            if s.cat != "api":
-                by_cat.setdefault(s.cat, []).append(((s.start - origin) / 1000, (s.end - s.start) / 1000))
+            if s.cat != "api" and s.end >= lo and s.start <= hi:
+                a, b = max(s.start, lo), min(s.end, hi)  # clipped to the window
+                by_cat.setdefault(s.cat, []).append((a / 1000, (b - a) / 1000))
         for cat, bars in by_cat.items():
             nested = cat == "graph_node"
             height = 0.4 if nested else 0.7
@@ -407,16 +423,19 @@ def plot(trace, out_path, flows=False):
                 used.append(cat)
     if flows:
         for (skey, sts), (fkey, fts) in trace.flows:
-            if skey in lanes and fkey in lanes:
-                ax.annotate("", xy=((fts - origin) / 1000, lanes[fkey]), xytext=((sts - origin) / 1000, lanes[skey]),
+            if skey in lanes and fkey in lanes and lo <= sts <= hi and lo <= fts <= hi:
+                ax.annotate("", xy=(fts / 1000, lanes[fkey]), xytext=(sts / 1000, lanes[skey]),
                             arrowprops=dict(arrowstyle="->", color="#c44e52", lw=0.8), zorder=4)
     pids = {t.pid for t in streams}
     ax.set_yticks(range(len(streams)))
     ax.set_yticklabels([t.name if len(pids) == 1 else f"{t.name} (pid {t.pid})" for t in streams])
     ax.set_ylim(len(streams) - 0.5, -0.5)
-    ax.set_xlabel(f"time (ms) from the first operation ({origin / 1000:.3f} ms into the trace)")
+    pad = (hi - lo) * 0.01 / 1000
+    ax.set_xlim(lo / 1000 - pad, hi / 1000 + pad)
+    ax.set_xlabel("time (ms from the start of the trace)")
     ax.grid(axis="x", linestyle=":", linewidth=0.5)
-    ax.set_title(f"{trace.path}: {len(spans)} spans on {len(streams)} streams")
+    ax.set_title(f"{os.path.basename(trace.path)}: {shown} of {len(spans)} operation spans, {len(streams)} streams"
+                 + (f", {window[0]:g} to {window[1]:g} ms" if window else ""))
     order = sorted(used, key=lambda c: CATEGORIES.index(c) if c in CATEGORIES else 99)
     ax.legend(handles=[Patch(facecolor=COLOURS.get(c, "#999999"), label=c) for c in order],
               loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize="small", frameon=False)
@@ -434,9 +453,20 @@ def main(argv=None):
     p.add_argument("--json", action="store_true", help="print the figures as one JSON object")
     p.add_argument("--plot", metavar="PNG", help="draw the timeline into this file (needs matplotlib)")
     p.add_argument("--flows", action="store_true", help="with --plot: draw the event arrows")
+    p.add_argument("--window", metavar="START:END", help="with --plot: draw only this part of the trace (ms from its "
+                   "start, as the summary prints them), e.g. 150:165")
     args = p.parse_args(argv)
-    if args.flows and not args.plot:
-        p.error("--flows draws arrows on the plot: it needs --plot")
+    for opt in ("flows", "window"):
+        if getattr(args, opt) and not args.plot:
+            p.error(f"--{opt} is an option of the plot: it needs --plot")
+    window = None
+    if args.window:
+        try:
+            window = tuple(float(x) for x in args.window.split(":"))
+        except ValueError:
+            window = ()
+        if len(window) != 2 or not all(math.isfinite(x) for x in window) or window[0] >= window[1]:
+            p.error(f"--window '{args.window}' is not START:END in ms with START < END (e.g. 150:165)")
     try:
         trace = load(args.trace)
         summary = summarize(trace)
@@ -446,7 +476,7 @@ def main(argv=None):
             except ImportError:
                 raise TraceError("--plot needs matplotlib (pip install matplotlib)") from None
             try:
-                plot(trace, args.plot, flows=args.flows)
+                plot(trace, args.plot, flows=args.flows, window=window)
             except (OSError, ValueError) as e:
                 raise TraceError(f"cannot write the plot '{args.plot}': {e}") from None
     except TraceError as e:

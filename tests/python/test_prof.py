@@ -193,6 +193,8 @@ def test_object_form_and_empty_trace(tmp_path):
     ('[{"ph":"X","cat":"kernel","name":"k","ts":1,"dur":-2}]', "'dur' is -2"),
     ('[{"ph":"X","cat":"kernel","name":"k","ts":"1","dur":2}]', "'ts' is '1' (expected a finite number)"),
     ('[{"ph":"C","name":"memory cpu:0","ts":true}]', "'ts' is True"),
+    ('[{"ph":"X","cat":"kernel","name":"k","ts":1,"dur":2,"tid":[1]}]', "'tid' is [1] (expected an integer)"),
+    ('[{"ph":"s","name":"event","ts":1,"id":{"a":1}}]', "'id' is {'a': 1}"),
 ])
 def test_bad_input_is_refused_naming_why(tmp_path, text, words):
     p = tmp_path / "bad.json"
@@ -216,7 +218,13 @@ def test_unreadable_files_are_refused(tmp_path):
 def test_usage_errors(tmp_path):
     t = write_trace(tmp_path / "t.json", EVENTS)
     r = run_prof(t, "--flows")
-    assert r.returncode == 2 and "--flows draws arrows on the plot: it needs --plot" in r.stderr
+    assert r.returncode == 2 and "--flows is an option of the plot: it needs --plot" in r.stderr
+    r = run_prof(t, "--window", "1:2")
+    assert r.returncode == 2 and "--window is an option of the plot: it needs --plot" in r.stderr
+    for bad in ("2:1", "1", "a:b", "1:2:3", "nan:1", "1:1"):
+        r = run_prof(t, "--plot", tmp_path / "w.png", "--window", bad)
+        assert r.returncode == 2 and f"--window '{bad}' is not START:END in ms with START < END" in r.stderr, bad
+    assert not (tmp_path / "w.png").exists()
     r = run_prof()
     assert r.returncode == 2 and "the following arguments are required: trace" in r.stderr
     r = run_prof(t, "--plot", tmp_path / "no" / "such" / "dir.png")
@@ -232,11 +240,11 @@ def png_size(path):
     return struct.unpack(">II", data[16:24])
 
 
-@pytest.mark.parametrize("flows", [False, True])
-def test_plot_writes_a_png(tmp_path, flows):
+@pytest.mark.parametrize("extra", [[], ["--flows"], ["--window", "0.1:0.3", "--flows"]])
+def test_plot_writes_a_png(tmp_path, extra):
     pytest.importorskip("matplotlib")
     out = tmp_path / "timeline.png"
-    r = run_prof(write_trace(tmp_path / "t.json", EVENTS), "--plot", out, *(["--flows"] if flows else []))
+    r = run_prof(write_trace(tmp_path / "t.json", EVENTS), "--plot", out, *extra)
     assert r.returncode == 0, r.stderr
     assert f"timeline: {out}" in r.stdout
     width, height = png_size(out)
@@ -295,7 +303,9 @@ def test_real_trace_of_the_pipelining_pattern(tmp_path, killed):
     # killed: the program ends by SIGKILL after its work (no stop, no exit handler), once the writer has flushed its
     # three kernel spans (it polls its own trace: no sleep to guess at).
     code = PIPELINE + (KILL_AFTER_FLUSH if killed else "")
-    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    program = tmp_path / "pipeline.py"  # @runtime.jit reads its kernel's source from the file
+    program.write_text(code)
+    r = subprocess.run([sys.executable, str(program)], env=env, capture_output=True, text=True, timeout=300)
     assert r.returncode == (-9 if killed else 0), r.stderr
     s = summary_of(path)
     assert s["terminated"] is (not killed)
