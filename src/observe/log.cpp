@@ -69,10 +69,10 @@ bool parse_spec(std::string_view spec, uint8_t (&levels)[kSubsystems], std::stri
             int level = find_name(kLevelNames, lvl);
             int s = eq == std::string_view::npos ? -2 : find_name(kSubsystemNames, sub);
             if (s == -1 || level < 0) {
-                if (why)
-                    *why = "item '" + std::string(item) + "': " +
-                           (s == -1 ? "'" + std::string(sub) + "' is not a subsystem"
-                                    : "'" + std::string(lvl) + "' is not a level");
+                if (why) {  // appended piece by piece: GCC 12 warns (-Wrestrict, wrongly) on a chain of operator+
+                    why->assign("item '").append(item).append("': '");
+                    why->append(s == -1 ? sub : lvl).append(s == -1 ? "' is not a subsystem" : "' is not a level");
+                }
                 return false;
             }
             if (s == -2) all = level;
