@@ -83,7 +83,8 @@ Runtime::Runtime(InitOptions options)
             RT_LOG(backend, info, "backend %s: no devices: %s", b->name(), b->unavailable_reason().c_str());
     }
     for (const backend::BackendEntry& e : backend::registry().entries())
-        if (!e.absent_reason.empty()) RT_LOG(backend, info, "backend %s: not built: %s", e.name.c_str(), e.absent_reason.c_str());
+        if (!e.absent_reason.empty())
+            RT_LOG(backend, info, "backend %s: not built: %s", e.name.c_str(), e.absent_reason.c_str());
     std::stable_partition(backends_.begin(), backends_.end(), [&](const auto& b) {
         return b->name() == options_.first_backend && b->device_count() > 0;
     });

@@ -93,7 +93,8 @@ bool configure(const char* spec) noexcept {
         uint8_t levels[kSubsystems];
         std::string why;
         if (!parse_spec(spec ? spec : "", levels, &why)) {
-            RT_LOG(core, warn, "RUNTIME_LOG='%s' is not understood (%s): ignored; %s", spec, why.c_str(), kAcceptedForm);
+            RT_LOG(core, warn, "RUNTIME_LOG='%s' is not understood (%s): ignored; %s", spec, why.c_str(),
+                   kAcceptedForm);
             return false;
         }
         for (int i = 0; i < kSubsystems; ++i) g_levels[i].store(levels[i], std::memory_order_relaxed);
@@ -111,7 +112,8 @@ void write(Subsystem subsystem, Level level, const char* fmt, ...) noexcept {
         ::localtime_r(&now.tv_sec, &local);
         char line[1024];
         int head = std::snprintf(line, sizeof line, "[runtime %02d:%02d:%02d.%06ld tid %ld %s %s] ", local.tm_hour,
-                                 local.tm_min, local.tm_sec, now.tv_nsec / 1000, static_cast<long>(::syscall(SYS_gettid)),
+                                 local.tm_min, local.tm_sec, now.tv_nsec / 1000,
+                                 static_cast<long>(::syscall(SYS_gettid)),
                                  subsystem_name(subsystem), level_name(level));
         if (head < 0) return;
         va_list args;

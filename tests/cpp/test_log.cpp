@@ -98,7 +98,8 @@ TEST_F(Log, RtLogPrintsOnlyWhatItsLevelLetsThroughAndEvaluatesNothingElse) {
     EXPECT_EQ(evaluated, 2);
     std::regex line(R"(\[runtime \d\d:\d\d:\d\d\.\d{6} tid (\d+) (\w+) (\w+)\] (.*))");
     std::vector<std::string> lines;
-    for (size_t at = 0, nl; (nl = out.find('\n', at)) != std::string::npos; at = nl + 1) lines.push_back(out.substr(at, nl - at));
+    for (size_t at = 0, nl; (nl = out.find('\n', at)) != std::string::npos; at = nl + 1)
+        lines.push_back(out.substr(at, nl - at));
     ASSERT_EQ(lines.size(), 2u) << out;
     std::smatch m;
     ASSERT_TRUE(std::regex_match(lines[0], m, line)) << lines[0];
@@ -145,7 +146,8 @@ TEST_F(Log, LinesOfConcurrentThreadsNeverInterleave) {
         std::vector<std::thread> threads;
         for (int t = 0; t < kThreads; ++t)
             threads.emplace_back([t] {
-                for (int i = 0; i < kLines; ++i) RT_LOG(core, debug, "thread %d line %d %s", t, i, std::string(300, 'a' + t).c_str());
+                for (int i = 0; i < kLines; ++i)
+                    RT_LOG(core, debug, "thread %d line %d %s", t, i, std::string(300, 'a' + t).c_str());
             });
         for (auto& th : threads) th.join();
     }

@@ -99,7 +99,8 @@ def test_backend_info_says_which_backends_have_devices_and_why_not(tmp_path):
     cuda = [m for m in info if m.startswith("backend cuda: ")]
     assert len(cuda) == 1, info
     if "not built" not in cuda[0]:
-        assert cuda[0].startswith("backend cuda: no devices: the CUDA driver library '") and "cannot be loaded" in cuda[0]
+        assert cuda[0].startswith("backend cuda: no devices: the CUDA driver library '")
+        assert "cannot be loaded" in cuda[0]
         assert any(m.startswith("cuda driver: not available: ") for m in info), info
     debug = messages(run(tmp_path, log="backend=debug", RUNTIME_CUDA_DRIVER_LIB=str(tmp_path / "no-libcuda.so")),
                      "backend", "debug")

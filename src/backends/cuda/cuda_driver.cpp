@@ -213,8 +213,8 @@ const Driver& driver() {
         // library that shadows the real driver, which then lives at one of the usual absolute paths.
         load_driver(*d, library, named ? std::vector<std::string>{} : driver_fallbacks());
         if (d->available)
-            RT_LOG(backend, info, "cuda driver: '%s' loaded (driver API %d.%d)%s", d->library.c_str(), d->version / 1000,
-                   d->version % 1000 / 10, named ? " (RUNTIME_CUDA_DRIVER_LIB)" : "");
+            RT_LOG(backend, info, "cuda driver: '%s' loaded (driver API %d.%d)%s", d->library.c_str(),
+                   d->version / 1000, d->version % 1000 / 10, named ? " (RUNTIME_CUDA_DRIVER_LIB)" : "");
         else
             RT_LOG(backend, info, "cuda driver: not available: %s", d->why.c_str());
     }
