@@ -19,6 +19,7 @@
 //
 // Usage: runtime-bench-core [--quick] [--json] [--sweep] [--device N|cpu:0] [--list-devices] [--only groups|graphs]
 
+#include <runtime/profiler.h>
 #include <runtime/runtime.h>
 
 #include <unistd.h>
@@ -1136,6 +1137,56 @@ void Bench::kernel_rows() {
         if (!q.empty()) r.peer = to_microseconds(summarize(q));
         set_verdict_max(r, 0.3, "us");
         rows_.push_back(std::move(r));
+        settle();
+    }
+
+    // batched_launch_traced: batched_launch while the timeline trace is written (rtProfilerStart with the default
+    // flags: api spans and memory counters too), its peer the same batches with the trace off, run by run in turn;
+    // trace_cost_per_launch: what the trace adds to one launch (on minus off), target <= 100 ns. The off side is the
+    // library as every program runs it: one branch per operation (batched_launch measures the same).
+    {
+        constexpr int kBatch = 20000;
+        const std::string trace_path =
+            (std::filesystem::temp_directory_path() / ("runtime-bench-trace-" + std::to_string(::getpid()) + ".json"))
+                .string();
+        auto batch = [&](bool traced) {
+            if (traced) RT_CHECK(rtProfilerStart(trace_path.c_str(), RT_PROFILER_DEFAULT));
+            const auto t0 = Clock::now();
+            for (int i = 0; i < kBatch; ++i) ours_empty();
+            RT_CHECK(rtStreamSynchronize(stream_));
+            const double per = seconds_between(t0, Clock::now()) / kBatch;
+            if (traced) RT_CHECK(rtProfilerStop());  // not timed: the writer formats the batch
+            return per;
+        };
+        batch(true);
+        batch(false);
+        std::vector<double> on, off;
+        for (int i = 0; i < cfg_.batch_runs; ++i) {
+            off.push_back(batch(false));
+            pause_between();
+            on.push_back(batch(true));
+            pause_between();
+        }
+        std::remove(trace_path.c_str());
+        Row r;
+        r.metric = "batched_launch_traced";
+        r.label = "20,000 launches + 1 sync, trace on, per launch";
+        r.unit = "us";
+        r.seed = "-";
+        r.ours = to_microseconds(summarize(on));
+        r.peer = to_microseconds(summarize(off));
+        r.peer_name = "the same launches, trace off";
+        rows_.push_back(std::move(r));
+        Row c;
+        c.metric = "trace_cost_per_launch";
+        c.label = "trace on minus off, per launch";
+        c.unit = "ns";
+        c.seed = "-";
+        std::vector<double> diffs;  // run by run: each traced batch against the untraced batch just before it
+        for (size_t i = 0; i < on.size(); ++i) diffs.push_back((on[i] - off[i]) * 1e9);
+        c.ours = summarize(diffs);
+        set_verdict_max(c, 100.0, "ns");
+        rows_.push_back(std::move(c));
         settle();
     }
 

@@ -39,6 +39,7 @@ from .core import thread_capture_mode  # noqa: E402
 from .graph import Graph, GraphExec, GraphMemoryInfo, GraphNode, load_graph  # noqa: E402
 from .interop import from_dlpack  # noqa: E402
 from . import dvpp  # noqa: E402
+from .profiler import PROFILER_DEFAULT, PROFILER_NO_API_CALLS, PROFILER_NO_MEMORY, profile  # noqa: E402
 
 # dtypes, for annotations (`def k(a: runtime.float64)`) and alloc(..., dtype=runtime.int32)
 bool_ = _np.bool_
@@ -69,3 +70,4 @@ __all__ += ["Graph", "GraphExec", "GraphNode", "GraphMemoryInfo", "load_graph", 
             "StreamCaptureUnjoinedError", "StreamCaptureImplicitError", "StreamCaptureWrongThreadError",
             "StreamCaptureIsolationError", "CapturedEventError", "GraphExecUpdateError", "IllegalStateError"]
 __all__ += ["InvalidImageError"]
+__all__ += ["profile", "PROFILER_DEFAULT", "PROFILER_NO_API_CALLS", "PROFILER_NO_MEMORY"]

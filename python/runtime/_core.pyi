@@ -171,3 +171,10 @@ def dvpp_preprocess(srcs: list[Picture], crops: Optional[list[Rect]], width: int
                     format: int, matrix: int, dtype: int, chw: bool, mean: Optional[list[float]],
                     std: Optional[list[float]], paste: Optional[Rect], fill: Optional[tuple], dst: int, stream: int,
                     keep: object = None) -> None: ...
+
+# ---- profiler (profiler_bindings.cpp): rtProfilerStart / rtProfilerStop
+PROFILER_DEFAULT: int
+PROFILER_NO_API_CALLS: int
+PROFILER_NO_MEMORY: int
+def profiler_start(path: str, flags: int = 0) -> None: ...
+def profiler_stop() -> None: ...

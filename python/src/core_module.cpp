@@ -31,6 +31,7 @@ namespace nb = nanobind;
 void bind_dlpack(nb::module_& m);  // dlpack.cpp: make_dlpack, import_dlpack, DLPackHold
 void bind_dvpp(nb::module_& m, void (*check)(rtError_t, const char*), void (*raise)(rtError_t, const std::string&),
                rtError_t (*keep)(rtStream_t, PyObject*));  // dvpp_bindings.cpp: the dvpp_* functions (dvpp.h)
+void bind_profiler(nb::module_& m, void (*check)(rtError_t, const char*));  // profiler_bindings.cpp (profiler.h)
 
 namespace {
 
@@ -1200,4 +1201,5 @@ NB_MODULE(_core, m) {
     // ---- DLPack
     bind_dlpack(m);
     bind_dvpp(m, &check, [](rtError_t c, const std::string& d) { raise_error(c, d); }, &defer_keep);
+    bind_profiler(m, &check);
 }

@@ -44,7 +44,7 @@ rtError_t capi_call_untraced(const char* api, F&& body) noexcept {
 template <class F>
 rtError_t capi_call(const char* api, F&& body) noexcept {
     if (trace::on()) [[unlikely]] {
-        const int64_t start = trace::now_ns();
+        const int64_t start = trace::now();
         const rtError_t result = capi_call_untraced(api, std::forward<F>(body));
         trace::api_span(api, start);
         return result;

@@ -3,6 +3,7 @@
 #include "observe/trace.hpp"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -20,6 +21,7 @@
 #include <thread>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include "core/device.hpp"
@@ -34,6 +36,7 @@ namespace rt::trace {
 namespace detail {
 std::atomic<bool> g_on{false};
 std::atomic<unsigned> g_flags{0};
+std::atomic<bool> g_tsc{false};
 constinit thread_local Op* t_pending = nullptr;
 }  // namespace detail
 
@@ -48,16 +51,79 @@ constexpr int kFlowRetries = 3;                 // flushes a wait waits for its 
 std::atomic<uint32_t> g_tracks{0};
 std::atomic<uint64_t> g_ids{0};
 
+int64_t monotonic_ns() {
+    timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return static_cast<int64_t>(t.tv_sec) * 1000000000 + t.tv_nsec;
+}
+
+/// Whether the kernel keeps its clock on the TSC (then it trusts it to be invariant and synchronised).
+bool kernel_clock_is_tsc() {
+#if defined(__x86_64__)
+    FILE* f = std::fopen("/sys/devices/system/clocksource/clocksource0/current_clocksource", "r");
+    if (!f) return false;
+    char name[32] = {};
+    const bool tsc = std::fgets(name, sizeof name, f) && std::strncmp(name, "tsc", 3) == 0 &&
+                     (name[3] == '\n' || name[3] == '\0');
+    std::fclose(f);
+    return tsc;
+#else
+    return false;
+#endif
+}
+
 int os_tid() { return static_cast<int>(::syscall(SYS_gettid)); }
 
-/// What one thread recorded for one trace. The thread appends under `lock` (uncontended but for the writer's swap
-/// every ~100 ms); the writer takes the whole vector.
+/// Records in fixed chunks: a buffer grows without copying, and the writer hands drained chunks back for reuse
+/// (kFreeChunks kept), so a thread that records steadily touches no fresh memory.
+struct Chunk {
+    static constexpr size_t kCapacity = 512;
+    size_t count = 0;
+    Op ops[kCapacity];
+};
+constexpr size_t kFreeChunks = 256;
+// Never destroyed: a thread may give its chunks back during the process's exit.
+std::mutex& g_chunks_mutex = *new std::mutex;
+std::vector<Chunk*>& g_free_chunks = *new std::vector<Chunk*>;
+
+Chunk* take_chunk() {
+    {
+        std::lock_guard lock(g_chunks_mutex);
+        if (!g_free_chunks.empty()) {
+            Chunk* c = g_free_chunks.back();
+            g_free_chunks.pop_back();
+            c->count = 0;
+            return c;
+        }
+    }
+    return new Chunk;
+}
+
+void give_back(Chunk* c) {
+    {
+        std::lock_guard lock(g_chunks_mutex);
+        if (g_free_chunks.size() < kFreeChunks) {
+            g_free_chunks.push_back(c);
+            return;
+        }
+    }
+    delete c;
+}
+
+/// What one thread recorded for one trace. The thread appends under `lock` (uncontended but for the writer's take
+/// every ~100 ms); the writer takes whole chunks.
 struct ThreadBuffer {
     SpinLock lock;
-    std::vector<Op> ops;
+    std::vector<Chunk*> full;  // filled, in order
+    Chunk* current = nullptr;  // being filled (after `full`)
     uint64_t session = 0;
     int tid = 0;
     std::atomic<bool> alive{true};  // false once the thread exited: the writer forgets it after the last drain
+
+    ~ThreadBuffer() {
+        for (Chunk* c : full) give_back(c);
+        if (current) give_back(current);
+    }
 };
 
 /// One trace being written: its file, its threads' buffers, its writer thread.
@@ -65,9 +131,10 @@ class Session : public std::enable_shared_from_this<Session> {
 public:
     Session(uint64_t id, std::string path, int fd, unsigned flags)
         : id_(id), path_(std::move(path)), fd_(fd), flags_(flags), pid_(static_cast<int>(::getpid())),
-          t0_(now_ns()) {}
+          t0_(now()), ns0_(monotonic_ns()) {}
 
     uint64_t id() const { return id_; }
+    int pid() const { return pid_; }
     const std::string& path() const { return path_; }
     int64_t t0() const { return t0_; }
 
@@ -121,24 +188,25 @@ private:
             buffers = buffers_;
             std::erase_if(buffers_, [](const auto& b) { return !b->alive.load(std::memory_order_acquire); });
         }
-        batch_.clear();
+        chunks_.clear();
         for (const auto& b : buffers) {
             std::lock_guard lock(b->lock);
-            if (batch_.empty()) {
-                batch_.swap(b->ops);
-            } else {
-                batch_.insert(batch_.end(), b->ops.begin(), b->ops.end());
-                b->ops.clear();
-            }
+            chunks_.insert(chunks_.end(), b->full.begin(), b->full.end());
+            b->full.clear();
+            if (b->current) chunks_.push_back(std::exchange(b->current, nullptr));
         }
         out_.clear();
+        measure_rate();
         // Records first: a wait of this batch may depend on a record drained after it.
-        for (const Op& op : batch_)
-            if (op.flow_kind == Flow::start) remember_record(op);
-        for (const Op& op : batch_) format_op(op);
+        for (const Chunk* c : chunks_)
+            for (size_t i = 0; i < c->count; ++i)
+                if (c->ops[i].flow_kind == Flow::start) remember_record(c->ops[i]);
+        for (const Chunk* c : chunks_)
+            for (size_t i = 0; i < c->count; ++i) format_op(c->ops[i]);
         resolve_flows(last);
         write_out();
-        if (batch_.capacity() > (1u << 16)) std::vector<Op>().swap(batch_);  // a burst does not pin its memory
+        for (Chunk* c : chunks_) give_back(c);
+        chunks_.clear();
     }
 
     void emit(const std::string& event) {
@@ -164,7 +232,15 @@ private:
         out_.clear();
     }
 
-    double us(int64_t ns) const { return static_cast<double>(ns - t0_) / 1000.0; }
+    /// Ticks of now() to microseconds: from the trace's start (us) or a difference (us_between). The rate is measured
+    /// at each flush against CLOCK_MONOTONIC since the start (1 for a clock that counts nanoseconds already).
+    double us(int64_t ticks) const { return static_cast<double>(ticks - t0_) * ns_per_tick_ / 1000.0; }
+    double us_between(int64_t from, int64_t to) const { return static_cast<double>(to - from) * ns_per_tick_ / 1000.0; }
+    void measure_rate() {
+        const int64_t ticks = now(), ns = monotonic_ns();
+        if (detail::g_tsc.load(std::memory_order_relaxed) && ticks > t0_ && ns > ns0_)
+            ns_per_tick_ = static_cast<double>(ns - ns0_) / static_cast<double>(ticks - t0_);
+    }
 
     static void escape(std::string& out, const char* text) {
         for (const char* p = text; *p; ++p) {
@@ -237,7 +313,7 @@ private:
         std::string e = format("{\"ph\":\"X\",\"cat\":\"%s\",\"name\":\"", cat_name(op.cat));
         escape(e, op.name);
         e += format("\",\"pid\":%d,\"tid\":%u,\"ts\":%.3f,\"dur\":%.3f,\"args\":{", pid_, op.track, us(op.start_ns),
-                    static_cast<double>(end - op.start_ns) / 1000.0);
+                    us_between(op.start_ns, end));
         if (op.cat == Cat::api) {
             if (named_hosts_.insert(op.track).second) {
                 const std::string name = format("host thread %u", op.track - kHostTrackBase);
@@ -247,7 +323,7 @@ private:
             emit(e);
             return;
         }
-        const double queued = static_cast<double>(std::max<int64_t>(0, op.start_ns - op.enqueue_ns)) / 1000.0;
+        const double queued = us_between(0, std::max<int64_t>(0, op.start_ns - op.enqueue_ns));
         e += format("\"op\":%llu,\"queued_us\":%.3f,\"status\":\"%s\"", static_cast<unsigned long long>(op.op), queued,
                     status_name(op.status));
         switch (op.cat) {
@@ -326,7 +402,9 @@ private:
     int fd_;
     const unsigned flags_;
     const int pid_;
-    const int64_t t0_;
+    const int64_t t0_;   // now() at the start
+    const int64_t ns0_;  // CLOCK_MONOTONIC at the start
+    double ns_per_tick_ = 1.0;
     std::thread thread_;
 
     std::mutex mutex_;  // stopping_
@@ -339,7 +417,7 @@ private:
     // The writer thread's own (begin() writes before it starts).
     bool first_ = true;
     std::string out_;
-    std::vector<Op> batch_;
+    std::vector<Chunk*> chunks_;  // taken from the buffers by the flush running
     std::unordered_set<uint32_t> named_hosts_;
     std::unordered_map<uint64_t, std::pair<uint32_t, int64_t>> records_;  // flow id -> record's track, mid time
     std::deque<uint64_t> record_order_;
@@ -353,6 +431,7 @@ std::shared_ptr<Session> g_session;
 std::atomic<uint64_t> g_session_id{0};
 uint64_t g_sessions = 0;
 bool g_exit_handler = false;
+std::shared_ptr<Session>* g_orphan = nullptr;  // a forked child's copy of its parent's trace (reachable: no leak)
 
 struct LocalBuffer {
     std::shared_ptr<ThreadBuffer> buffer;
@@ -387,6 +466,13 @@ ThreadBuffer* local_buffer() noexcept {
     }
 }
 
+/// A forked child has the parent's trace but not its writer thread: it records nothing (its stop and exit handler
+/// let the parent's session go without joining a thread it does not have).
+void forget_in_child() {
+    detail::g_on.store(false, std::memory_order_relaxed);
+    g_session_id.store(0, std::memory_order_relaxed);
+}
+
 void stop_at_exit() {
     try {
         stop();
@@ -396,10 +482,24 @@ void stop_at_exit() {
 
 }  // namespace
 
-void Op::set_name(const char* text) noexcept {
-    if (!text) text = "";
-    std::strncpy(name, text, sizeof name - 1);
-    name[sizeof name - 1] = '\0';
+const char* intern(const char* text) noexcept {
+    if (!text || !*text) return "";
+    // Launch loops name the same few kernels again and again: the last four names of this thread.
+    thread_local const char* recent[4] = {};
+    thread_local unsigned next = 0;
+    for (const char* r : recent)
+        if (r && std::strcmp(r, text) == 0) return r;
+    static std::mutex mutex;
+    static std::unordered_set<std::string>* names = new std::unordered_set<std::string>;  // never destroyed: records
+                                                                                         // may be formatted at exit
+    try {
+        std::lock_guard lock(mutex);
+        const char* kept = names->emplace(text).first->c_str();  // nodes are stable: the pointer stays valid
+        recent[next++ % 4] = kept;
+        return kept;
+    } catch (...) {
+        return "";
+    }
 }
 
 uint32_t next_track() noexcept { return g_tracks.fetch_add(1, std::memory_order_relaxed) + 1; }
@@ -411,8 +511,14 @@ void submit(const Op& op) noexcept {
     if (!b) return;
     try {
         std::lock_guard lock(b->lock);
-        b->ops.push_back(op);
-        if (op.cat == Cat::api) b->ops.back().track = kHostTrackBase + static_cast<uint32_t>(b->tid);
+        if (!b->current || b->current->count == Chunk::kCapacity) {
+            if (b->current) b->full.push_back(b->current);
+            b->current = nullptr;
+            b->current = take_chunk();
+        }
+        Op& slot = b->current->ops[b->current->count++];
+        slot = op;
+        if (op.cat == Cat::api) slot.track = kHostTrackBase + static_cast<uint32_t>(b->tid);
     } catch (...) {  // out of memory: the record is lost, the program goes on
     }
 }
@@ -436,7 +542,9 @@ Op* stream_op(Stream& stream, Cat cat, uint64_t op) noexcept {
         track.track = stream.trace_track();
         const uint32_t number = stream.is_default() ? 0 : stream.trace_track();
         const CoreDevice& device = stream.device();
-        std::snprintf(track.name, sizeof track.name, "%s stream %u", device.label().c_str(), number);
+        char name[96];
+        std::snprintf(name, sizeof name, "%s stream %u", device.label().c_str(), number);
+        track.name = intern(name);
         track.id = static_cast<uint64_t>(device.index()) * 100000 + number;
         submit(track);
     }
@@ -445,7 +553,7 @@ Op* stream_op(Stream& stream, Cat cat, uint64_t op) noexcept {
     record->cat = cat;
     record->track = stream.trace_track();
     record->op = op;
-    record->enqueue_ns = now_ns();
+    record->enqueue_ns = now();
     return record;
 }
 
@@ -456,7 +564,7 @@ Op* copy_op(Stream& stream, uint64_t op, size_t bytes, backend::CopyKind kind) n
     static constexpr const char* kNames[] = {"memcpy HtoH", "memcpy HtoD", "memcpy DtoH", "memcpy DtoD"};
     const auto k = static_cast<size_t>(kind) & 3;
     t->kind = kDirections[k];
-    t->set_name(kNames[k]);
+    t->name = kNames[k];
     t->bytes = bytes;
     return t;
 }
@@ -464,7 +572,7 @@ Op* copy_op(Stream& stream, uint64_t op, size_t bytes, backend::CopyKind kind) n
 Op* fill_op(Stream& stream, uint64_t op, size_t bytes) noexcept {
     Op* t = stream_op(stream, Cat::fill, op);
     if (!t) return nullptr;
-    t->set_name("memset");
+    t->name = "memset";
     t->bytes = bytes;
     return t;
 }
@@ -472,7 +580,7 @@ Op* fill_op(Stream& stream, uint64_t op, size_t bytes) noexcept {
 Op* kernel_op(Stream& stream, uint64_t op, const std::string& kernel, const backend::LaunchShape& shape) noexcept {
     Op* t = stream_op(stream, Cat::kernel, op);
     if (!t) return nullptr;
-    t->set_name(kernel.c_str());
+    t->name = intern(kernel.c_str());
     for (int d = 0; d < 3; ++d) {
         t->grid[d] = shape.grid[d];
         t->block[d] = shape.block[d];
@@ -483,14 +591,14 @@ Op* kernel_op(Stream& stream, uint64_t op, const std::string& kernel, const back
 
 Op* host_op(Stream& stream, uint64_t op) noexcept {
     Op* t = stream_op(stream, Cat::host, op);
-    if (t) t->set_name("host function");
+    if (t) t->name = "host function";
     return t;
 }
 
 Op* event_op(Stream& stream, uint64_t op, Event& event, bool record) noexcept {
     Op* t = stream_op(stream, Cat::event, op);
     if (!t) return nullptr;
-    t->set_name(record ? "event record" : "event wait");
+    t->name = record ? "event record" : "event wait";
     t->id = event.trace_id();
     if (record) {
         t->flow = next_id();
@@ -506,7 +614,7 @@ Op* event_op(Stream& stream, uint64_t op, Event& event, bool record) noexcept {
 Op* graph_op(Stream& stream, uint64_t op, uint64_t graph, size_t nodes) noexcept {
     Op* t = stream_op(stream, Cat::graph, op);
     if (!t) return nullptr;
-    t->set_name("graph launch");
+    t->name = "graph launch";
     t->id = graph;
     t->reserved = nodes;
     return t;
@@ -519,18 +627,18 @@ Pending::~Pending() {
         delete left;
         return;
     }
-    const int64_t now = now_ns();
-    finish(left, now, now, Status::ok);
+    const int64_t at = now();
+    finish(left, at, at, Status::ok);
 }
 
 void memory_counter(const std::string& device, uint64_t allocated, uint64_t reserved) noexcept {
     if (flags() & RT_PROFILER_NO_MEMORY) return;
     Op op;
     op.cat = Cat::counter;
-    op.start_ns = now_ns();
+    op.start_ns = now();
     op.bytes = allocated;
     op.reserved = reserved;
-    op.set_name(device.c_str());
+    op.name = intern(device.c_str());
     submit(op);
 }
 
@@ -539,8 +647,8 @@ void api_span(const char* api, int64_t start_ns) noexcept {
     Op op;
     op.cat = Cat::api;
     op.start_ns = start_ns;
-    op.end_ns = now_ns();
-    op.set_name(api);
+    op.end_ns = now();
+    op.name = api;  // a string literal of the library
     submit(op);
 }
 
@@ -559,10 +667,11 @@ void start(const char* path, unsigned flags) {
         const int err = errno;
         fail(RT_ERROR_UNKNOWN, "cannot create the trace file '%s': %s", path, std::strerror(err));
     }
-    if (!g_exit_handler) {
+    if (!g_exit_handler) {  // the first trace of the process
+        detail::g_tsc.store(kernel_clock_is_tsc(), std::memory_order_relaxed);
         // Completes a trace the program did not stop. Registered once, after this file's globals were built, so it
         // runs before they are destroyed.
-        if (std::atexit(stop_at_exit) != 0) {
+        if (std::atexit(stop_at_exit) != 0 || ::pthread_atfork(nullptr, nullptr, forget_in_child) != 0) {
             ::close(fd);
             fail(RT_ERROR_UNKNOWN, "cannot register the exit handler that completes the trace file");
         }
@@ -587,6 +696,10 @@ void stop() {
     {
         std::lock_guard lock(g_mutex);
         if (!g_session) fail(RT_ERROR_ILLEGAL_STATE, "no trace is being written (rtProfilerStart starts one)");
+        if (g_session->pid() != ::getpid()) {  // a forked child: the parent's writer is no thread of this process
+            g_orphan = new std::shared_ptr<Session>(std::move(g_session));  // never joined, never destroyed
+            return;
+        }
         detail::g_on.store(false, std::memory_order_release);
         g_session_id.store(0, std::memory_order_release);
         writer = g_session->request_stop();

@@ -32,7 +32,7 @@ struct Op {
     Flow flow_kind = Flow::none;
     uint32_t track = 0;       ///< the stream's tid (api spans: set by submit to the host thread's)
     uint64_t op = 0;          ///< the stream's operation number (Stream::next_op)
-    int64_t enqueue_ns = 0;   ///< now_ns() when it was queued
+    int64_t enqueue_ns = 0;   ///< now() when it was queued (the trace clock's ticks, as start_ns and end_ns)
     int64_t start_ns = 0;
     int64_t end_ns = 0;
     uint64_t bytes = 0;       ///< copy, fill, memory; counter: allocated bytes
@@ -43,10 +43,13 @@ struct Op {
     uint32_t grid[3] = {};
     uint32_t block[3] = {};
     const char* kind = nullptr;  ///< static text: copy direction ("HtoD"), node type ("kernel")
-    char name[96] = {};          ///< truncated to 95 bytes
-
-    void set_name(const char* text) noexcept;
+    const char* name = "";       ///< a string literal or an intern()ed string: alive as long as the process
 };
+
+/// `text` kept for the rest of the process (names in records outlive the kernels and graphs they name); the same
+/// text gives the same pointer. A launch loop of one kernel costs a compare (a per-thread cache of the last name).
+/// Out of memory: "".
+const char* intern(const char* text) noexcept;
 
 namespace detail {
 extern std::atomic<bool> g_on;
@@ -59,8 +62,16 @@ inline bool on() noexcept { return detail::g_on.load(std::memory_order_relaxed);
 /// The profiler flags of the trace being written (RT_PROFILER_*); meaningful while on().
 inline unsigned flags() noexcept { return detail::g_flags.load(std::memory_order_relaxed); }
 
-/// The trace's clock (CLOCK_MONOTONIC, ns).
-inline int64_t now_ns() noexcept {
+namespace detail {
+extern std::atomic<bool> g_tsc;
+}
+/// The trace's clock, in ticks the writer converts to time: the CPU's time-stamp counter where the kernel keeps its
+/// own clock on it (clocksource tsc: invariant and synchronised across cores; a read costs half a clock_gettime),
+/// else CLOCK_MONOTONIC nanoseconds. Chosen at the first trace of the process, never changed after.
+inline int64_t now() noexcept {
+#if defined(__x86_64__)
+    if (detail::g_tsc.load(std::memory_order_relaxed)) return static_cast<int64_t>(__builtin_ia32_rdtsc());
+#endif
     timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return static_cast<int64_t>(t.tv_sec) * 1000000000 + t.tv_nsec;

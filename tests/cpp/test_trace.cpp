@@ -609,6 +609,25 @@ TEST(TraceChild, Program) {
     // "exit": returns without rtProfilerStop; the exit handler completes the file.
 }
 
+TEST_F(Trace, AForkedChildExitsWithoutTouchingTheParentsTrace) {
+    ASSERT_RT_OK(rtProfilerStart(path_.c_str(), 0));
+    const pid_t pid = ::fork();
+    if (pid == 0) std::exit(rtProfilerStop() == RT_SUCCESS ? 0 : 3);  // its exit handler runs too: neither may hang
+    ASSERT_GT(pid, 0);
+    int status = 0;
+    if (!wait_until([&] { return ::waitpid(pid, &status, WNOHANG) == pid; }, 30s)) {
+        ::kill(pid, SIGKILL);
+        ::waitpid(pid, &status, 0);
+        FAIL() << "the forked child hangs at its exit";
+    }
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+    DevBuf x(64);
+    ASSERT_RT_OK(rtMemset(x.get(), 0, 64));
+    ASSERT_RT_OK(rtProfilerStop());
+    const std::vector<Json> ev = read_trace(path_);
+    EXPECT_EQ(select(ev, "X", "fill").size(), 1u);  // the parent's trace goes on, complete and closed once
+}
+
 TEST(TraceFile, AKilledProgramLeavesAReadableTrace) {
     const std::string path = temp_path("killed.json");
     const int status = run_child("TraceChild.Program", {"RT_TEST_TRACE_CHILD=forever", "RT_TEST_TRACE_PATH=" + path},

@@ -92,6 +92,19 @@ def test_graph_rows_with_their_peers(quick_run):
     assert "+ peer oneTBB" in text and "+ peer streams" in text
 
 
+def test_trace_cost_rows(quick_run):
+    """The timeline trace's cost (issue 18): launches with the trace on against the same launches with it off, and
+    their difference per launch (may be negative in noise; its target is <= 100 ns)."""
+    records, _, _ = quick_run
+    by_metric = {r["metric"]: r for r in records if "bytes" not in r}
+    on = by_metric["batched_launch_traced"]
+    assert on["unit"] == "us" and on["value"] > 0 and on["peer_value"] > 0, on
+    assert on["peer"].endswith("trace off"), on
+    cost = by_metric["trace_cost_per_launch"]
+    assert cost["unit"] == "ns" and math.isfinite(cost["value"]) and cost["min"] <= cost["value"] <= cost["max"], cost
+    assert cost["target"] == "<= 100 ns", cost
+
+
 def test_progress_on_stderr(quick_run):
     _, err, _ = quick_run
     assert "kernels" in err and "done" in err

@@ -245,11 +245,11 @@ void CpuGraph::execute_traced(const Node& node) noexcept {
     op.enqueue_ns = traced_->enqueue_ns;
     op.id = static_cast<uint64_t>(&node - nodes_.data());
     op.kind = kTypes[static_cast<size_t>(node.kind)];
-    op.set_name(node.kind == Kind::kernel ? node.kernel.function->name().c_str() : node.label);
+    op.name = trace::intern(node.kind == Kind::kernel ? node.kernel.function->name().c_str() : node.label);
     const bool failed_before = slot_->failed();
-    op.start_ns = trace::now_ns();
+    op.start_ns = trace::now();
     run_node(node);
-    op.end_ns = trace::now_ns();
+    op.end_ns = trace::now();
     op.status = failed_before ? trace::Status::skipped : slot_->failed() ? trace::Status::failed : trace::Status::ok;
     trace::submit(op);
 }

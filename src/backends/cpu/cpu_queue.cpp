@@ -300,9 +300,9 @@ void CpuQueue::execute(Task& t) {
 void CpuQueue::execute_traced(Task& t) {
     trace::Op* op = std::exchange(t.trace, nullptr);
     const bool failed_before = slot_ && slot_->failed();
-    const int64_t start = trace::now_ns();
+    const int64_t start = trace::now();
     run_task(t, op);
-    const int64_t end = trace::now_ns();
+    const int64_t end = trace::now();
     trace::Status status = trace::Status::ok;
     if (failed_before && t.type != Task::Type::record && t.type != Task::Type::wait) status = trace::Status::skipped;
     else if (!failed_before && slot_ && slot_->failed()) status = trace::Status::failed;

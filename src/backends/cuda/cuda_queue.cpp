@@ -176,7 +176,7 @@ void CudaQueue::trace_completion(trace::Op* op) noexcept {
     try {
         auto work = std::make_unique<HostWork>();
         work->internal = [this, op] {
-            const int64_t end = trace::now_ns();
+            const int64_t end = trace::now();
             const int64_t start = std::min(end, std::max(op->enqueue_ns, trace_last_end_.load(std::memory_order_relaxed)));
             trace_last_end_.store(end, std::memory_order_relaxed);
             trace::finish(op, start, end, slot_ && slot_->failed() ? trace::Status::failed : trace::Status::ok);
