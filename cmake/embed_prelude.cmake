@@ -62,6 +62,7 @@ function(runtime_embed_prelude target)
     ${src}/kernels/disk_cache.cpp
     ${src}/kernels/target.cpp
     ${src}/kernels/standalone.cpp
+    ${src}/observe/log.cpp
     ${src}/backends/cpu/cpu_target.cpp
     ${src}/backends/cpu/cpu_isa.cpp
     ${src}/backends/cpu/cpu_module.cpp)

@@ -6,9 +6,11 @@
 
 #include <algorithm>
 #include <cstring>
+#include <string>
 
 #include "core/error.hpp"
 #include "core/stream.hpp"
+#include "observe/log.hpp"
 
 namespace rt {
 
@@ -31,6 +33,11 @@ size_t block_count(size_t pool_size, size_t block) {
         fail(RT_ERROR_INVALID_VALUE, "pool_size %zu is too large (rounded up to whole blocks it overflows)", pool_size);
     return (pool_size + block - 1) / block;
 }
+
+/// "cpu:0": the device a pool's log lines name.
+std::string label(backend::Device& device) {
+    return device.info().backend + ":" + std::to_string(device.info().backend_ordinal);
+}
 }  // namespace
 
 MemoryPool::MemoryPool(backend::Device& device, size_t pool_size, size_t block_size)
@@ -51,6 +58,8 @@ MemoryPool::MemoryPool(backend::Device& device, size_t pool_size, size_t block_s
     if (!virtual_) std::memset(&committed_[0], 1, size_ / block_);
     committed_bytes_ = virtual_ ? 0 : size_;
     insert_free(0, size_);
+    RT_LOG(memory, info, "pool on %s: %zu bytes in blocks of %zu, %s", label(device_).c_str(), size_, block_,
+           virtual_ ? "address space reserved, committed as used" : "allocated up front (the device cannot reserve)");
 }
 
 MemoryPool::~MemoryPool() {
@@ -125,6 +134,8 @@ bool MemoryPool::commit_range(size_t offset, size_t length, bool* committed_new)
         for (size_t u = b; u <= run_end; ++u) committed_[u] = 1;
         committed_bytes_ += bytes;
         *committed_new = true;
+        RT_LOG(memory, debug, "pool on %s grew: %zu bytes committed, %zu in all", label(device_).c_str(), bytes,
+               committed_bytes_);
         b = run_end;
     }
     for (size_t b = first; b <= last; ++b) {
@@ -136,6 +147,7 @@ bool MemoryPool::commit_range(size_t offset, size_t length, bool* committed_new)
 
 void MemoryPool::unuse_range(size_t offset, size_t length) {
     size_t first = offset >> block_shift_, last = (offset + length - 1) >> block_shift_;
+    size_t released = 0;
     for (size_t b = first; b <= last; ++b) {
         size_t lo = std::max(offset, b * block_), hi = std::min(offset + length, (b + 1) * block_);
         used_[b] -= hi - lo;
@@ -143,8 +155,12 @@ void MemoryPool::unuse_range(size_t offset, size_t length) {
             device_.decommit_impl(base_ + b * block_, block_);
             committed_[b] = 0;
             committed_bytes_ -= block_;
+            released += block_;
         }
     }
+    if (released)
+        RT_LOG(memory, debug, "pool on %s shrank: %zu bytes of emptied blocks decommitted, %zu still committed",
+               label(device_).c_str(), released, committed_bytes_);
 }
 
 void MemoryPool::promote(uint64_t id) {
@@ -236,6 +252,9 @@ size_t MemoryPool::trim() {
             committed_[b] = 0;
             committed_bytes_ -= block_;
         }
+    if (before != committed_bytes_)
+        RT_LOG(memory, info, "pool on %s trimmed: %zu bytes of cached blocks decommitted, %zu still committed",
+               label(device_).c_str(), before - committed_bytes_, committed_bytes_);
     return before - committed_bytes_;
 }
 

@@ -9,6 +9,7 @@
 
 #include "graph/capture.hpp"
 #include "kernels/target.hpp"
+#include "observe/log.hpp"
 #include "observe/usage.hpp"
 
 namespace rt {
@@ -90,6 +91,16 @@ CoreDevice::StreamCounts CoreDevice::stream_counts() const {
 Runtime::Runtime(InitOptions options)
     : options_(std::move(options)), generation_(++g_generations), timeline_(std::make_unique<Timeline>()) {
     for (const InitOptions::PerBackend& b : options_.backends) backends_.push_back(b.entry->create(*b.options));
+    for (const auto& b : backends_) {
+        if (b->device_count() > 0)
+            RT_LOG(backend, info, "backend %s: %d device(s)%s%s", b->name(), b->device_count(),
+                   b->unavailable_reason().empty() ? "" : "; ", b->unavailable_reason().c_str());
+        else
+            RT_LOG(backend, info, "backend %s: no devices: %s", b->name(), b->unavailable_reason().c_str());
+    }
+    for (const backend::BackendEntry& e : backend::registry().entries())
+        if (!e.absent_reason.empty())
+            RT_LOG(backend, info, "backend %s: not built: %s", e.name.c_str(), e.absent_reason.c_str());
     std::stable_partition(backends_.begin(), backends_.end(), [&](const auto& b) {
         return b->name() == options_.first_backend && b->device_count() > 0;
     });

@@ -19,6 +19,7 @@
 #include <sstream>
 
 #include "core/error.hpp"
+#include "observe/log.hpp"
 
 namespace rt::kcache {
 
@@ -95,9 +96,9 @@ public:
                  where.c_str(), why, tmpl.c_str(), errno_text().c_str());
         make_dirs(tmpl + "/" + backend);
         private_.push_back(tmpl);
-        std::fprintf(stderr, "runtime: kernel cache directory '%s' %s: not used; this process compiles into the "
-                     "private directory '%s' instead (make it yours and `chmod go-w` it to cache across runs)\n", where.c_str(),
-                     why, tmpl.c_str());
+        RT_LOG(kernels, warn, "kernel cache directory '%s' %s: not used; this process compiles into the private "
+               "directory '%s' instead (make it yours and `chmod go-w` it to cache across runs)", where.c_str(), why,
+               tmpl.c_str());
         return dir = tmpl;
     }
     ~Roots() {  // best effort: the private directories are of this process only

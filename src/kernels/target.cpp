@@ -10,6 +10,7 @@
 
 #include "core/error.hpp"
 #include "kernels/disk_cache.hpp"
+#include "observe/log.hpp"
 
 namespace rt::kernels {
 
@@ -47,6 +48,8 @@ Image compile(const Target& target, const Program& program, bool force) {
     // name), so such a source is compiled again in every process (the in-process cache still holds it).
     if (!force && !program.includes_files() && kcache::trusted_entry(image.path)) {
         image.from_cache = true;
+        RT_LOG(kernels, info, "disk cache hit: module '%s' (kernels: %s) for %s: %s", program.name.c_str(),
+               join(image.kernels).c_str(), target.cache_name(), image.path.c_str());
         return image;
     }
     const std::string temp = kcache::unique_temp_path(kcache::backend_dir(target.cache_name()), image.key, ext);
@@ -58,6 +61,10 @@ Image compile(const Target& target, const Program& program, bool force) {
     }
     ::chmod(temp.c_str(), 0755);  // under umask 002 it would be group-writable, which the cache never loads
     kcache::publish(temp, image.path);
+    RT_LOG(kernels, info, "compiled module '%s' (kernels: %s; options: '%s') for %s in %.3f s%s: %s",
+           program.name.c_str(), join(image.kernels).c_str(), program.option_text.c_str(), target.cache_name(),
+           image.compile_seconds, force ? " (forced)" : program.includes_files() ? " (it includes files: never "
+           "taken from the disk cache)" : "", image.path.c_str());
     return image;
 }
 
@@ -66,15 +73,21 @@ std::shared_ptr<backend::Module> ModuleCache::load_source(Target& target, const 
     static const std::string kName = "kernel_source";
     const std::string key = cache_key(target, kName, source, parse_options(options));  // validates the options
     std::shared_ptr<Slot> slot;
+    std::shared_ptr<backend::Module> hit;
     {
         std::lock_guard lock(mutex_);
         auto& s = slots_[key];
         if (!s) s = std::make_shared<Slot>();
         if (s->module) {
             lru_.splice(lru_.begin(), lru_, s->lru);
-            return s->module;
+            hit = s->module;
         }
         slot = s;
+    }
+    if (hit) {  // logged outside the cache's lock
+        RT_LOG(kernels, debug, "memory cache hit: a kernel source of %zu bytes for %s (key %s)", source.size(),
+               target.cache_name(), key.c_str());
+        return hit;
     }
     std::lock_guard slot_lock(slot->mutex);
     {
@@ -87,6 +100,8 @@ std::shared_ptr<backend::Module> ModuleCache::load_source(Target& target, const 
         Image image = compile(target, program);
         module = target.load(image.path, false);
         if (!module) {  // a damaged disk entry (a crashed older build, a driver that no longer accepts it): rebuild
+            RT_LOG(kernels, info, "the kernel cache entry '%s' cannot be loaded (damaged, or from another driver): "
+                   "compiling it again", image.path.c_str());
             image = compile(target, program, /*force=*/true);
             module = target.load(image.path, /*precompiled=*/true);  // now a failure says why
         }

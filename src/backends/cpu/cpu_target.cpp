@@ -25,6 +25,7 @@
 #include "core/error.hpp"
 #include "kernels/disk_cache.hpp"
 #include "kernels/prelude.hpp"
+#include "observe/log.hpp"
 
 extern char** environ;
 
@@ -402,6 +403,7 @@ double CpuTarget::build(const kernels::Program& program, const std::string& out)
         args.push_back(n == 1 ? "-shared" : "-c");
         if (n == 1 && no_cxx_runtime) args.push_back("-nostdlib++");
         args.insert(args.end(), {"-o", runs[i].object, runs[i].source});
+        RT_LOG(kernels, debug, "running the compiler: %s", kernels::join(args, " ").c_str());
         runs[i].status = run_capture(args, runs[i].diagnostics);
     };
     const auto t0 = std::chrono::steady_clock::now();
@@ -428,6 +430,7 @@ double CpuTarget::build(const kernels::Program& program, const std::string& out)
         std::vector<std::string> args = {hc.path, "-shared", "-o", out};
         if (no_cxx_runtime) args.push_back("-nostdlib++");
         for (const Run& r : runs) args.push_back(r.object);
+        RT_LOG(kernels, debug, "running the linker: %s", kernels::join(args, " ").c_str());
         status = run_capture(args, diagnostics);
         failed_isa = "the link";
     }

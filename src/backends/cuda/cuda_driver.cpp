@@ -12,6 +12,7 @@
 #include <mutex>
 
 #include "core/error.hpp"
+#include "observe/log.hpp"
 
 namespace rt::cuda {
 
@@ -32,6 +33,7 @@ struct Attempt {
 Attempt open_one(Driver& d, const std::string& library) {
     Attempt a;
     d.library = library;
+    RT_LOG(backend, debug, "cuda driver: trying '%s'", library.c_str());
     void* h = ::dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!h) {
         const char* err = ::dlerror();
@@ -210,6 +212,11 @@ const Driver& driver() {
         // A library named in the environment is used as it is; the default soname may be a stub or a compat
         // library that shadows the real driver, which then lives at one of the usual absolute paths.
         load_driver(*d, library, named ? std::vector<std::string>{} : driver_fallbacks());
+        if (d->available)
+            RT_LOG(backend, info, "cuda driver: '%s' loaded (driver API %d.%d)%s", d->library.c_str(),
+                   d->version / 1000, d->version % 1000 / 10, named ? " (RUNTIME_CUDA_DRIVER_LIB)" : "");
+        else
+            RT_LOG(backend, info, "cuda driver: not available: %s", d->why.c_str());
     }
     return *d;
 }

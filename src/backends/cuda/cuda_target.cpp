@@ -16,6 +16,7 @@
 #include "core/error.hpp"
 #include "kernels/disk_cache.hpp"
 #include "kernels/prelude.hpp"
+#include "observe/log.hpp"
 
 namespace rt::cuda {
 
@@ -340,6 +341,8 @@ double CudaTarget::build(const kernels::Program& program, const std::string& out
                  nvrtc_error(n, r).c_str());
     std::vector<const char*> argv;
     for (const std::string& a : args) argv.push_back(a.c_str());
+    RT_LOG(kernels, debug, "running NVRTC %d.%d (%s) on '%s': %s", n.major, n.minor, n.library.c_str(),
+           program.name.c_str(), kernels::join(args, " ").c_str());
     r = n.nvrtcCompileProgram(prog.p, static_cast<int>(argv.size()), argv.data());
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (r != NVRTC_SUCCESS) {
