@@ -431,7 +431,6 @@ std::shared_ptr<Session> g_session;
 std::atomic<uint64_t> g_session_id{0};
 uint64_t g_sessions = 0;
 bool g_exit_handler = false;
-std::shared_ptr<Session>* g_orphan = nullptr;  // a forked child's copy of its parent's trace (reachable: no leak)
 
 struct LocalBuffer {
     std::shared_ptr<ThreadBuffer> buffer;
@@ -697,7 +696,10 @@ void stop() {
         std::lock_guard lock(g_mutex);
         if (!g_session) fail(RT_ERROR_ILLEGAL_STATE, "no trace is being written (rtProfilerStart starts one)");
         if (g_session->pid() != ::getpid()) {  // a forked child: the parent's writer is no thread of this process
-            g_orphan = new std::shared_ptr<Session>(std::move(g_session));  // never joined, never destroyed
+            // Never joined, never destroyed; held where LeakSanitizer sees it (a store to a variable nothing reads
+            // may be optimised away).
+            static auto* orphans = new std::vector<std::shared_ptr<Session>>();
+            orphans->push_back(std::move(g_session));
             return;
         }
         detail::g_on.store(false, std::memory_order_release);

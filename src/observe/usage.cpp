@@ -228,8 +228,10 @@ void UsagePublisher::stop() noexcept {
     }
     if (stopped_.exchange(true)) return;
     if (static_cast<int>(::getpid()) != pid_) {
-        (void)thread_.release();  // a forked child: the thread is the parent's, the file too
-        (void)wakeup_.release();
+        // A forked child: the thread is the parent's, the file too. Kept reachable and never destroyed (a joinable
+        // std::thread's destructor terminates; a dropped pointer is a leak to LeakSanitizer).
+        static auto* orphans = new std::vector<std::pair<std::unique_ptr<std::thread>, std::unique_ptr<Wakeup>>>();
+        orphans->emplace_back(std::move(thread_), std::move(wakeup_));
         return;
     }
     if (thread_) {
