@@ -17,7 +17,7 @@
 // same DAGs against their peers (PoCL replaying a cl_khr_command_buffer, oneTBB flow_graph, PoCL one call at a time)
 // and the seed's pipeline as a graph vs streams (bench_graph_peers.cpp).
 //
-// Usage: runtime-bench-core [--quick] [--json] [--sweep] [--device N|cpu:0] [--list-devices] [--only groups|graphs]
+// Usage: runtime-bench-core [--quick] [--json] [--sweep] [--device N|cpu:0] [--list-devices] [--only groups|graphs|trace]
 
 #include <runtime/profiler.h>
 #include <runtime/runtime.h>
@@ -61,6 +61,7 @@ struct Config {
     bool sweep = false;
     bool only_groups = false;  // --only groups: the work-group rows alone
     bool only_graphs = false;  // --only graphs: the graph rows alone
+    bool only_trace = false;   // --only trace: batched_launch and the trace's cost rows alone
     int device = 0;
     int lat_runs = 25;     // runs per latency metric
     int lat_iters = 200;   // iterations per run (25 x 200 = 5000 timed iterations)
@@ -1079,7 +1080,7 @@ void Bench::kernel_rows() {
     };
 
     // launch_latency: empty kernel over 1 work-item, launch + synchronize.
-    {
+    if (!cfg_.only_trace) {
         Row r;
         r.metric = "launch_latency";
         r.label = "empty kernel launch+sync (1 item)";
@@ -1189,6 +1190,8 @@ void Bench::kernel_rows() {
         rows_.push_back(std::move(c));
         settle();
     }
+
+    if (cfg_.only_trace) return;
 
     // kernel_twice_16M: out[i] = in[i] * 2 over 16M floats, blocks of 256, the CUDA-style guarded kernel; ms and GB/s
     // (read + write). Launched with an exact global size (rtLaunchKernelEx) and, as a CUDA user would, over grid x
@@ -1839,11 +1842,9 @@ int Bench::run() {
     // Progress goes to stderr (stdout carries the table or the JSON).
     std::fprintf(stderr, "runtime-bench-core: measuring on %s: copy latency and event round trips ...\n",
                  device_name_.c_str());
-    const bool all = !cfg_.only_groups && !cfg_.only_graphs;
-    if (all) {
-        latency_rows();  // includes the event round trips
-        kernel_rows();
-    }
+    const bool all = !cfg_.only_groups && !cfg_.only_graphs && !cfg_.only_trace;
+    if (all) latency_rows();  // includes the event round trips
+    if (all || cfg_.only_trace) kernel_rows();
     if (all || cfg_.only_groups) group_rows();
     if (all || cfg_.only_graphs) {
         graph_rows();
@@ -1912,12 +1913,14 @@ int parse_device(const std::string& spec) {
 
 void usage(const char* argv0) {
     std::printf(
-        "usage: %s [--quick] [--json] [--sweep] [--device N|cpu:0] [--list-devices] [--only groups|graphs]\n"
+        "usage: %s [--quick] [--json] [--sweep] [--device N|cpu:0] [--list-devices] [--only groups|graphs|trace]\n"
         "  --quick     fewer repetitions (< 40 s)\n"
         "  --json      print an array of records {metric, device, value, unit, min, max, peer, peer_value}\n"
         "  --sweep     also measure bandwidth for 4 B .. 256 MiB in x4 steps (ours, PoCL, memcpy)\n"
         "  --device N  runtime device index or device string like cpu:0 (default 0)\n"
         "  --list-devices  print the devices as JSON and exit\n"
+        "  --only trace    only batched_launch and the trace's cost rows (batched_launch_traced,\n"
+        "                  trace_cost_per_launch)\n"
         "  --only groups   only the work-group kernel rows (bench/kernels/work_groups.{cpp,cl})\n"
         "  --only graphs   only the graph rows (replay of 1,000 kernels, instantiate, updates; against PoCL's\n"
         "                  command buffer, oneTBB flow_graph; the seed pipeline as a graph vs streams)\n"
@@ -1948,6 +1951,9 @@ int main(int argc, char** argv) {
             ++i;
         } else if (a == "--only" && i + 1 < argc && std::string(argv[i + 1]) == "graphs") {
             cfg.only_graphs = true;
+            ++i;
+        } else if (a == "--only" && i + 1 < argc && std::string(argv[i + 1]) == "trace") {
+            cfg.only_trace = true;
             ++i;
         } else if (a == "--list-devices") {
             return rtbench::list_devices();

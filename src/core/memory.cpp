@@ -107,18 +107,23 @@ Operand check_operand(const char* api, const char* role, const void* ptr, size_t
 void* allocate_device(CoreDevice& device, size_t bytes, Stream* stream, const char* api) {
     if (void* p = nullptr; stream && stream->capture() && graph::capture_alloc(*stream, bytes, &p, api)) return p;
     if (bytes == 0) return nullptr;
+    const int64_t traced_from = stream && trace::on() ? trace::now() : 0;
     bool pooled = false;
     void* p = device.memory().allocate(bytes, stream, &pooled, api);
     runtime().registry.insert({reinterpret_cast<uintptr_t>(p), bytes, MemoryKind::device, &device, pooled});
+    if (traced_from) [[unlikely]]
+        trace::host_span(*stream, trace::Cat::memory, "malloc async", bytes, traced_from);
     return p;
 }
 
 void free_device(void* ptr, Stream* stream, const char* api) {
     if (!ptr) return;
     if (stream && stream->capture() && graph::capture_free(*stream, ptr, api)) return;
+    const int64_t traced_from = stream && trace::on() ? trace::now() : 0;
     std::optional<Allocation> a = runtime().registry.erase(reinterpret_cast<uintptr_t>(ptr), MemoryKind::device);
     if (!a) refuse_release(api, ptr, "a pointer returned by rtMalloc or rtMallocAsync");
     a->device->memory().release(ptr, a->size, a->pooled, stream);
+    if (traced_from) [[unlikely]] trace::host_span(*stream, trace::Cat::memory, "free async", a->size, traced_from);
 }
 
 void* allocate_graph_arena(CoreDevice& device, size_t bytes, const char* api) {

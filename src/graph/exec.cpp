@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <optional>
 
 #include "core/event.hpp"
 #include "core/memory.hpp"
@@ -169,6 +170,20 @@ void GraphExec::replay(Stream& stream, uint64_t op) {
     for (size_t i = 0; i < p.commands.size(); ++i) {
         const Command& c = p.commands[i];
         try {
+            // Traced: each node that queues work is a graph_node span of its own (the lowered path stamps them in
+            // the backend's replay).
+            std::optional<trace::Pending> traced;
+            if (trace::on()) [[unlikely]] {
+                const char* type = c.type == RT_GRAPH_NODE_TYPE_KERNEL                 ? "kernel"
+                                   : c.type == RT_GRAPH_NODE_TYPE_MEMCPY && !c.elided ? "memcpy"
+                                   : c.type == RT_GRAPH_NODE_TYPE_MEMSET && !c.elided ? "memset"
+                                   : c.type == RT_GRAPH_NODE_TYPE_HOST                ? "host"
+                                                                                       : nullptr;
+                if (type)
+                    traced.emplace(trace::graph_node_op(
+                        stream, op, i, type,
+                        c.type == RT_GRAPH_NODE_TYPE_KERNEL ? c.function->impl()->name().c_str() : p.labels[i].c_str()));
+            }
             switch (c.type) {
                 case RT_GRAPH_NODE_TYPE_KERNEL:
                     pointers.resize(c.arg_offsets.size());

@@ -37,7 +37,7 @@ namespace detail {
 std::atomic<bool> g_on{false};
 std::atomic<unsigned> g_flags{0};
 std::atomic<bool> g_tsc{false};
-constinit thread_local Op* t_pending = nullptr;
+constinit thread_local Key t_pending{};
 }  // namespace detail
 
 namespace {
@@ -47,6 +47,10 @@ constexpr uint32_t kHostTrackBase = 1000000;  // a host thread's tid: this + its
 constexpr auto kFlushPeriod = std::chrono::milliseconds(100);
 constexpr size_t kRememberedRecords = 1 << 16;  // records a later wait may still name (flows)
 constexpr int kFlowRetries = 3;                 // flushes a wait waits for its record to show up
+// Flushes an operation's stamps wait for its description (written before the operation was queued, so at most one
+// flush later: the writer may read the stamping thread's buffer before the describing thread's); then they are an
+// operation described in an earlier trace, dropped.
+constexpr int kStampRetries = 3;
 
 std::atomic<uint32_t> g_tracks{0};
 std::atomic<uint64_t> g_ids{0};
@@ -78,7 +82,7 @@ int os_tid() { return static_cast<int>(::syscall(SYS_gettid)); }
 /// (kFreeChunks kept), so a thread that records steadily touches no fresh memory.
 struct Chunk {
     static constexpr size_t kCapacity = 512;
-    size_t count = 0;
+    std::atomic<size_t> count{0};  // records published: stored (release) by the owning thread, read by the writer
     Op ops[kCapacity];
 };
 constexpr size_t kFreeChunks = 256;
@@ -86,45 +90,101 @@ constexpr size_t kFreeChunks = 256;
 std::mutex& g_chunks_mutex = *new std::mutex;
 std::vector<Chunk*>& g_free_chunks = *new std::vector<Chunk*>;
 
-Chunk* take_chunk() {
+Chunk* take_chunk() noexcept {
+    Chunk* c = nullptr;
     {
         std::lock_guard lock(g_chunks_mutex);
         if (!g_free_chunks.empty()) {
-            Chunk* c = g_free_chunks.back();
+            c = g_free_chunks.back();
             g_free_chunks.pop_back();
-            c->count = 0;
-            return c;
         }
     }
-    return new Chunk;
+    if (!c) c = new (std::nothrow) Chunk;
+    if (c) c->count.store(0, std::memory_order_relaxed);  // published to the writer by the buffer's mutex
+    return c;
 }
 
-void give_back(Chunk* c) {
+void give_back(Chunk* c) noexcept {
     {
         std::lock_guard lock(g_chunks_mutex);
         if (g_free_chunks.size() < kFreeChunks) {
-            g_free_chunks.push_back(c);
-            return;
+            try {
+                g_free_chunks.push_back(c);
+                return;
+            } catch (...) {
+            }
         }
     }
     delete c;
 }
 
-/// What one thread recorded for one trace. The thread appends under `lock` (uncontended but for the writer's take
-/// every ~100 ms); the writer takes whole chunks.
+/// What one thread recorded for one trace. Only the thread writes records: it fills `current` slot by slot and
+/// publishes each with a release store of the chunk's count (no lock, no atomic read-modify-write); a full chunk is
+/// handed to `full` under `mutex`, once per kCapacity records. The writer takes `full` whole and reads `current` up
+/// to its published count without taking it.
 struct ThreadBuffer {
-    SpinLock lock;
-    std::vector<Chunk*> full;  // filled, in order
+    std::mutex mutex;          // full, and which chunk is current
+    std::vector<Chunk*> full;  // filled, in order; the writer's once taken
     Chunk* current = nullptr;  // being filled (after `full`)
+    size_t used = 0;           // the owning thread's: slots of `current` written
     uint64_t session = 0;
     int tid = 0;
     std::atomic<bool> alive{true};  // false once the thread exited: the writer forgets it after the last drain
+    // The writer's: how far it read the chunk that was current at its last flush.
+    const Chunk* reading = nullptr;
+    size_t read = 0;
+
+    /// The next free slot (owning thread), or null when no chunk can be had.
+    Op* reserve() noexcept {
+        if (!current || used == Chunk::kCapacity) [[unlikely]] {
+            Chunk* fresh = take_chunk();
+            if (!fresh) return nullptr;
+            std::lock_guard lock(mutex);
+            try {
+                if (current) full.push_back(current);
+            } catch (...) {
+                give_back(fresh);
+                return nullptr;
+            }
+            current = fresh;
+            used = 0;
+        }
+        return &current->ops[used];
+    }
+    /// Makes the slot reserve() returned visible to the writer (owning thread).
+    void publish() noexcept { current->count.store(++used, std::memory_order_release); }
 
     ~ThreadBuffer() {
         for (Chunk* c : full) give_back(c);
         if (current) give_back(current);
     }
 };
+
+/// An operation's stamps waiting for its description (or the flush that gives up on it).
+struct Stamps {
+    Key key;  // enqueue_ns unused
+    int64_t start_ns;
+    int64_t end_ns;
+    Status status;
+    int age;
+};
+
+/// What joins an operation's stamps to its description: its track, node (Key::node) and operation number.
+struct JoinKey {
+    uint32_t track;
+    uint32_t node;
+    uint64_t op;
+    bool operator==(const JoinKey&) const = default;
+};
+struct JoinHash {
+    size_t operator()(const JoinKey& k) const noexcept {
+        return std::hash<uint64_t>{}(k.op * 0x9e3779b97f4a7c15ull ^ (uint64_t(k.node) << 32 | k.track));
+    }
+};
+/// A description's join key (a graph node of a core replay carries its index in Op::id).
+JoinKey join_key(const Op& op) {
+    return {op.track, op.cat == Cat::graph_node ? static_cast<uint32_t>(op.id + 1) : 0u, op.op};
+}
 
 /// One trace being written: its file, its threads' buffers, its writer thread.
 class Session : public std::enable_shared_from_this<Session> {
@@ -179,34 +239,92 @@ private:
         fd_ = -1;
     }
 
-    /// Drains every thread's buffer, formats and writes it. `last`: flows whose record never showed are dropped.
+    /// Drains every thread's buffer, joins the stamps of operations to their descriptions, formats and writes what
+    /// is complete. `last`: flows whose record never showed, descriptions never stamped (operations still queued) and
+    /// stamps never described are dropped.
     void flush(bool last) {
         std::vector<std::shared_ptr<ThreadBuffer>> buffers;
         {
             std::lock_guard lock(buffers_mutex_);
-            // A buffer of an exited thread is drained once more below, then forgotten.
             buffers = buffers_;
-            std::erase_if(buffers_, [](const auto& b) { return !b->alive.load(std::memory_order_acquire); });
-        }
-        chunks_.clear();
-        for (const auto& b : buffers) {
-            std::lock_guard lock(b->lock);
-            chunks_.insert(chunks_.end(), b->full.begin(), b->full.end());
-            b->full.clear();
-            if (b->current) chunks_.push_back(std::exchange(b->current, nullptr));
         }
         out_.clear();
         measure_rate();
-        // Records first: a wait of this batch may depend on a record drained after it.
-        for (const Chunk* c : chunks_)
-            for (size_t i = 0; i < c->count; ++i)
-                if (c->ops[i].flow_kind == Flow::start) remember_record(c->ops[i]);
-        for (const Chunk* c : chunks_)
-            for (size_t i = 0; i < c->count; ++i) format_op(c->ops[i]);
+        std::vector<const ThreadBuffer*> drained;  // dead before their drain: forgotten after it
+        for (const auto& b : buffers) {
+            const bool dead = !b->alive.load(std::memory_order_acquire);  // then everything it wrote is published
+            const Chunk* current;
+            {
+                std::lock_guard lock(b->mutex);
+                taken_.swap(b->full);  // a member, not a local: a child forked meanwhile still reaches them
+                current = b->current;
+            }
+            for (Chunk* c : taken_) {
+                read_chunk(*c, c == b->reading ? b->read : 0);
+                if (c == b->reading) b->reading = nullptr;
+            }
+            for (Chunk*& c : taken_) give_back(std::exchange(c, nullptr));
+            taken_.clear();
+            if (current) {
+                const size_t from = current == b->reading ? b->read : 0;
+                b->reading = current;
+                b->read = read_chunk(*current, from);
+            }
+            if (dead) drained.push_back(b.get());
+        }
+        if (!drained.empty()) {
+            std::lock_guard lock(buffers_mutex_);
+            std::erase_if(buffers_, [&](const auto& b) {
+                return std::find(drained.begin(), drained.end(), b.get()) != drained.end();
+            });
+        }
+        // Stamps to their descriptions; what completes, records first (a wait of this batch may depend on a record
+        // completed in it).
+        std::erase_if(stamps_, [&](Stamps& st) {
+            auto it = described_.find(JoinKey{st.key.track, st.key.node, st.key.op});
+            if (it == described_.end()) return last || ++st.age > kStampRetries;
+            Op& op = it->second;
+            op.start_ns = st.start_ns;
+            op.end_ns = st.end_ns;
+            op.status = st.status;
+            if (op.flow_kind == Flow::start) remember_record(op);
+            completed_.push_back(op);
+            described_.erase(it);
+            return true;
+        });
+        for (const Op& op : completed_) format_op(op);
+        completed_.clear();
+        if (last) described_.clear();
         resolve_flows(last);
         write_out();
-        for (Chunk* c : chunks_) give_back(c);
-        chunks_.clear();
+    }
+
+    /// Takes the records [from, published) of `c`: complete ones are formatted, descriptions and stamps kept for
+    /// the join. Returns how far it read.
+    size_t read_chunk(const Chunk& c, size_t from) {
+        const size_t n = c.count.load(std::memory_order_acquire);
+        for (size_t i = from; i < n; ++i) {
+            const Op& op = c.ops[i];
+            switch (op.cat) {
+                case Cat::ran:
+                    stamps_.push_back({Key{op.track, static_cast<uint32_t>(op.id), op.op, 0}, op.start_ns, op.end_ns,
+                                       op.status, 0});
+                    break;
+                case Cat::cancel:
+                    described_.erase(JoinKey{op.track, static_cast<uint32_t>(op.id), op.op});
+                    break;
+                case Cat::api:
+                case Cat::track:
+                case Cat::counter:
+                    format_op(op);
+                    break;
+                default:
+                    if (op.start_ns || op.end_ns) format_op(op);  // complete when written (submit, host_span)
+                    else described_.insert_or_assign(join_key(op), op);
+                    break;
+            }
+        }
+        return n;
     }
 
     void emit(const std::string& event) {
@@ -283,6 +401,8 @@ private:
             case Cat::api: return "api";
             case Cat::track: return "track";
             case Cat::counter: return "counter";
+            case Cat::ran:
+            case Cat::cancel: break;  // joined or dropped before formatting
         }
         return "unknown";
     }
@@ -417,7 +537,10 @@ private:
     // The writer thread's own (begin() writes before it starts).
     bool first_ = true;
     std::string out_;
-    std::vector<Chunk*> chunks_;  // taken from the buffers by the flush running
+    std::unordered_map<JoinKey, Op, JoinHash> described_;  // queued, not stamped yet
+    std::vector<Stamps> stamps_;  // stamps whose description was not read yet
+    std::vector<Chunk*> taken_;   // full chunks of the buffer being drained
+    std::vector<Op> completed_;   // joined in the flush running
     std::unordered_set<uint32_t> named_hosts_;
     std::unordered_map<uint64_t, std::pair<uint32_t, int64_t>> records_;  // flow id -> record's track, mid time
     std::deque<uint64_t> record_order_;
@@ -432,10 +555,34 @@ std::atomic<uint64_t> g_session_id{0};
 uint64_t g_sessions = 0;
 bool g_exit_handler = false;
 
+// Every thread's buffer in the trace it last recorded into, held here as well as by the thread (t_local) and, while
+// that trace is written, by its session: a forked child, whose other threads are gone with their thread-locals, still
+// reaches the buffers of the parent's threads (LeakSanitizer would report them). Never destroyed: threads leave it
+// during the process's exit. g_threads_mutex is held across fork (pthread_atfork), so a child finds it free.
+std::mutex& g_threads_mutex = *new std::mutex;
+std::vector<std::shared_ptr<ThreadBuffer>>& g_thread_buffers = *new std::vector<std::shared_ptr<ThreadBuffer>>;
+
+// The calling thread's buffer (a plain pointer: read on every record), kept alive by t_local, which marks it dead
+// and leaves g_thread_buffers when the thread exits.
+constinit thread_local ThreadBuffer* t_buffer = nullptr;
 struct LocalBuffer {
     std::shared_ptr<ThreadBuffer> buffer;
-    ~LocalBuffer() {
+    /// Makes `fresh` this thread's buffer (the previous one is dead: its session drains it once more).
+    void replace(std::shared_ptr<ThreadBuffer> fresh) {
+        std::lock_guard lock(g_threads_mutex);
+        auto it = buffer ? std::find(g_thread_buffers.begin(), g_thread_buffers.end(), buffer) : g_thread_buffers.end();
+        if (it == g_thread_buffers.end()) it = g_thread_buffers.insert(g_thread_buffers.end(), nullptr);  // may throw
         if (buffer) buffer->alive.store(false, std::memory_order_release);
+        *it = fresh;
+        buffer = std::move(fresh);
+        t_buffer = buffer.get();
+    }
+    ~LocalBuffer() {
+        t_buffer = nullptr;
+        if (!buffer) return;
+        buffer->alive.store(false, std::memory_order_release);
+        std::lock_guard lock(g_threads_mutex);
+        std::erase(g_thread_buffers, buffer);
     }
 };
 thread_local LocalBuffer t_local;
@@ -444,22 +591,21 @@ thread_local LocalBuffer t_local;
 ThreadBuffer* local_buffer() noexcept {
     const uint64_t id = g_session_id.load(std::memory_order_acquire);
     if (id == 0) return nullptr;
-    ThreadBuffer* b = t_local.buffer.get();
-    if (b && b->session == id) return b;
+    ThreadBuffer* b = t_buffer;
+    if (b && b->session == id) [[likely]] return b;
     try {
         std::shared_ptr<Session> session;
         {
             std::lock_guard lock(g_mutex);
             session = g_session;
         }
-        if (!session) return nullptr;
+        if (!session || session->id() != id) return nullptr;
         auto fresh = std::make_shared<ThreadBuffer>();
         fresh->session = session->id();
         fresh->tid = os_tid();
         session->add(fresh);
-        if (t_local.buffer) t_local.buffer->alive.store(false, std::memory_order_release);
-        t_local.buffer = std::move(fresh);
-        return t_local.buffer.get();
+        t_local.replace(std::move(fresh));
+        return t_buffer;
     } catch (...) {
         return nullptr;
     }
@@ -470,6 +616,13 @@ ThreadBuffer* local_buffer() noexcept {
 void forget_in_child() {
     detail::g_on.store(false, std::memory_order_relaxed);
     g_session_id.store(0, std::memory_order_relaxed);
+}
+
+void lock_threads() { g_threads_mutex.lock(); }
+void unlock_threads() { g_threads_mutex.unlock(); }
+void unlock_threads_in_child() {
+    g_threads_mutex.unlock();
+    forget_in_child();
 }
 
 void stop_at_exit() {
@@ -508,31 +661,34 @@ void submit(const Op& op) noexcept {
     if (!on()) return;
     ThreadBuffer* b = local_buffer();
     if (!b) return;
-    try {
-        std::lock_guard lock(b->lock);
-        if (!b->current || b->current->count == Chunk::kCapacity) {
-            if (b->current) b->full.push_back(b->current);
-            b->current = nullptr;
-            b->current = take_chunk();
-        }
-        Op& slot = b->current->ops[b->current->count++];
-        slot = op;
-        if (op.cat == Cat::api) slot.track = kHostTrackBase + static_cast<uint32_t>(b->tid);
-    } catch (...) {  // out of memory: the record is lost, the program goes on
-    }
+    Op* slot = b->reserve();
+    if (!slot) return;  // out of memory: the record is lost, the program goes on
+    *slot = op;
+    if (op.cat == Cat::api) slot->track = kHostTrackBase + static_cast<uint32_t>(b->tid);
+    b->publish();
 }
 
-void finish(Op* op, int64_t start_ns, int64_t end_ns, Status status) noexcept {
-    if (!op) return;
-    op->start_ns = start_ns;
-    op->end_ns = end_ns;
-    op->status = status;
-    submit(*op);
-    delete op;
+void finish(const Key& key, int64_t start_ns, int64_t end_ns, Status status) noexcept {
+    if (!key) return;
+    ThreadBuffer* b = local_buffer();
+    if (!b) return;
+    Op* slot = b->reserve();
+    if (!slot) return;
+    // The join needs these alone: the rest of the slot is left as it was.
+    slot->cat = Cat::ran;
+    slot->track = key.track;
+    slot->id = key.node;
+    slot->op = key.op;
+    slot->start_ns = start_ns;
+    slot->end_ns = end_ns;
+    slot->status = status;
+    b->publish();
 }
 
 Op* stream_op(Stream& stream, Cat cat, uint64_t op) noexcept {
-    const uint64_t session = g_session_id.load(std::memory_order_acquire);
+    ThreadBuffer* b = local_buffer();
+    if (!b) return nullptr;
+    const uint64_t session = b->session;
     if (stream.trace_named_.load(std::memory_order_relaxed) != session &&
         stream.trace_named_.exchange(session, std::memory_order_relaxed) != session) {
         // The stream's first operation in this trace: its track's name and place.
@@ -547,13 +703,25 @@ Op* stream_op(Stream& stream, Cat cat, uint64_t op) noexcept {
         track.id = static_cast<uint64_t>(device.index()) * 100000 + number;
         submit(track);
     }
-    Op* record = new (std::nothrow) Op;
+    Op* record = b->reserve();
     if (!record) return nullptr;
+    *record = Op{};
     record->cat = cat;
     record->track = stream.trace_track();
     record->op = op;
     record->enqueue_ns = now();
     return record;
+}
+
+void host_span(Stream& stream, Cat cat, const char* name, uint64_t bytes, int64_t start_ns) noexcept {
+    Op* t = stream_op(stream, cat, stream.operations());
+    if (!t) return;
+    t->name = name;
+    t->bytes = bytes;
+    t->enqueue_ns = start_ns;
+    t->start_ns = start_ns;
+    t->end_ns = std::max(now(), start_ns + 1);  // complete when written: the writer formats it as it reads it
+    t_buffer->publish();
 }
 
 Op* copy_op(Stream& stream, uint64_t op, size_t bytes, backend::CopyKind kind) noexcept {
@@ -619,11 +787,38 @@ Op* graph_op(Stream& stream, uint64_t op, uint64_t graph, size_t nodes) noexcept
     return t;
 }
 
+Op* graph_node_op(Stream& stream, uint64_t op, size_t node, const char* type, const char* name) noexcept {
+    Op* t = stream_op(stream, Cat::graph_node, op);
+    if (!t) return nullptr;
+    t->name = intern(name);
+    t->kind = type;
+    t->id = node;
+    return t;
+}
+
+Pending::Pending(Op* op) noexcept : exceptions_(std::uncaught_exceptions()) {
+    if (!op) return;
+    ThreadBuffer* b = t_buffer;
+    // stream_op's slot, unless this thread recorded something since (a misuse: the record is lost).
+    if (!b || !b->current || op != &b->current->ops[b->used]) return;
+    const JoinKey k = join_key(*op);
+    detail::t_pending = Key{k.track, k.node, k.op, op->enqueue_ns};
+    b->publish();
+}
+
 Pending::~Pending() {
-    Op* left = take_pending();
+    const Key left = take_pending();
     if (!left) return;
-    if (std::uncaught_exceptions() > exceptions_) {  // nothing was queued
-        delete left;
+    if (std::uncaught_exceptions() > exceptions_) {  // nothing was queued: the description is withdrawn
+        if (ThreadBuffer* b = local_buffer()) {
+            if (Op* slot = b->reserve()) {
+                slot->cat = Cat::cancel;
+                slot->track = left.track;
+                slot->id = left.node;
+                slot->op = left.op;
+                b->publish();
+            }
+        }
         return;
     }
     const int64_t at = now();
@@ -670,7 +865,8 @@ void start(const char* path, unsigned flags) {
         detail::g_tsc.store(kernel_clock_is_tsc(), std::memory_order_relaxed);
         // Completes a trace the program did not stop. Registered once, after this file's globals were built, so it
         // runs before they are destroyed.
-        if (std::atexit(stop_at_exit) != 0 || ::pthread_atfork(nullptr, nullptr, forget_in_child) != 0) {
+        if (std::atexit(stop_at_exit) != 0 ||
+            ::pthread_atfork(lock_threads, unlock_threads, unlock_threads_in_child) != 0) {
             ::close(fd);
             fail(RT_ERROR_UNKNOWN, "cannot register the exit handler that completes the trace file");
         }

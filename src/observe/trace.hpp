@@ -7,6 +7,7 @@
 #include <ctime>
 #include <exception>
 #include <string>
+#include <utility>
 
 #include "backends/backend.hpp"
 
@@ -17,15 +18,16 @@ class Event;
 
 namespace rt::trace {
 
-/// What a span is: its `cat` in the file (track, counter: metadata and counter records, not spans).
+/// What a span is: its `cat` in the file (track, counter: metadata and counter records, not spans; ran, cancel:
+/// internal to trace.cpp — the stamps of a record described earlier, and a description whose queueing threw).
 enum class Cat : uint8_t { kernel, copy, fill, host, event, graph, graph_node, memory, collective, dvpp, api, track,
-                           counter };
+                           counter, ran, cancel };
 enum class Status : uint8_t { ok, failed, skipped };
 /// An event record starts a flow, a wait on another stream ends it (ids: Op::flow).
 enum class Flow : uint8_t { none, start, end };
 
-/// One record as the writer formats it: plain data, copied into the recording thread's buffer. Fields a category
-/// does not use stay zero.
+/// One record as the writer formats it: plain data, written in place into the recording thread's buffer (a slot of a
+/// fixed chunk). Fields a category does not use stay zero.
 struct Op {
     Cat cat = Cat::kernel;
     Status status = Status::ok;
@@ -51,10 +53,20 @@ struct Op {
 /// Out of memory: "".
 const char* intern(const char* text) noexcept;
 
+/// An operation queued on a stream while a trace is written, as its backend stamps it: the writer joins the stamps
+/// (finish) to the description written where the operation was queued by (track, op). track 0: none.
+struct Key {
+    uint32_t track = 0;
+    uint32_t node = 0;       ///< a graph node queued as an operation of its own (a core replay): its index + 1
+    uint64_t op = 0;
+    int64_t enqueue_ns = 0;  ///< for records the backend derives from it (graph nodes' queued_us)
+    explicit operator bool() const noexcept { return track != 0; }
+};
+
 namespace detail {
 extern std::atomic<bool> g_on;
 extern std::atomic<unsigned> g_flags;
-extern constinit thread_local Op* t_pending;
+extern constinit thread_local Key t_pending;
 }  // namespace detail
 
 /// The one branch an operation pays when no trace is written: a relaxed load of a global flag.
@@ -87,25 +99,29 @@ uint64_t next_id() noexcept;
 /// A backend that queues nothing (a record complete at once, a wait implied by stream order) leaves it: the core
 /// then records it as complete at once. Call it only when on(): a thread-local access is not free in a shared
 /// library.
-inline Op* take_pending() noexcept {
-    Op* op = detail::t_pending;
-    detail::t_pending = nullptr;
-    return op;
-}
+inline Key take_pending() noexcept { return std::exchange(detail::t_pending, Key{}); }
 
 /// Whether this thread is handing a record to the *_impl call it makes (a trace is on and the core described it):
 /// a backend then queues the operation even where it would elide it, so that its span lies in stream order.
-inline bool pending() noexcept { return on() && detail::t_pending != nullptr; }
+inline bool pending() noexcept { return on() && detail::t_pending.track != 0; }
 
-/// The work of `op` ran from `start_ns` to `end_ns` (any thread): records it and frees it. A trace stopped meanwhile
-/// drops it. Never throws, never blocks (a short spin lock on the calling thread's own buffer).
-void finish(Op* op, int64_t start_ns, int64_t end_ns, Status status) noexcept;
+/// The work of `key` ran from `start_ns` to `end_ns` (any thread): three stamps appended to the calling thread's
+/// buffer, joined by the writer to the operation's description. A trace stopped meanwhile drops it. Never throws,
+/// never blocks, takes no lock (but once per chunk of records).
+void finish(const Key& key, int64_t start_ns, int64_t end_ns, Status status) noexcept;
 /// Records a span or counter not queued on a stream (api calls, memory counters, graph nodes). Drops it when off.
 void submit(const Op& op) noexcept;
 
-/// A new record of `cat` for operation `op` of `stream`, enqueued now, or null when out of memory (that operation is
-/// then missing from the trace). Names the stream's track in this trace on its first operation.
+/// A new record of `cat` for operation `op` of `stream`, enqueued now: a slot of this thread's buffer that the caller
+/// fills and hands to Pending (trace::enqueue's describe) before it records anything else; null when off or out of
+/// memory (that operation is then missing from the trace). Names the stream's track in this trace on its first
+/// operation.
 Op* stream_op(Stream& stream, Cat cat, uint64_t op) noexcept;
+
+/// A span of `cat` on `stream`'s track for work the calling thread did there itself, from `start_ns` to now
+/// (rtMallocAsync's `malloc async`, cat memory): not a queued operation, so `op` is the stream's latest and
+/// queued_us 0. Call it only when on().
+void host_span(Stream& stream, Cat cat, const char* name, uint64_t bytes, int64_t start_ns) noexcept;
 
 /// The records of each kind of operation, for stream_op's callers (null when out of memory).
 Op* copy_op(Stream& stream, uint64_t op, size_t bytes, backend::CopyKind kind) noexcept;
@@ -115,12 +131,16 @@ Op* host_op(Stream& stream, uint64_t op) noexcept;
 /// An event record starts a flow (its id kept in the event), a wait ends the flow of the event's latest record.
 Op* event_op(Stream& stream, uint64_t op, Event& event, bool record) noexcept;
 Op* graph_op(Stream& stream, uint64_t op, uint64_t graph, size_t nodes) noexcept;
+/// A node of graph launch `op` that the core queues as an operation of its own (no lowering): `type` static text
+/// ("kernel", "memcpy", "memset", "host"), `name` the kernel's name or the node's label.
+Op* graph_node_op(Stream& stream, uint64_t op, size_t node, const char* type, const char* name) noexcept;
 
-/// Hands `op` to the *_impl call made while it lives (take_pending); whatever the call left is recorded as complete
-/// at once — unless the call threw, then nothing was queued and it is dropped.
+/// Publishes `op` (stream_op's slot, or null) and hands its key to the *_impl call made while it lives
+/// (take_pending); whatever the call left is recorded as complete at once — unless the call threw, then nothing was
+/// queued and the description is withdrawn.
 class Pending {
 public:
-    explicit Pending(Op* op) noexcept : exceptions_(std::uncaught_exceptions()) { detail::t_pending = op; }
+    explicit Pending(Op* op) noexcept;
     ~Pending();
     Pending(const Pending&) = delete;
     Pending& operator=(const Pending&) = delete;

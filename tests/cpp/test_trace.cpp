@@ -10,10 +10,13 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
 #include <fstream>
 #include <map>
 #include <set>
 #include <sstream>
+#include <thread>
 
 extern char** environ;
 
@@ -458,6 +461,149 @@ TEST_F(Trace, GraphLaunchNodesNestInsideTheLaunch) {
     EXPECT_RT_OK(rtStreamDestroy(s));
     EXPECT_RT_OK(rtGraphExecDestroy(exec));
     EXPECT_RT_OK(rtGraphDestroy(g));
+}
+
+TEST_F(Trace, GraphNodesOfACoreReplayAreSpansOfTheirOwn) {
+    // RUNTIME_GRAPH_LOWERING=0 (read at instantiation): the core queues the nodes one by one.
+    constexpr uint32_t n = 256;
+    DevBuf x(n * sizeof(float));
+    rtGraph_t g = nullptr;
+    ASSERT_RT_OK(rtGraphCreate(&g, 0));
+    rtGraphNode_t prev = nullptr;
+    float* p = reinterpret_cast<float*>(x.get());
+    float a = 2.0f;
+    uint32_t count = n;
+    void* args[] = {&p, &a, &count};
+    for (int i = 0; i < 2; ++i) {
+        rtKernelNodeParams k{};
+        k.function = scale_;
+        k.grid = rtDim3{n / 64, 1, 1};
+        k.block = rtDim3{64, 1, 1};
+        k.args = args;
+        rtGraphNode_t node = nullptr;
+        ASSERT_RT_OK(rtGraphAddKernelNode(&node, g, prev ? &prev : nullptr, prev ? 1 : 0, &k));
+        prev = node;
+    }
+    rtMemsetNodeParams m{x.get(), 0, 64};
+    rtGraphNode_t fill = nullptr;
+    ASSERT_RT_OK(rtGraphAddMemsetNode(&fill, g, &prev, 1, &m));
+    ASSERT_EQ(::setenv("RUNTIME_GRAPH_LOWERING", "0", 1), 0);
+    rtGraphExec_t exec = nullptr;
+    const rtError_t instantiated = rtGraphInstantiate(&exec, g, 0);
+    ::unsetenv("RUNTIME_GRAPH_LOWERING");
+    ASSERT_RT_OK(instantiated);
+    rtStream_t s = nullptr;
+    ASSERT_RT_OK(rtStreamCreate(&s));
+    ASSERT_RT_OK(rtProfilerStart(path_.c_str(), RT_PROFILER_NO_API_CALLS | RT_PROFILER_NO_MEMORY));
+    ASSERT_RT_OK(rtGraphLaunch(exec, s));
+    ASSERT_RT_OK(rtGraphLaunch(exec, s));
+    ASSERT_RT_OK(rtStreamSynchronize(s));
+    ASSERT_RT_OK(rtProfilerStop());
+
+    const std::vector<Json> ev = read_trace(path_);
+    EXPECT_TRUE(select(ev, "X", "graph").empty());  // no lowered launch: its nodes are the stream's operations
+    std::vector<const Json*> nodes = select(ev, "X", "graph_node");
+    ASSERT_EQ(nodes.size(), 6u);
+    std::sort(nodes.begin(), nodes.end(), [](auto* l, auto* r) { return (*l)["ts"].n < (*r)["ts"].n; });
+    std::set<double> ops;
+    for (size_t i = 0; i < nodes.size(); ++i) {
+        const Json& nd = *nodes[i];
+        EXPECT_EQ(nd["tid"].n, (*nodes[0])["tid"].n);
+        EXPECT_EQ(nd["args"]["status"].str(), "ok");
+        EXPECT_GE(nd["args"]["queued_us"].n, 0);
+        EXPECT_EQ(nd["args"]["type"].str(), i % 3 == 2 ? "memset" : "kernel") << i;
+        if (i % 3 != 2) {
+            EXPECT_EQ(nd["name"].str(), "scale");
+        } else {
+            EXPECT_FALSE(nd["name"].str().empty());
+        }
+        ops.insert(nd["args"]["op"].n);
+        if (i % 3) {
+            EXPECT_EQ(nd["args"]["op"].n, (*nodes[i - 1])["args"]["op"].n);  // one launch's nodes
+        }
+        if (i + 1 < nodes.size()) {
+            EXPECT_LE(nd["ts"].n + nd["dur"].n, (*nodes[i + 1])["ts"].n + 0.0015);
+        }
+    }
+    EXPECT_EQ(ops.size(), 2u);
+    std::set<double> indices{(*nodes[0])["args"]["node"].n, (*nodes[1])["args"]["node"].n, (*nodes[2])["args"]["node"].n};
+    EXPECT_EQ(indices.size(), 3u);
+
+    EXPECT_RT_OK(rtStreamDestroy(s));
+    EXPECT_RT_OK(rtGraphExecDestroy(exec));
+    EXPECT_RT_OK(rtGraphDestroy(g));
+}
+
+TEST_F(Trace, AsyncAllocationsAreMemorySpansOfTheirStream) {
+    rtStream_t s = nullptr;
+    ASSERT_RT_OK(rtStreamCreate(&s));
+    ASSERT_RT_OK(rtProfilerStart(path_.c_str(), RT_PROFILER_NO_API_CALLS | RT_PROFILER_NO_MEMORY));
+    void* p = nullptr;
+    ASSERT_RT_OK(rtMallocAsync(&p, 4096, s));
+    ASSERT_RT_OK(rtMemsetAsync(p, 0, 4096, s));
+    ASSERT_RT_OK(rtFreeAsync(p, s));
+    ASSERT_RT_OK(rtStreamSynchronize(s));
+    void* q = nullptr;
+    ASSERT_RT_OK(rtMalloc(&q, 512));  // not stream-ordered: no span
+    ASSERT_RT_OK(rtFree(q));
+    EXPECT_EQ(rtFreeAsync(reinterpret_cast<void*>(0x10), s), RT_ERROR_INVALID_VALUE);  // refused: no span either
+    ASSERT_RT_OK(rtProfilerStop());
+
+    const std::vector<Json> ev = read_trace(path_);
+    std::vector<const Json*> mem = select(ev, "X", "memory"), fills = select(ev, "X", "fill");
+    ASSERT_EQ(mem.size(), 2u);
+    ASSERT_EQ(fills.size(), 1u);
+    std::sort(mem.begin(), mem.end(), [](auto* l, auto* r) { return (*l)["ts"].n < (*r)["ts"].n; });
+    EXPECT_EQ((*mem[0])["name"].str(), "malloc async");
+    EXPECT_EQ((*mem[1])["name"].str(), "free async");
+    for (const Json* m : mem) {
+        EXPECT_EQ((*m)["args"]["bytes"].n, 4096);
+        EXPECT_EQ((*m)["args"]["status"].str(), "ok");
+        EXPECT_EQ((*m)["args"]["queued_us"].n, 0);
+        EXPECT_EQ((*m)["tid"].n, (*fills[0])["tid"].n);  // the stream's track
+    }
+    EXPECT_LE((*mem[0])["ts"].n, (*fills[0])["ts"].n + 0.0015);
+    EXPECT_EQ((*mem[0])["args"]["op"].n, 0);  // before the stream's first operation
+    EXPECT_EQ((*mem[1])["args"]["op"].n, (*fills[0])["args"]["op"].n);
+    EXPECT_RT_OK(rtStreamDestroy(s));
+}
+
+TEST_F(Trace, ManyOperationsFromSeveralThreadsAreAllWrittenOnce) {
+    // More records than a chunk holds, on threads that record while the writer drains (a pause lets it flush).
+    constexpr int kThreads = 3, kLaunches = 1500;
+    DevBuf x(64 * sizeof(float));
+    std::vector<rtStream_t> streams(kThreads);
+    for (rtStream_t& s : streams) ASSERT_RT_OK(rtStreamCreate(&s));
+    ASSERT_RT_OK(rtProfilerStart(path_.c_str(), RT_PROFILER_DEFAULT));
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t)
+        threads.emplace_back([&, t] {
+            for (int i = 0; i < kLaunches; ++i) {
+                if (i == kLaunches / 2) std::this_thread::sleep_for(std::chrono::milliseconds(150));
+                launch_scale(reinterpret_cast<float*>(x.get()), 1.0f, 64, streams[t]);
+            }
+        });
+    for (std::thread& t : threads) t.join();
+    for (rtStream_t s : streams) ASSERT_RT_OK(rtStreamSynchronize(s));
+    ASSERT_RT_OK(rtProfilerStop());
+
+    const std::vector<Json> ev = read_trace(path_);
+    std::map<double, std::set<double>> ops;  // track -> operation numbers
+    for (const Json* k : select(ev, "X", "kernel")) {
+        EXPECT_EQ((*k)["args"]["status"].str(), "ok");
+        EXPECT_GE((*k)["dur"].n, 0);
+        EXPECT_TRUE(ops[(*k)["tid"].n].insert((*k)["args"]["op"].n).second) << "written twice";
+    }
+    ASSERT_EQ(ops.size(), static_cast<size_t>(kThreads));
+    for (const auto& [track, numbers] : ops) {
+        EXPECT_EQ(numbers.size(), static_cast<size_t>(kLaunches)) << track;
+        EXPECT_EQ(*numbers.begin(), 1);
+        EXPECT_EQ(*numbers.rbegin(), kLaunches);
+    }
+    size_t launches = 0;
+    for (const Json* a : select(ev, "X", "api")) launches += (*a)["name"].str() == "rtLaunchKernel";
+    EXPECT_EQ(launches, static_cast<size_t>(kThreads * kLaunches));
+    for (rtStream_t s : streams) EXPECT_RT_OK(rtStreamDestroy(s));
 }
 
 TEST_F(Trace, FailedAndSkippedOperationsSaySo) {

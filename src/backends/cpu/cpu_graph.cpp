@@ -122,7 +122,7 @@ void CpuGraph::refresh_impl(size_t index) {
 // ---------------------------------------------------------------- replay
 
 void CpuGraph::replay(Executor& executor, const backend::LaunchReport& report,
-                      unsigned long long stream_min_bytes, const trace::Op* traced) noexcept {
+                      unsigned long long stream_min_bytes, const trace::Key* traced) noexcept {
     if (nodes_.empty()) return;
     if (running_.exchange(true, std::memory_order_acquire)) {
         report.slot->set(RT_ERROR_ILLEGAL_STATE,

@@ -41,9 +41,9 @@ public:
     /// Runs every node once, each after its predecessors, on the calling thread plus idle executors of
     /// `executor`; returns when every node has completed. A failing node reports to report.slot, naming its
     /// label; the nodes not started by then are skipped. Never throws.
-    /// `traced`: the launch's trace record; every node that runs is then a span of its track (cat graph_node).
+    /// `traced`: the launch's trace key; every node that runs is then a span of its track (cat graph_node).
     void replay(Executor& executor, const backend::LaunchReport& report, unsigned long long stream_min_bytes,
-                const trace::Op* traced = nullptr) noexcept;
+                const trace::Key* traced = nullptr) noexcept;
 
 private:
     enum class Kind : uint8_t { nop, kernel, copy, fill, host };
@@ -114,7 +114,7 @@ private:
     Executor* executor_ = nullptr;
     AsyncErrorSlot* slot_ = nullptr;
     uint64_t op_index_ = 0;
-    const trace::Op* traced_ = nullptr;  // the running launch's trace record (null: not traced)
+    const trace::Key* traced_ = nullptr;  // the running launch's trace key (null: not traced)
     unsigned long long stream_min_bytes_ = 0;
     size_t threads_ = 1;
     // Ready nodes beyond the one each thread continues with (a stack: at most one entry per node).

@@ -75,7 +75,15 @@ uint64_t CpuQueue::emplace(Fill&& fill, const std::shared_ptr<backend::Function>
         }
         Task& task = ring_[tail_ & (ring_.size() - 1)];  // moved-from by run(): owns nothing
         fill(task);
-        task.trace = trace::on() ? trace::take_pending() : nullptr;  // always written: the slot may be moved-from
+        // Always written: the slot may be moved-from.
+        task.trace_track = 0;
+        if (trace::on()) [[unlikely]] {
+            const trace::Key key = trace::take_pending();
+            task.trace_track = key.track;
+            task.trace_node = key.node;
+            task.trace_op = key.op;
+            if (task.type == Task::Type::graph) task.graph.trace_enqueue_ns = key.enqueue_ns;
+        }
         if (launched && launched->get() != last_function_.get()) {
             task.ref = std::move(last_function_);
             last_function_ = *launched;
@@ -135,7 +143,7 @@ void CpuQueue::launch_graph_impl(const std::shared_ptr<backend::GraphExecutable>
     auto* g = static_cast<CpuGraph*>(graph.get());  // only this backend's executables reach its queues
     emplace([&](Task& t) {
         t.type = Task::Type::graph;
-        t.graph = {g, report, g->has_host_nodes()};
+        t.graph = {g, report, g->has_host_nodes(), 0};
         t.ref = graph;
     });
 }
@@ -290,7 +298,7 @@ void CpuQueue::run(uint64_t limit, size_t budget, bool host) {
 }
 
 void CpuQueue::execute(Task& t) {
-    if (t.trace) [[unlikely]] {
+    if (t.trace_track) [[unlikely]] {
         execute_traced(t);
         return;
     }
@@ -298,18 +306,19 @@ void CpuQueue::execute(Task& t) {
 }
 
 void CpuQueue::execute_traced(Task& t) {
-    trace::Op* op = std::exchange(t.trace, nullptr);
+    const trace::Key key{std::exchange(t.trace_track, 0), t.trace_node, t.trace_op,
+                         t.type == Task::Type::graph ? t.graph.trace_enqueue_ns : 0};
     const bool failed_before = slot_ && slot_->failed();
     const int64_t start = trace::now();
-    run_task(t, op);
+    run_task(t, &key);
     const int64_t end = trace::now();
     trace::Status status = trace::Status::ok;
     if (failed_before && t.type != Task::Type::record && t.type != Task::Type::wait) status = trace::Status::skipped;
     else if (!failed_before && slot_ && slot_->failed()) status = trace::Status::failed;
-    trace::finish(op, start, end, status);
+    trace::finish(key, start, end, status);
 }
 
-void CpuQueue::run_task(Task& t, const trace::Op* traced) {
+void CpuQueue::run_task(Task& t, const trace::Key* traced) {
     // Work queued behind a failure that has not been reported yet is skipped (records and waits still run:
     // they carry the failure on). One acquire load per task.
     if (t.type == Task::Type::release) {  // bookkeeping, not an operation of the stream: never counted as skipped

@@ -73,11 +73,15 @@ struct Task {
         CpuGraph* graph;  // kept alive by `ref`
         backend::LaunchReport report;
         bool host_nodes;  // graph->has_host_nodes(): host threads leave it to the executors
+        int64_t trace_enqueue_ns;  // traced: when it was queued (its node spans' queued_us)
     };
 
     Type type = Type::copy;
     uint8_t value = 0;  // fill
-    trace::Op* trace = nullptr;  // while a trace is written: the operation's record, stamped and handed on by execute
+    // While a trace is written: the operation's trace key (trace.hpp), stamped by execute. 0: not traced.
+    uint32_t trace_track = 0;
+    uint32_t trace_node = 0;
+    uint64_t trace_op = 0;
     uint64_t seq = 0;
     std::shared_ptr<void> ref;  // record and wait: the RecordState written or waited for; launch: the function
                                 // launched before it on this queue, when it changed (see last_function_);
@@ -145,8 +149,8 @@ private:
     void run(uint64_t limit, size_t budget, bool host);
     void execute(Task& task);
     void execute_traced(Task& task);
-    /// `traced`: a graph launch's record, for its node spans (null: not traced).
-    void run_task(Task& task, const trace::Op* traced);
+    /// `traced`: a graph launch's trace key, for its node spans (null: not traced).
+    void run_task(Task& task, const trace::Key* traced);
     void complete(uint64_t seq);
     /// Registers `waiter` to be rescheduled when task `seq` of this queue completes; false if it already has.
     bool add_waiter(const std::shared_ptr<CpuQueue>& waiter, uint64_t seq);

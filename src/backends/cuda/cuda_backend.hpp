@@ -215,12 +215,12 @@ private:
     void enqueued() {
         dirty_.store(true, std::memory_order_relaxed);
         if (trace::on()) [[unlikely]]
-            if (trace::Op* op = trace::take_pending()) trace_completion(op);
+            if (const trace::Key key = trace::take_pending()) trace_completion(key);
     }
     /// Times a traced operation just queued without GPU timestamps: a host function queued behind it stamps its end
     /// when the stream gets there; its start is the later of its enqueue and the previous traced end (the stream runs
     /// in order). The host function holds the stream a moment: tracing perturbs a cuda stream more than a cpu one.
-    void trace_completion(trace::Op* op) noexcept;
+    void trace_completion(const trace::Key& key) noexcept;
     std::atomic<int64_t> trace_last_end_{0};  // the previous traced end (written by the driver's callback thread)
     /// After a successful synchronize/query of a stream that launched kernels: a failed rt_assert the device
     /// recorded becomes the stream's failure, naming the last kernel launched on it. Never throws.

@@ -172,18 +172,18 @@ void CudaQueue::launch_host_work(std::unique_ptr<HostWork> work, const char* wha
     }
 }
 
-void CudaQueue::trace_completion(trace::Op* op) noexcept {
+void CudaQueue::trace_completion(const trace::Key& key) noexcept {
     try {
         auto work = std::make_unique<HostWork>();
-        work->internal = [this, op] {
+        work->internal = [this, key] {
             const int64_t end = trace::now();
-            const int64_t start = std::min(end, std::max(op->enqueue_ns, trace_last_end_.load(std::memory_order_relaxed)));
+            const int64_t start = std::min(end, std::max(key.enqueue_ns, trace_last_end_.load(std::memory_order_relaxed)));
             trace_last_end_.store(end, std::memory_order_relaxed);
-            trace::finish(op, start, end, slot_ && slot_->failed() ? trace::Status::failed : trace::Status::ok);
+            trace::finish(key, start, end, slot_ && slot_->failed() ? trace::Status::failed : trace::Status::ok);
         };
         launch_host_work(std::move(work), "cuLaunchHostFunc (trace)");
     } catch (...) {  // cannot be timed: recorded as complete at its enqueue
-        trace::finish(op, op->enqueue_ns, op->enqueue_ns, trace::Status::ok);
+        trace::finish(key, key.enqueue_ns, key.enqueue_ns, trace::Status::ok);
     }
 }
 
@@ -213,7 +213,7 @@ void CudaQueue::record_impl(backend::Event& event) {
     CU_DEVICE_CHECK(device_, cuEventRecord(e.handle(), stream_));
     e.set_record(std::move(r));
     if (trace::on()) [[unlikely]]
-        if (trace::Op* op = trace::take_pending()) trace_completion(op);
+        if (const trace::Key key = trace::take_pending()) trace_completion(key);
 }
 
 void CudaQueue::wait_native_impl(void* native) {
