@@ -555,37 +555,46 @@ std::atomic<uint64_t> g_session_id{0};
 uint64_t g_sessions = 0;
 bool g_exit_handler = false;
 
-// Every thread's buffer in the trace it last recorded into, held here as well as by the thread (t_local) and, while
-// that trace is written, by its session: a forked child, whose other threads are gone with their thread-locals, still
-// reaches the buffers of the parent's threads (LeakSanitizer would report them). Never destroyed: threads leave it
-// during the process's exit. g_threads_mutex is held across fork (pthread_atfork), so a child finds it free.
+// Every thread's buffer in the trace it last recorded into, owned here (and, while that trace is written, by its
+// session): a forked child, whose other threads are gone with their thread-locals, still reaches the buffers of the
+// parent's threads (LeakSanitizer would report them). Never destroyed: threads leave it during the process's exit.
+// g_threads_mutex is held across fork (pthread_atfork), so a child finds it free.
 std::mutex& g_threads_mutex = *new std::mutex;
 std::vector<std::shared_ptr<ThreadBuffer>>& g_thread_buffers = *new std::vector<std::shared_ptr<ThreadBuffer>>;
 
-// The calling thread's buffer (a plain pointer: read on every record), kept alive by t_local, which marks it dead
-// and leaves g_thread_buffers when the thread exits.
+// The calling thread's buffer (a plain pointer: read on every record).
 constinit thread_local ThreadBuffer* t_buffer = nullptr;
-struct LocalBuffer {
-    std::shared_ptr<ThreadBuffer> buffer;
-    /// Makes `fresh` this thread's buffer (the previous one is dead: its session drains it once more).
-    void replace(std::shared_ptr<ThreadBuffer> fresh) {
-        std::lock_guard lock(g_threads_mutex);
-        auto it = buffer ? std::find(g_thread_buffers.begin(), g_thread_buffers.end(), buffer) : g_thread_buffers.end();
-        if (it == g_thread_buffers.end()) it = g_thread_buffers.insert(g_thread_buffers.end(), nullptr);  // may throw
-        if (buffer) buffer->alive.store(false, std::memory_order_release);
-        *it = fresh;
-        buffer = std::move(fresh);
-        t_buffer = buffer.get();
+
+/// A thread that recorded exits: its buffer is dead (its session drains it once more) and leaves g_thread_buffers.
+void thread_exits(void* buffer) {
+    auto* b = static_cast<ThreadBuffer*>(buffer);
+    b->alive.store(false, std::memory_order_release);
+    t_buffer = nullptr;
+    std::lock_guard lock(g_threads_mutex);
+    std::erase_if(g_thread_buffers, [&](const auto& p) { return p.get() == b; });
+}
+
+// Learns of a thread's exit through a pthread key rather than a thread_local with a destructor: glibc allocates the
+// record of such a destructor in the thread's own storage, which a forked child would report as leaked.
+// Made at load; failing only when the process has used up its keys, then no thread records (g_thread_key_made).
+pthread_key_t g_thread_key{};
+const bool g_thread_key_made = ::pthread_key_create(&g_thread_key, thread_exits) == 0;
+
+/// Makes `fresh` the calling thread's buffer (the previous one is dead: its session drains it once more).
+void replace_buffer(std::shared_ptr<ThreadBuffer> fresh) {
+    std::lock_guard lock(g_threads_mutex);
+    ThreadBuffer* old = t_buffer;
+    auto it = std::find_if(g_thread_buffers.begin(), g_thread_buffers.end(),
+                           [&](const auto& p) { return old && p.get() == old; });
+    if (it == g_thread_buffers.end()) it = g_thread_buffers.insert(g_thread_buffers.end(), nullptr);  // may throw
+    if (!g_thread_key_made || ::pthread_setspecific(g_thread_key, fresh.get()) != 0) {
+        if (!*it) g_thread_buffers.erase(it);
+        throw std::bad_alloc();
     }
-    ~LocalBuffer() {
-        t_buffer = nullptr;
-        if (!buffer) return;
-        buffer->alive.store(false, std::memory_order_release);
-        std::lock_guard lock(g_threads_mutex);
-        std::erase(g_thread_buffers, buffer);
-    }
-};
-thread_local LocalBuffer t_local;
+    if (old) old->alive.store(false, std::memory_order_release);
+    t_buffer = fresh.get();
+    *it = std::move(fresh);
+}
 
 /// The calling thread's buffer in the current trace (registered on its first record), or null when none is written.
 ThreadBuffer* local_buffer() noexcept {
@@ -604,7 +613,7 @@ ThreadBuffer* local_buffer() noexcept {
         fresh->session = session->id();
         fresh->tid = os_tid();
         session->add(fresh);
-        t_local.replace(std::move(fresh));
+        replace_buffer(std::move(fresh));
         return t_buffer;
     } catch (...) {
         return nullptr;
