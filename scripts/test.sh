@@ -138,11 +138,11 @@ run_fuzz() {
   (cd "$work" &&
     export RUNTIME_CACHE_DIR="$cache" ASAN_OPTIONS="${ASAN_OPTIONS:-$asan_options}" \
       UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}" &&
-    ./fuzz_capi -max_total_time="${FUZZ_SECONDS:-30}" -timeout=20 -artifact_prefix=artifacts/ \
+    ./fuzz_capi -max_total_time="${FUZZ_SECONDS:-20}" -timeout=20 -artifact_prefix=artifacts/ \
       corpus "$root/fuzz/corpus" &&
-    ./fuzz_graph_file -max_total_time="${FUZZ_GRAPH_FILE_SECONDS:-20}" -timeout=20 -artifact_prefix=artifacts/ \
+    ./fuzz_graph_file -max_total_time="${FUZZ_GRAPH_FILE_SECONDS:-12}" -timeout=20 -artifact_prefix=artifacts/ \
       corpus_graph_file "$root/fuzz/corpus_graph_file" &&
-    ./fuzz_dvpp_decode -max_total_time="${FUZZ_DVPP_SECONDS:-15}" -timeout=20 -artifact_prefix=artifacts/ \
+    ./fuzz_dvpp_decode -max_total_time="${FUZZ_DVPP_SECONDS:-10}" -timeout=20 -artifact_prefix=artifacts/ \
       corpus_dvpp "$root/fuzz/corpus_dvpp")
   rm -rf "$cache"
 }
@@ -154,9 +154,15 @@ run_fuzz() {
 # cpu (`-n`), each a process of its own; a test that needs a private directory or cache makes it (tmp_path).
 python_packages=(numpy nanobind scikit-build-core pytest pytest-xdist matplotlib ml_dtypes opencv-python-headless Pillow scikit-image
                  simplejpeg)
+# The wheel is built in build-release's tree (build/: its generator, its cache, the tests, bench and examples kept
+# on), so libruntime is not compiled a second time: only the extension module is.
 build_python() {
   python3 -m pip install --quiet "${python_packages[@]}"
-  CMAKE_BUILD_PARALLEL_LEVEL="$jobs" python3 -m pip install --quiet --no-build-isolation .
+  local generator
+  generator="$(sed -n 's/^CMAKE_GENERATOR:INTERNAL=//p' build/CMakeCache.txt)"
+  CMAKE_GENERATOR="$generator" CMAKE_BUILD_PARALLEL_LEVEL="$jobs" python3 -m pip install --quiet --no-build-isolation \
+    --config-settings=build-dir=build --config-settings=cmake.define.RUNTIME_BUILD_TESTS=ON \
+    --config-settings=cmake.define.RUNTIME_BUILD_BENCH=ON --config-settings=cmake.define.RUNTIME_BUILD_EXAMPLES=ON .
 }
 test_python() {
   # A scratch kernel cache: tests never depend on (or pollute) the user's ~/.cache/runtime.
