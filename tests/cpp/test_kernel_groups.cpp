@@ -335,7 +335,7 @@ RT_KERNEL void reload_sum(const double* in, double* out) {
     for (unsigned i = 0; i < 256; ++i) in[i] = 1.5 + 0.5 * i;
     DevBuf din(256 * sizeof(double)), dout(4 * sizeof(double));
     ASSERT_RT_OK(rtMemcpy(din.get(), in.data(), 256 * sizeof(double), RT_MEMCPY_HOST_TO_DEVICE));
-    for (int round = 0; round < 40; ++round) {
+    for (size_t round = 0, rounds = rt_test::scaled(40, 10); round < rounds; ++round) {
         rtModule_t m = nullptr;
         ASSERT_RT_OK(rtModuleLoadSource(&m, src, nullptr));
         void* pi = din.get();

@@ -95,13 +95,14 @@ TEST_P(Memcpy, RoundTripAtOffsetsWithinAllocations) {
 }
 
 TEST_P(Memcpy, LargeCopiesTakeTheSplitPath) {
-    // ≥ 64 MiB and not a multiple of any plausible chunk size, so chunk edges and the tail are checked.
-    const size_t n = (64u << 20) + 12345;
+    // Many 4 MiB pieces, past the streaming threshold (16 MiB: 64 MiB, or 16 under the sanitizers), and not a
+    // multiple of any plausible chunk size, so chunk edges and the tail are checked.
+    const size_t n = rt_test::scaled(64u << 20, 16u << 20) + 12345;
     round_trip(n, 0, 0, false, 99);
 }
 
 TEST_P(Memcpy, LargeCopyAtAnOffsetInferred) {
-    const size_t n = (64u << 20) + 777;
+    const size_t n = rt_test::scaled(64u << 20, 16u << 20) + 777;
     round_trip(n, 4096 + 3, 5, true, 123);
 }
 

@@ -228,7 +228,7 @@ enum class TraceMode { pool_reuse, pool_no_reuse, no_pool };
 /// rtMalloc/rtFree: every allocation is 256-byte aligned, no two live allocations intersect, and each is
 /// fully written (a pattern copied in on its stream) and read back before its free; the read-backs are
 /// checked once the streams have run them, so a range handed out while queued work still used it shows.
-void run_trace(TraceMode mode, int steps, uint32_t seed) {
+void run_trace(TraceMode mode, size_t steps, uint32_t seed) {
     if (mode != TraceMode::no_pool) {
         ASSERT_RT_OK(rtEnablePoolAllocator(1 * kGiB, 2 * kMiB, RT_POOL_DEFAULT));
     }
@@ -323,7 +323,7 @@ void run_trace(TraceMode mode, int steps, uint32_t seed) {
         }
     };
 
-    for (int step = 0; step < steps; ++step) {
+    for (size_t step = 0; step < steps; ++step) {
         bool allocate = live_list.empty() || (live_list.size() < 48 && chance(0.55));
         if (allocate) {
             size_t n = random_size();
@@ -395,18 +395,18 @@ void run_trace(TraceMode mode, int steps, uint32_t seed) {
 
 TEST_P(MemoryPoolTest, RandomTracePoolWithReuseNeverOverlaps) {
     rtMemStats before = mem_stats();
-    run_trace(TraceMode::pool_reuse, 4000, 1234u + static_cast<uint32_t>(device()));
+    run_trace(TraceMode::pool_reuse, rt_test::scaled(4000, 500), 1234u + static_cast<uint32_t>(device()));
     rtMemStats after = mem_stats();
     EXPECT_GT(after.num_cache_hits - before.num_cache_hits, after.num_cache_misses - before.num_cache_misses)
         << "a caching pool should serve most allocations of a trace from memory it holds";
 }
 
 TEST_P(MemoryPoolTest, RandomTracePoolWithoutReuseNeverOverlaps) {
-    run_trace(TraceMode::pool_no_reuse, 3000, 99u + static_cast<uint32_t>(device()));
+    run_trace(TraceMode::pool_no_reuse, rt_test::scaled(3000, 375), 99u + static_cast<uint32_t>(device()));
 }
 
 TEST_P(MemoryPoolTest, RandomTracePlainAllocatorNeverOverlaps) {
-    run_trace(TraceMode::no_pool, 1500, 7u + static_cast<uint32_t>(device()));
+    run_trace(TraceMode::no_pool, rt_test::scaled(1500, 187), 7u + static_cast<uint32_t>(device()));
 }
 
 // ---------------------------------------------------------------- stream-ordered reuse
@@ -613,7 +613,7 @@ TEST_P(MemoryPoolTest, ConcurrentThreadsNeverShareARange) {
         if (rtStreamCreate(&s) != RT_SUCCESS) return fail("rtStreamCreate");
         std::mt19937 rng(static_cast<uint32_t>(100 + t));
         std::vector<std::pair<void*, size_t>> mine;
-        for (int i = 0; i < 3000 && failures.load() == 0; ++i) {
+        for (size_t i = 0, n = rt_test::scaled(3000, 400); i < n && failures.load() == 0; ++i) {
             if (mine.size() < 16 && (mine.empty() || rng() % 2)) {
                 size_t n = 1 + rng() % (512 * kKiB);
                 void* p = nullptr;

@@ -96,6 +96,15 @@ inline std::string last_message() {
 }
 
 /// The pointer as "%p" prints it: the form the library's messages must use to name an operand.
+/// RT_TEST_WORK_SCALE (4 under the sanitizers, tests/CMakeLists.txt): `n` steps of a randomised or large-buffer test
+/// become n / scale, never fewer than `at_least` (what the test needs to reach the paths it exists for).
+inline size_t scaled(size_t n, size_t at_least = 1) {
+    const char* s = std::getenv("RT_TEST_WORK_SCALE");
+    const long v = s ? std::atol(s) : 1;
+    const size_t m = v > 1 ? n / static_cast<size_t>(v) : n;
+    return m > at_least ? m : at_least;
+}
+
 inline std::string ptr_text(const void* p) {
     char buf[64];
     std::snprintf(buf, sizeof buf, "%p", p);
