@@ -62,6 +62,8 @@ def test_kernels_info_shows_compiles_then_disk_cache_hits(tmp_path):
     assert len(compiled) == 1, first
     assert re.search(r" for \w+ in \d+\.\d{3} s: .*cache", compiled[0]), compiled[0]
     assert not any("disk cache hit" in m for m in messages(first))
+    chosen = [m for m in messages(first) if m.startswith("cpu kernels are compiled by '")]
+    assert len(chosen) == 1 and chosen[0].endswith("(the first of clang++, c++, g++ on PATH)"), first
     # The same source in another process: from the disk cache, nothing compiled.
     second = run(tmp_path, log="kernels=info")
     assert [m for m in messages(second) if m.startswith("disk cache hit: module 'kernel_source' (kernels: add_one)")]
