@@ -1,6 +1,7 @@
 // C API: streams and host functions.
 #include "capi/capi_common.hpp"
 #include "graph/capture.hpp"
+#include "observe/trace_dvpp.hpp"
 
 using namespace rt;
 
@@ -79,7 +80,10 @@ RT_API rtError_t rtLaunchHostFunc(rtStream_t stream, rtHostFn_t fn, void* user_d
         auto s = runtime().stream(stream);
         if (s->capture() && graph::capture_host_call(*s, fn, user_data)) return;
         const uint64_t op = s->next_op();
-        trace::enqueue([&] { return trace::host_op(*s, op); },
+        trace::enqueue([&] {  // a DVPP call's host work is a span named for it (trace_dvpp.hpp)
+                           trace::Op* d = trace::dvpp_op(*s, op);
+                           return d ? d : trace::host_op(*s, op);
+                       },
                        [&] { s->queue().host_call_impl(backend::HostCall{fn, user_data, &s->errors(), op}); });
     });
 }

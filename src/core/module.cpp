@@ -4,6 +4,7 @@
 #include "core/runtime.hpp"
 #include "core/stream.hpp"
 #include "graph/capture.hpp"
+#include "observe/trace_dvpp.hpp"
 
 namespace rt {
 
@@ -147,7 +148,10 @@ void launch_kernel(Stream& stream, const CoreFunction& function, backend::Launch
     if (stream.capture() && graph::capture_kernel(stream, function, shape, args, num_args, arg_sizes)) return;
     shape = validate_launch(stream.device(), function, shape, args, num_args, arg_sizes);
     const uint64_t op = stream.next_op();
-    trace::enqueue([&] { return trace::kernel_op(stream, op, function.impl()->name(), shape); },
+    trace::enqueue([&] {  // a DVPP call's kernel is a span named for its work (trace_dvpp.hpp)
+                       trace::Op* d = trace::dvpp_op(stream, op);
+                       return d ? d : trace::kernel_op(stream, op, function.impl()->name(), shape);
+                   },
                    [&] { stream.queue().launch_impl(function.impl(), shape, args, backend::LaunchReport{&stream.errors(), op}); });
     stream.count_kernels();
 }

@@ -13,6 +13,7 @@
 #include "dvpp/kernel_library.hpp"
 #include "dvpp/kernels/common.h"
 #include "dvpp/kernels/normalize_math.h"
+#include "observe/trace_dvpp.hpp"
 #include "runtime/dvpp.h"
 
 namespace rt::dvpp {
@@ -121,6 +122,13 @@ void convert(const rtPicture& src, const Layout& s, const rtPicture& dst, const 
     uint32_t dp = kernel_pitch(d.planes[0], "rtDvppConvertColor: dst");
     const bool yuv_in = is_yuv420(s.format), yuv_out = is_yuv420(d.format);
     const uint32_t w = s.width, h = s.height;
+    trace::DvppWork traced;
+    traced.name = "convert color";
+    traced.bytes = d.bytes;
+    traced.src[0] = traced.dst[0] = w;
+    traced.src[1] = traced.dst[1] = h;
+    traced.format = format_name(d.format);
+    trace::DvppScope scope(traced);
     std::string name;
     if (yuv_in && yuv_out) {
         KernelChroma sc = kernel_chroma(src, s, "rtDvppConvertColor: src");

@@ -5,11 +5,13 @@
 #include <climits>
 #include <cstring>
 #include <new>
+#include <tuple>
 
 #include "core/device.hpp"
 #include "core/error.hpp"
 #include "core/runtime.hpp"
 #include "dvpp/kernel_library.hpp"
+#include "observe/log.hpp"
 
 namespace rt::dvpp {
 
@@ -128,10 +130,14 @@ rtStream_t HostWorkQueue::lane_stream(unsigned lane) const {
     return lanes_[lane];
 }
 
-void HostWorkQueue::step(unsigned lane, void (*fn)(HostWork&, size_t), size_t index) {
+void HostWorkQueue::step(unsigned lane, void (*fn)(HostWork&, size_t), size_t index, const trace::DvppWork& what) {
     rtStream_t s = lane_stream(lane);
     HostWork::Step& st = work_->steps_.emplace_back(HostWork::Step{work_.get(), fn, index});
-    rtError_t code = rtLaunchHostFunc(s, &HostWork::run_step, &st);
+    rtError_t code;
+    {
+        trace::DvppScope traced(what);
+        code = rtLaunchHostFunc(s, &HostWork::run_step, &st);
+    }
     if (code != RT_SUCCESS) {
         work_->steps_.pop_back();
         check(code, "rtLaunchHostFunc");
@@ -338,13 +344,35 @@ void queue_decode(rtStream_t stream, const char* api, std::vector<std::unique_pt
         w.staging = std::make_unique<PinnedBuffer>(total);
     }
 
+    if (log::enabled(log::Subsystem::dvpp, log::Level::debug))
+        for (size_t i = 0; i < w.images.size(); ++i) {
+            const Layout& l = w.images[i]->layout();
+            RT_LOG(dvpp, debug, "%s: image %zu: %s, into %u x %u %s %s", api, i, w.images[i]->describe().c_str(),
+                   l.width, l.height, format_name(l.format),
+                   w.staged ? "through pinned staging and a copy (the device's memory is not the host's)"
+                            : "in place");
+        }
+
     HostWorkQueue queue(std::move(work), stream, api);
     auto copy_back = [&](unsigned lane, size_t i) {
         if (w.staged) queue.copy(lane, w.images[i]->out(), w.target(i), w.images[i]->layout().bytes);
     };
+    const DecodeImage::TraceNames names = w.images[0]->trace_names();
+    auto traced = [&](size_t i) {
+        const DecodeImage& image = *w.images[i];
+        trace::DvppWork t;
+        t.name = names.image;
+        t.bytes = image.layout().bytes;
+        std::tie(t.src[0], t.src[1]) = image.encoded_size();
+        t.dst[0] = image.layout().width;
+        t.dst[1] = image.layout().height;
+        t.image = batch ? i : 0;
+        t.format = format_name(image.layout().format);
+        return t;
+    };
     if (!batch) {
         for (size_t i = 0; i < w.images.size(); ++i) {
-            queue.step(0, &decode_one, i);
+            queue.step(0, &decode_one, i, traced(i));
             copy_back(0, i);
         }
         return;
@@ -355,11 +383,14 @@ void queue_decode(rtStream_t stream, const char* api, std::vector<std::unique_pt
     std::vector<std::vector<size_t>> plan = balance(w.images, lanes);
     for (unsigned lane = 0; lane < lanes; ++lane)
         for (size_t i : plan[lane]) {
-            queue.step(lane, &decode_of_batch, i);
+            queue.step(lane, &decode_of_batch, i, traced(i));
             copy_back(lane, i);
         }
     queue.join();
-    queue.step(0, &report_batch, 0);
+    trace::DvppWork outcome;  // the batch's outcome: failed when an image failed
+    outcome.name = names.batch;
+    for (const auto& image : w.images) outcome.bytes += image->layout().bytes;
+    queue.step(0, &report_batch, 0, outcome);
 }
 
 // ---------------------------------------------------------------- scratch

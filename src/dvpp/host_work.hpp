@@ -9,9 +9,11 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "dvpp/picture.hpp"
+#include "observe/trace_dvpp.hpp"
 #include "runtime/runtime.h"
 
 namespace rt {
@@ -82,10 +84,10 @@ public:
     template <class T>
     T& work() const { return static_cast<T&>(*work_); }
 
-    /// Queues fn(work, index) as a host function on lane `lane` (0: the call's stream). A step that throws rt::Error
-    /// fails its host function with the error's code and message (rtHostFuncSetError): that stream's next synchronize
-    /// reports it, and the work behind it is skipped.
-    void step(unsigned lane, void (*fn)(HostWork& work, size_t index), size_t index);
+    /// Queues fn(work, index) as a host function on lane `lane` (0: the call's stream); in a trace, a `dvpp` span
+    /// described by `what`. A step that throws rt::Error fails its host function with the error's code and message
+    /// (rtHostFuncSetError): that stream's next synchronize reports it, and the work behind it is skipped.
+    void step(unsigned lane, void (*fn)(HostWork& work, size_t index), size_t index, const trace::DvppWork& what);
     /// rtMemcpyAsync(dst, src, bytes, RT_MEMCPY_DEFAULT) on lane `lane`.
     void copy(unsigned lane, void* dst, const void* src, size_t bytes);
 
@@ -124,6 +126,17 @@ public:
     /// decoder's message) for a corrupt or truncated image. Called once per run of the operation (graph replays too),
     /// from any runtime thread: it keeps no state between calls.
     virtual void decode(uint8_t* dst) const = 0;
+    /// The spans of this codec's decodes in a trace: one image ("jpeg decode"), and a batch's outcome.
+    struct TraceNames {
+        const char* image;
+        const char* batch;
+    };
+    virtual TraceNames trace_names() const = 0;
+    /// The encoded image's width and height (a scaled decode's output is smaller).
+    virtual std::pair<uint32_t, uint32_t> encoded_size() const { return {layout_.width, layout_.height}; }
+    /// How the codec decodes this image, for the dvpp debug log ("a 4:2:0 YCbCr JPEG of 1001 x 667, straight into
+    /// the picture's planes").
+    virtual std::string describe() const = 0;
 
     const uint8_t* bytes() const { return bytes_.get(); }
     size_t size() const { return size_; }

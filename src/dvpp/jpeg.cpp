@@ -224,18 +224,60 @@ bool chroma_factors(int subsamp, int* sx, int* sy) {
 
 class JpegImage final : public DecodeImage {
 public:
-    JpegImage(const void* data, size_t size, const Layout& layout, void* out, const JpegHeader& header)
-        : DecodeImage(data, size, layout, out), header_(header) {}
+    JpegImage(const void* data, size_t size, const Layout& layout, void* out, const JpegHeader& header,
+              tjscalingfactor scale)
+        : DecodeImage(data, size, layout, out), header_(header), scale_(scale), path_(choose_path()) {}
 
     void decode(uint8_t* dst) const override {
-        const Layout& L = layout();
-        if (is_yuv420(L.format)) decode_yuv420(dst);
-        else if (header_.cmyk() || (L.format == RT_PIXEL_FORMAT_GRAY8 && header_.colorspace == TJCS_RGB))
-            decode_via_rgb(dst);  // RGB first: the grey of an RGB JPEG is color_math.h's, not libjpeg's
-        else decode_packed(dst);
+        switch (path_) {
+            case Path::packed: return decode_packed(dst);
+            case Path::via_rgb: return decode_via_rgb(dst);
+            default: return decode_yuv420(dst);
+        }
+    }
+
+    TraceNames trace_names() const override { return {"jpeg decode", "jpeg decode batch"}; }
+    std::pair<uint32_t, uint32_t> encoded_size() const override {
+        return {static_cast<uint32_t>(header_.width), static_cast<uint32_t>(header_.height)};
+    }
+    std::string describe() const override {
+        static const char* const kSubsampling[] = {"4:4:4", "4:2:2", "4:2:0", "grey", "4:4:0", "4:1:1"};
+        static const char* const kColourspaces[] = {"RGB", "YCbCr", "grey", "CMYK", "YCCK"};
+        const char* sub = header_.subsamp >= 0 && header_.subsamp < 6 ? kSubsampling[header_.subsamp] : "unknown";
+        const char* cs = header_.colorspace >= 0 && header_.colorspace < 5 ? kColourspaces[header_.colorspace] : "?";
+        std::string s = format("a %s %s JPEG of %d x %d", sub, cs, header_.width, header_.height);
+        if (scale_.num != scale_.denom) s += format(" at scale %d/%d", scale_.num, scale_.denom);
+        switch (path_) {
+            case Path::packed: return s + ", by TurboJPEG's own conversion";
+            case Path::via_rgb:
+                return s + (header_.cmyk() ? ", through RGB (inks converted)"
+                            : is_yuv420(layout().format) ? ", through RGB (no native planes to keep)"
+                                                         : ", through RGB (grey of colour, as rtDvppConvertColor)");
+            case Path::yuv_grey: return s + ", luma straight into the picture, neutral chroma";
+            case Path::yuv_direct: return s + ", straight into the picture's planes";
+            case Path::yuv_resampled: return s + ", native planes resampled into 4:2:0";
+        }
+        return s;
     }
 
 private:
+    /// How decode() proceeds, chosen once from the header and the output format.
+    enum class Path { packed, via_rgb, yuv_grey, yuv_direct, yuv_resampled };
+    Path choose_path() const {
+        const Layout& L = layout();
+        if (!is_yuv420(L.format)) {
+            // RGB first: the grey of an RGB JPEG is color_math.h's, not libjpeg's
+            if (header_.cmyk() || (L.format == RT_PIXEL_FORMAT_GRAY8 && header_.colorspace == TJCS_RGB))
+                return Path::via_rgb;
+            return Path::packed;
+        }
+        int sx = 0, sy = 0;
+        if (header_.colorspace == TJCS_GRAY) return Path::yuv_grey;
+        if (header_.colorspace != TJCS_YCbCr || !chroma_factors(header_.subsamp, &sx, &sy)) return Path::via_rgb;
+        if (L.format == RT_PIXEL_FORMAT_YUV420P && header_.subsamp == TJSAMP_420) return Path::yuv_direct;
+        return Path::yuv_resampled;
+    }
+
     int w() const { return static_cast<int>(layout().width); }
     int h() const { return static_cast<int>(layout().height); }
     unsigned long jpeg_size() const { return static_cast<unsigned long>(size()); }
@@ -269,21 +311,19 @@ private:
     void decode_yuv420(uint8_t* dst) const {
         const Layout& L = layout();
         int sx = 0, sy = 0;
-        const bool ycbcr = header_.colorspace == TJCS_YCbCr && chroma_factors(header_.subsamp, &sx, &sy);
-        const bool grey = header_.colorspace == TJCS_GRAY;
-        if (!ycbcr && !grey) return decode_via_rgb(dst);
+        chroma_factors(header_.subsamp, &sx, &sy);  // yuv_resampled: known factors (choose_path)
         tjhandle t = decompressor();
         const Chroma C = chroma_of(dst, L);
         unsigned char* planes[3] = {dst + L.planes[0].offset, nullptr, nullptr};
         int strides[3] = {static_cast<int>(L.planes[0].pitch), 0, 0};
-        if (grey) {
+        if (path_ == Path::yuv_grey) {
             if (tjDecompressToYUVPlanes(t, bytes(), jpeg_size(), planes, w(), strides, h(), kDecodeFlags) != 0)
                 fail_decode(t);
             for (int y = 0; y < h() / 2; ++y)
                 for (int x = 0; x < w() / 2; ++x) C.u[y * C.pitch + x * C.step] = C.v[y * C.pitch + x * C.step] = 128;
             return;
         }
-        if (L.format == RT_PIXEL_FORMAT_YUV420P && header_.subsamp == TJSAMP_420) {
+        if (path_ == Path::yuv_direct) {
             planes[1] = C.u, planes[2] = C.v;  // straight into the picture
             strides[1] = strides[2] = static_cast<int>(C.pitch);
             if (tjDecompressToYUVPlanes(t, bytes(), jpeg_size(), planes, w(), strides, h(), kDecodeFlags) != 0)
@@ -303,6 +343,8 @@ private:
     }
 
     JpegHeader header_;
+    tjscalingfactor scale_;
+    Path path_;
 };
 
 const std::vector<rtPixelFormat> kDecodeFormats = {
@@ -320,7 +362,7 @@ std::unique_ptr<JpegImage> plan_decode(const CoreDevice& device, const void* dat
     std::string source = format("the JPEG (%d x %d)", h.width, h.height);
     if (f.num != f.denom) source += format(" at scale %d/%d", f.num, f.denom);
     Layout layout = decode_output(device, out, w, ht, kDecodeFormats, out_name.c_str(), source);
-    return std::make_unique<JpegImage>(data, size, layout, out->data, h);
+    return std::make_unique<JpegImage>(data, size, layout, out->data, h, f);
 }
 
 void decode_call(const char* api, const void* data, size_t size, uint32_t min_width, uint32_t min_height,
@@ -551,7 +593,13 @@ RT_API rtError_t rtDvppEncodeJpeg(const rtPicture* picture, int quality, void* o
             w.source = w.staging->data();
             queue.copy(0, w.staging->data(), picture->data, L.bytes);
         }
-        queue.step(0, &EncodeWork::encode, 0);
+        trace::DvppWork traced;
+        traced.name = "jpeg encode";
+        traced.bytes = L.bytes;
+        traced.src[0] = traced.dst[0] = L.width;
+        traced.src[1] = traced.dst[1] = L.height;
+        traced.format = format_name(L.format);
+        queue.step(0, &EncodeWork::encode, 0, traced);
 #else
         (void)picture, (void)quality, (void)out, (void)out_size, (void)stream;
         no_turbojpeg();

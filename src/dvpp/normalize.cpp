@@ -9,6 +9,7 @@
 #include "dvpp/kernel_library.hpp"
 #include "dvpp/kernels/common.h"
 #include "dvpp/kernels/normalize_math.h"
+#include "observe/trace_dvpp.hpp"
 #include "runtime/dvpp.h"
 
 using namespace rt;
@@ -41,6 +42,12 @@ RT_API rtError_t rtDvppNormalize(const rtPicture* src, void* dst, rtDataType dty
         uint32_t pitch = dvpp::kernel_pitch(s.planes[0], "rtDvppNormalize: src");
         uint32_t w = s.width, h = s.height;
         void* args[] = {&in, &pitch, &dst, &w, &h, const_cast<DvppNorm*>(&k)};
+        trace::DvppWork traced;
+        traced.name = "normalize";
+        traced.bytes = bytes;
+        traced.src[0] = traced.dst[0] = w;
+        traced.src[1] = traced.dst[1] = h;
+        trace::DvppScope scope(traced);
         dvpp::launch_2d(stream, dvpp::kernel(stream, dvpp::Family::normalize, name.c_str()), w, h, args, 6);
     });
 }

@@ -157,7 +157,20 @@ PngHeader read_header(const void* data, size_t size, const std::string& what) {
 class PngImage final : public DecodeImage {
 public:
     PngImage(const void* data, size_t size, const Layout& layout, void* out, const PngHeader& header)
-        : DecodeImage(data, size, layout, out), colour_((header.color_type & PNG_COLOR_MASK_COLOR) != 0) {}
+        : DecodeImage(data, size, layout, out), header_(header),
+          colour_((header.color_type & PNG_COLOR_MASK_COLOR) != 0) {}
+
+    TraceNames trace_names() const override { return {"png decode", "png decode batch"}; }
+    std::string describe() const override {
+        const bool palette = header_.color_type & PNG_COLOR_MASK_PALETTE;
+        const bool alpha = (header_.color_type & PNG_COLOR_MASK_ALPHA) || header_.trns;
+        std::string s = format("a %d-bit %s%s PNG of %u x %u", header_.bit_depth,
+                               palette ? "palette" : colour_ ? "colour" : "grey", alpha ? " with alpha" : "",
+                               header_.width, header_.height);
+        if (layout().format == RT_PIXEL_FORMAT_GRAY8 && colour_)
+            return s + ", through RGB (grey of colour, as rtDvppConvertColor)";
+        return s + ", by libpng's own transforms";
+    }
 
     void decode(uint8_t* dst) const override {
         const Layout& L = layout();
@@ -184,6 +197,7 @@ public:
     }
 
 private:
+    PngHeader header_;
     bool colour_;
 };
 

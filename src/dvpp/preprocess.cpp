@@ -14,6 +14,7 @@
 #include "dvpp/resize_plan.hpp"  // kernels/common.h and resize_math.h
 #include "dvpp/kernels/normalize_math.h"
 #include "dvpp/kernels/preprocess_args.h"
+#include "observe/trace_dvpp.hpp"
 #include "runtime/dvpp.h"
 
 namespace rt::dvpp {
@@ -62,6 +63,7 @@ struct Launch {
     std::string kernel;
     DvppPreprocessArgs args;
     uint32_t taps = 0;
+    uint32_t crop_width = 0, crop_height = 0;  // for the trace
 };
 
 }  // namespace
@@ -117,6 +119,8 @@ RT_API rtError_t rtDvppPreprocess(const rtPicture* srcs, uint32_t n, const rtRec
             const std::string crop_what = "rtDvppPreprocess: crops[" + std::to_string(i) + "]";
             const rtRect crop = dvpp::check_rect(crops ? &crops[i] : nullptr, s, crop_what.c_str());
             dvpp::check_resize_extent(crop.width, crop.height, crop_what.c_str());
+            launches[i].crop_width = crop.width;
+            launches[i].crop_height = crop.height;
             dvpp::check_disjoint(srcs[i].data, s.bytes, name.c_str(), dst, total,
                                  "dst", dvpp::kApi);
             const bool yuv = dvpp::is_yuv420(s.format);
@@ -187,9 +191,19 @@ RT_API rtError_t rtDvppPreprocess(const rtPicture* srcs, uint32_t n, const rtRec
         for (const dvpp::Launch& l : launches) taps += l.taps;
         void* table = nullptr;
         if (taps) dvpp::check(rtMallocAsync(&table, taps * sizeof(uint32_t), stream), "rtMallocAsync");
+        trace::DvppWork traced;
+        traced.name = "preprocess";
+        traced.bytes = image_bytes;
+        traced.dst[0] = p.width;
+        traced.dst[1] = p.height;
+        trace::DvppScope scope(traced);
         try {
             uint32_t* next = static_cast<uint32_t*>(table);
             for (dvpp::Launch& l : launches) {
+                const uint32_t i = static_cast<uint32_t>(&l - launches.data());
+                traced.src[0] = l.crop_width;
+                traced.src[1] = l.crop_height;
+                traced.image = n > 1 ? i : 0;
                 rtFunction_t f = dvpp::kernel(stream, dvpp::Family::preprocess, l.kernel.c_str());
                 if (!l.taps) {
                     void* args[] = {&l.args};

@@ -11,6 +11,7 @@
 #include "dvpp/kernel_library.hpp"
 #include "dvpp/picture.hpp"
 #include "dvpp/resize_plan.hpp"
+#include "observe/trace_dvpp.hpp"
 
 namespace rt::dvpp {
 
@@ -126,12 +127,13 @@ struct PlaneLaunch {
     uint8_t* plane = nullptr;                // fill: the destination plane
     uint32_t pitch = 0, plane_width = 0, plane_height = 0;
     uint32_t x0 = 0, y0 = 0, x1 = 0, y1 = 0, fill_value = 0;
+    size_t job = 0;                          // its job in the call
 };
 
 /// The launches of one checked job, a plane at a time (4:2:0 chroma at half the size: its rectangles are even),
 /// appended to `out`; `columns` counts the table entries used so far. Looks every kernel up (so a module that
 /// fails to build fails the call before anything is queued).
-void plan(Kernels& kernels, const Job& j, rtInterpolation interpolation, std::vector<PlaneLaunch>& out,
+void plan(Kernels& kernels, const Job& j, size_t job, rtInterpolation interpolation, std::vector<PlaneLaunch>& out,
           size_t& columns) {
     const Layout& ls = j.src_layout;
     const Layout& ld = j.dst_layout;
@@ -159,6 +161,7 @@ void plan(Kernels& kernels, const Job& j, rtInterpolation interpolation, std::ve
         const rtRect crop{j.crop.x / div, j.crop.y / div, j.crop.width / div, j.crop.height / div};
         const rtRect paste{j.paste.x / div, j.paste.y / div, j.paste.width / div, j.paste.height / div};
         PlaneLaunch l;
+        l.job = job;
         DvppResizeArgs& a = l.args;
         a.src = static_cast<const uint8_t*>(j.src->data) + sp.offset + size_t(crop.y) * sp.pitch +
                 size_t(crop.x) * sp.channels;
@@ -191,17 +194,30 @@ void plan(Kernels& kernels, const Job& j, rtInterpolation interpolation, std::ve
     }
 }
 
-/// Queues the jobs of one call: stream-ordered memory for their columns tables, the launches, and its release
-/// (queued even when a launch fails half-way: what was queued before still reads it).
-void enqueue_all(rtStream_t stream, const std::vector<Job>& jobs, rtInterpolation interpolation) {
+/// Queues the jobs of one call: stream-ordered memory for their columns tables, the launches (in a trace: `dvpp`
+/// spans named `trace_name`, each with its job's pictures), and its release (queued even when a launch fails
+/// half-way: what was queued before still reads it).
+void enqueue_all(rtStream_t stream, const std::vector<Job>& jobs, rtInterpolation interpolation,
+                 const char* trace_name) {
     Kernels kernels(stream);
     std::vector<PlaneLaunch> launches;
     size_t count = 0;
-    for (const Job& j : jobs) plan(kernels, j, interpolation, launches, count);
+    for (size_t k = 0; k < jobs.size(); ++k) plan(kernels, jobs[k], k, interpolation, launches, count);
+    trace::DvppWork traced;
+    traced.name = trace_name;
+    trace::DvppScope scope(traced);
     void* memory = nullptr;
     check(rtMallocAsync(&memory, std::max<size_t>(count, 1) * sizeof(uint32_t), stream), "rtMallocAsync");
     try {
         for (PlaneLaunch& l : launches) {
+            const Job& j = jobs[l.job];
+            traced.bytes = j.dst_layout.bytes;
+            traced.src[0] = j.crop.width;
+            traced.src[1] = j.crop.height;
+            traced.dst[0] = j.paste.width;
+            traced.dst[1] = j.paste.height;
+            traced.image = jobs.size() > 1 ? l.job : 0;
+            traced.format = format_name(j.dst_layout.format);
             if (l.columns) {
                 uint32_t* table = static_cast<uint32_t*>(memory) + l.columns_at;
                 l.args.columns = table;
@@ -222,12 +238,12 @@ void enqueue_all(rtStream_t stream, const std::vector<Job>& jobs, rtInterpolatio
     check(rtFreeAsync(memory, stream), "rtFreeAsync");
 }
 
-void crop_resize_paste(const char* api, const rtPicture* src, const rtRect* crop, rtPicture* dst, const rtRect* paste,
-                       const uint8_t* fill, int interpolation, rtStream_t stream) {
+void crop_resize_paste(const char* api, const char* trace_name, const rtPicture* src, const rtRect* crop,
+                       rtPicture* dst, const rtRect* paste, const uint8_t* fill, int interpolation, rtStream_t stream) {
     const std::shared_ptr<Stream> s = runtime().stream(stream);
     const rtInterpolation interp = check_interpolation(interpolation, (std::string(api) + ": interpolation").c_str());
     const Job j = check_job(s->device(), src, crop, dst, paste, fill, names(api, "src", "dst", "crop", "paste"));
-    enqueue_all(stream, {j}, interp);
+    enqueue_all(stream, {j}, interp, trace_name);
 }
 
 }  // namespace
@@ -239,21 +255,24 @@ using namespace rt::dvpp;
 
 RT_API rtError_t rtDvppResize(const rtPicture* src, rtPicture* dst, rtInterpolation interpolation, rtStream_t stream) {
     return capi_call("rtDvppResize", [&] {
-        crop_resize_paste("rtDvppResize", src, nullptr, dst, nullptr, nullptr, read_int(&interpolation), stream);
+        crop_resize_paste("rtDvppResize", "resize", src, nullptr, dst, nullptr, nullptr, read_int(&interpolation),
+                          stream);
     });
 }
 
 RT_API rtError_t rtDvppCropResize(const rtPicture* src, const rtRect* crop, rtPicture* dst,
                                   rtInterpolation interpolation, rtStream_t stream) {
     return capi_call("rtDvppCropResize", [&] {
-        crop_resize_paste("rtDvppCropResize", src, crop, dst, nullptr, nullptr, read_int(&interpolation), stream);
+        crop_resize_paste("rtDvppCropResize", "crop resize", src, crop, dst, nullptr, nullptr,
+                          read_int(&interpolation), stream);
     });
 }
 
 RT_API rtError_t rtDvppCropResizePaste(const rtPicture* src, const rtRect* crop, rtPicture* dst, const rtRect* paste,
                                        const uint8_t fill[4], rtInterpolation interpolation, rtStream_t stream) {
     return capi_call("rtDvppCropResizePaste", [&] {
-        crop_resize_paste("rtDvppCropResizePaste", src, crop, dst, paste, fill, read_int(&interpolation), stream);
+        crop_resize_paste("rtDvppCropResizePaste", "crop resize paste", src, crop, dst, paste, fill,
+                          read_int(&interpolation), stream);
     });
 }
 
@@ -279,6 +298,6 @@ RT_API rtError_t rtDvppBatchCropResize(const rtPicture* srcs, uint32_t nsrc, con
                                          nullptr, n));
             }
         }
-        enqueue_all(stream, jobs, interp);
+        enqueue_all(stream, jobs, interp, "batch crop resize");
     });
 }

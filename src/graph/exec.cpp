@@ -17,6 +17,7 @@
 #include "graph/capture.hpp"
 #include "graph/memory_plan.hpp"
 #include "graph/node_params.hpp"
+#include "observe/log.hpp"
 
 namespace rt::graph {
 
@@ -74,6 +75,11 @@ GraphExec::GraphExec(std::shared_ptr<Program> program, const char* api)
         for (uint32_t c = 0; c < p.node_handles.size(); ++c)
             if (p.node_handles[c]) by_handle_.emplace_back(p.node_handles[c], c);
         std::sort(by_handle_.begin(), by_handle_.end());
+        RT_LOG(graph, info, "%s: %zu nodes (%llu kernels) on %s, arena %zu bytes: %s", api, p.commands.size(),
+               static_cast<unsigned long long>(kernel_nodes_), device_->label().c_str(), p.arena_bytes,
+               lowered_ ? "lowered by the backend (one operation per launch)"
+               : lower_ ? "replayed node by node by the core (the backend does not lower graphs)"
+                        : "replayed node by node by the core (RUNTIME_GRAPH_LOWERING=0)");
     } catch (...) {
         free_graph_arena(arena_, api);
         throw;
@@ -228,6 +234,8 @@ void GraphExec::modify(Change&& change) {
             for (uint32_t c : changed) lowered_->refresh_impl(c);
         return;
     }
+    RT_LOG(graph, debug, "update of an executable graph (%zu nodes) that queued launches still read: applied to a "
+           "copy%s", program_->commands.size(), lower_ ? ", lowered again" : "");
     auto copy = std::make_shared<Program>(*program_);
     change(*copy, changed);
     std::shared_ptr<backend::GraphExecutable> lowered = lower_ ? device().impl().compile_graph_impl(copy) : nullptr;

@@ -29,6 +29,7 @@
 #include "core/event.hpp"
 #include "core/spin_lock.hpp"
 #include "core/stream.hpp"
+#include "observe/log.hpp"
 #include "runtime/profiler.h"
 
 namespace rt::trace {
@@ -928,8 +929,7 @@ void start_from_environment() noexcept {
         }
         start(path, RT_PROFILER_DEFAULT);
     } catch (const std::exception& e) {
-        std::fprintf(stderr, "runtime: warning: RUNTIME_TRACE=%s: %s; the program runs without a trace\n", path,
-                     e.what());
+        RT_LOG(core, warn, "RUNTIME_TRACE=%s: %s; the program runs without a trace", path, e.what());
     }
 }
 

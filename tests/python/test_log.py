@@ -62,6 +62,8 @@ def test_kernels_info_shows_compiles_then_disk_cache_hits(tmp_path):
     assert len(compiled) == 1, first
     assert re.search(r" for \w+ in \d+\.\d{3} s: .*cache", compiled[0]), compiled[0]
     assert not any("disk cache hit" in m for m in messages(first))
+    chosen = [m for m in messages(first) if m.startswith("cpu kernels are compiled by '")]
+    assert len(chosen) == 1 and chosen[0].endswith("(the first of clang++, c++, g++ on PATH)"), first
     # The same source in another process: from the disk cache, nothing compiled.
     second = run(tmp_path, log="kernels=info")
     assert [m for m in messages(second) if m.startswith("disk cache hit: module 'kernel_source' (kernels: add_one)")]
@@ -139,3 +141,76 @@ def test_the_tid_is_the_threads(tmp_path):
     main_tid = int(r.stdout.split()[0])
     tids = {int(LINE.match(line).group(1)) for line in r.stderr.splitlines() if line.startswith("[runtime ")}
     assert tids == {main_tid}  # the compile runs on the calling thread
+
+
+# A graph captured, instantiated and launched (so the graph subsystem speaks), and DVPP decodes on the cpu device.
+GRAPH_PROGRAM = r"""
+import numpy as np
+import runtime
+add_one = runtime.Module("RT_KERNEL void add_one(float* x) { x[get_global_id(0)] += 1.0f; }").get_function("add_one")
+d = runtime.to_device(np.zeros(64, np.float32))
+s = runtime.Stream()
+with s.capture() as g:
+    s.launch_kernel(add_one, d)
+    s.launch_kernel(add_one, d)
+exe = g.instantiate()
+exe.launch(s)
+s.synchronize()
+print("done")
+"""
+
+
+def test_graph_info_says_how_an_instantiated_graph_runs(tmp_path):
+    lines = run(tmp_path, log="graph=info", program=GRAPH_PROGRAM)
+    info = messages(lines, "graph", "info")
+    assert len(info) == 1, lines
+    assert re.fullmatch(r"rtGraphInstantiate: 2 nodes \(2 kernels\) on cpu:0, arena 0 bytes: lowered by the backend "
+                        r"\(one operation per launch\)", info[0]), info
+    assert {s for s, _, _, _ in lines} == {"graph"}
+    replayed = messages(run(tmp_path, log="graph=info", program=GRAPH_PROGRAM, RUNTIME_GRAPH_LOWERING="0"), "graph")
+    assert replayed == ["rtGraphInstantiate: 2 nodes (2 kernels) on cpu:0, arena 0 bytes: replayed node by node by "
+                        "the core (RUNTIME_GRAPH_LOWERING=0)"], replayed
+    assert run(tmp_path, log="graph=warn", program=GRAPH_PROGRAM) == []
+
+
+DVPP_PROGRAM = r"""
+import numpy as np
+import runtime
+from runtime import dvpp
+y, x = np.mgrid[0:48, 0:64]
+image = np.stack([x * 4, y * 5, (x + y) * 2], axis=-1).astype(np.uint8)
+jpeg = dvpp.encode_jpeg(runtime.to_device(image))
+dvpp.decode_jpeg(jpeg, format="rgb")
+dvpp.decode_jpeg(jpeg, format="nv12")
+dvpp.decode_jpeg(jpeg, format="i420")
+runtime.synchronize()
+print("done")
+"""
+
+
+def test_dvpp_debug_says_which_way_each_image_is_decoded(tmp_path):
+    lines = run(tmp_path, log="dvpp=debug", program=DVPP_PROGRAM)
+    assert {(s, lv) for s, lv, _, _ in lines} == {("dvpp", "debug")}, lines
+    m = messages(lines, "dvpp", "debug")
+    # encode_jpeg writes 4:2:0 JPEGs: kept as native planes for I420, resampled (interleaved) for NV12.
+    assert m == [
+        "rtDvppDecodeJpeg: image 0: a 4:2:0 YCbCr JPEG of 64 x 48, by TurboJPEG's own conversion, into 64 x 48 "
+        "RGB888 in place",
+        "rtDvppDecodeJpeg: image 0: a 4:2:0 YCbCr JPEG of 64 x 48, native planes resampled into 4:2:0, into 64 x 48 "
+        "YUV420SP_NV12 in place",
+        "rtDvppDecodeJpeg: image 0: a 4:2:0 YCbCr JPEG of 64 x 48, straight into the picture's planes, into 64 x 48 "
+        "YUV420P in place",
+    ], m
+    assert run(tmp_path, log="dvpp=info", program=DVPP_PROGRAM) == []
+
+
+def test_a_trace_that_cannot_be_written_is_one_core_warning(tmp_path):
+    bad = tmp_path / "no-such-dir" / "trace.json"
+    program = "import runtime\nruntime.synchronize()\nprint('done')\n"
+    lines = run(tmp_path, program=program, RUNTIME_TRACE=str(bad))
+    assert len(lines) == 1, lines
+    s, lv, msg, _ = lines[0]
+    assert (s, lv) == ("core", "warn")
+    assert msg.startswith(f"RUNTIME_TRACE={bad}: cannot create the trace file '{bad}': No such file or directory")
+    assert msg.endswith("; the program runs without a trace")
+    assert run(tmp_path, log="error", program=program, RUNTIME_TRACE=str(bad)) == []

@@ -255,6 +255,9 @@ HostCompiler host_compiler() {
     cache.compiler = hc;
     cache.env = env_value;
     cache.valid = true;
+    RT_LOG(kernels, info, "cpu kernels are compiled by '%s'%s%s (%s)", hc.path.c_str(), real != hc.path ? " = " : "",
+           real != hc.path ? real.c_str() : "",
+           env_value.empty() ? "the first of clang++, c++, g++ on PATH" : "RUNTIME_CXX");
     return hc;
 }
 
