@@ -459,8 +459,13 @@ private:
                 break;
             case Cat::fill:
             case Cat::memory:
-            case Cat::dvpp:
                 e += format(",\"bytes\":%llu", static_cast<unsigned long long>(op.bytes));
+                break;
+            case Cat::dvpp:  // trace_dvpp.hpp: src in grid[0..1], dst in block[0..1], image in id, format in kind
+                e += format(",\"bytes\":%llu,\"src\":[%u,%u],\"dst\":[%u,%u],\"image\":%llu",
+                            static_cast<unsigned long long>(op.bytes), op.grid[0], op.grid[1], op.block[0],
+                            op.block[1], static_cast<unsigned long long>(op.id));
+                if (op.kind) e += format(",\"format\":\"%s\"", op.kind);
                 break;
             case Cat::event:
                 e += format(",\"event\":%llu", static_cast<unsigned long long>(op.id));

@@ -17,8 +17,9 @@ namespace rt::trace {
 struct DvppWork {
     const char* name = "";     ///< a string literal: "jpeg decode", "resize", ...
     uint64_t bytes = 0;        ///< the bytes of the output picture (an encode: of the picture it reads)
-    uint32_t src[2] = {};      ///< the source picture's width and height (a decode: the encoded image's, before scale)
-    uint32_t dst[2] = {};      ///< the output picture's width and height
+    uint32_t src[2] = {};      ///< the width and height read: a crop's, else the source picture's (a decode: the
+                               ///< encoded image's, before scale)
+    uint32_t dst[2] = {};      ///< the width and height written: a paste rectangle's, else the output picture's
     uint64_t image = 0;        ///< the image (picture, crop) of a batch call the operation works on; 0 otherwise
     const char* format = nullptr;  ///< the output picture's pixel format ("NV12"), static text
 };

@@ -694,12 +694,12 @@ TEST_F(Trace, StartAndStopFromManyThreadsStayConsistent) {
 
 // ---------------------------------------------------------------- the file outlives the program
 
-/// Runs this test binary's case `test` in a child process with `env` added; returns its wait status. `kill_when`:
-/// kills it with SIGKILL once the predicate holds (polled), instead of waiting for it to exit.
-int run_child(const std::string& test, const std::vector<std::string>& env,
-              const std::function<bool()>& kill_when = nullptr, const std::string& stderr_path = "") {
+/// Runs this test binary again as the trace child (g_trace_child, below) with `env` added; returns its wait status.
+/// `kill_when`: kills it with SIGKILL once the predicate holds (polled), instead of waiting for it to exit.
+int run_child(const std::vector<std::string>& env, const std::function<bool()>& kill_when = nullptr,
+              const std::string& stderr_path = "") {
     std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
-    std::string filter = "--gtest_filter=" + test;
+    std::string filter = "--gtest_filter=-*";  // (the child leaves before gtest would run anything)
     std::vector<std::string> vars;
     for (char** e = environ; *e; ++e) vars.emplace_back(*e);
     for (const std::string& v : env) vars.push_back(v);
@@ -725,35 +725,51 @@ int run_child(const std::string& test, const std::vector<std::string>& env,
 }
 
 /// The child's program: the pipelining loop of the parent tests, on and on (until killed) or `rounds` times.
-void child_program(long rounds) {
+/// The child's program: `rounds` rounds (-1: until killed) of a copy, a kernel and a synchronize. Returns 0, or the
+/// number of the step that failed (its message on stderr).
+int child_program(long rounds) {
+    auto failed = [](rtError_t e, const char* what) {
+        if (e == RT_SUCCESS) return false;
+        std::fprintf(stderr, "trace child: %s: %s\n", what, rtGetLastErrorMessage());
+        return true;
+    };
     rtModule_t m = nullptr;
     rtFunction_t f = nullptr;
-    ASSERT_RT_OK(rtModuleLoadSource(&m, kSource, nullptr));
-    ASSERT_RT_OK(rtModuleGetFunction(&f, m, "scale"));
+    if (failed(rtModuleLoadSource(&m, kSource, nullptr), "rtModuleLoadSource")) return 11;
+    if (failed(rtModuleGetFunction(&f, m, "scale"), "rtModuleGetFunction")) return 12;
     constexpr uint32_t n = 1024;
     std::vector<float> host(n, 1.0f);
     void* d = nullptr;
-    ASSERT_RT_OK(rtMalloc(&d, n * sizeof(float)));
+    if (failed(rtMalloc(&d, n * sizeof(float)), "rtMalloc")) return 13;
     for (long i = 0; rounds < 0 || i < rounds; ++i) {
         float* p = static_cast<float*>(d);
         float a = 1.0f;
         uint32_t count = n;
         void* args[] = {&p, &a, &count};
-        ASSERT_RT_OK(rtMemcpyAsync(d, host.data(), n * sizeof(float), RT_MEMCPY_HOST_TO_DEVICE, nullptr));
-        ASSERT_RT_OK(rtLaunchKernel(f, rtDim3{n / 64, 1, 1}, rtDim3{64, 1, 1}, args, 0, nullptr));
-        ASSERT_RT_OK(rtStreamSynchronize(nullptr));
+        if (failed(rtMemcpyAsync(d, host.data(), n * sizeof(float), RT_MEMCPY_HOST_TO_DEVICE, nullptr), "rtMemcpyAsync"))
+            return 14;
+        if (failed(rtLaunchKernel(f, rtDim3{n / 64, 1, 1}, rtDim3{64, 1, 1}, args, 0, nullptr), "rtLaunchKernel"))
+            return 15;
+        if (failed(rtStreamSynchronize(nullptr), "rtStreamSynchronize")) return 16;
     }
+    return 0;
 }
 
-TEST(TraceChild, Program) {
+// The TraceFile tests run this executable again with RT_TEST_TRACE_CHILD set: before gtest starts, the child starts
+// the trace of RT_TEST_TRACE_PATH (if set; RUNTIME_TRACE starts its own), runs child_program and leaves — "exit":
+// through exit() without rtProfilerStop (the exit handler completes the file), "forever": only when killed.
+const bool g_trace_child = [] {
     const char* mode = std::getenv("RT_TEST_TRACE_CHILD");
-    if (!mode) GTEST_SKIP() << "run by the Trace tests in a child process";
-    if (const char* path = std::getenv("RT_TEST_TRACE_PATH")) {
-        ASSERT_RT_OK(rtProfilerStart(path, 0));
+    if (!mode) return true;
+    int rc = 0;
+    if (const char* path = std::getenv("RT_TEST_TRACE_PATH"); path && rtProfilerStart(path, 0) != RT_SUCCESS) {
+        std::fprintf(stderr, "trace child: rtProfilerStart: %s\n", rtGetLastErrorMessage());
+        rc = 10;
     }
-    child_program(std::string(mode) == "forever" ? -1 : 20);
-    // "exit": returns without rtProfilerStop; the exit handler completes the file.
-}
+    if (rc == 0) rc = child_program(std::string(mode) == "forever" ? -1 : 20);
+    std::fflush(stderr);
+    std::exit(rc);
+}();
 
 TEST_F(Trace, AForkedChildExitsWithoutTouchingTheParentsTrace) {
     ASSERT_RT_OK(rtProfilerStart(path_.c_str(), 0));
@@ -776,7 +792,7 @@ TEST_F(Trace, AForkedChildExitsWithoutTouchingTheParentsTrace) {
 
 TEST(TraceFile, AKilledProgramLeavesAReadableTrace) {
     const std::string path = temp_path("killed.json");
-    const int status = run_child("TraceChild.Program", {"RT_TEST_TRACE_CHILD=forever", "RT_TEST_TRACE_PATH=" + path},
+    const int status = run_child({"RT_TEST_TRACE_CHILD=forever", "RT_TEST_TRACE_PATH=" + path},
                                  [&] { return read_text(path).find("\"cat\":\"kernel\"") != std::string::npos; });
     ASSERT_TRUE(WIFSIGNALED(status));
     const std::vector<Json> ev = read_trace(path, false);
@@ -787,7 +803,7 @@ TEST(TraceFile, AKilledProgramLeavesAReadableTrace) {
 
 TEST(TraceFile, AnExitWithoutStopCompletesTheTrace) {
     const std::string path = temp_path("exit.json");
-    const int status = run_child("TraceChild.Program", {"RT_TEST_TRACE_CHILD=exit", "RT_TEST_TRACE_PATH=" + path});
+    const int status = run_child({"RT_TEST_TRACE_CHILD=exit", "RT_TEST_TRACE_PATH=" + path});
     ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
     const std::vector<Json> ev = read_trace(path, true);
     EXPECT_EQ(select(ev, "X", "kernel").size(), 20u);
@@ -797,7 +813,7 @@ TEST(TraceFile, AnExitWithoutStopCompletesTheTrace) {
 
 TEST(TraceFile, RuntimeTraceStartsATraceAtInit) {
     const std::string path = temp_path("env.json");
-    const int status = run_child("TraceChild.Program", {"RT_TEST_TRACE_CHILD=exit", "RUNTIME_TRACE=" + path});
+    const int status = run_child({"RT_TEST_TRACE_CHILD=exit", "RUNTIME_TRACE=" + path});
     ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
     const std::vector<Json> ev = read_trace(path, true);
     EXPECT_EQ(select(ev, "X", "kernel").size(), 20u);
@@ -808,8 +824,7 @@ TEST(TraceFile, RuntimeTraceStartsATraceAtInit) {
 
 TEST(TraceFile, AnUnwritableRuntimeTraceWarnsAndRunsOn) {
     const std::string err = temp_path("stderr.txt");
-    const int status = run_child("TraceChild.Program",
-                                 {"RT_TEST_TRACE_CHILD=exit", "RUNTIME_TRACE=/nonexistent-dir-of-rt-tests/t.json"},
+    const int status = run_child({"RT_TEST_TRACE_CHILD=exit", "RUNTIME_TRACE=/nonexistent-dir-of-rt-tests/t.json"},
                                  nullptr, err);
     EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
     const std::string text = read_text(err);

@@ -96,6 +96,12 @@ def test_a_traced_pipeline_shows_its_dvpp_calls(tmp_path):
     assert [e["args"]["bytes"] for e in by_name["normalize"]] == [3 * 32 * 24 * 4]
     assert {e["args"]["bytes"] for e in by_name["preprocess"]} == {3 * 16 * 16 * 4}
     assert [e["args"]["bytes"] for e in by_name["jpeg encode"]] == [W * H * 3]
+    # The pictures' sizes: [width, height] of the source and of the output.
+    assert [(e["args"]["src"], e["args"]["dst"]) for e in by_name["jpeg decode"]] == [([W, H], [W, H])]
+    assert {(tuple(e["args"]["src"]), tuple(e["args"]["dst"])) for e in by_name["resize"]} == {((W, H), (32, 24))}
+    # A letterbox reads the whole picture and writes the 40x30 rectangle it pastes into the 40x40 output.
+    assert {(tuple(e["args"]["src"]), tuple(e["args"]["dst"])) for e in by_name["crop resize paste"]} == {
+        ((W, H), (40, 30))}
     # All on the default stream's track, one after the other: operation numbers rise, spans never overlap.
     tracks = {e["tid"] for e in d}
     assert len(tracks) == 1, tracks
