@@ -554,9 +554,13 @@ private:
     std::vector<FlowEnd> waits_;
 };
 
-// g_mutex guards g_session; g_session_id mirrors its id for the recording threads (0: none).
+// g_mutex guards g_session and g_stopping; g_session_id mirrors the session's id for the recording threads (0: none).
+// g_stopping counts the stopped sessions whose writer is still finishing its file (joined outside the lock): a start
+// waits for them (g_stopped), or its file — perhaps the same path, truncated — would take the old writer's last lines.
 std::mutex g_mutex;
 std::shared_ptr<Session> g_session;
+int g_stopping = 0;
+std::condition_variable g_stopped;
 std::atomic<uint64_t> g_session_id{0};
 uint64_t g_sessions = 0;
 bool g_exit_handler = false;
@@ -867,7 +871,8 @@ void start(const char* path, unsigned flags) {
     if (flags & ~kKnownFlags)
         fail(RT_ERROR_INVALID_VALUE, "flags 0x%x has unknown bits 0x%x (expected RT_PROFILER_DEFAULT or a combination "
              "of RT_PROFILER_NO_API_CALLS and RT_PROFILER_NO_MEMORY)", flags, flags & ~kKnownFlags);
-    std::lock_guard lock(g_mutex);
+    std::unique_lock lock(g_mutex);
+    g_stopped.wait(lock, [] { return g_stopping == 0; });  // a stop's writer completing its file: moments, no peer
     if (g_session)
         fail(RT_ERROR_ILLEGAL_STATE, "a trace is already being written to '%s' (rtProfilerStop it first)",
              g_session->path().c_str());
@@ -917,7 +922,17 @@ void stop() {
         g_session_id.store(0, std::memory_order_release);
         writer = g_session->request_stop();
         g_session.reset();
+        ++g_stopping;
     }
+    struct Stopped {  // the writer is done (or its join threw): starts may open their file
+        ~Stopped() {
+            {
+                std::lock_guard lock(g_mutex);
+                --g_stopping;
+            }
+            g_stopped.notify_all();
+        }
+    } stopped;
     if (writer.joinable()) writer.join();
 }
 

@@ -361,7 +361,9 @@ TEST_F(GraphCudaFake, OperandsInAllocationsAreTheArenas) {
     ExecGuard x;
     ASSERT_RT_OK(rtGraphInstantiate(x.out(), g, 0));
     for (const FakeCudaGraphNode& v : exec_nodes())
-        if (v.kind == FAKE_CUDA_NODE_MEMSET) EXPECT_EQ(v.bytes, 1024u);
+        if (v.kind == FAKE_CUDA_NODE_MEMSET) {
+            EXPECT_EQ(v.bytes, 1024u);
+        }
     StreamGuard s;
     ASSERT_RT_OK(rtGraphLaunch(x, s));
     ASSERT_RT_OK(rtStreamSynchronize(s));

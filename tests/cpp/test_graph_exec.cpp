@@ -799,7 +799,9 @@ TEST_P(GraphExecTest, AFailedNodeFailsTheLaunchNamingItAndTheStreamStaysUsable) 
     std::vector<int32_t> v = read(a.get());
     // On cuda the GPU's work queued behind a failed kernel still runs (docs/cuda.md, graph.h): only the cpu device
     // can keep the node after the failed one from running.
-    if (backend_of(device()) != "cuda") EXPECT_EQ(v[0], 5) << "the node after the failed one did not run";
+    if (backend_of(device()) != "cuda") {
+        EXPECT_EQ(v[0], 5) << "the node after the failed one did not run";
+    }
     EXPECT_EQ(v[1], 5);
 
     write(a.get(), std::vector<int32_t>(kN, 1));

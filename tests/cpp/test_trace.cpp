@@ -433,6 +433,9 @@ TEST_F(Trace, GraphLaunchNodesNestInsideTheLaunch) {
     std::vector<const Json*> launches = select(ev, "X", "graph"), nodes = select(ev, "X", "graph_node");
     ASSERT_EQ(launches.size(), 2u);
     ASSERT_EQ(nodes.size(), 6u);
+    // The file's order is the writer's (descriptions joined with their stamps), not the stream's: its op is.
+    std::sort(launches.begin(), launches.end(), [](auto* l, auto* r) { return (*l)["args"]["op"].n < (*r)["args"]["op"].n; });
+    EXPECT_LT((*launches[0])["args"]["op"].n, (*launches[1])["args"]["op"].n);
     for (const Json* l : launches) {
         EXPECT_EQ((*l)["name"].str(), "graph launch");
         EXPECT_EQ((*l)["args"]["nodes"].n, 3);
