@@ -99,15 +99,15 @@ detect_tsan() {
     fi
   fi
 }
-# The concurrency-labelled tests, plus the whole stream/event/memcpy (and C++ API) files in one
-# process each with two devices (the *_2dev entries: cheaper under TSan than one process per case).
+# The thread-heavy files (the concurrency stress tests, streams, events, copies, launches, the pool, graphs, the
+# trace, ...) each in one process with two devices (the *_2dev entries: every case, device-parameterised ones on
+# both devices; cheaper under TSan than one process per case).
 test_tsan() {
   detect_tsan
   export TSAN_OPTIONS="${TSAN_OPTIONS:-second_deadlock_stack=1}"
   (cd build-tsan &&
-    "${tsan_launcher[@]}" ctest --output-on-failure -j"$ctest_jobs" -L concurrency &&
     "${tsan_launcher[@]}" ctest --output-on-failure -j"$ctest_jobs" \
-      -R '^test_(sound_core|stream|event|memcpy|host_func|stream_ordering|kernel_launch|memory_pool|executor_idle|cpp_api|cuda_shim|cuda_fake|graph_cuda_fake|module_unload|kernel_groups|graph_capture|graph_cpu|graph_exec|dvpp_codec|trace|usage|log)_2dev$')
+      -R '^test_(concurrency_stress|sound_core|stream|event|memcpy|host_func|stream_ordering|kernel_launch|memory_pool|executor_idle|cpp_api|cuda_shim|cuda_fake|graph_cuda_fake|module_unload|kernel_groups|graph_capture|graph_cpu|graph_exec|dvpp_codec|trace|usage|log)_2dev$')
 }
 # intercept_tls_get_addr=0: up to GCC 13 and LLVM 16 the sanitizers' __tls_get_addr interceptor takes a dynamic TLS
 # block whose address is 16 past a page boundary for one with a pre-2.25 glibc header and reads the words before it;
@@ -117,7 +117,9 @@ asan_options="detect_leaks=1:abort_on_error=0:intercept_tls_get_addr=0"
 test_asan() {
   export ASAN_OPTIONS="${ASAN_OPTIONS:-$asan_options}"
   export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
-  (cd build-asan && ctest --output-on-failure -j"$ctest_jobs")
+  # Less the two exhaustive NVRTC compiles (every kernel source of the suite, every DVPP family: NVRTC's work, which
+  # the sanitizer does not instrument: ~40 of the phase's ~300 CPU seconds); they run in ctest-release.
+  (cd build-asan && ctest --output-on-failure -j"$ctest_jobs" -E '^CudaCompiler\.Every')
 }
 
 # The fuzzers (fuzz/fuzz_capi.cpp, the C API; fuzz/fuzz_graph_file.cpp, the saved-graph loader;

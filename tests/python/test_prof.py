@@ -1,5 +1,7 @@
 """runtime-prof: the summary of synthetic traces with known answers (closed, left open, cut short), refusals of bad
 input, --plot's PNG, and the trace of the seed's pipelining pattern written by the runtime itself."""
+import contextlib
+import io
 import json
 import os
 import pathlib
@@ -70,9 +72,22 @@ EVENTS = (
 )
 
 
-def run_prof(*args):
+def run_prof_process(*args):
+    """`python -m runtime.prof ARGS` in a new interpreter: the command line as users run it."""
     return subprocess.run([sys.executable, "-m", "runtime.prof", *map(str, args)], capture_output=True, text=True,
                           timeout=120)
+
+
+def run_prof(*args):
+    """runtime-prof's main with ARGS in this process (what run_prof_process runs, without starting an interpreter
+    each time): its exit status (argparse's refusals exit), stdout and stderr."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = prof.main([str(a) for a in args])
+        except SystemExit as e:
+            code = e.code if isinstance(e.code, int) else 1
+    return subprocess.CompletedProcess(list(args), code, out.getvalue(), err.getvalue())
 
 
 def summary_of(path):
@@ -225,7 +240,7 @@ def test_usage_errors(tmp_path):
         r = run_prof(t, "--plot", tmp_path / "w.png", "--window", bad)
         assert r.returncode == 2 and f"--window '{bad}' is not START:END in ms with START < END" in r.stderr, bad
     assert not (tmp_path / "w.png").exists()
-    r = run_prof()
+    r = run_prof_process()
     assert r.returncode == 2 and "the following arguments are required: trace" in r.stderr
     r = run_prof(t, "--plot", tmp_path / "no" / "such" / "dir.png")
     assert r.returncode == 2 and "cannot write the plot" in r.stderr and "Traceback" not in r.stderr
