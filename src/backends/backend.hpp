@@ -160,19 +160,40 @@ public:
     virtual rtError_t failure_impl(std::string* message) { (void)message; return RT_SUCCESS; }
 };
 
+}  // namespace backend
+
+namespace trace {
+/// An operation queued on a stream while a trace is written, handed by the core to the *_impl call that queues it
+/// (empty, track 0, when no trace is written): the backend stamps it where the work runs (trace::finish), and the
+/// writer joins the stamps to the description written where the operation was queued by (track, op). A backend
+/// given a key stamps it exactly once (an operation it would elide is queued instead, so that its span lies in
+/// stream order).
+struct Key {
+    uint32_t track = 0;
+    uint32_t node = 0;       ///< a graph node queued as an operation of its own (a core replay): its index + 1
+    uint64_t op = 0;
+    int64_t enqueue_ns = 0;  ///< for records the backend derives from it (graph nodes' queued_us)
+    explicit operator bool() const noexcept { return track != 0; }
+};
+
+}  // namespace trace
+
+namespace backend {
+
 /// A native in-order queue. Every *_impl that enqueues returns before the work is done, may be called
-/// from several host threads at once, and keeps submission order. Operands were validated by the core.
+/// from several host threads at once, and keeps submission order. Operands were validated by the core. `traced`:
+/// the operation's trace key (trace::Key above), empty unless a trace is written.
 class Queue {
 public:
     /// Destroyed only when idle (the core synchronizes first).
     virtual ~Queue() = default;
-    virtual void copy_impl(void* dst, const void* src, size_t bytes, CopyKind kind) = 0;
-    virtual void fill_impl(void* dst, uint8_t value, size_t bytes) = 0;
-    virtual void host_call_impl(const HostCall& call) = 0;
+    virtual void copy_impl(void* dst, const void* src, size_t bytes, CopyKind kind, const trace::Key& traced) = 0;
+    virtual void fill_impl(void* dst, uint8_t value, size_t bytes, const trace::Key& traced) = 0;
+    virtual void host_call_impl(const HostCall& call, const trace::Key& traced) = 0;
     /// Capture the work queued so far into `event` (replacing its previous record).
-    virtual void record_impl(Event& event) = 0;
+    virtual void record_impl(Event& event, const trace::Key& traced) = 0;
     /// Work queued after this waits for `event`'s current record; never blocks the host.
-    virtual void wait_impl(Event& event) = 0;
+    virtual void wait_impl(Event& event, const trace::Key& traced) = 0;
     /// (optional) Work queued after this waits for the work queued so far on `native`, a stream of the backend's
     /// own API on this queue's device (cuda: a CUstream, CU_STREAM_LEGACY and CU_STREAM_PER_THREAD included);
     /// never blocks the host. Defaults to NOT_SUPPORTED (a backend without native streams).
@@ -181,7 +202,7 @@ public:
     /// copied before returning). Arity and shape were checked by the core. The caller only borrows `function`:
     /// the queue keeps it (and so its module's code) alive until the launch has run.
     virtual void launch_impl(const std::shared_ptr<Function>& function, const LaunchShape& shape, void* const* args,
-                             const LaunchReport& report) = 0;
+                             const LaunchReport& report, const trace::Key& traced) = 0;
     /// Blocks until all work queued before the call has completed.
     virtual void synchronize_impl() = 0;
     /// True if all queued work has completed.
@@ -195,7 +216,7 @@ public:
     /// notifies once everything queued so far has completed (later, never earlier).
     virtual void notify_at_impl(uint64_t position) {
         (void)position;
-        host_call_impl(HostCall{[](void*) { notify_timeline(); }, nullptr, nullptr, 0});
+        host_call_impl(HostCall{[](void*) { notify_timeline(); }, nullptr, nullptr, 0}, trace::Key{});
     }
     /// (optional) Where failures found by synchronize_impl/query_impl go (the core stream's slot; valid until the
     /// queue's destructor runs). Called once, before any other call. A backend that runs operations itself skips
@@ -209,7 +230,8 @@ public:
     /// the native API keeps a launch apart from later changes and from the executable's destruction (cuda). Only
     /// called for executables of this backend; defaults to NOT_SUPPORTED (a backend whose compile_graph_impl returns
     /// null is replayed by the core instead).
-    virtual void launch_graph_impl(const std::shared_ptr<GraphExecutable>& graph, const LaunchReport& report);
+    virtual void launch_graph_impl(const std::shared_ptr<GraphExecutable>& graph, const LaunchReport& report,
+                                   const trace::Key& traced);
     /// (optional) Lets go of kernels held past their launches (a queue may keep its latest launched function to
     /// spare a reference count per launch), so an unloaded module's code goes once the launches queued so far have
     /// run. Called by the core after a module unload, from any thread; never blocks. Defaults to nothing.

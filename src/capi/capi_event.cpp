@@ -49,7 +49,7 @@ RT_API rtError_t rtEventRecord(rtEvent_t event, rtStream_t stream) {
         require_same_backend(s->device(), e->device(), "rtEventRecord");
         if (s->capture() && graph::capture_record(*s, e)) return;
         const uint64_t op = s->next_op();
-        trace::enqueue([&] { return trace::event_op(*s, op, *e, true); }, [&] { s->queue().record_impl(e->impl()); });
+        trace::enqueue([&] { return trace::event_op(*s, op, *e, true); }, [&](const trace::Key& traced) { s->queue().record_impl(e->impl(), traced); });
         e->mark_recorded();
     });
 }

@@ -58,7 +58,7 @@ RT_API rtError_t rtStreamWaitEvent(rtStream_t stream, rtEvent_t event) {
         if ((s->capture() || e->captured()) && graph::capture_wait(s, e)) return;
         if (!e->recorded()) return;  // never recorded: already complete
         const uint64_t op = s->next_op();
-        trace::enqueue([&] { return trace::event_op(*s, op, *e, false); }, [&] { s->queue().wait_impl(e->impl()); });
+        trace::enqueue([&] { return trace::event_op(*s, op, *e, false); }, [&](const trace::Key& traced) { s->queue().wait_impl(e->impl(), traced); });
     });
 }
 
@@ -84,7 +84,9 @@ RT_API rtError_t rtLaunchHostFunc(rtStream_t stream, rtHostFn_t fn, void* user_d
                            trace::Op* d = trace::dvpp_op(*s, op);
                            return d ? d : trace::host_op(*s, op);
                        },
-                       [&] { s->queue().host_call_impl(backend::HostCall{fn, user_data, &s->errors(), op}); });
+                       [&](const trace::Key& traced) {
+                           s->queue().host_call_impl(backend::HostCall{fn, user_data, &s->errors(), op}, traced);
+                       });
     });
 }
 

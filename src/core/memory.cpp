@@ -279,7 +279,7 @@ void enqueue_copy(Stream& stream, void* dst, const void* src, size_t bytes, int 
     }
     const uint64_t op = stream.next_op();
     trace::enqueue([&] { return trace::copy_op(stream, op, bytes, k); },
-                   [&] { stream.queue().copy_impl(dst, src, bytes, k); });
+                   [&](const trace::Key& traced) { stream.queue().copy_impl(dst, src, bytes, k, traced); });
 }
 
 void enqueue_fill(Stream& stream, void* dst, int value, size_t bytes, const char* api) {
@@ -288,7 +288,7 @@ void enqueue_fill(Stream& stream, void* dst, int value, size_t bytes, const char
     check_fill(stream.device(), dst, bytes, api);
     const uint64_t op = stream.next_op();
     trace::enqueue([&] { return trace::fill_op(stream, op, bytes); },
-                   [&] { stream.queue().fill_impl(dst, static_cast<uint8_t>(value), bytes); });
+                   [&](const trace::Key& traced) { stream.queue().fill_impl(dst, static_cast<uint8_t>(value), bytes, traced); });
 }
 
 }  // namespace rt

@@ -152,7 +152,10 @@ void launch_kernel(Stream& stream, const CoreFunction& function, backend::Launch
                        trace::Op* d = trace::dvpp_op(stream, op);
                        return d ? d : trace::kernel_op(stream, op, function.impl()->name(), shape);
                    },
-                   [&] { stream.queue().launch_impl(function.impl(), shape, args, backend::LaunchReport{&stream.errors(), op}); });
+                   [&](const trace::Key& traced) {
+                       stream.queue().launch_impl(function.impl(), shape, args, backend::LaunchReport{&stream.errors(), op},
+                                                  traced);
+                   });
     stream.count_kernels();
 }
 

@@ -60,9 +60,11 @@ void Queue::wait_native_impl(void* native) {
     fail(RT_ERROR_NOT_SUPPORTED, "this device's backend has no native streams to wait for (only cuda has: a CUstream)");
 }
 
-void Queue::launch_graph_impl(const std::shared_ptr<GraphExecutable>& graph, const LaunchReport& report) {
+void Queue::launch_graph_impl(const std::shared_ptr<GraphExecutable>& graph, const LaunchReport& report,
+                              const trace::Key& traced) {
     (void)graph;
     (void)report;
+    (void)traced;
     fail(RT_ERROR_NOT_SUPPORTED, "this device's backend does not launch lowered graphs");
 }
 

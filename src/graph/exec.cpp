@@ -119,12 +119,14 @@ void GraphExec::launch(const std::shared_ptr<Stream>& target) {
     backend::Queue& queue = stream.queue();
     const uint64_t op = stream.next_op();
     for (const std::shared_ptr<Event>& e : p.waits)
-        if (e->recorded()) queue.wait_impl(e->impl());
+        if (e->recorded()) queue.wait_impl(e->impl(), trace::Key{});
     order_after_previous(stream);
     last_stream_ = target;
     if (lowered_) {
         trace::enqueue([&] { return trace::graph_op(stream, op, trace_id_, p.commands.size()); },
-                       [&] { queue.launch_graph_impl(lowered_, backend::LaunchReport{&stream.errors(), op, nullptr}); });
+                       [&](const trace::Key& traced) {
+                           queue.launch_graph_impl(lowered_, backend::LaunchReport{&stream.errors(), op, nullptr}, traced);
+                       });
     } else {
         // The queued commands name their nodes by Program::labels: the program stays until the stream gets past
         // them (the timeline drops this reference then).
@@ -143,7 +145,7 @@ void GraphExec::launch(const std::shared_ptr<Stream>& target) {
     if (kernel_nodes_) stream.count_kernels(kernel_nodes_);
     mark_launch_end(queue);
     for (const std::shared_ptr<Event>& e : p.records) {
-        queue.record_impl(e->impl());
+        queue.record_impl(e->impl(), trace::Key{});
         e->mark_recorded();
     }
 }
@@ -158,13 +160,13 @@ void GraphExec::order_after_previous(Stream& stream) {
         if (before.reached_impl(last_end_)) return;
         // Recorded now, the event also covers what was queued there after that launch (and a failure of it), so
         // waiting on it would wait too long: only exact when nothing followed. Otherwise still conservative.
-        before.record_impl(*order_event_);
+        before.record_impl(*order_event_, trace::Key{});
     }
-    stream.queue().wait_impl(*order_event_);
+    stream.queue().wait_impl(*order_event_, trace::Key{});
 }
 
 void GraphExec::mark_launch_end(backend::Queue& queue) {
-    if (several_streams_) queue.record_impl(*order_event_);
+    if (several_streams_) queue.record_impl(*order_event_, trace::Key{});
     else last_end_ = queue.position_impl();
 }
 
@@ -190,21 +192,22 @@ void GraphExec::replay(Stream& stream, uint64_t op) {
                         stream, op, i, type,
                         c.type == RT_GRAPH_NODE_TYPE_KERNEL ? c.function->impl()->name().c_str() : p.labels[i].c_str()));
             }
+            const trace::Key key = traced ? traced->key() : trace::Key{};
             switch (c.type) {
                 case RT_GRAPH_NODE_TYPE_KERNEL:
                     pointers.resize(c.arg_offsets.size());
                     c.argument_pointers(pointers.data());
                     queue.launch_impl(c.function->impl(), c.shape, pointers.data(),
-                                      backend::LaunchReport{slot, op, p.labels[i].c_str()});
+                                      backend::LaunchReport{slot, op, p.labels[i].c_str()}, key);
                     break;
                 case RT_GRAPH_NODE_TYPE_MEMCPY:
-                    if (!c.elided) queue.copy_impl(c.dst, c.src, c.bytes, c.kind);
+                    if (!c.elided) queue.copy_impl(c.dst, c.src, c.bytes, c.kind, key);
                     break;
                 case RT_GRAPH_NODE_TYPE_MEMSET:
-                    if (!c.elided) queue.fill_impl(c.dst, c.value, c.bytes);
+                    if (!c.elided) queue.fill_impl(c.dst, c.value, c.bytes, key);
                     break;
                 case RT_GRAPH_NODE_TYPE_HOST:
-                    queue.host_call_impl(backend::HostCall{c.fn, c.user_data, slot, op, p.labels[i].c_str()});
+                    queue.host_call_impl(backend::HostCall{c.fn, c.user_data, slot, op, p.labels[i].c_str()}, key);
                     break;
                 default:  // the arena holds allocations; events are waited before and recorded after the launch
                     break;

@@ -38,7 +38,6 @@ namespace detail {
 std::atomic<bool> g_on{false};
 std::atomic<unsigned> g_flags{0};
 std::atomic<bool> g_tsc{false};
-constinit thread_local Key t_pending{};
 }  // namespace detail
 
 namespace {
@@ -821,12 +820,12 @@ Pending::Pending(Op* op) noexcept : exceptions_(std::uncaught_exceptions()) {
     // stream_op's slot, unless this thread recorded something since (a misuse: the record is lost).
     if (!b || !b->current || op != &b->current->ops[b->used]) return;
     const JoinKey k = join_key(*op);
-    detail::t_pending = Key{k.track, k.node, k.op, op->enqueue_ns};
+    key_ = Key{k.track, k.node, k.op, op->enqueue_ns};
     b->publish();
 }
 
 Pending::~Pending() {
-    const Key left = take_pending();
+    const Key& left = key_;
     if (!left) return;
     if (std::uncaught_exceptions() > exceptions_) {  // nothing was queued: the description is withdrawn
         if (ThreadBuffer* b = local_buffer()) {
@@ -838,10 +837,7 @@ Pending::~Pending() {
                 b->publish();
             }
         }
-        return;
     }
-    const int64_t at = now();
-    finish(left, at, at, Status::ok);
 }
 
 void memory_counter(const std::string& device, uint64_t allocated, uint64_t reserved) noexcept {

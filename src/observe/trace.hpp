@@ -53,20 +53,9 @@ struct Op {
 /// Out of memory: "".
 const char* intern(const char* text) noexcept;
 
-/// An operation queued on a stream while a trace is written, as its backend stamps it: the writer joins the stamps
-/// (finish) to the description written where the operation was queued by (track, op). track 0: none.
-struct Key {
-    uint32_t track = 0;
-    uint32_t node = 0;       ///< a graph node queued as an operation of its own (a core replay): its index + 1
-    uint64_t op = 0;
-    int64_t enqueue_ns = 0;  ///< for records the backend derives from it (graph nodes' queued_us)
-    explicit operator bool() const noexcept { return track != 0; }
-};
-
 namespace detail {
 extern std::atomic<bool> g_on;
 extern std::atomic<unsigned> g_flags;
-extern constinit thread_local Key t_pending;
 }  // namespace detail
 
 /// The one branch an operation pays when no trace is written: a relaxed load of a global flag.
@@ -93,17 +82,6 @@ inline int64_t now() noexcept {
 /// Called when the object is created (trace on or off): one relaxed increment.
 uint32_t next_track() noexcept;
 uint64_t next_id() noexcept;
-
-/// The operation a backend queues next on this thread, handed over by the core (Pending): a backend that stamps
-/// operations takes it in the *_impl call that queues the work, and gives it to finish() when the work has run.
-/// A backend that queues nothing (a record complete at once, a wait implied by stream order) leaves it: the core
-/// then records it as complete at once. Call it only when on(): a thread-local access is not free in a shared
-/// library.
-inline Key take_pending() noexcept { return std::exchange(detail::t_pending, Key{}); }
-
-/// Whether this thread is handing a record to the *_impl call it makes (a trace is on and the core described it):
-/// a backend then queues the operation even where it would elide it, so that its span lies in stream order.
-inline bool pending() noexcept { return on() && detail::t_pending.track != 0; }
 
 /// The work of `key` ran from `start_ns` to `end_ns` (any thread): three stamps appended to the calling thread's
 /// buffer, joined by the writer to the operation's description. A trace stopped meanwhile drops it. Never throws,
@@ -135,29 +113,33 @@ Op* graph_op(Stream& stream, uint64_t op, uint64_t graph, size_t nodes) noexcept
 /// ("kernel", "memcpy", "memset", "host"), `name` the kernel's name or the node's label.
 Op* graph_node_op(Stream& stream, uint64_t op, size_t node, const char* type, const char* name) noexcept;
 
-/// Publishes `op` (stream_op's slot, or null) and hands its key to the *_impl call made while it lives
-/// (take_pending); whatever the call left is recorded as complete at once — unless the call threw, then nothing was
-/// queued and the description is withdrawn.
+/// Publishes `op` (stream_op's slot, or null) for the *_impl call made while it lives, which is handed key() (empty
+/// when `op` is null: that operation is missing from the trace); if the call throws, nothing was queued and the
+/// description is withdrawn.
 class Pending {
 public:
     explicit Pending(Op* op) noexcept;
     ~Pending();
     Pending(const Pending&) = delete;
     Pending& operator=(const Pending&) = delete;
+    const Key& key() const noexcept { return key_; }
 
 private:
+    Key key_;
     int exceptions_;
 };
 
-/// The core's enqueue hook: `enqueue()` alone when no trace is written (one branch); else the record that
-/// `describe()` returns (an Op* from stream_op) is pending for the *_impl call that `enqueue()` makes.
+/// The core's enqueue hook, the one test an operation pays for the trace: `queue_it(Key{})` when no trace is
+/// written; else `queue_it(key)` with the key of the record that `describe()` returns (an Op* from stream_op). The
+/// key travels with the operation (backend::Queue's `traced`), so a backend tests nothing more: the cpu queue
+/// stores it in the task, whose dispatch code sends a traced task to the stamping path.
 template <class Describe, class Enqueue>
 inline void enqueue(Describe&& describe, Enqueue&& queue_it) {
     if (on()) [[unlikely]] {
         Pending pending(describe());
-        queue_it();
+        queue_it(pending.key());
     } else {
-        queue_it();
+        queue_it(Key{});
     }
 }
 

@@ -197,15 +197,17 @@ private:
     public:
         explicit CpuQueueHandle(std::shared_ptr<CpuQueue> q) : q_(std::move(q)) {}
         ~CpuQueueHandle() override { q_->synchronize_impl(); }
-        void copy_impl(void* d, const void* s, size_t n, backend::CopyKind k) override { q_->copy_impl(d, s, n, k); }
-        void fill_impl(void* d, uint8_t v, size_t n) override { q_->fill_impl(d, v, n); }
-        void host_call_impl(const backend::HostCall& c) override { q_->host_call_impl(c); }
-        void launch_impl(const std::shared_ptr<backend::Function>& f, const backend::LaunchShape& s, void* const* a,
-                         const backend::LaunchReport& r) override {
-            q_->launch_impl(f, s, a, r);
+        void copy_impl(void* d, const void* s, size_t n, backend::CopyKind k, const trace::Key& t) override {
+            q_->copy_impl(d, s, n, k, t);
         }
-        void record_impl(backend::Event& e) override { q_->record_impl(e); }
-        void wait_impl(backend::Event& e) override { q_->wait_impl(e); }
+        void fill_impl(void* d, uint8_t v, size_t n, const trace::Key& t) override { q_->fill_impl(d, v, n, t); }
+        void host_call_impl(const backend::HostCall& c, const trace::Key& t) override { q_->host_call_impl(c, t); }
+        void launch_impl(const std::shared_ptr<backend::Function>& f, const backend::LaunchShape& s, void* const* a,
+                         const backend::LaunchReport& r, const trace::Key& t) override {
+            q_->launch_impl(f, s, a, r, t);
+        }
+        void record_impl(backend::Event& e, const trace::Key& t) override { q_->record_impl(e, t); }
+        void wait_impl(backend::Event& e, const trace::Key& t) override { q_->wait_impl(e, t); }
         void synchronize_impl() override { q_->synchronize_impl(); }
         bool query_impl() override { return q_->query_impl(); }
         uint64_t position_impl() override { return q_->position_impl(); }
@@ -214,8 +216,8 @@ private:
         void bind_error_slot_impl(AsyncErrorSlot* slot) override { q_->bind_error_slot_impl(slot); }
         void release_kernels_impl() override { q_->release_kernels_impl(); }
         void launch_graph_impl(const std::shared_ptr<backend::GraphExecutable>& g,
-                               const backend::LaunchReport& r) override {
-            q_->launch_graph_impl(g, r);
+                               const backend::LaunchReport& r, const trace::Key& t) override {
+            q_->launch_graph_impl(g, r, t);
         }
 
     private:

@@ -63,7 +63,7 @@ CpuQueue::CpuQueue(Executor& executor, unsigned long long stream_min_bytes)
 CpuQueue::~CpuQueue() = default;
 
 template <class Fill>
-uint64_t CpuQueue::emplace(Fill&& fill, const std::shared_ptr<backend::Function>* launched) {
+uint64_t CpuQueue::emplace(Fill&& fill, const trace::Key& traced, const std::shared_ptr<backend::Function>* launched) {
     bool schedule = false;
     uint64_t seq;
     {
@@ -75,15 +75,11 @@ uint64_t CpuQueue::emplace(Fill&& fill, const std::shared_ptr<backend::Function>
         }
         Task& task = ring_[tail_ & (ring_.size() - 1)];  // moved-from by run(): owns nothing
         fill(task);
-        // Always written: the slot may be moved-from.
-        task.trace_track = 0;
-        if (trace::on()) [[unlikely]] {
-            const trace::Key key = trace::take_pending();
-            task.trace_track = key.track;
-            task.trace_node = key.node;
-            task.trace_op = key.op;
-            if (task.type == Task::Type::graph) task.graph.trace_enqueue_ns = key.enqueue_ns;
-        }
+        // Written whether or not a trace is written, without a test (the core's was the one): a traced task carries
+        // its mark in `dispatch`.
+        task.trace = traced;
+        task.dispatch = static_cast<uint8_t>(static_cast<uint8_t>(task.type) |
+                                             static_cast<uint8_t>((traced.track != 0) * Task::kTraced));
         if (launched && launched->get() != last_function_.get()) {
             task.ref = std::move(last_function_);
             last_function_ = *launched;
@@ -100,34 +96,34 @@ uint64_t CpuQueue::emplace(Fill&& fill, const std::shared_ptr<backend::Function>
     return seq;
 }
 
-uint64_t CpuQueue::push(Task&& task) {
-    return emplace([&](Task& slot) { slot = std::move(task); });
+uint64_t CpuQueue::push(Task&& task, const trace::Key& traced) {
+    return emplace([&](Task& slot) { slot = std::move(task); }, traced);
 }
 
-void CpuQueue::copy_impl(void* dst, const void* src, size_t bytes, backend::CopyKind) {
+void CpuQueue::copy_impl(void* dst, const void* src, size_t bytes, backend::CopyKind, const trace::Key& traced) {
     Task t;
     t.type = Task::Type::copy;
     t.memory = {dst, src, bytes};
-    push(std::move(t));
+    push(std::move(t), traced);
 }
 
-void CpuQueue::fill_impl(void* dst, uint8_t value, size_t bytes) {
+void CpuQueue::fill_impl(void* dst, uint8_t value, size_t bytes, const trace::Key& traced) {
     Task t;
     t.type = Task::Type::fill;
     t.memory = {dst, nullptr, bytes};
     t.value = value;
-    push(std::move(t));
+    push(std::move(t), traced);
 }
 
-void CpuQueue::host_call_impl(const backend::HostCall& call) {
+void CpuQueue::host_call_impl(const backend::HostCall& call, const trace::Key& traced) {
     Task t;
     t.type = Task::Type::host_call;
     t.call = call;
-    push(std::move(t));
+    push(std::move(t), traced);
 }
 
 void CpuQueue::launch_impl(const std::shared_ptr<backend::Function>& function, const backend::LaunchShape& shape,
-                           void* const* args, const backend::LaunchReport& report) {
+                           void* const* args, const backend::LaunchReport& report, const trace::Key& traced) {
     // Written in place: a task record is a few cache lines, and this is the path a launch loop takes.
     emplace(
         [&](Task& t) {
@@ -135,17 +131,17 @@ void CpuQueue::launch_impl(const std::shared_ptr<backend::Function>& function, c
             t.launch = {static_cast<const CpuFunction*>(function.get()), shape, report};
             t.args.pack(function->arg_sizes(), args);
         },
-        &function);
+        traced, &function);
 }
 
 void CpuQueue::launch_graph_impl(const std::shared_ptr<backend::GraphExecutable>& graph,
-                                 const backend::LaunchReport& report) {
+                                 const backend::LaunchReport& report, const trace::Key& traced) {
     auto* g = static_cast<CpuGraph*>(graph.get());  // only this backend's executables reach its queues
     emplace([&](Task& t) {
         t.type = Task::Type::graph;
-        t.graph = {g, report, g->has_host_nodes(), 0};
+        t.graph = {g, report, g->has_host_nodes()};
         t.ref = graph;
-    });
+    }, traced);
 }
 
 void CpuQueue::release_kernels_impl() {
@@ -161,16 +157,17 @@ void CpuQueue::release_kernels_impl() {
     emplace([&](Task& t) {
         t.type = Task::Type::release;
         t.ref = std::move(last_function_);
-    });
+    }, trace::Key{});
 }
 
-void CpuQueue::record_impl(backend::Event& event) {
+void CpuQueue::record_impl(backend::Event& event, const trace::Key& traced) {
     const std::shared_ptr<EventState>& ev = static_cast<CpuEvent&>(event).state();
     std::lock_guard elock(ev->mutex);  // order: event, then queue
     {
         std::lock_guard lock(mutex_);
-        if (completed_.load(std::memory_order_acquire) == submitted_.load(std::memory_order_relaxed) &&
-            !trace::pending()) {  // traced: a task, so that its span lies in stream order
+        // Traced: a task, so that its span lies in stream order (`&`: one test).
+        if ((completed_.load(std::memory_order_acquire) == submitted_.load(std::memory_order_relaxed)) &
+            !traced) {
             // Nothing pending: the event is complete at once (LLVM offload's olCreateEvent does the same), and
             // carries the failure the stream has not reported yet, if any.
             ev->record.reset();
@@ -190,10 +187,10 @@ void CpuQueue::record_impl(backend::Event& event) {
     t.type = Task::Type::record;
     t.ref = r;  // the task owns its record: the event may be recorded again, or destroyed, before it runs
     ev->record = r;
-    r->seq = push(std::move(t));  // read by waits and synchronize under ev->mutex, which is still held
+    r->seq = push(std::move(t), traced);  // read by waits and synchronize under ev->mutex, which is still held
 }
 
-void CpuQueue::wait_impl(backend::Event& event) {
+void CpuQueue::wait_impl(backend::Event& event, const trace::Key& traced) {
     std::shared_ptr<RecordState> r = static_cast<CpuEvent&>(event).state()->latest();
     bool needed = true;
     if (!r) {
@@ -205,14 +202,14 @@ void CpuQueue::wait_impl(backend::Event& event) {
         needed = false;  // implied by stream order (and this stream's own failure skips what follows)
     }
     if (!needed) {
-        if (!trace::pending()) return;
+        if (!traced) return;
         r = std::make_shared<RecordState>();  // traced: a task that waits for nothing, so its span lies in stream order
     }
     Task t;
     t.type = Task::Type::wait;
     t.dep_seq = r->queue ? r->seq : 0;
     t.ref = std::move(r);
-    push(std::move(t));
+    push(std::move(t), traced);
 }
 
 void CpuQueue::notify_at_impl(uint64_t position) {
@@ -297,20 +294,12 @@ void CpuQueue::run(uint64_t limit, size_t budget, bool host) {
     }
 }
 
-void CpuQueue::execute(Task& t) {
-    if (t.trace_track) [[unlikely]] {
-        execute_traced(t);
-        return;
-    }
-    run_task(t, nullptr);
-}
-
 void CpuQueue::execute_traced(Task& t) {
-    const trace::Key key{std::exchange(t.trace_track, 0), t.trace_node, t.trace_op,
-                         t.type == Task::Type::graph ? t.graph.trace_enqueue_ns : 0};
+    const trace::Key key = t.trace;
+    t.dispatch = static_cast<uint8_t>(t.type);  // run as itself
     const bool failed_before = slot_ && slot_->failed();
     const int64_t start = trace::now();
-    run_task(t, &key);
+    execute(t, &key);
     const int64_t end = trace::now();
     trace::Status status = trace::Status::ok;
     if (failed_before && t.type != Task::Type::record && t.type != Task::Type::wait) status = trace::Status::skipped;
@@ -318,36 +307,38 @@ void CpuQueue::execute_traced(Task& t) {
     trace::finish(key, start, end, status);
 }
 
-void CpuQueue::run_task(Task& t, const trace::Key* traced) {
-    // Work queued behind a failure that has not been reported yet is skipped (records and waits still run:
-    // they carry the failure on). One acquire load per task.
-    if (t.type == Task::Type::release) {  // bookkeeping, not an operation of the stream: never counted as skipped
-        t.ref.reset();
-        return;
-    }
-    if (slot_ && slot_->failed() && t.type != Task::Type::record && t.type != Task::Type::wait) {
-        slot_->count_skipped();
-        t.ref.reset();
-        return;
-    }
-    switch (t.type) {
-        case Task::Type::copy:
+bool CpuQueue::skip_after_failure(Task& t) {
+    if (!slot_ || !slot_->failed()) return false;  // one acquire load per task
+    slot_->count_skipped();
+    t.ref.reset();
+    return true;
+}
+
+void CpuQueue::execute(Task& t, const trace::Key* traced) {
+    // Work queued behind a failure that has not been reported yet is skipped (records and waits still run: they
+    // carry the failure on; a release is bookkeeping, not an operation of the stream, never counted as skipped).
+    using Type = Task::Type;
+    switch (t.dispatch) {
+        case static_cast<uint8_t>(Type::copy):
+            if (skip_after_failure(t)) return;
             run_copy(executor_, t.memory.dst, t.memory.src, t.memory.bytes);
             break;
-        case Task::Type::fill:
+        case static_cast<uint8_t>(Type::fill):
+            if (skip_after_failure(t)) return;
             run_fill(executor_, t.memory.dst, t.value, t.memory.bytes);
             break;
-        case Task::Type::host_call:
+        case static_cast<uint8_t>(Type::host_call):
+            if (skip_after_failure(t)) return;
             backend::run_host_call(t.call);
             break;
-        case Task::Type::record: {
+        case static_cast<uint8_t>(Type::record): {
             // Published by this task's completion (readers look only once it has completed).
             RecordState& r = *t.dep_record();
             if (slot_ && slot_->failed()) r.code = slot_->peek(&r.message);
             r.time_ns = now_ns();
             break;
         }
-        case Task::Type::wait: {
+        case static_cast<uint8_t>(Type::wait): {
             // Its dependency completed before it was taken. A failed producer fails its consumer.
             const RecordState& r = *t.dep_record();
             if (r.code != RT_SUCCESS && slot_ && !slot_->failed())
@@ -355,12 +346,14 @@ void CpuQueue::run_task(Task& t, const trace::Key* traced) {
                            "on " + r.message);
             break;
         }
-        case Task::Type::release:  // handled above
+        case static_cast<uint8_t>(Type::release):
             break;
-        case Task::Type::graph:
+        case static_cast<uint8_t>(Type::graph):
+            if (skip_after_failure(t)) return;
             t.graph.graph->replay(executor_, t.graph.report, stream_min_bytes_, traced);
             break;
-        case Task::Type::launch: {
+        case static_cast<uint8_t>(Type::launch): {
+            if (skip_after_failure(t)) return;
             const CpuFunction& function = *t.launch.function;
             const std::vector<size_t>& sizes = function.arg_sizes();
             void* inline_pointers[32];
@@ -371,6 +364,9 @@ void CpuQueue::run_task(Task& t, const trace::Key* traced) {
             run_kernel(executor_, function, t.launch.shape, pointers, t.launch.report, stream_min_bytes_);
             break;
         }
+        default:  // type | kTraced
+            execute_traced(t);
+            return;
     }
     t.ref.reset();
 }

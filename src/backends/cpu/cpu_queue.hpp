@@ -73,15 +73,15 @@ struct Task {
         CpuGraph* graph;  // kept alive by `ref`
         backend::LaunchReport report;
         bool host_nodes;  // graph->has_host_nodes(): host threads leave it to the executors
-        int64_t trace_enqueue_ns;  // traced: when it was queued (its node spans' queued_us)
     };
+    /// Set in `dispatch` for a task the trace describes: the executor's switch on `dispatch` sends it to the
+    /// stamping path (its bounds check is the only test, so an untraced task pays nothing for the trace).
+    static constexpr uint8_t kTraced = 0x80;
 
     Type type = Type::copy;
-    uint8_t value = 0;  // fill
-    // While a trace is written: the operation's trace key (trace.hpp), stamped by execute. 0: not traced.
-    uint32_t trace_track = 0;
-    uint32_t trace_node = 0;
-    uint64_t trace_op = 0;
+    uint8_t dispatch = 0;  // type, | kTraced when traced (written by emplace)
+    uint8_t value = 0;     // fill
+    trace::Key trace;      // traced: the operation's trace key (trace.hpp), taken where it was queued
     uint64_t seq = 0;
     std::shared_ptr<void> ref;  // record and wait: the RecordState written or waited for; launch: the function
                                 // launched before it on this queue, when it changed (see last_function_);
@@ -107,16 +107,16 @@ public:
     CpuQueue(Executor& executor, unsigned long long stream_min_bytes);
     ~CpuQueue() override;
 
-    void copy_impl(void* dst, const void* src, size_t bytes, backend::CopyKind kind) override;
-    void fill_impl(void* dst, uint8_t value, size_t bytes) override;
-    void host_call_impl(const backend::HostCall& call) override;
+    void copy_impl(void* dst, const void* src, size_t bytes, backend::CopyKind kind, const trace::Key& traced) override;
+    void fill_impl(void* dst, uint8_t value, size_t bytes, const trace::Key& traced) override;
+    void host_call_impl(const backend::HostCall& call, const trace::Key& traced) override;
     void launch_impl(const std::shared_ptr<backend::Function>& function, const backend::LaunchShape& shape,
-                     void* const* args, const backend::LaunchReport& report) override;
+                     void* const* args, const backend::LaunchReport& report, const trace::Key& traced) override;
     /// `graph` is a CpuGraph (the cpu device's compile_graph_impl): one task that replays it.
     void launch_graph_impl(const std::shared_ptr<backend::GraphExecutable>& graph,
-                           const backend::LaunchReport& report) override;
-    void record_impl(backend::Event& event) override;
-    void wait_impl(backend::Event& event) override;
+                           const backend::LaunchReport& report, const trace::Key& traced) override;
+    void record_impl(backend::Event& event, const trace::Key& traced) override;
+    void wait_impl(backend::Event& event, const trace::Key& traced) override;
     void synchronize_impl() override;
     bool query_impl() override;
     uint64_t position_impl() override;
@@ -141,16 +141,18 @@ private:
     /// runnable; returns its sequence number. `launched`: the function of a launch task, whose lifetime
     /// the queue takes over.
     template <class Fill>
-    uint64_t emplace(Fill&& fill, const std::shared_ptr<backend::Function>* launched = nullptr);
-    uint64_t push(Task&& task);
+    uint64_t emplace(Fill&& fill, const trace::Key& traced, const std::shared_ptr<backend::Function>* launched = nullptr);
+    uint64_t push(Task&& task, const trace::Key& traced);
     /// Runs tasks in order while owning the queue (state_ == running) up to `limit`, at most `budget` tasks.
     /// `host`: the caller is a host thread helping inside a synchronize: it stops before a host function (or a graph
     /// with host nodes) and hands the queue to an executor (host functions run on runtime threads only).
     void run(uint64_t limit, size_t budget, bool host);
-    void execute(Task& task);
+    /// Runs `task` (by `dispatch`: a traced task goes through execute_traced, which stamps it and runs it).
+    /// `traced`: the key of the traced task being run, for a graph launch's node spans (null: not traced).
+    void execute(Task& task, const trace::Key* traced = nullptr);
     void execute_traced(Task& task);
-    /// `traced`: a graph launch's trace key, for its node spans (null: not traced).
-    void run_task(Task& task, const trace::Key* traced);
+    /// A task queued behind a failure not reported yet: counted as skipped, its references dropped.
+    bool skip_after_failure(Task& task);
     void complete(uint64_t seq);
     /// Registers `waiter` to be rescheduled when task `seq` of this queue completes; false if it already has.
     bool add_waiter(const std::shared_ptr<CpuQueue>& waiter, uint64_t seq);

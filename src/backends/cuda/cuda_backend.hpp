@@ -182,19 +182,19 @@ class CudaQueue final : public backend::Queue {
 public:
     explicit CudaQueue(CudaDevice& device);
     ~CudaQueue() override;
-    void copy_impl(void* dst, const void* src, size_t bytes, backend::CopyKind kind) override;
-    void fill_impl(void* dst, uint8_t value, size_t bytes) override;
-    void host_call_impl(const backend::HostCall& call) override;
-    void record_impl(backend::Event& event) override;
-    void wait_impl(backend::Event& event) override;
+    void copy_impl(void* dst, const void* src, size_t bytes, backend::CopyKind kind, const trace::Key& traced) override;
+    void fill_impl(void* dst, uint8_t value, size_t bytes, const trace::Key& traced) override;
+    void host_call_impl(const backend::HostCall& call, const trace::Key& traced) override;
+    void record_impl(backend::Event& event, const trace::Key& traced) override;
+    void wait_impl(backend::Event& event, const trace::Key& traced) override;
     void wait_native_impl(void* native) override;
     void launch_impl(const std::shared_ptr<backend::Function>& function, const backend::LaunchShape& shape,
-                     void* const* args, const backend::LaunchReport& report) override;
+                     void* const* args, const backend::LaunchReport& report, const trace::Key& traced) override;
     /// One cuGraphLaunch of a CudaGraph. The queue keeps nothing of it: the driver keeps what a launch in flight
     /// runs (an executable graph destroyed meanwhile is freed once it completed) and the device keeps its host
     /// nodes' data (GraphHostNodes), so updates of the executable graph never wait for its launches.
     void launch_graph_impl(const std::shared_ptr<backend::GraphExecutable>& graph,
-                           const backend::LaunchReport& report) override;
+                           const backend::LaunchReport& report, const trace::Key& traced) override;
     void synchronize_impl() override;
     bool query_impl() override;
     /// Positions are marker events recorded on the stream (only when work was queued since the last one).
@@ -211,11 +211,11 @@ private:
     /// A failed synchronize/query: stores the failure in the stream's slot naming the last kernel launched,
     /// and marks the device lost when the error is sticky. Never throws (called from destructors too).
     void report_async(CUresult r, const char* what) noexcept;
-    /// Every *_impl that queued work calls it last: takes the operation's trace record, if any (trace.hpp).
-    void enqueued() {
+    /// Every *_impl that queued work calls it last, with the operation's trace key (empty when untraced, and for
+    /// work queued before the operation's own).
+    void enqueued(const trace::Key& traced) {
         dirty_.store(true, std::memory_order_relaxed);
-        if (trace::on()) [[unlikely]]
-            if (const trace::Key key = trace::take_pending()) trace_completion(key);
+        if (traced) [[unlikely]] trace_completion(traced);
     }
     /// Times a traced operation just queued without GPU timestamps: a host function queued behind it stamps its end
     /// when the stream gets there; its start is the later of its enqueue and the previous traced end (the stream runs

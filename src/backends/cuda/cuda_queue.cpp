@@ -111,7 +111,7 @@ CudaQueue::~CudaQueue() {
     d_.cuStreamDestroy(stream_);
 }
 
-void CudaQueue::copy_impl(void* dst, const void* src, size_t bytes, backend::CopyKind kind) {
+void CudaQueue::copy_impl(void* dst, const void* src, size_t bytes, backend::CopyKind kind, const trace::Key& traced) {
     device_.enter();
     auto D = [](const void* p) { return reinterpret_cast<CUdeviceptr>(p); };
     switch (kind) {
@@ -138,16 +138,16 @@ void CudaQueue::copy_impl(void* dst, const void* src, size_t bytes, backend::Cop
             break;
         }
     }
-    enqueued();
+    enqueued(traced);
 }
 
-void CudaQueue::fill_impl(void* dst, uint8_t value, size_t bytes) {
+void CudaQueue::fill_impl(void* dst, uint8_t value, size_t bytes, const trace::Key& traced) {
     device_.enter();
     CU_DEVICE_CHECK(device_, cuMemsetD8Async(reinterpret_cast<CUdeviceptr>(dst), value, bytes, stream_));
-    enqueued();
+    enqueued(traced);
 }
 
-void CudaQueue::host_call_impl(const backend::HostCall& call) {
+void CudaQueue::host_call_impl(const backend::HostCall& call, const trace::Key& traced) {
     device_.enter();
     auto work = std::make_unique<HostWork>();
     work->call = call;
@@ -159,7 +159,7 @@ void CudaQueue::host_call_impl(const backend::HostCall& call) {
         if (call.slot) pending_host_calls_.fetch_sub(1);
         throw;
     }
-    enqueued();
+    enqueued(traced);
 }
 
 void CudaQueue::launch_host_work(std::unique_ptr<HostWork> work, const char* what) {
@@ -187,7 +187,7 @@ void CudaQueue::trace_completion(const trace::Key& key) noexcept {
     }
 }
 
-void CudaQueue::record_impl(backend::Event& event) {
+void CudaQueue::record_impl(backend::Event& event, const trace::Key& traced) {
     auto& e = static_cast<CudaEvent&>(event);
     if (&e.device() != &device_)
         fail(RT_ERROR_INVALID_VALUE, "an event of %s cannot be recorded on a stream of %s (CUDA records an event only "
@@ -208,12 +208,11 @@ void CudaQueue::record_impl(backend::Event& event) {
             if (slot->failed()) r->code = slot->peek(&r->message);
         };
         launch_host_work(std::move(work), "cuLaunchHostFunc (event record)");
-        enqueued();  // positions taken from now on come after the capture
+        enqueued(trace::Key{});  // positions taken from now on come after the capture
     }
     CU_DEVICE_CHECK(device_, cuEventRecord(e.handle(), stream_));
     e.set_record(std::move(r));
-    if (trace::on()) [[unlikely]]
-        if (const trace::Key key = trace::take_pending()) trace_completion(key);
+    if (traced) [[unlikely]] trace_completion(traced);
 }
 
 void CudaQueue::wait_native_impl(void* native) {
@@ -230,14 +229,14 @@ void CudaQueue::wait_native_impl(void* native) {
     }
     d_.cuEventDestroy(ev);
     device_.check(r, what);
-    enqueued();
+    enqueued(trace::Key{});
 }
 
-void CudaQueue::wait_impl(backend::Event& event) {
+void CudaQueue::wait_impl(backend::Event& event, const trace::Key& traced) {
     device_.enter();
     auto& e = static_cast<CudaEvent&>(event);
     CU_DEVICE_CHECK(device_, cuStreamWaitEvent(stream_, e.handle(), 0));
-    enqueued();
+    enqueued(traced);
     // A failed producer fails this stream, in stream order: its later host functions are skipped and its next
     // synchronize reports "dependency failed" (its kernels and copies are already the GPU's).
     std::shared_ptr<CudaRecord> r = e.record();
@@ -265,7 +264,7 @@ void CudaQueue::wait_impl(backend::Event& event) {
         pending_host_calls_.fetch_sub(1);
         throw;
     }
-    enqueued();
+    enqueued(trace::Key{});
 }
 
 LaunchParams::LaunchParams(const CudaFunction& f, const backend::LaunchShape& shape, void* const* args)
@@ -292,7 +291,7 @@ LaunchParams::LaunchParams(const CudaFunction& f, const backend::LaunchShape& sh
 }
 
 void CudaQueue::launch_impl(const std::shared_ptr<backend::Function>& function, const backend::LaunchShape& shape,
-                            void* const* args, const backend::LaunchReport& report) {
+                            void* const* args, const backend::LaunchReport& report, const trace::Key& traced) {
     device_.enter();
     auto& f = static_cast<CudaFunction&>(*function);
     // The values are copied by cuLaunchKernel before it returns.
@@ -321,15 +320,15 @@ void CudaQueue::launch_impl(const std::shared_ptr<backend::Function>& function, 
         last_op_ = report.op_index;
     }
     launched_.store(true, std::memory_order_relaxed);
-    enqueued();
+    enqueued(traced);
 }
 
 void CudaQueue::launch_graph_impl(const std::shared_ptr<backend::GraphExecutable>& graph,
-                                  const backend::LaunchReport& report) {
+                                  const backend::LaunchReport& report, const trace::Key& traced) {
     device_.enter();
     auto& g = static_cast<CudaGraph&>(*graph);  // the core passes only executables of this queue's device
     g.launch(stream_, report, &pending_host_calls_);
-    enqueued();
+    enqueued(traced);
     if (std::shared_ptr<const GraphKernels> kernels = g.kernels()) {
         // Its kernel nodes name a fault reported later (a graph without kernels leaves the last kernel named).
         std::shared_ptr<const GraphKernels> previous;  // released after the lock
