@@ -54,13 +54,8 @@ void Executor::schedule(std::shared_ptr<CpuQueue> queue) {
 }
 
 void Executor::Job::run_pieces() {
-    for (;;) {
-        size_t p = next.fetch_add(1, std::memory_order_relaxed);
-        if (p >= pieces) return;
-        size_t begin = p * grain;
-        fn(begin, std::min(n, begin + grain));
-        done.fetch_add(1, std::memory_order_release);
-    }
+    auto never = [] { return false; };
+    run_pieces_until(never);
 }
 
 void Executor::parallel_for(size_t n, size_t grain, FunctionRef<void(size_t, size_t)> fn) {
@@ -85,6 +80,33 @@ void Executor::parallel_for(size_t n, size_t grain, FunctionRef<void(size_t, siz
     // No helper can join now; wait for those inside (each finishes at most one piece).
     while (job.done.load(std::memory_order_acquire) < job.pieces || job.helpers.load(std::memory_order_acquire) > 0)
         cpu_relax();
+}
+
+void Executor::Job::run_pieces_until(FunctionRef<bool()> enough) {
+    while (!enough()) {
+        size_t p = next.fetch_add(1, std::memory_order_relaxed);
+        if (p >= pieces) return;
+        size_t begin = p * grain;
+        fn(begin, std::min(n, begin + grain));
+        done.fetch_add(1, std::memory_order_release);
+    }
+}
+
+bool Executor::help_job(FunctionRef<bool()> enough) {
+    Job* job = nullptr;
+    {
+        std::lock_guard lock(mutex_);
+        for (Job* j : jobs_)
+            if (j->joinable()) {
+                job = j;
+                job->helpers.fetch_add(1, std::memory_order_relaxed);
+                break;
+            }
+    }
+    if (!job) return false;
+    job->run_pieces_until(enough);
+    job->helpers.fetch_sub(1, std::memory_order_release);
+    return true;
 }
 
 void Executor::share(SharedWork& work) {

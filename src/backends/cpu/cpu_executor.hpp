@@ -78,6 +78,13 @@ public:
     /// from executors and host threads alike.
     void parallel_for(size_t n, size_t grain, FunctionRef<void(size_t, size_t)> fn);
 
+    /// Runs pieces of one parallel_for that has pieces left and room for a helper, in the place of an executor: a
+    /// host thread waiting for a queue an executor runs (CpuQueue::wait_until) works instead of spinning beside the
+    /// executors, and the launch does not wait for a parked executor to wake. Returns after a piece once `enough()`
+    /// (the waiter's target reached: it does not stay on for another stream's long launch), or when no pieces are
+    /// left; false when there was no job to help.
+    bool help_job(FunctionRef<bool()> enough);
+
     /// Publishes `work`: from now on idle executors (at most thread_count() - 1 at a time: its owner is the other
     /// participant) call work.help() whenever work.has_work(). Thread-safe.
     void share(SharedWork& work);
@@ -95,6 +102,7 @@ private:
         std::atomic<int> helpers{0};  // executors inside run_pieces; changed under mutex_ when joining
         int max_helpers = 0;
         void run_pieces();
+        void run_pieces_until(FunctionRef<bool()> enough);
         /// Pieces left and room for another helper (read under mutex_).
         bool joinable() const {
             return next.load(std::memory_order_relaxed) < pieces && helpers.load(std::memory_order_relaxed) < max_helpers;

@@ -443,7 +443,10 @@ void CpuQueue::wait_until(uint64_t target, bool park_at_once) {
             attended_.fetch_sub(1);
             continue;
         }
-        // An executor is running it: spin briefly, then park until a completion signals.
+        // An executor is running it: help its launch's pieces if it has room (or any launch's: the cores are as
+        // busy either way), else spin briefly, then park until a completion signals.
+        auto reached = [&] { return completed_.load(std::memory_order_acquire) >= target; };
+        if (executor_.help_job(reached)) continue;
         uint32_t seen = signal_.load();
         if (!park_at_once) {
             int64_t until = now_ns() + kSpinNanoseconds;
