@@ -64,12 +64,31 @@ std::atomic<int64_t> g_calibration_ns{0};
 std::mutex& g_resolvers_mutex = *new std::mutex;
 std::vector<std::pair<uint64_t, Resolver>>& g_resolvers = *new std::vector<std::pair<uint64_t, Resolver>>;
 uint64_t g_resolver_ids = 0;  // g_resolvers_mutex
+/// The last stamps of resolvers removed (remove_resolver), for the writer's next flush (g_resolvers_mutex).
+struct LateStamps final : Sink {
+    struct Stamp {
+        Key key;
+        int64_t start_ns, end_ns;
+        Status status;
+    };
+    std::vector<Stamp> stamps;
+    void finish(const Key& key, int64_t start_ns, int64_t end_ns, Status status) noexcept override {
+        if (!key) return;
+        try {
+            stamps.push_back({key, start_ns, end_ns, status});
+        } catch (...) {  // out of memory: the span is lost
+        }
+    }
+};
+LateStamps& g_late = *new LateStamps;
 
 /// One pass over the resolvers; returns what they report outstanding.
 size_t run_resolvers(Sink& sink, bool final) {
     std::lock_guard lock(g_resolvers_mutex);
     size_t outstanding = 0;
     for (auto& [id, resolve] : g_resolvers) outstanding += resolve(sink, final);
+    for (const LateStamps::Stamp& st : g_late.stamps) sink.finish(st.key, st.start_ns, st.end_ns, st.status);
+    g_late.stamps.clear();
     return outstanding;
 }
 
@@ -880,16 +899,6 @@ double ns_per_tick() noexcept {
     return static_cast<double>(ns - ns0) / static_cast<double>(ticks - t0);
 }
 
-Sink& direct_sink() noexcept {
-    struct Direct final : Sink {
-        void finish(const Key& key, int64_t start_ns, int64_t end_ns, Status status) noexcept override {
-            trace::finish(key, start_ns, end_ns, status);
-        }
-    };
-    static Direct direct;
-    return direct;
-}
-
 uint64_t add_resolver(Resolver resolver) {
     std::lock_guard lock(g_resolvers_mutex);
     const uint64_t id = ++g_resolver_ids;
@@ -905,6 +914,7 @@ void remove_resolver(uint64_t id) noexcept {
     if (it == g_resolvers.end()) return;
     gone = std::move(it->second);
     g_resolvers.erase(it);
+    gone(g_late, true);
 }
 
 Pending::~Pending() {

@@ -127,8 +127,6 @@ public:
 protected:
     ~Sink() = default;
 };
-/// A Sink that is finish(): for a resolver's owner that stamps outside the writer (a queue going away).
-Sink& direct_sink() noexcept;
 
 /// A backend's "stamp what completed since the last call", for operations whose times it learns only later (cuda:
 /// timing events read after the GPU passed them). The writer calls every registered resolver from its own thread at
@@ -142,8 +140,10 @@ using Resolver = std::function<size_t(Sink& sink, bool final)>;
 constexpr int kStopWaitMs = 2000;
 /// Registers `resolver` (for every later trace too) and returns its id (never 0). Throws std::bad_alloc.
 uint64_t add_resolver(Resolver resolver);
-/// Unregisters resolver `id` (0: none): once it returns, the resolver is not running and never runs again (it waits
-/// for a call in progress: one flush's pass, which never blocks). Never throws.
+/// Unregisters resolver `id` (0: none) after calling it a last time, `final` true, for what its owner still holds
+/// (call it once that work has completed): those stamps reach the writer's next flush, also when a stop is under way.
+/// Once it returns, the resolver is not running and never runs again (it waits for a call in progress: one flush's
+/// pass, which never blocks). Never throws.
 void remove_resolver(uint64_t id) noexcept;
 
 /// Records a span or counter not queued on a stream (api calls, memory counters, graph nodes). Drops it when off.

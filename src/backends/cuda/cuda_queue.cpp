@@ -105,11 +105,10 @@ CudaQueue::CudaQueue(CudaDevice& device) : device_(device), d_(device.driver()) 
 }
 
 CudaQueue::~CudaQueue() {
-    trace::remove_resolver(trace_resolver_);  // no writer pass runs from here on
     device_.enter_quietly();
     d_.cuStreamSynchronize(stream_);  // the core synchronized already; failures were reported there
-    // The last spans, complete now, stamped here rather than lost with the queue (a trace that is off drops them).
-    if (trace_resolver_) resolve_traced(trace::direct_sink(), /*final=*/true);
+    // The last spans, complete now, are stamped by the resolver's last call; no writer pass runs from here on.
+    trace::remove_resolver(trace_resolver_);
     if (trace_dropped_)
         RT_LOG(backend, info, "trace: %llu operations of a stream of %s were left out of traces (too many awaited "
                "their timing events)", static_cast<unsigned long long>(trace_dropped_), device_.info().name.c_str());
@@ -277,8 +276,6 @@ size_t CudaQueue::resolve_traced(trace::Sink& sink, bool final) noexcept {
     if (batch.empty()) return 0;
     device_.enter_quietly();
     const double ns_per_tick = trace::ns_per_tick();
-    // A failure the stream's slot holds (a host function's, a dependency's) marks the spans read from now on.
-    const trace::Status status = slot_ && slot_->failed() ? trace::Status::failed : trace::Status::ok;
     auto at = [&](const TraceAnchor& a, CUevent ev, int64_t* ticks) {
         float ms = 0;
         if (d_.cuEventElapsedTime(&ms, a.event, ev) != CUDA_SUCCESS) return false;
@@ -291,7 +288,9 @@ size_t CudaQueue::resolve_traced(trace::Sink& sink, bool final) noexcept {
         const CUresult r = d_.cuEventQuery(op.after);
         if (r == CUDA_ERROR_NOT_READY && !final) break;  // later ones are behind it on the stream
         int64_t start = 0, end = 0;
-        trace::Status s = status;
+        // The failure the stream's slot holds (a host function's, a dependency's), read once the GPU passed the
+        // operation: a failure earlier in stream order is seen (the slot was set before the stream went on).
+        trace::Status s = slot_ && slot_->failed() ? trace::Status::failed : trace::Status::ok;
         if (r != CUDA_SUCCESS || !at(*op.anchor, op.before, &start) || !at(*op.anchor, op.after, &end)) {
             // Never seen complete (a stop while the GPU runs it), or the context failed: a point in stream order.
             start = end = std::max(op.key.enqueue_ns, trace_last_end_);
