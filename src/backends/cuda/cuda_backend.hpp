@@ -293,7 +293,8 @@ private:
     std::vector<CUevent> trace_spare_;    // timing events for reuse
     std::vector<CUevent> trace_events_;   // every timing event of the pool (destroyed with the queue)
     uint64_t trace_dropped_ = 0;          // operations not timed because kMaxTraced were outstanding
-    uint64_t trace_resolver_ = 0;         // the resolver's id once registered
+    std::once_flag trace_registered_;     // the resolver is registered at the first traced operation
+    uint64_t trace_resolver_ = 0;         // its id
     // The end of the previous span stamped: the resolver's (one pass at a time: the writers', then the destructor's).
     int64_t trace_last_end_ = 0;
     /// After a successful synchronize/query of a stream that launched kernels: a failed rt_assert the device

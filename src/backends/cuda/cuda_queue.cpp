@@ -189,6 +189,11 @@ CudaQueue::TracedOp CudaQueue::trace_before() noexcept {
     if (!trace::pending()) return {};
     TracedOp op;
     try {
+        // Registered outside trace_mutex_: the writer takes the registry's lock, then (in the resolver) trace_mutex_.
+        std::call_once(trace_registered_, [this] {
+            trace_resolver_ =
+                trace::add_resolver([this](trace::Sink& sink, bool final) { return resolve_traced(sink, final); });
+        });
         op.anchor = device_.trace_anchor();
     } catch (...) {  // a driver failure, or out of memory: the core stamps the operation at its enqueue
         return {};
@@ -202,9 +207,6 @@ CudaQueue::TracedOp CudaQueue::trace_before() noexcept {
         } else {
             ++outstanding_;  // trace_recycle gives it back, the resolver once it stamped the pair
             try {
-                if (!trace_resolver_)
-                    trace_resolver_ = trace::add_resolver(
-                        [this](trace::Sink& sink, bool final) { return resolve_traced(sink, final); });
                 for (CUevent* ev : {&op.before, &op.after}) {
                     if (!trace_spare_.empty()) {
                         *ev = trace_spare_.back();
