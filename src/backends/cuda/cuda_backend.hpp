@@ -247,6 +247,8 @@ private:
 
     // ---- tracing (docs/observability.md, "cuda spans"): a traced operation's work is queued between two timing
     // events of the queue's pool; the trace writer's resolver reads them once the GPU passed them. No host function.
+    // Read by the writer's poll rather than at synchronize: programs that never synchronize a stream (or only the
+    // device) still get their spans, a synchronize costs nothing more, and the enqueuing thread never reads events.
     struct TracedOp {
         trace::Key key;
         CUevent before = nullptr, after = nullptr;
