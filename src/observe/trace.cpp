@@ -54,6 +54,42 @@ constexpr int kStampRetries = 3;
 
 std::atomic<uint32_t> g_tracks{0};
 std::atomic<uint64_t> g_ids{0};
+// now() and CLOCK_MONOTONIC when the process's first trace started (ns_per_tick's baseline); set before g_on.
+std::atomic<int64_t> g_calibration_ticks{0};
+std::atomic<int64_t> g_calibration_ns{0};
+
+// Backends' resolvers (trace.hpp), called by the writers under g_resolvers_mutex. Never destroyed: a queue may
+// unregister during the process's exit.
+std::mutex& g_resolvers_mutex = *new std::mutex;
+std::vector<std::pair<uint64_t, Resolver>>& g_resolvers = *new std::vector<std::pair<uint64_t, Resolver>>;
+uint64_t g_resolver_ids = 0;  // g_resolvers_mutex
+/// The last stamps of resolvers removed (remove_resolver), for the writer's next flush (g_resolvers_mutex).
+struct LateStamps final : Sink {
+    struct Stamp {
+        Key key;
+        int64_t start_ns, end_ns;
+        Status status;
+    };
+    std::vector<Stamp> stamps;
+    void finish(const Key& key, int64_t start_ns, int64_t end_ns, Status status) noexcept override {
+        if (!key) return;
+        try {
+            stamps.push_back({key, start_ns, end_ns, status});
+        } catch (...) {  // out of memory: the span is lost
+        }
+    }
+};
+LateStamps& g_late = *new LateStamps;
+
+/// One pass over the resolvers; returns what they report outstanding.
+size_t run_resolvers(Sink& sink, bool final) {
+    std::lock_guard lock(g_resolvers_mutex);
+    size_t outstanding = 0;
+    for (auto& [id, resolve] : g_resolvers) outstanding += resolve(sink, final);
+    for (const LateStamps::Stamp& st : g_late.stamps) sink.finish(st.key, st.start_ns, st.end_ns, st.status);
+    g_late.stamps.clear();
+    return outstanding;
+}
 
 int64_t monotonic_ns() {
     timespec t;
@@ -191,7 +227,7 @@ class Session : public std::enable_shared_from_this<Session> {
 public:
     Session(uint64_t id, std::string path, int fd, unsigned flags)
         : id_(id), path_(std::move(path)), fd_(fd), flags_(flags), pid_(static_cast<int>(::getpid())),
-          t0_(now()), ns0_(monotonic_ns()) {}
+          t0_(now()) {}
 
     uint64_t id() const { return id_; }
     int pid() const { return pid_; }
@@ -250,6 +286,14 @@ private:
         }
         out_.clear();
         measure_rate();
+        // Resolvers stamp first: the descriptions of what they stamp were published before the operations were
+        // queued, so this drain reads them. At a stop, what the GPU still runs gets kStopWaitMs to complete.
+        if (last) {
+            const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(kStopWaitMs);
+            while (run_resolvers(sink_, false) > 0 && std::chrono::steady_clock::now() < until)
+                std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        }
+        run_resolvers(sink_, last);
         std::vector<const ThreadBuffer*> drained;  // dead before their drain: forgotten after it
         for (const auto& b : buffers) {
             const bool dead = !b->alive.load(std::memory_order_acquire);  // then everything it wrote is published
@@ -354,11 +398,7 @@ private:
     /// at each flush against CLOCK_MONOTONIC since the start (1 for a clock that counts nanoseconds already).
     double us(int64_t ticks) const { return static_cast<double>(ticks - t0_) * ns_per_tick_ / 1000.0; }
     double us_between(int64_t from, int64_t to) const { return static_cast<double>(to - from) * ns_per_tick_ / 1000.0; }
-    void measure_rate() {
-        const int64_t ticks = now(), ns = monotonic_ns();
-        if (detail::g_tsc.load(std::memory_order_relaxed) && ticks > t0_ && ns > ns0_)
-            ns_per_tick_ = static_cast<double>(ns - ns0_) / static_cast<double>(ticks - t0_);
-    }
+    void measure_rate() { ns_per_tick_ = ns_per_tick(); }
 
     static void escape(std::string& out, const char* text) {
         for (const char* p = text; *p; ++p) {
@@ -528,8 +568,20 @@ private:
     const unsigned flags_;
     const int pid_;
     const int64_t t0_;   // now() at the start
-    const int64_t ns0_;  // CLOCK_MONOTONIC at the start
     double ns_per_tick_ = 1.0;
+
+    /// Resolvers' stamps, straight into the join (the writer's thread).
+    struct WriterSink final : Sink {
+        explicit WriterSink(Session& s) : session(s) {}
+        void finish(const Key& key, int64_t start_ns, int64_t end_ns, Status status) noexcept override {
+            if (!key) return;
+            try {
+                session.stamps_.push_back({key, start_ns, end_ns, status, 0});
+            } catch (...) {  // out of memory: the span is lost
+            }
+        }
+        Session& session;
+    } sink_{*this};
     std::thread thread_;
 
     std::mutex mutex_;  // stopping_
@@ -824,20 +876,48 @@ Pending::Pending(Op* op) noexcept : exceptions_(std::uncaught_exceptions()) {
     b->publish();
 }
 
+void withdraw(const Key& key) noexcept {
+    if (!key) return;
+    ThreadBuffer* b = local_buffer();
+    if (!b) return;
+    Op* slot = b->reserve();
+    if (!slot) return;
+    slot->cat = Cat::cancel;
+    slot->track = key.track;
+    slot->id = key.node;
+    slot->op = key.op;
+    b->publish();
+}
+
+double ns_per_tick() noexcept {
+    if (!detail::g_tsc.load(std::memory_order_relaxed)) return 1.0;
+    const int64_t t0 = g_calibration_ticks.load(std::memory_order_acquire);
+    const int64_t ns0 = g_calibration_ns.load(std::memory_order_relaxed);
+    const int64_t ticks = now(), ns = monotonic_ns();
+    if (!t0 || ticks <= t0 || ns <= ns0) return 1.0;
+    return static_cast<double>(ns - ns0) / static_cast<double>(ticks - t0);
+}
+
+uint64_t add_resolver(Resolver resolver) {
+    std::lock_guard lock(g_resolvers_mutex);
+    const uint64_t id = ++g_resolver_ids;
+    g_resolvers.emplace_back(id, std::move(resolver));
+    return id;
+}
+
+void remove_resolver(uint64_t id) noexcept {
+    if (id == 0) return;
+    Resolver gone;  // destroyed after the lock (it may own what its owner frees)
+    std::lock_guard lock(g_resolvers_mutex);
+    auto it = std::find_if(g_resolvers.begin(), g_resolvers.end(), [&](const auto& r) { return r.first == id; });
+    if (it == g_resolvers.end()) return;
+    gone = std::move(it->second);
+    g_resolvers.erase(it);
+    gone(g_late, true);
+}
+
 Pending::~Pending() {
-    const Key& left = key_;
-    if (!left) return;
-    if (std::uncaught_exceptions() > exceptions_) {  // nothing was queued: the description is withdrawn
-        if (ThreadBuffer* b = local_buffer()) {
-            if (Op* slot = b->reserve()) {
-                slot->cat = Cat::cancel;
-                slot->track = left.track;
-                slot->id = left.node;
-                slot->op = left.op;
-                b->publish();
-            }
-        }
-    }
+    if (std::uncaught_exceptions() > exceptions_) withdraw(key_);  // nothing was queued: the description is withdrawn
 }
 
 void memory_counter(const std::string& device, uint64_t allocated, uint64_t reserved) noexcept {
@@ -879,6 +959,8 @@ void start(const char* path, unsigned flags) {
     }
     if (!g_exit_handler) {  // the first trace of the process
         detail::g_tsc.store(kernel_clock_is_tsc(), std::memory_order_relaxed);
+        g_calibration_ns.store(monotonic_ns(), std::memory_order_relaxed);
+        g_calibration_ticks.store(now(), std::memory_order_release);
         // Completes a trace the program did not stop. Registered once, after this file's globals were built, so it
         // runs before they are destroyed.
         if (std::atexit(stop_at_exit) != 0 ||

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <ctime>
 #include <exception>
+#include <functional>
 #include <string>
 #include <utility>
 
@@ -87,6 +88,42 @@ uint64_t next_id() noexcept;
 /// buffer, joined by the writer to the operation's description. A trace stopped meanwhile drops it. Never throws,
 /// never blocks, takes no lock (but once per chunk of records).
 void finish(const Key& key, int64_t start_ns, int64_t end_ns, Status status) noexcept;
+/// Withdraws the description of `key` (handed to a backend, never to be stamped: a backend that drops the
+/// operation's timing): it is not written. Never throws, never blocks.
+void withdraw(const Key& key) noexcept;
+
+/// The trace clock's nanoseconds per tick: 1 for CLOCK_MONOTONIC; for the TSC, measured against CLOCK_MONOTONIC since
+/// the process's first trace started (two clock reads a call). For backends that convert device durations to ticks.
+double ns_per_tick() noexcept;
+
+/// Where a resolver puts the stamps of what completed: the writer's join, directly (finish() would drop them during
+/// the last flush of a stopped trace, when on() is already false).
+class Sink {
+public:
+    virtual void finish(const Key& key, int64_t start_ns, int64_t end_ns, Status status) noexcept = 0;
+
+protected:
+    ~Sink() = default;
+};
+
+/// A backend's "stamp what completed since the last call", for operations whose times it learns only later (cuda:
+/// timing events read after the GPU passed them). The writer calls every registered resolver from its own thread at
+/// each flush (~100 ms), before it reads the threads' buffers, and never two at once. `final` false: stamp what
+/// completed, return how many operations are still outstanding. When a trace stops, the writer calls them so (every
+/// millisecond) until none has anything outstanding or kStopWait passed, then once with `final` true: stamp the rest
+/// as they can be (status skipped: never seen to complete) and return 0. A resolver must not block and must not call
+/// add_resolver or remove_resolver.
+using Resolver = std::function<size_t(Sink& sink, bool final)>;
+/// How long a stop waits for resolvers' outstanding operations to complete (a GPU still running them).
+constexpr int kStopWaitMs = 2000;
+/// Registers `resolver` (for every later trace too) and returns its id (never 0). Throws std::bad_alloc.
+uint64_t add_resolver(Resolver resolver);
+/// Unregisters resolver `id` (0: none) after calling it a last time, `final` true, for what its owner still holds
+/// (call it once that work has completed): those stamps reach the writer's next flush, also when a stop is under way.
+/// Once it returns, the resolver is not running and never runs again (it waits for a call in progress: one flush's
+/// pass, which never blocks). Never throws.
+void remove_resolver(uint64_t id) noexcept;
+
 /// Records a span or counter not queued on a stream (api calls, memory counters, graph nodes). Drops it when off.
 void submit(const Op& op) noexcept;
 

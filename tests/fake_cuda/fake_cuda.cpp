@@ -25,7 +25,8 @@
 //    tests that queue pageable copies behind blocked work hang or read early here, as they would on a GPU.
 //  - Streams are asynchronous FIFO queues, one worker thread each (never the legacy NULL stream: the backend
 //    promises not to use it, so the fake refuses it). Events capture (stream, position) and a timestamp taken
-//    when the worker reaches them; stream waits block the waiting stream's worker until the event completes.
+//    when the worker reaches them (on the fake GPUs' clock: the host's, plus the device time kernels "took",
+//    fake_cuda_set_kernel_time_ns); stream waits block the waiting stream's worker until the event completes.
 //  - Host functions (cuLaunchHostFunc) of all streams of a context run one at a time on that context's one
 //    callback thread, as the driver runs them ("may be serialized"): a host function that blocks holds up the
 //    host functions of every other stream. On that thread every driver call fails with CUDA_ERROR_NOT_PERMITTED
@@ -84,6 +85,14 @@
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// The fake GPUs' clock, which event timestamps read: the host's steady clock plus the time kernels "took"
+// (fake_cuda_set_kernel_time_ns: each kernel that runs moves it on by that much, without spending host time).
+std::atomic<long long> g_kernel_time_ns{0};
+std::atomic<long long> g_clock_ahead_ns{0};
+Clock::time_point device_now() { return Clock::now() + std::chrono::nanoseconds(g_clock_ahead_ns.load()); }
+std::atomic<int> g_event_creates{0};
+std::atomic<int> g_elapsed_times{0};  // cuEventElapsedTime calls that returned a time
 constexpr size_t kAlign = 256;
 constexpr size_t kGranularity = 2u << 20;
 constexpr int kMaxThreadsPerBlock = 1024;
@@ -172,7 +181,7 @@ struct Record {
     Clock::time_point when;
     void complete() {
         std::lock_guard lock(m);
-        when = Clock::now();
+        when = device_now();
         done = true;
         cv.notify_all();
     }
@@ -561,6 +570,7 @@ KernelRun accept_kernel(CUfunc_st* f, const unsigned grid[3], const unsigned blo
 /// its injected fault.
 CUresult run_kernel(const KernelRun& run, bool ok) {
     --*run.queued;
+    if (ok) g_clock_ahead_ns += g_kernel_time_ns.load();
     if (ok && run.record) {
         // What the prelude's rt_assert does on the GPU: claim, write the fields, publish.
         RtCudaFaultRecord* rec = run.record;
@@ -1296,6 +1306,7 @@ CUresult CUDAAPI cuEventCreate(CUevent* pe, unsigned int flags) {
     auto* e = new CUevent_st;
     e->ctx = c;
     e->flags = flags;
+    ++g_event_creates;
     std::lock_guard lock(S().m);
     S().events.insert(e);
     *pe = e;
@@ -1358,6 +1369,7 @@ CUresult CUDAAPI cuEventElapsedTime(float* ms, CUevent start, CUevent end) {
         tb = b->when;
     }
     *ms = std::chrono::duration<float, std::milli>(tb - ta).count();
+    ++g_elapsed_times;
     return CUDA_SUCCESS;
 }
 
@@ -2083,6 +2095,12 @@ int fake_cuda_host_func_count(void) {
 }
 
 int fake_cuda_launches_execute(void) { return 0; }
+
+void fake_cuda_set_kernel_time_ns(long long ns) { g_kernel_time_ns = ns; }
+
+int fake_cuda_event_create_count(void) { return g_event_creates.load(); }
+
+int fake_cuda_elapsed_time_count(void) { return g_elapsed_times.load(); }
 
 int fake_cuda_live_host_allocations(void) {
     std::lock_guard lock(S().m);

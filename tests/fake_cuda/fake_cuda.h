@@ -51,6 +51,14 @@ typedef int (*fake_cuda_set_access_count_fn)(void);
 typedef void (*fake_cuda_fail_next_map_fn)(int code);
 /** cuLaunchHostFunc calls accepted since the library was loaded. */
 typedef int (*fake_cuda_host_func_count_fn)(void);
+/** Each kernel that runs from now on (launches and graphs' kernel nodes) "takes" `ns` of device time: the clock that
+ *  events read (cuEventElapsedTime) moves on by that much as it completes, the host's does not. 0 (the default): event
+ *  times are the host's steady clock plus what kernels took so far. One clock for every fake device. */
+typedef void (*fake_cuda_set_kernel_time_ns_fn)(long long ns);
+/** cuEventCreate calls accepted since the library was loaded. */
+typedef int (*fake_cuda_event_create_count_fn)(void);
+/** cuEventElapsedTime calls that returned a time, since the library was loaded. */
+typedef int (*fake_cuda_elapsed_time_count_fn)(void);
 
 /* ---- graphs (cuGraph*): a graph's nodes run in their order of addition (a topological order: dependencies must exist
  * before a node is added) as one operation of the stream a cuGraphLaunch queues it on. Kernel nodes count as launches

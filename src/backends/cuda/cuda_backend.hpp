@@ -31,6 +31,12 @@ inline void make_current(const Driver& d, CUcontext ctx) {
     if (d.cuCtxGetCurrent(&cur) != CUDA_SUCCESS || cur != ctx) CU_CHECK(d, cuCtxSetCurrent(ctx));
 }
 
+/// make_current for teardown: never throws (a failure leaves the next call to fail on the wrong context).
+inline void make_current_quietly(const Driver& d, CUcontext ctx) noexcept {
+    CUcontext cur = nullptr;
+    if (d.cuCtxGetCurrent(&cur) != CUDA_SUCCESS || cur != ctx) d.cuCtxSetCurrent(ctx);
+}
+
 class CudaDevice;
 
 /// True when [ptr, ptr+bytes) lies in one block of host memory the backend page-locked (cuMemHostAlloc, PORTABLE:
@@ -141,6 +147,23 @@ private:
     ImageMeta meta_;
 };
 
+/// A timing event of a device and the trace clock's time (trace::now() ticks) the GPU passed it: recorded on the
+/// device's own idle stream between two host readings of the clock, `ticks` their midpoint, `error` half their distance
+/// (the GPU's timestamp lies between the two readings: `ticks` is off by at most `error`). Spans of traced operations
+/// are placed after it with cuEventElapsedTime (CudaQueue::resolve_traced).
+struct TraceAnchor {
+    TraceAnchor(const Driver& driver, CUcontext context) : d(driver), ctx(context) {}
+    ~TraceAnchor();
+    TraceAnchor(const TraceAnchor&) = delete;
+    TraceAnchor& operator=(const TraceAnchor&) = delete;
+    const Driver& d;
+    CUcontext ctx;
+    CUevent event = nullptr;
+    int64_t ticks = 0;
+    int64_t error = 0;
+    int64_t renew_at = 0;  ///< trace::now() after which the device takes a new anchor (kAnchorLifetimeNs)
+};
+
 /// The failure one record of a cuda event carries: its stream's pending failure, captured in stream order by an
 /// internal host function before the CUevent is recorded (only when the stream has user host functions in flight,
 /// the failures a CUDA stream can recover from; a faulting kernel loses the whole context instead).
@@ -196,6 +219,9 @@ public:
     void launch_graph_impl(const std::shared_ptr<backend::GraphExecutable>& graph,
                            const backend::LaunchReport& report, const trace::Key& traced) override;
     void synchronize_impl() override;
+    /// At most this many traced operations await their timing events per queue; more are not timed (dropped from
+    /// the trace, counted, one warning): the enqueuing thread never waits for the GPU or the trace writer.
+    static constexpr size_t kMaxTraced = 4096;
     bool query_impl() override;
     /// Positions are marker events recorded on the stream (only when work was queued since the last one).
     uint64_t position_impl() override;
@@ -206,22 +232,77 @@ public:
     CUstream handle() const { return stream_; }
 
 private:
+    // The driver calls of the *_impl of the same name, between traced()'s timing events.
+    void copy(void* dst, const void* src, size_t bytes, backend::CopyKind kind);
+    void record(CudaEvent& e);
+    void wait(CudaEvent& e);
+    void wait_native(void* native);
     /// Queues `work` with cuLaunchHostFunc, owned by the device until it ran; throws (freeing it) on failure.
     void launch_host_work(std::unique_ptr<HostWork> work, const char* what);
     /// A failed synchronize/query: stores the failure in the stream's slot naming the last kernel launched,
     /// and marks the device lost when the error is sticky. Never throws (called from destructors too).
     void report_async(CUresult r, const char* what) noexcept;
-    /// Every *_impl that queued work calls it last, with the operation's trace key (empty when untraced, and for
-    /// work queued before the operation's own).
-    void enqueued(const trace::Key& traced) {
-        dirty_.store(true, std::memory_order_relaxed);
-        if (traced) [[unlikely]] trace_completion(traced);
+    /// Every *_impl that queued work calls it last: positions must record a new mark.
+    void enqueued() { dirty_.store(true, std::memory_order_relaxed); }
+
+    // ---- tracing (docs/observability.md, "cuda spans"): a traced operation's work is queued between two timing
+    // events of the queue's pool; the trace writer's resolver reads them once the GPU passed them. No host function.
+    // Read by the writer's poll rather than at synchronize: programs that never synchronize a stream (or only the
+    // device) still get their spans, a synchronize costs nothing more, and the enqueuing thread never reads events.
+    struct TracedOp {
+        trace::Key key;
+        CUevent before = nullptr, after = nullptr;
+        std::shared_ptr<const TraceAnchor> anchor;
+    };
+    /// Queues `work` (the *_impl's driver calls), between timing events when the core handed the operation a trace
+    /// key: the one test of the untraced path here (the core's test of the trace flag chose the key).
+    template <class Work>
+    void timed(const trace::Key& traced, Work&& work) {
+        if (traced) [[unlikely]] {
+            // One traced operation of this queue at a time (its before event, its work, its after event): two threads
+            // queuing on one stream cannot interleave their pairs (overlapping spans).
+            std::lock_guard order(trace_order_mutex_);
+            TracedOp op = trace_before(traced);
+            if (!op.before) {
+                work();
+                return;
+            }
+            struct Undo {  // the work threw: its events go back (the core withdraws the record)
+                CudaQueue& q;
+                TracedOp* op;
+                ~Undo() {
+                    if (op) q.trace_recycle(*op);
+                }
+            } undo{*this, &op};
+            work();
+            undo.op = nullptr;
+            trace_after(std::move(op));
+            return;
+        }
+        work();
     }
-    /// Times a traced operation just queued without GPU timestamps: a host function queued behind it stamps its end
-    /// when the stream gets there; its start is the later of its enqueue and the previous traced end (the stream runs
-    /// in order). The host function holds the stream a moment: tracing perturbs a cuda stream more than a cpu one.
-    void trace_completion(const trace::Key& key) noexcept;
-    std::atomic<int64_t> trace_last_end_{0};  // the previous traced end (written by the driver's callback thread)
+    /// Takes a pair of timing events (and the device's anchor) for `key` and records the first on the stream; a
+    /// TracedOp without events when the operation cannot be timed: the queue's kMaxTraced reached (its record is
+    /// withdrawn), or a driver failure (it is stamped as complete at its enqueue).
+    TracedOp trace_before(const trace::Key& key) noexcept;
+    /// Records the second event behind the work just queued and hands the pair to the resolver.
+    void trace_after(TracedOp op) noexcept;
+    /// Returns the pair's events to the pool (trace_mutex_ not held).
+    void trace_recycle(TracedOp& op) noexcept;
+    /// The resolver (trace.hpp): stamps the pairs the GPU passed, in stream order; `final`: the rest as skipped.
+    size_t resolve_traced(trace::Sink& sink, bool final) noexcept;
+
+    std::mutex trace_order_mutex_;        // held by timed() across a traced operation (never by the resolver)
+    std::mutex trace_mutex_;              // the members below; held for O(1) work by enqueuing threads
+    std::deque<TracedOp> traced_;         // queued, in stream order, not yet taken by a resolver pass
+    size_t outstanding_ = 0;              // pairs queued and not yet stamped (traced_ and a pass's)
+    std::vector<CUevent> trace_spare_;    // timing events for reuse
+    std::vector<CUevent> trace_events_;   // every timing event of the pool (destroyed with the queue)
+    uint64_t trace_dropped_ = 0;          // operations not timed because kMaxTraced were outstanding
+    std::once_flag trace_registered_;     // the resolver is registered at the first traced operation
+    uint64_t trace_resolver_ = 0;         // its id
+    // The end of the previous span stamped: the resolver's (one pass at a time: the writers', then the destructor's).
+    int64_t trace_last_end_ = 0;
     /// After a successful synchronize/query of a stream that launched kernels: a failed rt_assert the device
     /// recorded becomes the stream's failure, naming the last kernel launched on it. Never throws.
     void report_assert() noexcept;
@@ -292,10 +373,7 @@ public:
         enter_quietly();
     }
     /// enter_for_release for destructors: never throws (the core releases nothing on a callback thread).
-    void enter_quietly() const noexcept {
-        CUcontext cur = nullptr;
-        if (d_.cuCtxGetCurrent(&cur) != CUDA_SUCCESS || cur != ctx_) d_.cuCtxSetCurrent(ctx_);
-    }
+    void enter_quietly() const noexcept { make_current_quietly(d_, ctx_); }
     /// Whether a sticky fault was seen: nothing queued on the device completes any more.
     bool lost() const { return lost_.load(std::memory_order_acquire); }
     /// The checked driver call of a device: throws for `r` != CUDA_SUCCESS (throw_driver_error), and first marks
@@ -309,6 +387,12 @@ public:
     /// file:line in block (..) thread (..)" in `what`, the block and thread in `site` (if given). `take`: the record
     /// is cleared for the next failure (one caller gets it); else it stays. False when there is none. Thread-safe.
     bool read_assert(std::string* what, bool take, FaultSite* site = nullptr);
+    /// The device's current TraceAnchor, taken now when there is none or it is older than kAnchorLifetimeNs (a few
+    /// microseconds: an event recorded and synchronized on the device's own stream, idle). Throws on driver failures.
+    std::shared_ptr<const TraceAnchor> trace_anchor();
+    /// How long an anchor serves: cuEventElapsedTime is a float of milliseconds (24 bits: 60 ns steps after 1 s), and
+    /// the GPU's clock drifts from the host's by parts per million.
+    static constexpr int64_t kAnchorLifetimeNs = 1000000000;
     /// Host work handed to the driver: kept until it ran (forget_host_work frees it) or the context is released.
     HostWork* track_host_work(std::unique_ptr<HostWork> work);
     void forget_host_work(HostWork* work) noexcept;
@@ -330,6 +414,10 @@ private:
     mutable std::atomic<bool> lost_{false};
     mutable std::mutex lost_mutex_;
     mutable std::string lost_why_;
+
+    std::mutex anchor_mutex_;  // anchor_stream_, anchor_
+    CUstream anchor_stream_ = nullptr;
+    std::shared_ptr<const TraceAnchor> anchor_;
 
     SpinLock host_work_lock_;
     std::unordered_set<HostWork*> host_work_;  // queued with cuLaunchHostFunc, not yet run

@@ -79,6 +79,11 @@ CudaDevice::CudaDevice(const Driver& d, int ordinal) : d_(d) {
 
 CudaDevice::~CudaDevice() {
     modules_.clear();
+    anchor_.reset();  // the queues, which hold anchors too, are gone
+    if (anchor_stream_) {
+        enter_quietly();
+        d_.cuStreamDestroy(anchor_stream_);
+    }
     if (fault_record_) {
         enter_quietly();
         d_.cuMemFreeHost(fault_record_);
@@ -87,6 +92,32 @@ CudaDevice::~CudaDevice() {
     // Every stream was synchronized and destroyed: what remains was dropped by the driver after a context error.
     for (HostWork* w : host_work_) delete w;
     graph_host_nodes_.clear();
+}
+
+TraceAnchor::~TraceAnchor() {
+    if (!event) return;
+    make_current_quietly(d, ctx);
+    d.cuEventDestroy(event);
+}
+
+std::shared_ptr<const TraceAnchor> CudaDevice::trace_anchor() {
+    std::lock_guard lock(anchor_mutex_);
+    if (anchor_ && trace::now() < anchor_->renew_at) return anchor_;
+    enter();
+    if (!anchor_stream_) CU_DEVICE_CHECK(*this, cuStreamCreate(&anchor_stream_, CU_STREAM_NON_BLOCKING));
+    auto a = std::make_shared<TraceAnchor>(d_, ctx_);
+    CU_DEVICE_CHECK(*this, cuEventCreate(&a->event, CU_EVENT_DEFAULT));
+    // The stream is idle (only this function, under the lock, uses it): the record completes as soon as the GPU takes
+    // it, and the wait is that short.
+    const int64_t before = trace::now();
+    CU_DEVICE_CHECK(*this, cuEventRecord(a->event, anchor_stream_));
+    CU_DEVICE_CHECK(*this, cuEventSynchronize(a->event));
+    const int64_t after = trace::now();
+    a->ticks = before + (after - before) / 2;
+    a->error = (after - before + 1) / 2;
+    a->renew_at = after + static_cast<int64_t>(static_cast<double>(kAnchorLifetimeNs) / trace::ns_per_tick());
+    anchor_ = a;
+    return anchor_;
 }
 
 void CudaDevice::track_graph_host_nodes(std::shared_ptr<GraphHostNodes> nodes) {

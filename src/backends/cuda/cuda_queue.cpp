@@ -4,6 +4,7 @@
 
 #include "backends/cuda/cuda_backend.hpp"
 #include "core/error.hpp"
+#include "observe/log.hpp"
 
 namespace rt::cuda {
 
@@ -106,6 +107,12 @@ CudaQueue::CudaQueue(CudaDevice& device) : device_(device), d_(device.driver()) 
 CudaQueue::~CudaQueue() {
     device_.enter_quietly();
     d_.cuStreamSynchronize(stream_);  // the core synchronized already; failures were reported there
+    // The last spans, complete now, are stamped by the resolver's last call; no writer pass runs from here on.
+    trace::remove_resolver(trace_resolver_);
+    if (trace_dropped_)
+        RT_LOG(backend, info, "trace: %llu operations of a stream of %s were left out of traces (too many awaited "
+               "their timing events)", static_cast<unsigned long long>(trace_dropped_), device_.info().name.c_str());
+    for (CUevent ev : trace_events_) d_.cuEventDestroy(ev);
     for (auto& [pos, ev] : marks_) d_.cuEventDestroy(ev);
     for (CUevent ev : spare_marks_) d_.cuEventDestroy(ev);
     d_.cuStreamDestroy(stream_);
@@ -113,6 +120,11 @@ CudaQueue::~CudaQueue() {
 
 void CudaQueue::copy_impl(void* dst, const void* src, size_t bytes, backend::CopyKind kind, const trace::Key& traced) {
     device_.enter();
+    timed(traced, [&] { copy(dst, src, bytes, kind); });
+    enqueued();
+}
+
+void CudaQueue::copy(void* dst, const void* src, size_t bytes, backend::CopyKind kind) {
     auto D = [](const void* p) { return reinterpret_cast<CUdeviceptr>(p); };
     switch (kind) {
         case backend::CopyKind::host_to_device:
@@ -138,13 +150,12 @@ void CudaQueue::copy_impl(void* dst, const void* src, size_t bytes, backend::Cop
             break;
         }
     }
-    enqueued(traced);
 }
 
 void CudaQueue::fill_impl(void* dst, uint8_t value, size_t bytes, const trace::Key& traced) {
     device_.enter();
-    CU_DEVICE_CHECK(device_, cuMemsetD8Async(reinterpret_cast<CUdeviceptr>(dst), value, bytes, stream_));
-    enqueued(traced);
+    timed(traced, [&] { CU_DEVICE_CHECK(device_, cuMemsetD8Async(reinterpret_cast<CUdeviceptr>(dst), value, bytes, stream_)); });
+    enqueued();
 }
 
 void CudaQueue::host_call_impl(const backend::HostCall& call, const trace::Key& traced) {
@@ -154,12 +165,12 @@ void CudaQueue::host_call_impl(const backend::HostCall& call, const trace::Key& 
     if (call.slot) work->pending = &pending_host_calls_;
     if (work->pending) pending_host_calls_.fetch_add(1);
     try {
-        launch_host_work(std::move(work), "cuLaunchHostFunc");
+        timed(traced, [&] { launch_host_work(std::move(work), "cuLaunchHostFunc"); });
     } catch (...) {
         if (call.slot) pending_host_calls_.fetch_sub(1);
         throw;
     }
-    enqueued(traced);
+    enqueued();
 }
 
 void CudaQueue::launch_host_work(std::unique_ptr<HostWork> work, const char* what) {
@@ -172,19 +183,145 @@ void CudaQueue::launch_host_work(std::unique_ptr<HostWork> work, const char* wha
     }
 }
 
-void CudaQueue::trace_completion(const trace::Key& key) noexcept {
+// ------------------------------------------------------------------------------------------------ tracing
+
+CudaQueue::TracedOp CudaQueue::trace_before(const trace::Key& key) noexcept {
+    TracedOp op;
+    op.key = key;
     try {
-        auto work = std::make_unique<HostWork>();
-        work->internal = [this, key] {
-            const int64_t end = trace::now();
-            const int64_t start = std::min(end, std::max(key.enqueue_ns, trace_last_end_.load(std::memory_order_relaxed)));
-            trace_last_end_.store(end, std::memory_order_relaxed);
-            trace::finish(key, start, end, slot_ && slot_->failed() ? trace::Status::failed : trace::Status::ok);
-        };
-        launch_host_work(std::move(work), "cuLaunchHostFunc (trace)");
-    } catch (...) {  // cannot be timed: recorded as complete at its enqueue
+        // Registered outside trace_mutex_: the writer takes the registry's lock, then (in the resolver) trace_mutex_.
+        std::call_once(trace_registered_, [this] {
+            trace_resolver_ =
+                trace::add_resolver([this](trace::Sink& sink, bool final) { return resolve_traced(sink, final); });
+        });
+        op.anchor = device_.trace_anchor();
+    } catch (...) {  // a driver failure, or out of memory: stamped at its enqueue
         trace::finish(key, key.enqueue_ns, key.enqueue_ns, trace::Status::ok);
+        return {};
     }
+    bool dropped = false, first_drop = false, created = true;
+    {
+        std::lock_guard lock(trace_mutex_);
+        if (outstanding_ >= kMaxTraced) {
+            dropped = true;
+            first_drop = trace_dropped_++ == 0;
+        } else {
+            ++outstanding_;  // trace_recycle gives it back, the resolver once it stamped the pair
+            try {
+                for (CUevent* ev : {&op.before, &op.after}) {
+                    if (!trace_spare_.empty()) {
+                        *ev = trace_spare_.back();
+                        trace_spare_.pop_back();
+                        continue;
+                    }
+                    // The pushes below, and every return to the spare list, cannot throw.
+                    trace_events_.reserve(trace_events_.size() + 1);
+                    trace_spare_.reserve(trace_events_.size() + 1);
+                    if (d_.cuEventCreate(ev, CU_EVENT_DEFAULT) != CUDA_SUCCESS) {  // timing (no DISABLE_TIMING)
+                        *ev = nullptr;
+                        created = false;
+                        break;
+                    }
+                    trace_events_.push_back(*ev);
+                }
+            } catch (...) {
+                created = false;
+            }
+        }
+    }
+    if (dropped) {
+        trace::withdraw(key);  // left out of the trace, not placed at a wrong time
+        if (first_drop)
+            RT_LOG(backend, warn,
+                   "trace: %zu operations of a stream of %s await their timing events (the GPU is behind): later ones "
+                   "are left out of the trace until it catches up",
+                   kMaxTraced, device_.info().name.c_str());
+        return {};
+    }
+    if (!created || d_.cuEventRecord(op.before, stream_) != CUDA_SUCCESS) {
+        trace_recycle(op);
+        trace::finish(key, key.enqueue_ns, key.enqueue_ns, trace::Status::ok);  // stamped at its enqueue
+        return {};
+    }
+    return op;
+}
+
+void CudaQueue::trace_after(TracedOp op) noexcept {
+    const trace::Key key = op.key;
+    if (d_.cuEventRecord(op.after, stream_) != CUDA_SUCCESS) {
+        trace_recycle(op);
+        trace::finish(key, key.enqueue_ns, key.enqueue_ns, trace::Status::failed);  // queued, never timed
+        return;
+    }
+    std::lock_guard lock(trace_mutex_);
+    try {
+        traced_.push_back(std::move(op));
+    } catch (...) {  // out of memory: the events are lost to the pool until the queue goes
+        --outstanding_;
+    }
+}
+
+void CudaQueue::trace_recycle(TracedOp& op) noexcept {
+    std::lock_guard lock(trace_mutex_);
+    // trace_events_ holds every event of the pool, so the spare list's capacity suffices (no throw).
+    for (CUevent ev : {op.before, op.after})
+        if (ev) trace_spare_.push_back(ev);
+    op.before = op.after = nullptr;
+    --outstanding_;
+}
+
+size_t CudaQueue::resolve_traced(trace::Sink& sink, bool final) noexcept {
+    std::deque<TracedOp> batch;
+    {
+        std::lock_guard lock(trace_mutex_);
+        batch.swap(traced_);  // enqueuing threads go on with an empty list meanwhile
+    }
+    if (batch.empty()) return 0;
+    device_.enter_quietly();
+    const double ns_per_tick = trace::ns_per_tick();
+    auto at = [&](const TraceAnchor& a, CUevent ev, int64_t* ticks) {
+        float ms = 0;
+        if (d_.cuEventElapsedTime(&ms, a.event, ev) != CUDA_SUCCESS) return false;
+        *ticks = a.ticks + static_cast<int64_t>(static_cast<double>(ms) * 1e6 / ns_per_tick);
+        return true;
+    };
+    size_t done = 0;
+    for (; done < batch.size(); ++done) {
+        TracedOp& op = batch[done];
+        const CUresult r = d_.cuEventQuery(op.after);
+        if (r == CUDA_ERROR_NOT_READY && !final) break;  // later ones are behind it on the stream
+        int64_t start = 0, end = 0;
+        // The failure the stream's slot holds (a host function's, a dependency's), read once the GPU passed the
+        // operation: a failure earlier in stream order is seen (the slot was set before the stream went on).
+        trace::Status s = slot_ && slot_->failed() ? trace::Status::failed : trace::Status::ok;
+        if (r != CUDA_SUCCESS || !at(*op.anchor, op.before, &start) || !at(*op.anchor, op.after, &end)) {
+            // Never seen complete (a stop while the GPU runs it), or the context failed: a point in stream order.
+            start = end = std::max(op.key.enqueue_ns, trace_last_end_);
+            s = r == CUDA_ERROR_NOT_READY ? trace::Status::skipped : trace::Status::failed;
+        } else if (start < trace_last_end_) {
+            // Rounding, or a renewed anchor (each is off by its own error): the stream ran them in order, so the span
+            // moves after its predecessor, keeping its duration.
+            end += trace_last_end_ - start;
+            start = trace_last_end_;
+        }
+        end = std::max(end, start);
+        sink.finish(op.key, start, end, s);
+        trace_last_end_ = end;
+    }
+    std::lock_guard lock(trace_mutex_);
+    for (size_t i = 0; i < done; ++i) {
+        trace_spare_.push_back(batch[i].before);
+        trace_spare_.push_back(batch[i].after);
+    }
+    outstanding_ -= done;
+    // What the GPU has not passed goes back in front of what was queued meanwhile.
+    try {
+        traced_.insert(traced_.begin(), std::make_move_iterator(batch.begin() + static_cast<ptrdiff_t>(done)),
+                       std::make_move_iterator(batch.end()));
+    } catch (...) {
+        outstanding_ -= batch.size() - done;  // out of memory: those spans are lost
+    }
+    return outstanding_;
 }
 
 void CudaQueue::record_impl(backend::Event& event, const trace::Key& traced) {
@@ -194,6 +331,10 @@ void CudaQueue::record_impl(backend::Event& event, const trace::Key& traced) {
              "on streams of its own device; create the event on the stream's device)",
              e.device().info().name.c_str(), device_.info().name.c_str());
     device_.enter();
+    timed(traced, [&] { record(e); });
+}
+
+void CudaQueue::record(CudaEvent& e) {
     // The record carries the stream's failure not yet reported: known now, or — with user host functions still in
     // flight — captured in stream order just before the CUevent.
     auto r = std::make_shared<CudaRecord>();
@@ -208,15 +349,19 @@ void CudaQueue::record_impl(backend::Event& event, const trace::Key& traced) {
             if (slot->failed()) r->code = slot->peek(&r->message);
         };
         launch_host_work(std::move(work), "cuLaunchHostFunc (event record)");
-        enqueued(trace::Key{});  // positions taken from now on come after the capture
+        enqueued();  // positions taken from now on come after the capture
     }
     CU_DEVICE_CHECK(device_, cuEventRecord(e.handle(), stream_));
     e.set_record(std::move(r));
-    if (traced) [[unlikely]] trace_completion(traced);
 }
 
 void CudaQueue::wait_native_impl(void* native) {
     device_.enter();
+    wait_native(native);
+    enqueued();
+}
+
+void CudaQueue::wait_native(void* native) {
     // An event of our own recorded on the foreign stream, waited for here; destroying it at once is allowed (the
     // queued wait keeps what it needs: CUDA releases a recorded event's resources once it has completed).
     CUevent ev = nullptr;
@@ -229,14 +374,16 @@ void CudaQueue::wait_native_impl(void* native) {
     }
     d_.cuEventDestroy(ev);
     device_.check(r, what);
-    enqueued(trace::Key{});
 }
 
 void CudaQueue::wait_impl(backend::Event& event, const trace::Key& traced) {
     device_.enter();
-    auto& e = static_cast<CudaEvent&>(event);
+    timed(traced, [&] { wait(static_cast<CudaEvent&>(event)); });
+    enqueued();
+}
+
+void CudaQueue::wait(CudaEvent& e) {
     CU_DEVICE_CHECK(device_, cuStreamWaitEvent(stream_, e.handle(), 0));
-    enqueued(traced);
     // A failed producer fails this stream, in stream order: its later host functions are skipped and its next
     // synchronize reports "dependency failed" (its kernels and copies are already the GPU's).
     std::shared_ptr<CudaRecord> r = e.record();
@@ -264,7 +411,6 @@ void CudaQueue::wait_impl(backend::Event& event, const trace::Key& traced) {
         pending_host_calls_.fetch_sub(1);
         throw;
     }
-    enqueued(trace::Key{});
 }
 
 LaunchParams::LaunchParams(const CudaFunction& f, const backend::LaunchShape& shape, void* const* args)
@@ -296,14 +442,16 @@ void CudaQueue::launch_impl(const std::shared_ptr<backend::Function>& function, 
     auto& f = static_cast<CudaFunction&>(*function);
     // The values are copied by cuLaunchKernel before it returns.
     LaunchParams params(f, shape, args);
-    CUresult r = d_.cuLaunchKernel(f.handle(), shape.grid[0], shape.grid[1], shape.grid[2], shape.block[0],
-                                   shape.block[1], shape.block[2], static_cast<unsigned>(shape.shared_bytes), stream_,
-                                   params.get(), nullptr);
-    if (r != CUDA_SUCCESS) {
-        if (is_sticky(r)) device_.mark_lost(describe(d_, r));
-        throw Error(translate(r) == RT_ERROR_UNKNOWN ? RT_ERROR_LAUNCH_FAILED : translate(r),
-                    "cuLaunchKernel of kernel '" + f.name() + "' failed: " + describe(d_, r));
-    }
+    timed(traced, [&] {
+        CUresult r = d_.cuLaunchKernel(f.handle(), shape.grid[0], shape.grid[1], shape.grid[2], shape.block[0],
+                                       shape.block[1], shape.block[2], static_cast<unsigned>(shape.shared_bytes),
+                                       stream_, params.get(), nullptr);
+        if (r != CUDA_SUCCESS) {
+            if (is_sticky(r)) device_.mark_lost(describe(d_, r));
+            throw Error(translate(r) == RT_ERROR_UNKNOWN ? RT_ERROR_LAUNCH_FAILED : translate(r),
+                        "cuLaunchKernel of kernel '" + f.name() + "' failed: " + describe(d_, r));
+        }
+    });
     std::shared_ptr<backend::Function> previous;  // released after the lock (it may hold the last reference)
     std::shared_ptr<const GraphKernels> previous_graph;
     {
@@ -320,15 +468,15 @@ void CudaQueue::launch_impl(const std::shared_ptr<backend::Function>& function, 
         last_op_ = report.op_index;
     }
     launched_.store(true, std::memory_order_relaxed);
-    enqueued(traced);
+    enqueued();
 }
 
 void CudaQueue::launch_graph_impl(const std::shared_ptr<backend::GraphExecutable>& graph,
                                   const backend::LaunchReport& report, const trace::Key& traced) {
     device_.enter();
     auto& g = static_cast<CudaGraph&>(*graph);  // the core passes only executables of this queue's device
-    g.launch(stream_, report, &pending_host_calls_);
-    enqueued(traced);
+    timed(traced, [&] { g.launch(stream_, report, &pending_host_calls_); });
+    enqueued();
     if (std::shared_ptr<const GraphKernels> kernels = g.kernels()) {
         // Its kernel nodes name a fault reported later (a graph without kernels leaves the last kernel named).
         std::shared_ptr<const GraphKernels> previous;  // released after the lock
