@@ -160,6 +160,29 @@ public:
     virtual rtError_t failure_impl(std::string* message) { (void)message; return RT_SUCCESS; }
 };
 
+/// Threads of a device's backend that a queued step may spread its work over.
+class Workers {
+public:
+    /// Runs fn(begin, end) over [0, n) in pieces of about `grain` on the backend's threads, the caller included;
+    /// returns when every piece has run. fn must not throw.
+    virtual void parallel_for(size_t n, size_t grain, const std::function<void(size_t, size_t)>& fn) = 0;
+
+protected:
+    ~Workers() = default;
+};
+
+/// A step several queues reach independently and that completes for them together (a collective's rendezvous,
+/// src/comm). The queue does not skip it behind a pending failure: the step looks at the participant's slot itself.
+class JointStep {
+public:
+    virtual ~JointStep() = default;
+    /// Called once per queue part (joint_impl), by the thread running that queue when the part is its front task,
+    /// never under a queue lock. The queue then runs nothing more until `resume` has been called — exactly once, from
+    /// any thread, perhaps before arrive_impl returns; a step that must wait for other parts keeps `resume` and
+    /// returns (the queue parks without occupying a thread). `workers`: valid during the call only. Never throws.
+    virtual void arrive_impl(int participant, Workers& workers, std::function<void()> resume) noexcept = 0;
+};
+
 /// A native in-order queue. Every *_impl that enqueues returns before the work is done, may be called
 /// from several host threads at once, and keeps submission order. Operands were validated by the core.
 class Queue {
@@ -210,6 +233,10 @@ public:
     /// called for executables of this backend; defaults to NOT_SUPPORTED (a backend whose compile_graph_impl returns
     /// null is replayed by the core instead).
     virtual void launch_graph_impl(const std::shared_ptr<GraphExecutable>& graph, const LaunchReport& report);
+    /// (optional) Queues part `participant` of `step`: when it is reached the queue calls step->arrive_impl and parks
+    /// until resumed; work queued after it waits. The queue keeps `step` alive until the part has completed. Defaults
+    /// to NOT_SUPPORTED (a backend whose queues cannot park: its collectives need a native library).
+    virtual void joint_impl(const std::shared_ptr<JointStep>& step, int participant);
     /// (optional) Lets go of kernels held past their launches (a queue may keep its latest launched function to
     /// spare a reference count per launch), so an unloaded module's code goes once the launches queued so far have
     /// run. Called by the core after a module unload, from any thread; never blocks. Defaults to nothing.

@@ -164,6 +164,14 @@ void CpuQueue::release_kernels_impl() {
     });
 }
 
+void CpuQueue::joint_impl(const std::shared_ptr<backend::JointStep>& step, int participant) {
+    emplace([&](Task& t) {
+        t.type = Task::Type::joint;
+        t.participant = participant;
+        t.ref = step;
+    });
+}
+
 void CpuQueue::record_impl(backend::Event& event) {
     const std::shared_ptr<EventState>& ev = static_cast<CpuEvent&>(event).state();
     std::lock_guard elock(ev->mutex);  // order: event, then queue
@@ -253,12 +261,26 @@ void CpuQueue::run(uint64_t limit, size_t budget, bool host) {
     Task batch[kBatch];
     size_t count = 0, taken = 0;
     for (;;) {
+        std::shared_ptr<backend::JointStep> arriving;  // the front joint task, reached now: arrive outside the lock
+        int participant = 0;
         {
             std::unique_lock lock(mutex_);
             bool hand_off = false;
             while (count < kBatch && head_ != tail_) {
                 Task& front = ring_[head_ & (ring_.size() - 1)];
                 if (front.seq > limit || taken >= budget) break;
+                if (front.type == Task::Type::joint && joint_phase_ != JointPhase::resumed) {
+                    if (count) break;  // run what precedes it first
+                    if (joint_phase_ == JointPhase::arrived) {
+                        state_ = State::blocked;  // resume_joint reschedules us
+                        return;
+                    }
+                    joint_phase_ = JointPhase::arrived;
+                    arriving = std::static_pointer_cast<backend::JointStep>(front.ref);
+                    participant = front.participant;
+                    break;
+                }
+                if (front.type == Task::Type::joint) joint_phase_ = JointPhase::none;  // resumed: completes now
                 if (host && (front.type == Task::Type::host_call ||
                              (front.type == Task::Type::graph && front.graph.host_nodes))) {
                     hand_off = count == 0;  // run what precedes it first
@@ -274,6 +296,11 @@ void CpuQueue::run(uint64_t limit, size_t budget, bool host) {
                 batch[count++] = std::move(front);
                 ++head_;
                 ++taken;
+            }
+            if (arriving) {
+                lock.unlock();
+                arrive(arriving, participant);
+                continue;  // resumed at once, or parks at the next look
             }
             if (count == 0) {
                 if (head_ == tail_) {
@@ -325,7 +352,9 @@ void CpuQueue::run_task(Task& t, const trace::Key* traced) {
         t.ref.reset();
         return;
     }
-    if (slot_ && slot_->failed() && t.type != Task::Type::record && t.type != Task::Type::wait) {
+    // A joint part completes whatever the slot holds: the step saw the failure when the queue arrived.
+    if (slot_ && slot_->failed() && t.type != Task::Type::record && t.type != Task::Type::wait &&
+        t.type != Task::Type::joint) {
         slot_->count_skipped();
         t.ref.reset();
         return;
@@ -356,6 +385,7 @@ void CpuQueue::run_task(Task& t, const trace::Key* traced) {
             break;
         }
         case Task::Type::release:  // handled above
+        case Task::Type::joint:    // its work ran between its arrival and its resume
             break;
         case Task::Type::graph:
             t.graph.graph->replay(executor_, t.graph.report, stream_min_bytes_, traced);
@@ -406,6 +436,34 @@ bool CpuQueue::add_waiter(const std::shared_ptr<CpuQueue>& waiter, uint64_t seq)
     return true;
 }
 
+namespace {
+/// The cpu executors as a joint step's workers.
+class ExecutorWorkers final : public backend::Workers {
+public:
+    explicit ExecutorWorkers(Executor& executor) : executor_(executor) {}
+    void parallel_for(size_t n, size_t grain, const std::function<void(size_t, size_t)>& fn) override {
+        auto body = [&fn](size_t begin, size_t end) { fn(begin, end); };
+        executor_.parallel_for(n, grain, body);
+    }
+
+private:
+    Executor& executor_;
+};
+}  // namespace
+
+void CpuQueue::arrive(const std::shared_ptr<backend::JointStep>& step, int participant) {
+    ExecutorWorkers workers(executor_);
+    step->arrive_impl(participant, workers, [self = shared_from_this()] { self->resume_joint(); });
+}
+
+void CpuQueue::resume_joint() {
+    {
+        std::lock_guard lock(mutex_);
+        joint_phase_ = JointPhase::resumed;  // a queue still running past arrive_impl sees it at its next look
+    }
+    unblock();
+}
+
 void CpuQueue::unblock() {
     {
         std::lock_guard lock(mutex_);
@@ -431,7 +489,7 @@ void CpuQueue::wait_until(uint64_t target, bool park_at_once) {
             if ((state_ == State::idle || (state_ == State::scheduled && !executor_only_)) && head_ != tail_) {
                 state_ = State::running;  // the caller runs the work: no hand-off for small operations
                 own = true;
-            } else if (state_ == State::blocked) {
+            } else if (state_ == State::blocked && joint_phase_ != JointPhase::arrived) {
                 const Task& front = ring_[head_ & (ring_.size() - 1)];
                 dep = front.dep_record()->queue;  // null: a wait on a complete record, about to run
                 dep_seq = front.dep_seq;
@@ -461,8 +519,10 @@ void CpuQueue::wait_until(uint64_t target, bool park_at_once) {
             bool state_changed;
             {
                 std::lock_guard lock(mutex_);
-                // Running, or left to an executor for a host function: its completions will signal.
-                state_changed = state_ != State::running && !(state_ == State::scheduled && executor_only_);
+                // Running, left to an executor for a host function, or parked at a joint step until its peers
+                // arrive: its completions (or resume_joint) will signal.
+                state_changed = state_ != State::running && !(state_ == State::scheduled && executor_only_) &&
+                                !(state_ == State::blocked && joint_phase_ == JointPhase::arrived);
             }
             if (!state_changed) signal_.wait(seen);
         }
