@@ -76,7 +76,7 @@ sanitizer_build() { # DIR SANITIZER [TARGET...]: tests only (no bench/examples);
 tsan_targets=(test_concurrency_stress test_sound_core test_stream test_event test_memcpy test_host_func test_stream_ordering
               test_kernel_launch test_kernel_staging test_memory_pool test_executor_idle test_cpp_api test_cuda_shim test_cuda_fake
               test_module_unload test_kernel_groups test_graph_capture test_graph_cpu test_graph_exec test_graph_cuda_fake
-              test_dvpp_codec test_trace test_usage test_log fake_cuda)
+              test_dvpp_codec test_trace test_usage test_log test_comm fake_cuda)
 build_tsan() { sanitizer_build build-tsan thread "${tsan_targets[@]}"; }
 build_asan() { sanitizer_build build-asan address; }
 
