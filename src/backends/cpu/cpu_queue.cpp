@@ -460,8 +460,10 @@ void CpuQueue::resume_joint() {
     {
         std::lock_guard lock(mutex_);
         joint_phase_ = JointPhase::resumed;  // a queue still running past arrive_impl sees it at its next look
+        if (state_ != State::blocked) return;
+        state_ = State::scheduled;  // with the phase, under one lock: no one sees it blocked on a resumed step
     }
-    unblock();
+    rescheduled();
 }
 
 void CpuQueue::unblock() {
@@ -470,6 +472,10 @@ void CpuQueue::unblock() {
         if (state_ != State::blocked) return;
         state_ = State::scheduled;
     }
+    rescheduled();
+}
+
+void CpuQueue::rescheduled() {
     // An attending host thread claims it next (its target lies at or past the blocked task).
     if (attended_.load() == 0) executor_.schedule(shared_from_this());
     if (host_waiters_.load() > 0) {  // a parked host may now run it itself
@@ -489,7 +495,7 @@ void CpuQueue::wait_until(uint64_t target, bool park_at_once) {
             if ((state_ == State::idle || (state_ == State::scheduled && !executor_only_)) && head_ != tail_) {
                 state_ = State::running;  // the caller runs the work: no hand-off for small operations
                 own = true;
-            } else if (state_ == State::blocked && joint_phase_ != JointPhase::arrived) {
+            } else if (state_ == State::blocked && ring_[head_ & (ring_.size() - 1)].type == Task::Type::wait) {
                 const Task& front = ring_[head_ & (ring_.size() - 1)];
                 dep = front.dep_record()->queue;  // null: a wait on a complete record, about to run
                 dep_seq = front.dep_seq;

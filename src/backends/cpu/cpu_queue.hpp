@@ -161,6 +161,8 @@ private:
     void unblock();
     /// The joint step at the front resumed the queue (any thread).
     void resume_joint();
+    /// After a blocked -> scheduled transition: hands the queue to an executor (or an attending host thread).
+    void rescheduled();
     /// Calls the front joint task's arrive_impl (joint_phase_ already `arrived`), on the thread running the queue.
     void arrive(const std::shared_ptr<backend::JointStep>& step, int participant);
 
