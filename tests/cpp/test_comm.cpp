@@ -838,3 +838,52 @@ TEST(CommFault, BadInputIsRefusedBeforeAnythingIsQueued) {
     });
     EXPECT_RT_OK(rtStreamQuery(s));
 }
+
+TEST(CommFault, AnExchangeOutsideAGroupWaitsForItselfUntilTheTimeout) {
+    // Both ranks send first: each send waits for a receive queued behind the other's send (NCCL would hang; here the
+    // timeout names the message). In a group the same calls run (ExchangeInAGroupDoesNotWaitForItself).
+    EnvVar timeout("RUNTIME_COMM_TIMEOUT", "0.2");
+    Ranks ranks(2);
+    Buffer s0(ranks.devices[0], 64), r0(ranks.devices[0], 64), s1(ranks.devices[1], 64), r1(ranks.devices[1], 64);
+    ASSERT_RT_OK(rtSend(s0.ptr, 64, RT_UINT8, 1, ranks.comms[0], ranks.streams[0]));
+    ASSERT_RT_OK(rtRecv(r0.ptr, 64, RT_UINT8, 1, ranks.comms[0], ranks.streams[0]));
+    ASSERT_RT_OK(rtSend(s1.ptr, 64, RT_UINT8, 0, ranks.comms[1], ranks.streams[1]));
+    ASSERT_RT_OK(rtRecv(r1.ptr, 64, RT_UINT8, 0, ranks.comms[1], ranks.streams[1]));
+    EXPECT_RT_ERROR(RT_ERROR_TIMEOUT, rtStreamSynchronize(ranks.streams[0]));
+    EXPECT_NE(last_message().find("rtSend to rank 1 (message #1 from rank 0 to rank 1"), std::string::npos)
+        << last_message();
+    EXPECT_RT_ERROR(RT_ERROR_TIMEOUT, rtStreamSynchronize(ranks.streams[1]));
+}
+
+TEST(CommFault, DestroyingARankLetsItsQueuedCollectivesRun) {
+    Ranks ranks(2);
+    Buffer a(ranks.devices[0], 4), b(ranks.devices[1], 4);
+    a.write(encoded(RT_INT32, 1, [](size_t) { return 20; }));
+    b.write(encoded(RT_INT32, 1, [](size_t) { return 22; }));
+    ASSERT_RT_OK(rtAllReduce(a.ptr, a.ptr, 1, RT_INT32, RT_REDUCE_SUM, ranks.comms[0], ranks.streams[0]));
+    ASSERT_RT_OK(rtCommDestroy(ranks.comms[0]));  // before its peer has even called
+    ranks.comms[0] = nullptr;
+    ASSERT_RT_OK(rtAllReduce(b.ptr, b.ptr, 1, RT_INT32, RT_REDUCE_SUM, ranks.comms[1], ranks.streams[1]));
+    for (rtError_t e : ranks.sync()) ASSERT_RT_OK(e);
+    EXPECT_EQ(compare(RT_INT32, a.read(4), encoded(RT_INT32, 1, [](size_t) { return 42; })), "");
+    EXPECT_EQ(compare(RT_INT32, b.read(4), encoded(RT_INT32, 1, [](size_t) { return 42; })), "");
+}
+
+TEST(CommFault, BadTimeoutValueIsRefused) {
+    EnvVar timeout("RUNTIME_COMM_TIMEOUT", "soon");
+    rtComm_t c = nullptr;
+    EXPECT_RT_ERROR(RT_ERROR_INVALID_VALUE, rtCommInitAll(&c, 1, nullptr));
+    EXPECT_NE(last_message().find("RUNTIME_COMM_TIMEOUT='soon' is not a positive number of seconds"), std::string::npos)
+        << last_message();
+}
+
+TEST(CommFault, ACapturingStreamIsRefused) {
+    Ranks ranks(1);
+    Buffer a(ranks.devices[0], 4);
+    ASSERT_RT_OK(rtStreamBeginCapture(ranks.streams[0], RT_STREAM_CAPTURE_MODE_RELAXED));
+    EXPECT_RT_ERROR(RT_ERROR_STREAM_CAPTURE_UNSUPPORTED,
+                    rtAllReduce(a.ptr, a.ptr, 1, RT_INT32, RT_REDUCE_SUM, ranks.comms[0], ranks.streams[0]));
+    EXPECT_NE(last_message().find("collectives are not captured into graphs yet"), std::string::npos) << last_message();
+    rtGraph_t g = nullptr;
+    EXPECT_RT_ERROR(RT_ERROR_STREAM_CAPTURE_INVALIDATED, rtStreamEndCapture(ranks.streams[0], &g));
+}
