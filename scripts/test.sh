@@ -107,7 +107,7 @@ test_tsan() {
   export TSAN_OPTIONS="${TSAN_OPTIONS:-second_deadlock_stack=1}"
   (cd build-tsan &&
     "${tsan_launcher[@]}" ctest --output-on-failure -j"$ctest_jobs" \
-      -R '^test_(concurrency_stress|sound_core|stream|event|memcpy|host_func|stream_ordering|kernel_launch|memory_pool|executor_idle|cpp_api|cuda_shim|cuda_fake|graph_cuda_fake|module_unload|kernel_groups|graph_capture|graph_cpu|graph_exec|dvpp_codec|trace|usage|log)_2dev$')
+      -R '^test_(concurrency_stress|sound_core|stream|event|memcpy|host_func|stream_ordering|kernel_launch|memory_pool|executor_idle|cpp_api|cuda_shim|cuda_fake|graph_cuda_fake|module_unload|kernel_groups|graph_capture|graph_cpu|graph_exec|dvpp_codec|trace|usage|log|comm)_2dev$')
 }
 # intercept_tls_get_addr=0: up to GCC 13 and LLVM 16 the sanitizers' __tls_get_addr interceptor takes a dynamic TLS
 # block whose address is 16 past a page boundary for one with a pre-2.25 glibc header and reads the words before it;

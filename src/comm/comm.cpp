@@ -123,8 +123,9 @@ public:
         auto it = open_.find(key);
         if (it != open_.end() && it->second.get() == r) open_.erase(it);
     }
-    /// Records the clique's failure (the first is kept) and fails every open rendezvous with it.
-    void fail(rtError_t code, const std::string& why);
+    /// Records the clique's failure (the first is kept) and fails every open rendezvous with it — `first` (optional)
+    /// with its own words `first_why`. Recorded before any rank is resumed: what a resumed rank reaches next fails.
+    void fail(rtError_t code, const std::string& why, Rendezvous* first = nullptr, const std::string& first_why = {});
     rtError_t failure(std::string* why) const {
         std::lock_guard lock(mutex_);
         if (why) *why = why_;
@@ -215,7 +216,7 @@ std::shared_ptr<Rendezvous> Clique::open(const Key& key, const std::vector<int>&
     return slot;
 }
 
-void Clique::fail(rtError_t code, const std::string& why) {
+void Clique::fail(rtError_t code, const std::string& why, Rendezvous* first, const std::string& first_why) {
     std::vector<std::shared_ptr<Rendezvous>> open;
     {
         std::lock_guard lock(mutex_);
@@ -225,7 +226,8 @@ void Clique::fail(rtError_t code, const std::string& why) {
         }
         for (auto& [key, r] : open_) open.push_back(r);
     }
-    for (auto& r : open) r->fail_open(code, why);
+    if (first) first->fail_open(code, first_why);
+    for (auto& r : open) r->fail_open(code, "the communicator failed: " + why);  // `first` is closed: untouched
 }
 
 std::string Rendezvous::describe(size_t p) const {
@@ -303,10 +305,13 @@ void Rendezvous::expire() {
     }
     const std::string why = format("timed out after %g s waiting for rank%s %s (RUNTIME_COMM_TIMEOUT)",
                                    clique_->timeout(), missing.size() > 1 ? "s" : "", rank_list(missing).c_str());
-    fail_open(RT_ERROR_TIMEOUT, why);
     // Later operations would wait for the same ranks: the communicator is failed from now on.
-    clique_->fail(RT_ERROR_TIMEOUT, format("collective or message #%llu %s",
-                                           static_cast<unsigned long long>(number_), why.c_str()));
+    const bool collective = std::get<0>(key_) < 0;
+    clique_->fail(RT_ERROR_TIMEOUT,
+                  collective ? format("collective #%llu %s", static_cast<unsigned long long>(number_), why.c_str())
+                             : format("message #%llu from rank %d to rank %d %s", static_cast<unsigned long long>(number_),
+                                      std::get<0>(key_), std::get<1>(key_), why.c_str()),
+                  this, why);
 }
 
 void Rendezvous::fail_open(rtError_t code, const std::string& why) {

@@ -887,3 +887,17 @@ TEST(CommFault, ACapturingStreamIsRefused) {
     rtGraph_t g = nullptr;
     EXPECT_RT_ERROR(RT_ERROR_STREAM_CAPTURE_INVALIDATED, rtStreamEndCapture(ranks.streams[0], &g));
 }
+
+TEST(CommInit, CudaDevicesNeedNcclWhichIsNotThereYet) {
+    int n = 0;
+    ASSERT_RT_OK(rtGetDeviceCount(&n));
+    int cuda = -1;
+    for (int d = 0; d < n && cuda < 0; ++d) {
+        rtDeviceProp p;
+        if (rtGetDeviceProperties(&p, d) == RT_SUCCESS && std::strcmp(p.backend, "cuda") == 0) cuda = d;
+    }
+    if (cuda < 0) GTEST_SKIP() << "no cuda device (ctest runs this file with the fake driver)";
+    rtComm_t c = nullptr;
+    EXPECT_RT_ERROR(RT_ERROR_NOT_SUPPORTED, rtCommInitAll(&c, 1, &cuda));
+    EXPECT_NE(last_message().find("NCCL"), std::string::npos) << last_message();
+}
