@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <memory>
 #include <string>
@@ -166,6 +167,13 @@ public:
     /// Runs fn(begin, end) over [0, n) in pieces of about `grain` on the backend's threads, the caller included;
     /// returns when every piece has run. fn must not throw.
     virtual void parallel_for(size_t n, size_t grain, const std::function<void(size_t, size_t)>& fn) = 0;
+    /// Copies `bytes` between non-overlapping ranges as the backend moves large buffers (`large`: the output would
+    /// not fit the cache, e.g. cpu's streaming stores), visible to other threads once the parallel_for piece that
+    /// made the call has ended. Called inside parallel_for's pieces. Defaults to memcpy.
+    virtual void copy(void* dst, const void* src, size_t bytes, bool large) {
+        (void)large;
+        std::memcpy(dst, src, bytes);
+    }
 
 protected:
     ~Workers() = default;

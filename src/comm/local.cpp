@@ -16,6 +16,14 @@ size_t grain_for(size_t element_bytes, int ranks) {
     return g ? g : 1;
 }
 
+/// Outputs past this many bytes in all (every rank's) are written past the cache: they would not fit it anyway.
+constexpr size_t kLargeOutput = size_t{16} << 20;
+
+/// reduce_range's store through the backend's large copy.
+void store_large(void* workers, void* dst, const void* src, size_t bytes) {
+    static_cast<backend::Workers*>(workers)->copy(dst, src, bytes, true);
+}
+
 /// Copies `bytes` from src to dst (distinct, or equal: skipped) in pieces.
 void parallel_copy(void* dst, const void* src, size_t bytes, backend::Workers& workers) {
     if (dst == src || bytes == 0) return;
@@ -31,11 +39,14 @@ void run_local(const Matched& m, backend::Workers& workers) {
     const size_t bytes = m.count * es;
     if (m.count == 0) return;
     switch (m.kind) {
-        case Kind::all_reduce:
+        case Kind::all_reduce: {
+            const bool large = bytes * static_cast<size_t>(n) >= kLargeOutput;
             workers.parallel_for(m.count, grain_for(es, n), [&](size_t b, size_t e) {
-                reduce_range(m.type, m.op, m.send.data(), n, m.recv.data(), n, b, e, n);
+                reduce_range(m.type, m.op, m.send.data(), n, m.recv.data(), n, b, e, n, large ? store_large : nullptr,
+                             &workers);
             });
             break;
+        }
         case Kind::reduce: {
             void* out = m.recv[static_cast<size_t>(m.root)];
             workers.parallel_for(m.count, grain_for(es, n), [&](size_t b, size_t e) {

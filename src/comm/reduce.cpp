@@ -132,7 +132,7 @@ A combine(rtReduceOp op, A a, A b) {
 /// The loop for one operation, the operation a template argument so that each loop vectorizes.
 template <class T, rtReduceOp Op>
 void reduce_typed(const void* const* src, int nsrc, void* const* dst, int ndst, size_t begin, size_t end,
-                  int divisor) {
+                  int divisor, StoreFn store, void* context) {
     using E = Element<T>;
     using Acc = typename E::Acc;
     constexpr size_t kTile = 2048;  // accumulators on the stack: every source element of a tile is read first
@@ -152,7 +152,8 @@ void reduce_typed(const void* const* src, int nsrc, void* const* dst, int ndst, 
         for (int r = 0; r < ndst; ++r) {
             T* d = static_cast<T*>(dst[r]) + base;
             if constexpr (std::is_same_v<T, Acc>) {
-                std::memcpy(d, acc, len * sizeof(T));
+                if (store) store(context, d, acc, len * sizeof(T));
+                else std::memcpy(d, acc, len * sizeof(T));
             } else {
                 for (size_t i = 0; i < len; ++i) d[i] = E::store(acc[i]);
             }
@@ -162,31 +163,31 @@ void reduce_typed(const void* const* src, int nsrc, void* const* dst, int ndst, 
 
 template <class T>
 void reduce_op(rtReduceOp op, const void* const* src, int nsrc, void* const* dst, int ndst, size_t begin, size_t end,
-               int divisor) {
+               int divisor, StoreFn store, void* context) {
     switch (op) {
-        case RT_REDUCE_SUM: return reduce_typed<T, RT_REDUCE_SUM>(src, nsrc, dst, ndst, begin, end, divisor);
-        case RT_REDUCE_PROD: return reduce_typed<T, RT_REDUCE_PROD>(src, nsrc, dst, ndst, begin, end, divisor);
-        case RT_REDUCE_MAX: return reduce_typed<T, RT_REDUCE_MAX>(src, nsrc, dst, ndst, begin, end, divisor);
-        case RT_REDUCE_MIN: return reduce_typed<T, RT_REDUCE_MIN>(src, nsrc, dst, ndst, begin, end, divisor);
-        case RT_REDUCE_AVG: return reduce_typed<T, RT_REDUCE_AVG>(src, nsrc, dst, ndst, begin, end, divisor);
+        case RT_REDUCE_SUM: return reduce_typed<T, RT_REDUCE_SUM>(src, nsrc, dst, ndst, begin, end, divisor, store, context);
+        case RT_REDUCE_PROD: return reduce_typed<T, RT_REDUCE_PROD>(src, nsrc, dst, ndst, begin, end, divisor, store, context);
+        case RT_REDUCE_MAX: return reduce_typed<T, RT_REDUCE_MAX>(src, nsrc, dst, ndst, begin, end, divisor, store, context);
+        case RT_REDUCE_MIN: return reduce_typed<T, RT_REDUCE_MIN>(src, nsrc, dst, ndst, begin, end, divisor, store, context);
+        case RT_REDUCE_AVG: return reduce_typed<T, RT_REDUCE_AVG>(src, nsrc, dst, ndst, begin, end, divisor, store, context);
     }
 }
 
 }  // namespace
 
 void reduce_range(rtDataType type, rtReduceOp op, const void* const* src, int nsrc, void* const* dst, int ndst,
-                  size_t begin, size_t end, int divisor) {
+                  size_t begin, size_t end, int divisor, StoreFn store, void* store_context) {
     switch (type) {
-        case RT_INT8: return reduce_op<int8_t>(op, src, nsrc, dst, ndst, begin, end, divisor);
-        case RT_UINT8: return reduce_op<uint8_t>(op, src, nsrc, dst, ndst, begin, end, divisor);
-        case RT_INT32: return reduce_op<int32_t>(op, src, nsrc, dst, ndst, begin, end, divisor);
-        case RT_UINT32: return reduce_op<uint32_t>(op, src, nsrc, dst, ndst, begin, end, divisor);
-        case RT_INT64: return reduce_op<int64_t>(op, src, nsrc, dst, ndst, begin, end, divisor);
-        case RT_UINT64: return reduce_op<uint64_t>(op, src, nsrc, dst, ndst, begin, end, divisor);
-        case RT_FLOAT16: return reduce_op<Half>(op, src, nsrc, dst, ndst, begin, end, divisor);
-        case RT_BFLOAT16: return reduce_op<BHalf>(op, src, nsrc, dst, ndst, begin, end, divisor);
-        case RT_FLOAT32: return reduce_op<float>(op, src, nsrc, dst, ndst, begin, end, divisor);
-        case RT_FLOAT64: return reduce_op<double>(op, src, nsrc, dst, ndst, begin, end, divisor);
+        case RT_INT8: return reduce_op<int8_t>(op, src, nsrc, dst, ndst, begin, end, divisor, store, store_context);
+        case RT_UINT8: return reduce_op<uint8_t>(op, src, nsrc, dst, ndst, begin, end, divisor, store, store_context);
+        case RT_INT32: return reduce_op<int32_t>(op, src, nsrc, dst, ndst, begin, end, divisor, store, store_context);
+        case RT_UINT32: return reduce_op<uint32_t>(op, src, nsrc, dst, ndst, begin, end, divisor, store, store_context);
+        case RT_INT64: return reduce_op<int64_t>(op, src, nsrc, dst, ndst, begin, end, divisor, store, store_context);
+        case RT_UINT64: return reduce_op<uint64_t>(op, src, nsrc, dst, ndst, begin, end, divisor, store, store_context);
+        case RT_FLOAT16: return reduce_op<Half>(op, src, nsrc, dst, ndst, begin, end, divisor, store, store_context);
+        case RT_BFLOAT16: return reduce_op<BHalf>(op, src, nsrc, dst, ndst, begin, end, divisor, store, store_context);
+        case RT_FLOAT32: return reduce_op<float>(op, src, nsrc, dst, ndst, begin, end, divisor, store, store_context);
+        case RT_FLOAT64: return reduce_op<double>(op, src, nsrc, dst, ndst, begin, end, divisor, store, store_context);
     }
 }
 

@@ -24,7 +24,10 @@ float bfloat16_to_float(uint16_t b);
 /// the result does not depend on how [0, count) is cut into ranges), written to each of the `ndst` buffers dst[i].
 /// Every source element of the range is read before any destination element of it is written, so a destination may be
 /// a source (in place). fp16/bf16 accumulate in float and round once; AVG divides the sum by `divisor` at the end.
+/// `store` (optional) writes a tile of results of the same type as the elements (memcpy when null: the backend's copy
+/// of large outputs, past the cache).
+using StoreFn = void (*)(void* context, void* dst, const void* src, size_t bytes);
 void reduce_range(rtDataType type, rtReduceOp op, const void* const* src, int nsrc, void* const* dst, int ndst,
-                  size_t begin, size_t end, int divisor);
+                  size_t begin, size_t end, int divisor, StoreFn store = nullptr, void* store_context = nullptr);
 
 }  // namespace rt::comm

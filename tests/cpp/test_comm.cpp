@@ -901,3 +901,27 @@ TEST(CommInit, CudaDevicesNeedNcclWhichIsNotThereYet) {
     EXPECT_RT_ERROR(RT_ERROR_NOT_SUPPORTED, rtCommInitAll(&c, 1, &cuda));
     EXPECT_NE(last_message().find("NCCL"), std::string::npos) << last_message();
 }
+
+TEST(CommExact, LargeAllReduceWrittenPastTheCache) {
+    // 2 ranks x 8 MiB + 20 B: past the size from which the output is written with streaming stores (local.cpp);
+    // not scaled down under the sanitizers (the path is what the test is for). In and out of place.
+    Ranks ranks(2);
+    const size_t count = (size_t{8} << 20) / 4 + 5, bytes = count * 4;
+    for (int in_place = 0; in_place < 2; ++in_place) {
+        std::vector<std::unique_ptr<Buffer>> send, recv;
+        for (int r = 0; r < 2; ++r) {
+            send.push_back(std::make_unique<Buffer>(ranks.devices[static_cast<size_t>(r)], bytes));
+            recv.push_back(std::make_unique<Buffer>(ranks.devices[static_cast<size_t>(r)], bytes));
+            send.back()->write(encoded(RT_FLOAT32, count, [&](size_t i) { return input(RT_FLOAT32, RT_REDUCE_SUM, 2, r, i); }));
+        }
+        run_all(ranks, [&](int r) {
+            void* s = send[static_cast<size_t>(r)]->ptr;
+            return rtAllReduce(s, in_place ? s : recv[static_cast<size_t>(r)]->ptr, count, RT_FLOAT32, RT_REDUCE_SUM,
+                               ranks.comms[static_cast<size_t>(r)], ranks.streams[static_cast<size_t>(r)]);
+        });
+        const auto want = encoded(RT_FLOAT32, count, [&](size_t i) { return expected(RT_FLOAT32, RT_REDUCE_SUM, 2, i); });
+        for (int r = 0; r < 2; ++r)
+            ASSERT_EQ(compare(RT_FLOAT32, (in_place ? send : recv)[static_cast<size_t>(r)]->read(bytes), want), "")
+                << "rank " << r << (in_place ? " in place" : "");
+    }
+}

@@ -442,9 +442,13 @@ class ExecutorWorkers final : public backend::Workers {
 public:
     explicit ExecutorWorkers(Executor& executor) : executor_(executor) {}
     void parallel_for(size_t n, size_t grain, const std::function<void(size_t, size_t)>& fn) override {
-        auto body = [&fn](size_t begin, size_t end) { fn(begin, end); };
+        auto body = [&fn](size_t begin, size_t end) {
+            fn(begin, end);
+            streaming_fence();  // the piece's streaming stores (copy) are done before it counts as done
+        };
         executor_.parallel_for(n, grain, body);
     }
+    void copy(void* dst, const void* src, size_t bytes, bool large) override { copy_bytes(dst, src, bytes, large); }
 
 private:
     Executor& executor_;
