@@ -169,7 +169,8 @@ ERROR_CLASSES = {
                 CompileError, LaunchError, NotSupportedError, NotFoundError, NotPermittedError,
                 StreamCaptureUnsupportedError, StreamCaptureInvalidatedError, StreamCaptureUnjoinedError,
                 StreamCaptureImplicitError, StreamCaptureWrongThreadError, StreamCaptureIsolationError,
-                CapturedEventError, GraphExecUpdateError, IllegalStateError, InvalidImageError, UnknownError)
+                CapturedEventError, GraphExecUpdateError, IllegalStateError, InvalidImageError, CommTimeoutError,
+                UnknownError)
 }
 
 
