@@ -1,5 +1,9 @@
-/* consumer.c — plain C use of the installed runtime: the library's version, allocate, copy there and back, check. */
+/* consumer.c — plain C use of the installed runtime: the library's version, allocate, copy there and back (through a
+ * one-rank all-reduce on cpu devices: comm.h), check. */
+#include <runtime/comm.h>
 #include <runtime/runtime.h>
+
+#include <string.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,6 +37,12 @@ int main(void) {
     CHECK(rtMalloc(&dev, sizeof in));
     CHECK(rtStreamCreate(&stream));
     CHECK(rtMemcpyAsync(dev, in, sizeof in, RT_MEMCPY_HOST_TO_DEVICE, stream));
+    if (strcmp(prop.backend, "cpu") == 0) { /* in-process collectives run on cpu devices */
+        rtComm_t comm = NULL;
+        CHECK(rtCommInitAll(&comm, 1, NULL));
+        CHECK(rtAllReduce(dev, dev, N, RT_INT32, RT_REDUCE_SUM, comm, stream)); /* one rank: the data itself */
+        CHECK(rtCommDestroy(comm));
+    }
     CHECK(rtMemcpyAsync(out, dev, sizeof out, RT_MEMCPY_DEVICE_TO_HOST, stream));
     CHECK(rtStreamSynchronize(stream));
     CHECK(rtStreamDestroy(stream));

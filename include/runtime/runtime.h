@@ -48,6 +48,7 @@ typedef enum rtError {
     RT_ERROR_GRAPH_EXEC_UPDATE_FAILURE = 18,   /* rtGraphExecUpdate refused the graph (see its result) */
     RT_ERROR_ILLEGAL_STATE = 19,               /* the object is not in a state that allows the call */
     RT_ERROR_INVALID_IMAGE = 20,               /* encoded image data is corrupt, truncated or not of that format (dvpp.h) */
+    RT_ERROR_TIMEOUT = 21,                     /* another party did not arrive in time (a collective's peer, comm.h) */
     RT_ERROR_UNKNOWN = 999
 } rtError_t;
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as _np
 
 from . import _core
-from .errors import (CapturedEventError, CompileError, Error, GraphExecUpdateError, IllegalStateError,
+from .errors import (CapturedEventError, CommTimeoutError, CompileError, Error, GraphExecUpdateError, IllegalStateError,
                      InvalidDeviceError, InvalidHandleError, InvalidImageError, InvalidValueError, LaunchError, NotFoundError,
                      NotPermittedError, NotReadyError, NotSupportedError, OutOfMemoryError, StreamCaptureError,
                      StreamCaptureImplicitError, StreamCaptureInvalidatedError, StreamCaptureIsolationError,
@@ -70,6 +70,6 @@ __all__ += ["Graph", "GraphExec", "GraphNode", "GraphMemoryInfo", "load_graph", 
             "StreamCaptureError", "StreamCaptureUnsupportedError", "StreamCaptureInvalidatedError",
             "StreamCaptureUnjoinedError", "StreamCaptureImplicitError", "StreamCaptureWrongThreadError",
             "StreamCaptureIsolationError", "CapturedEventError", "GraphExecUpdateError", "IllegalStateError"]
-__all__ += ["InvalidImageError"]
+__all__ += ["InvalidImageError", "CommTimeoutError"]
 __all__ += ["profile", "PROFILER_DEFAULT", "PROFILER_NO_API_CALLS", "PROFILER_NO_MEMORY"]
 __all__ += ["device_usage"]

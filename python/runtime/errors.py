@@ -150,6 +150,13 @@ class InvalidImageError(Error):
     code, name = 20, "RT_ERROR_INVALID_IMAGE"
 
 
+class CommTimeoutError(Error):
+    """Another party did not arrive in time: a collective's peer rank (RUNTIME_COMM_TIMEOUT); the message names the
+    missing ranks and the operation."""
+
+    code, name = 21, "RT_ERROR_TIMEOUT"
+
+
 class UnknownError(Error):
     """An internal failure of the runtime."""
 
@@ -162,7 +169,8 @@ ERROR_CLASSES = {
                 CompileError, LaunchError, NotSupportedError, NotFoundError, NotPermittedError,
                 StreamCaptureUnsupportedError, StreamCaptureInvalidatedError, StreamCaptureUnjoinedError,
                 StreamCaptureImplicitError, StreamCaptureWrongThreadError, StreamCaptureIsolationError,
-                CapturedEventError, GraphExecUpdateError, IllegalStateError, InvalidImageError, UnknownError)
+                CapturedEventError, GraphExecUpdateError, IllegalStateError, InvalidImageError, CommTimeoutError,
+                UnknownError)
 }
 
 

@@ -713,7 +713,7 @@ NB_MODULE(_core, m) {
                         RT_ERROR_STREAM_CAPTURE_UNJOINED, RT_ERROR_STREAM_CAPTURE_IMPLICIT,
                         RT_ERROR_STREAM_CAPTURE_WRONG_THREAD, RT_ERROR_STREAM_CAPTURE_ISOLATION,
                         RT_ERROR_CAPTURED_EVENT, RT_ERROR_GRAPH_EXEC_UPDATE_FAILURE, RT_ERROR_ILLEGAL_STATE,
-                        RT_ERROR_INVALID_IMAGE, RT_ERROR_UNKNOWN})
+                        RT_ERROR_INVALID_IMAGE, RT_ERROR_TIMEOUT, RT_ERROR_UNKNOWN})
         codes[rtGetErrorName(c)] = static_cast<int>(c);
     m.attr("ERROR_CODES") = codes;  // {"RT_ERROR_INVALID_VALUE": 1, ...}
 

@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <memory>
 #include <string>
@@ -180,6 +181,36 @@ struct Key {
 
 namespace backend {
 
+/// Threads of a device's backend that a queued step may spread its work over.
+class Workers {
+public:
+    /// Runs fn(begin, end) over [0, n) in pieces of about `grain` on the backend's threads, the caller included;
+    /// returns when every piece has run. fn must not throw.
+    virtual void parallel_for(size_t n, size_t grain, const std::function<void(size_t, size_t)>& fn) = 0;
+    /// Copies `bytes` between non-overlapping ranges as the backend moves large buffers (`large`: the output would
+    /// not fit the cache, e.g. cpu's streaming stores), visible to other threads once the parallel_for piece that
+    /// made the call has ended. Called inside parallel_for's pieces. Defaults to memcpy.
+    virtual void copy(void* dst, const void* src, size_t bytes, bool large) {
+        (void)large;
+        std::memcpy(dst, src, bytes);
+    }
+
+protected:
+    ~Workers() = default;
+};
+
+/// A step several queues reach independently and that completes for them together (a collective's rendezvous,
+/// src/comm). The queue does not skip it behind a pending failure: the step looks at the participant's slot itself.
+class JointStep {
+public:
+    virtual ~JointStep() = default;
+    /// Called once per queue part (joint_impl), by the thread running that queue when the part is its front task,
+    /// never under a queue lock. The queue then runs nothing more until `resume` has been called — exactly once, from
+    /// any thread, perhaps before arrive_impl returns; a step that must wait for other parts keeps `resume` and
+    /// returns (the queue parks without occupying a thread). `workers`: valid during the call only. Never throws.
+    virtual void arrive_impl(int participant, Workers& workers, std::function<void()> resume) noexcept = 0;
+};
+
 /// A native in-order queue. Every *_impl that enqueues returns before the work is done, may be called
 /// from several host threads at once, and keeps submission order. Operands were validated by the core. `traced`:
 /// the operation's trace key (trace::Key above), empty unless a trace is written.
@@ -232,6 +263,10 @@ public:
     /// null is replayed by the core instead).
     virtual void launch_graph_impl(const std::shared_ptr<GraphExecutable>& graph, const LaunchReport& report,
                                    const trace::Key& traced);
+    /// (optional) Queues part `participant` of `step`: when it is reached the queue calls step->arrive_impl and parks
+    /// until resumed; work queued after it waits. The queue keeps `step` alive until the part has completed. Defaults
+    /// to NOT_SUPPORTED (a backend whose queues cannot park: its collectives need a native library).
+    virtual void joint_impl(const std::shared_ptr<JointStep>& step, int participant, const trace::Key& traced);
     /// (optional) Lets go of kernels held past their launches (a queue may keep its latest launched function to
     /// spare a reference count per launch), so an unloaded module's code goes once the launches queued so far have
     /// run. Called by the core after a module unload, from any thread; never blocks. Defaults to nothing.

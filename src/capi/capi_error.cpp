@@ -26,6 +26,7 @@ RT_API const char* rtGetErrorName(rtError_t error) {
         case RT_ERROR_GRAPH_EXEC_UPDATE_FAILURE: return "RT_ERROR_GRAPH_EXEC_UPDATE_FAILURE";
         case RT_ERROR_ILLEGAL_STATE: return "RT_ERROR_ILLEGAL_STATE";
         case RT_ERROR_INVALID_IMAGE: return "RT_ERROR_INVALID_IMAGE";
+        case RT_ERROR_TIMEOUT: return "RT_ERROR_TIMEOUT";
         case RT_ERROR_UNKNOWN: return "RT_ERROR_UNKNOWN";
     }
     return "RT_ERROR_UNRECOGNIZED";
@@ -54,6 +55,7 @@ RT_API const char* rtGetErrorString(rtError_t error) {
         case RT_ERROR_GRAPH_EXEC_UPDATE_FAILURE: return "the executable graph cannot take that update";
         case RT_ERROR_ILLEGAL_STATE: return "the object is not in a state that allows the call";
         case RT_ERROR_INVALID_IMAGE: return "the encoded image is corrupt, truncated or not of the expected format";
+        case RT_ERROR_TIMEOUT: return "another party (a collective's peer) did not arrive in time";
         case RT_ERROR_UNKNOWN: return "internal error";
     }
     return "unrecognized error code";

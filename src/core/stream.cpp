@@ -68,6 +68,13 @@ void Queue::launch_graph_impl(const std::shared_ptr<GraphExecutable>& graph, con
     fail(RT_ERROR_NOT_SUPPORTED, "this device's backend does not launch lowered graphs");
 }
 
+void Queue::joint_impl(const std::shared_ptr<JointStep>& step, int participant, const trace::Key& traced) {
+    (void)step;
+    (void)participant;
+    (void)traced;
+    fail(RT_ERROR_NOT_SUPPORTED, "this device's backend cannot run in-process collectives (its queues cannot park)");
+}
+
 void notify_timeline() noexcept {
     if (Runtime* r = detail::g_runtime.load(std::memory_order_acquire)) r->timeline().wake();
 }

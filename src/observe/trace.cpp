@@ -506,6 +506,11 @@ private:
                             op.block[1], static_cast<unsigned long long>(op.id));
                 if (op.kind) e += format(",\"format\":\"%s\"", op.kind);
                 break;
+            case Cat::collective:  // collective_op: rank and ranks in grid[0..1], sequence in id, type in kind
+                e += format(",\"bytes\":%llu,\"rank\":%u,\"ranks\":%u,\"sequence\":%llu,\"type\":\"%s\"",
+                            static_cast<unsigned long long>(op.bytes), op.grid[0], op.grid[1],
+                            static_cast<unsigned long long>(op.id), op.kind ? op.kind : "");
+                break;
             case Cat::event:
                 e += format(",\"event\":%llu", static_cast<unsigned long long>(op.id));
                 break;
@@ -803,6 +808,19 @@ Op* copy_op(Stream& stream, uint64_t op, size_t bytes, backend::CopyKind kind) n
     t->kind = kDirections[k];
     t->name = kNames[k];
     t->bytes = bytes;
+    return t;
+}
+
+Op* collective_op(Stream& stream, uint64_t op, const char* name, uint64_t bytes, int rank, int ranks, uint64_t sequence,
+                  const char* type) noexcept {
+    Op* t = stream_op(stream, Cat::collective, op);
+    if (!t) return nullptr;
+    t->name = name;
+    t->bytes = bytes;
+    t->grid[0] = static_cast<uint32_t>(rank);
+    t->grid[1] = static_cast<uint32_t>(ranks);
+    t->id = sequence;
+    t->kind = type;
     return t;
 }
 

@@ -146,6 +146,11 @@ Op* host_op(Stream& stream, uint64_t op) noexcept;
 /// An event record starts a flow (its id kept in the event), a wait ends the flow of the event's latest record.
 Op* event_op(Stream& stream, uint64_t op, Event& event, bool record) noexcept;
 Op* graph_op(Stream& stream, uint64_t op, uint64_t graph, size_t nodes) noexcept;
+/// A collective's part on `stream`: `name` static text ("all_reduce"), `bytes` this rank's buffer (count x the type's
+/// size), its rank of `ranks`, `sequence` the collective's number on its communicator (the same on every rank:
+/// the parts of one collective share it), `type` static text (the data type, "float32").
+Op* collective_op(Stream& stream, uint64_t op, const char* name, uint64_t bytes, int rank, int ranks, uint64_t sequence,
+                  const char* type) noexcept;
 /// A node of graph launch `op` that the core queues as an operation of its own (no lowering): `type` static text
 /// ("kernel", "memcpy", "memset", "host"), `name` the kernel's name or the node's label.
 Op* graph_node_op(Stream& stream, uint64_t op, size_t node, const char* type, const char* name) noexcept;

@@ -215,6 +215,10 @@ private:
         void notify_at_impl(uint64_t position) override { q_->notify_at_impl(position); }
         void bind_error_slot_impl(AsyncErrorSlot* slot) override { q_->bind_error_slot_impl(slot); }
         void release_kernels_impl() override { q_->release_kernels_impl(); }
+        void joint_impl(const std::shared_ptr<backend::JointStep>& step, int participant,
+                        const trace::Key& traced) override {
+            q_->joint_impl(step, participant, traced);
+        }
         void launch_graph_impl(const std::shared_ptr<backend::GraphExecutable>& g,
                                const backend::LaunchReport& r, const trace::Key& t) override {
             q_->launch_graph_impl(g, r, t);

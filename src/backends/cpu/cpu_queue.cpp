@@ -160,6 +160,14 @@ void CpuQueue::release_kernels_impl() {
     }, trace::Key{});
 }
 
+void CpuQueue::joint_impl(const std::shared_ptr<backend::JointStep>& step, int participant, const trace::Key& traced) {
+    emplace([&](Task& t) {
+        t.type = Task::Type::joint;
+        t.participant = participant;
+        t.ref = step;
+    }, traced);
+}
+
 void CpuQueue::record_impl(backend::Event& event, const trace::Key& traced) {
     const std::shared_ptr<EventState>& ev = static_cast<CpuEvent&>(event).state();
     std::lock_guard elock(ev->mutex);  // order: event, then queue
@@ -250,12 +258,27 @@ void CpuQueue::run(uint64_t limit, size_t budget, bool host) {
     Task batch[kBatch];
     size_t count = 0, taken = 0;
     for (;;) {
+        std::shared_ptr<backend::JointStep> arriving;  // the front joint task, reached now: arrive outside the lock
+        int participant = 0;
         {
             std::unique_lock lock(mutex_);
             bool hand_off = false;
             while (count < kBatch && head_ != tail_) {
                 Task& front = ring_[head_ & (ring_.size() - 1)];
                 if (front.seq > limit || taken >= budget) break;
+                if (front.type == Task::Type::joint && joint_phase_ != JointPhase::resumed) {
+                    if (count) break;  // run what precedes it first
+                    if (joint_phase_ == JointPhase::arrived) {
+                        state_ = State::blocked;  // resume_joint reschedules us
+                        return;
+                    }
+                    joint_phase_ = JointPhase::arrived;
+                    if (front.trace) joint_arrived_ = trace::now();
+                    arriving = std::static_pointer_cast<backend::JointStep>(front.ref);
+                    participant = front.participant;
+                    break;
+                }
+                if (front.type == Task::Type::joint) joint_phase_ = JointPhase::none;  // resumed: completes now
                 if (host && (front.type == Task::Type::host_call ||
                              (front.type == Task::Type::graph && front.graph.host_nodes))) {
                     hand_off = count == 0;  // run what precedes it first
@@ -271,6 +294,11 @@ void CpuQueue::run(uint64_t limit, size_t budget, bool host) {
                 batch[count++] = std::move(front);
                 ++head_;
                 ++taken;
+            }
+            if (arriving) {
+                lock.unlock();
+                arrive(arriving, participant);
+                continue;  // resumed at once, or parks at the next look
             }
             if (count == 0) {
                 if (head_ == tail_) {
@@ -298,11 +326,13 @@ void CpuQueue::execute_traced(Task& t) {
     const trace::Key key = t.trace;
     t.dispatch = static_cast<uint8_t>(t.type);  // run as itself
     const bool failed_before = slot_ && slot_->failed();
-    const int64_t start = trace::now();
+    // A joint part's span is its step's: from the queue's arrival (the reduction ran in between) to its completion.
+    const int64_t start = t.type == Task::Type::joint ? joint_arrived_ : trace::now();
     execute(t, &key);
     const int64_t end = trace::now();
     trace::Status status = trace::Status::ok;
-    if (failed_before && t.type != Task::Type::record && t.type != Task::Type::wait) status = trace::Status::skipped;
+    if (failed_before && t.type != Task::Type::record && t.type != Task::Type::wait && t.type != Task::Type::joint)
+        status = trace::Status::skipped;
     else if (!failed_before && slot_ && slot_->failed()) status = trace::Status::failed;
     trace::finish(key, start, end, status);
 }
@@ -347,6 +377,8 @@ void CpuQueue::execute(Task& t, const trace::Key* traced) {
             break;
         }
         case static_cast<uint8_t>(Type::release):
+        case static_cast<uint8_t>(Type::joint):  // its work ran between its arrival and its resume (a failure
+                                                  // behind it does not skip it: the step saw the slot at arrival)
             break;
         case static_cast<uint8_t>(Type::graph):
             if (skip_after_failure(t)) return;
@@ -402,12 +434,50 @@ bool CpuQueue::add_waiter(const std::shared_ptr<CpuQueue>& waiter, uint64_t seq)
     return true;
 }
 
+namespace {
+/// The cpu executors as a joint step's workers.
+class ExecutorWorkers final : public backend::Workers {
+public:
+    explicit ExecutorWorkers(Executor& executor) : executor_(executor) {}
+    void parallel_for(size_t n, size_t grain, const std::function<void(size_t, size_t)>& fn) override {
+        auto body = [&fn](size_t begin, size_t end) {
+            fn(begin, end);
+            streaming_fence();  // the piece's streaming stores (copy) are done before it counts as done
+        };
+        executor_.parallel_for(n, grain, body);
+    }
+    void copy(void* dst, const void* src, size_t bytes, bool large) override { copy_bytes(dst, src, bytes, large); }
+
+private:
+    Executor& executor_;
+};
+}  // namespace
+
+void CpuQueue::arrive(const std::shared_ptr<backend::JointStep>& step, int participant) {
+    ExecutorWorkers workers(executor_);
+    step->arrive_impl(participant, workers, [self = shared_from_this()] { self->resume_joint(); });
+}
+
+void CpuQueue::resume_joint() {
+    {
+        std::lock_guard lock(mutex_);
+        joint_phase_ = JointPhase::resumed;  // a queue still running past arrive_impl sees it at its next look
+        if (state_ != State::blocked) return;
+        state_ = State::scheduled;  // with the phase, under one lock: no one sees it blocked on a resumed step
+    }
+    rescheduled();
+}
+
 void CpuQueue::unblock() {
     {
         std::lock_guard lock(mutex_);
         if (state_ != State::blocked) return;
         state_ = State::scheduled;
     }
+    rescheduled();
+}
+
+void CpuQueue::rescheduled() {
     // An attending host thread claims it next (its target lies at or past the blocked task).
     if (attended_.load() == 0) executor_.schedule(shared_from_this());
     if (host_waiters_.load() > 0) {  // a parked host may now run it itself
@@ -427,7 +497,7 @@ void CpuQueue::wait_until(uint64_t target, bool park_at_once) {
             if ((state_ == State::idle || (state_ == State::scheduled && !executor_only_)) && head_ != tail_) {
                 state_ = State::running;  // the caller runs the work: no hand-off for small operations
                 own = true;
-            } else if (state_ == State::blocked) {
+            } else if (state_ == State::blocked && ring_[head_ & (ring_.size() - 1)].type == Task::Type::wait) {
                 const Task& front = ring_[head_ & (ring_.size() - 1)];
                 dep = front.dep_record()->queue;  // null: a wait on a complete record, about to run
                 dep_seq = front.dep_seq;
@@ -460,8 +530,10 @@ void CpuQueue::wait_until(uint64_t target, bool park_at_once) {
             bool state_changed;
             {
                 std::lock_guard lock(mutex_);
-                // Running, or left to an executor for a host function: its completions will signal.
-                state_changed = state_ != State::running && !(state_ == State::scheduled && executor_only_);
+                // Running, left to an executor for a host function, or parked at a joint step until its peers
+                // arrive: its completions (or resume_joint) will signal.
+                state_changed = state_ != State::running && !(state_ == State::scheduled && executor_only_) &&
+                                !(state_ == State::blocked && joint_phase_ == JointPhase::arrived);
             }
             if (!state_changed) signal_.wait(seen);
         }

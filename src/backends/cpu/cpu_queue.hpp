@@ -57,8 +57,9 @@ private:
 /// One operation in a queue: a small record moved through the ring (no heap allocation per task). The
 /// payload is a union by type; `ref` keeps alive what the task points to.
 struct Task {
-    // release: only drops `ref`; graph: one launch of an executable graph (cpu_graph.hpp)
-    enum class Type : uint8_t { copy, fill, host_call, record, wait, launch, release, graph };
+    // release: only drops `ref`; graph: one launch of an executable graph (cpu_graph.hpp); joint: a part of a
+    // backend::JointStep (`ref`), which parks the queue from its arrival until the step resumes it
+    enum class Type : uint8_t { copy, fill, host_call, record, wait, launch, release, graph, joint };
     struct Memory {
         void* dst;
         const void* src;
@@ -86,13 +87,14 @@ struct Task {
     std::shared_ptr<void> ref;  // record and wait: the RecordState written or waited for; launch: the function
                                 // launched before it on this queue, when it changed (see last_function_);
                                 // release: the function last_function_ let go of (release_kernels_impl); graph:
-                                // the executable graph
+                                // the executable graph; joint: the step
     union {
         Memory memory;              // copy, fill
         backend::HostCall call;     // host_call
         uint64_t dep_seq;           // wait: run nothing until the other queue has completed this task
         Launch launch;              // launch
         GraphLaunch graph;          // graph
+        int participant;            // joint
     };
     PackedArgs args;  // launch
 
@@ -125,6 +127,7 @@ public:
     void bind_error_slot_impl(AsyncErrorSlot* slot) override { slot_ = slot; }
     /// Drops last_function_: at once when the queue is idle, else in a release task after the launches queued.
     void release_kernels_impl() override;
+    void joint_impl(const std::shared_ptr<backend::JointStep>& step, int participant, const trace::Key& traced) override;
 
     /// Sequence number of the last completed task (tasks complete in order).
     uint64_t completed() const { return completed_.load(std::memory_order_acquire); }
@@ -158,6 +161,12 @@ private:
     bool add_waiter(const std::shared_ptr<CpuQueue>& waiter, uint64_t seq);
     /// A dependency of the front task completed: make the queue runnable again.
     void unblock();
+    /// The joint step at the front resumed the queue (any thread).
+    void resume_joint();
+    /// After a blocked -> scheduled transition: hands the queue to an executor (or an attending host thread).
+    void rescheduled();
+    /// Calls the front joint task's arrive_impl (joint_phase_ already `arrived`), on the thread running the queue.
+    void arrive(const std::shared_ptr<backend::JointStep>& step, int participant);
 
     Executor& executor_;
     const unsigned long long stream_min_bytes_;
@@ -174,6 +183,11 @@ private:
     // previous one rides in the new task's `ref` and dies after it: every earlier launch of it is done.
     std::shared_ptr<backend::Function> last_function_;
     State state_ = State::idle;
+    // The front joint task's progress: none (not reached yet), arrived (arrive_impl called; blocked until resumed),
+    // resumed (it completes like any task). Only the front task can be a started joint.
+    enum class JointPhase : uint8_t { none, arrived, resumed };
+    JointPhase joint_phase_ = JointPhase::none;
+    int64_t joint_arrived_ = 0;  // traced: when the front joint task arrived (its span's start: the step's work)
     bool executor_only_ = false;  // a host function (or graph with some) is next: host threads leave it to executors
     AsyncErrorSlot* slot_ = nullptr;  // the core stream's: while it holds a failure, work is skipped
     // notify_at_impl's earliest armed position (UINT64_MAX: none); complete() fires notify_timeline once.

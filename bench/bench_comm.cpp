@@ -1,0 +1,132 @@
+// bench_comm.cpp — runtime-bench-comm: all_reduce float32 sum over 2 cpu devices in one process, 8 B .. 256 MiB, in
+// nccl-tests' columns, against this run's memory-bandwidth bound (2 * n * S bytes must move for n ranks of S bytes).
+//
+// Usage: runtime-bench-comm [--quick] [--max-bytes N]
+// Each row: size, count, time per all_reduce including the synchronize of both ranks' streams (median of the timed
+// repetitions), algbw = S / time, busbw = algbw * 2 (n - 1) / n (nccl-tests' all_reduce factor), #wrong (elements that
+// differ from the exact sum, checked after the timed runs), the bound's time 2 * n * S / BW and time / bound.
+// BW is the memory traffic (bytes read + bytes written) per second of the faster of a 1-thread and a 2-thread memcpy
+// of 256 MiB (or --max-bytes), measured in the same run.
+#include <runtime/comm.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "bench_util.hpp"
+
+using namespace rtbench;
+
+namespace {
+
+void check(rtError_t e, const char* what) {
+    if (e != RT_SUCCESS) {
+        std::fprintf(stderr, "runtime-bench-comm: %s: %s: %s\n", what, rtGetErrorName(e), rtGetLastErrorMessage());
+        std::exit(1);
+    }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    bool quick = false;
+    size_t max_bytes = size_t{256} << 20;
+    for (int i = 1; i < argc; ++i) {
+        if (!std::strcmp(argv[i], "--quick")) quick = true;
+        else if (!std::strcmp(argv[i], "--max-bytes") && i + 1 < argc) max_bytes = std::strtoull(argv[++i], nullptr, 0);
+        else {
+            std::fprintf(stderr, "usage: runtime-bench-comm [--quick] [--max-bytes N]\n");
+            return 2;
+        }
+    }
+    if (quick) max_bytes = std::min(max_bytes, size_t{16} << 20);
+    ::setenv("RUNTIME_CPU_DEVICES", "2", 0);  // before the runtime starts; a value set by the caller wins
+    const int n = 2;
+    int devices = 0;
+    check(rtGetDeviceCount(&devices), "rtGetDeviceCount");
+    if (devices < n) {
+        std::fprintf(stderr, "runtime-bench-comm: needs 2 cpu devices (RUNTIME_CPU_DEVICES=2), found %d\n", devices);
+        return 1;
+    }
+    rtComm_t comms[n];
+    const int devs[n] = {0, 1};
+    check(rtCommInitAll(comms, n, devs), "rtCommInitAll");
+    rtStream_t streams[n];
+    void *send[n], *recv[n];
+    for (int r = 0; r < n; ++r) {
+        check(rtSetDevice(r), "rtSetDevice");
+        check(rtStreamCreate(&streams[r]), "rtStreamCreate");
+        check(rtMalloc(&send[r], max_bytes), "rtMalloc");
+        check(rtMalloc(&recv[r], max_bytes), "rtMalloc");
+        // Small integers: the sum is exact in float whatever the order, so #wrong counts real errors only.
+        float* s = static_cast<float*>(send[r]);  // cpu device memory is host-addressable
+        for (size_t i = 0; i < max_bytes / 4; ++i) s[i] = static_cast<float>((i + static_cast<size_t>(r) * 3) % 11);
+        std::memset(recv[r], 0, max_bytes);
+    }
+
+    // This run's memory bandwidth: traffic (read + write) of the faster memcpy.
+    std::vector<char> a(max_bytes), b(max_bytes);
+    fill_pattern(a.data(), a.size(), 1);
+    std::memset(b.data(), 0, b.size());
+    double copy_s = 1e30;
+    for (int i = 0; i < (quick ? 3 : 5); ++i) {
+        copy_s = std::min(copy_s, memcpy_1t_seconds(b.data(), a.data(), max_bytes));
+        copy_s = std::min(copy_s, memcpy_2t_seconds(b.data(), a.data(), max_bytes));
+    }
+    const double bw = 2.0 * static_cast<double>(max_bytes) / copy_s;  // bytes moved per second
+    std::printf("# all_reduce float32 sum, %d ranks on cpu:0 and cpu:1 (one process); memcpy of %zu MiB: %.2f GB/s "
+                "copied, BW = %.2f GB/s of traffic\n", n, max_bytes >> 20, max_bytes / copy_s / 1e9, bw / 1e9);
+    std::printf("# time includes the synchronize of both ranks' streams; bound = 2*n*S/BW\n");
+    std::printf("%12s %12s %8s %12s %10s %10s %7s %12s %10s\n", "size(B)", "count", "type", "time(us)", "algbw(GB/s)",
+                "busbw(GB/s)", "#wrong", "bound(us)", "bound/time");
+
+    for (size_t bytes = 8; bytes <= max_bytes; bytes *= 2) {
+        const size_t count = bytes / 4;
+        auto once = [&] {
+            check(rtGroupStart(), "rtGroupStart");
+            for (int r = 0; r < n; ++r)
+                check(rtAllReduce(send[r], recv[r], count, RT_FLOAT32, RT_REDUCE_SUM, comms[r], streams[r]), "rtAllReduce");
+            check(rtGroupEnd(), "rtGroupEnd");
+            for (int r = 0; r < n; ++r) check(rtStreamSynchronize(streams[r]), "rtStreamSynchronize");
+        };
+        for (int i = 0; i < 3; ++i) once();
+        // Repetitions for about 0.2 s (0.05 s with --quick), at least 5.
+        const auto t0 = Clock::now();
+        once();
+        const double one = seconds_between(t0, Clock::now());
+        const double budget = quick ? 0.05 : 0.2;
+        const int reps = static_cast<int>(std::max(5.0, std::min(20000.0, budget / std::max(one, 1e-7))));
+        std::vector<double> times;
+        times.reserve(static_cast<size_t>(reps));
+        for (int i = 0; i < reps; ++i) {
+            const auto s = Clock::now();
+            once();
+            times.push_back(seconds_between(s, Clock::now()));
+        }
+        const double t = summarize(times).median;
+        size_t wrong = 0;
+        for (int r = 0; r < n; ++r) {
+            const float* out = static_cast<const float*>(recv[r]);
+            for (size_t i = 0; i < count; ++i) {
+                float want = 0;
+                for (int k = 0; k < n; ++k) want += static_cast<float>((i + static_cast<size_t>(k) * 3) % 11);
+                if (out[i] != want) ++wrong;
+            }
+        }
+        const double algbw = static_cast<double>(bytes) / t / 1e9;
+        const double busbw = algbw * 2.0 * (n - 1) / n;
+        const double bound = 2.0 * n * static_cast<double>(bytes) / bw;
+        std::printf("%12zu %12zu %8s %12.2f %10.2f %10.2f %7zu %12.2f %10.2f\n", bytes, count, "float", t * 1e6, algbw,
+                    busbw, wrong, bound * 1e6, bound / t);
+        std::fflush(stdout);
+    }
+    for (int r = 0; r < n; ++r) {
+        rtFree(send[r]);
+        rtFree(recv[r]);
+        rtStreamDestroy(streams[r]);
+        rtCommDestroy(comms[r]);
+    }
+    return 0;
+}

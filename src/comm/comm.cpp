@@ -1,0 +1,833 @@
+// Communicators, cliques and their rendezvous, the timeout watchdog, rtCommInitRank/rtCommSplit gatherings, groups.
+#include "comm/comm.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <condition_variable>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <random>
+#include <thread>
+
+#include "comm/local.hpp"
+#include "comm/reduce.hpp"
+#include "core/handle_table.hpp"
+#include "core/runtime.hpp"
+#include "core/stream.hpp"
+#include "observe/trace.hpp"
+
+namespace rt::comm {
+
+using Clock = std::chrono::steady_clock;
+
+const char* api_name(Kind kind) {
+    switch (kind) {
+        case Kind::all_reduce: return "rtAllReduce";
+        case Kind::broadcast: return "rtBroadcast";
+        case Kind::reduce: return "rtReduce";
+        case Kind::all_gather: return "rtAllGather";
+        case Kind::reduce_scatter: return "rtReduceScatter";
+        case Kind::all_to_all: return "rtAlltoAll";
+        case Kind::send: return "rtSend";
+        case Kind::recv: return "rtRecv";
+        case Kind::barrier: return "rtCommBarrier";
+    }
+    return "(collective)";
+}
+
+double timeout_from_env() {
+    const char* v = std::getenv("RUNTIME_COMM_TIMEOUT");
+    if (!v || !*v) return 30.0;
+    char* end = nullptr;
+    const double t = std::strtod(v, &end);
+    if (*end || !(t > 0) || !std::isfinite(t))
+        fail(RT_ERROR_INVALID_VALUE, "RUNTIME_COMM_TIMEOUT='%s' is not a positive number of seconds (default 30)", v);
+    return t;
+}
+
+namespace {
+
+Clock::time_point deadline_after(double seconds) {
+    return Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+}
+
+std::string rank_list(const std::vector<int>& ranks) {
+    std::string s;
+    for (size_t i = 0; i < ranks.size(); ++i) s += (i ? ", " : "") + std::to_string(ranks[i]);
+    return s;
+}
+
+/// Fails the collectives whose deadline passed. One thread per process, started by the first collective that waits
+/// for a peer; it never runs a queue's work, so no executor is ever occupied by a wait.
+class Watchdog {
+public:
+    ~Watchdog() {
+        {
+            std::lock_guard lock(mutex_);
+            stop_ = true;
+        }
+        cv_.notify_all();
+        if (thread_.joinable()) thread_.join();
+    }
+    void add(Clock::time_point deadline, std::weak_ptr<Rendezvous> r) {
+        {
+            std::lock_guard lock(mutex_);
+            if (!thread_.joinable()) thread_ = std::thread([this] { main(); });
+            due_.emplace(deadline, std::move(r));
+        }
+        cv_.notify_all();
+    }
+
+private:
+    void main();
+    std::mutex mutex_;
+    std::condition_variable cv_;
+    std::multimap<Clock::time_point, std::weak_ptr<Rendezvous>> due_;
+    bool stop_ = false;
+    std::thread thread_;
+};
+
+Watchdog& watchdog() {
+    static Watchdog w;
+    return w;
+}
+
+std::atomic<uint64_t> g_cliques{0};
+
+}  // namespace
+
+// ---------------------------------------------------------------- clique and rendezvous
+
+/// Which pairing a rendezvous is: collectives (-1, -1, n); the n-th send from a to b (a, b, n).
+using Key = std::tuple<int, int, uint64_t>;
+
+class Clique : public std::enable_shared_from_this<Clique> {
+public:
+    Clique(std::vector<int> devices, double timeout, uint64_t generation)
+        : devices_(std::move(devices)), timeout_(timeout), generation_(generation), number_(++g_cliques) {}
+    int size() const { return static_cast<int>(devices_.size()); }
+    int device(int rank) const { return devices_[static_cast<size_t>(rank)]; }
+    double timeout() const { return timeout_; }
+    uint64_t generation() const { return generation_; }
+    uint64_t number() const { return number_; }
+
+    /// The rendezvous `key` of `ranks` (participant i is rank ranks[i]), created by the first rank that joins it.
+    std::shared_ptr<Rendezvous> open(const Key& key, const std::vector<int>& ranks, uint64_t number);
+    /// A closed rendezvous leaves the table.
+    void forget(const Key& key, const Rendezvous* r) {
+        std::lock_guard lock(mutex_);
+        auto it = open_.find(key);
+        if (it != open_.end() && it->second.get() == r) open_.erase(it);
+    }
+    /// Records the clique's failure (the first is kept) and fails every open rendezvous with it — `first` (optional)
+    /// with its own words `first_why`. Recorded before any rank is resumed: what a resumed rank reaches next fails.
+    void fail(rtError_t code, const std::string& why, Rendezvous* first = nullptr, const std::string& first_why = {});
+    rtError_t failure(std::string* why) const {
+        std::lock_guard lock(mutex_);
+        if (why) *why = why_;
+        return code_;
+    }
+
+    struct SplitGathering;
+    std::shared_ptr<SplitGathering> split(uint64_t number);
+    void forget_split(uint64_t number) {
+        std::lock_guard lock(mutex_);
+        splits_.erase(number);
+    }
+
+private:
+    const std::vector<int> devices_;
+    const double timeout_;
+    const uint64_t generation_;
+    const uint64_t number_;
+    mutable std::mutex mutex_;  // never held while a rendezvous' lock is taken
+    std::map<Key, std::shared_ptr<Rendezvous>> open_;
+    std::map<uint64_t, std::shared_ptr<SplitGathering>> splits_;
+    rtError_t code_ = RT_SUCCESS;
+    std::string why_;
+};
+
+class Rendezvous final : public backend::JointStep, public std::enable_shared_from_this<Rendezvous> {
+public:
+    Rendezvous(std::shared_ptr<Clique> clique, Key key, std::vector<int> ranks, uint64_t number)
+        : clique_(std::move(clique)), key_(key), ranks_(std::move(ranks)), number_(number), parts_(ranks_.size()) {}
+
+    /// Registers participant `p`'s operands (at submission, before its part is queued).
+    void set_part(int p, const Call& call, Stream& stream, uint64_t stream_op) {
+        std::lock_guard lock(mutex_);
+        Part& part = parts_[static_cast<size_t>(p)];
+        part.call = call;
+        part.slot = &stream.errors();
+        part.stream_op = stream_op;
+    }
+
+    void arrive_impl(int participant, backend::Workers& workers, std::function<void()> resume) noexcept override;
+    /// The collective's number on its communicator (per peer and direction for sends and receives).
+    uint64_t number() const { return number_; }
+    /// The watchdog's deadline passed: fails the ranks that arrived, naming those that did not.
+    void expire();
+    /// Fails the ranks that arrived now and the others when they arrive (timeout, abort). No effect once closed.
+    void fail_open(rtError_t code, const std::string& why);
+
+private:
+    struct Part {
+        Call call;
+        AsyncErrorSlot* slot = nullptr;  // the stream's: valid while its part is queued
+        uint64_t stream_op = 0;
+        bool arrived = false;
+        bool failed_before = false;  // its stream held an unreported failure when it arrived
+        std::function<void()> resume;
+    };
+    int rank_of(size_t p) const { return ranks_[p]; }
+    /// "rtAllReduce (collective #3 of communicator #1, rank 0 of 2; operation #5 on the stream)".
+    std::string describe(size_t p) const;
+    /// Closes with `code`/`why` (mutex_ held by `lock`, released): fails and resumes the parts that arrived.
+    void close_failed(std::unique_lock<std::mutex>& lock, rtError_t code, std::string why);
+    /// Every part arrived and the rendezvous is closed: checks, moves the data, resumes everyone.
+    void complete(backend::Workers& workers);
+    /// Why the parts do not match (empty: they do).
+    std::string mismatch() const;
+    static void fail_part(Part& p, rtError_t code, const std::string& message) noexcept {
+        try {
+            p.slot->set(code, message);
+        } catch (...) {
+            p.slot->set(code, {});
+        }
+    }
+
+    const std::shared_ptr<Clique> clique_;
+    const Key key_;
+    const std::vector<int> ranks_;
+    const uint64_t number_;
+    std::mutex mutex_;
+    std::vector<Part> parts_;
+    size_t arrived_ = 0;
+    bool closed_ = false;  // all arrived (complete runs or ran), or failed
+    rtError_t code_ = RT_SUCCESS;
+    std::string why_;
+};
+
+std::shared_ptr<Rendezvous> Clique::open(const Key& key, const std::vector<int>& ranks, uint64_t number) {
+    std::lock_guard lock(mutex_);
+    auto& slot = open_[key];
+    if (!slot) slot = std::make_shared<Rendezvous>(shared_from_this(), key, ranks, number);
+    return slot;
+}
+
+void Clique::fail(rtError_t code, const std::string& why, Rendezvous* first, const std::string& first_why) {
+    std::vector<std::shared_ptr<Rendezvous>> open;
+    {
+        std::lock_guard lock(mutex_);
+        if (code_ == RT_SUCCESS) {
+            code_ = code;
+            why_ = why;
+        }
+        for (auto& [key, r] : open_) open.push_back(r);
+    }
+    if (first) first->fail_open(code, first_why);
+    for (auto& r : open) r->fail_open(code, "the communicator failed: " + why);  // `first` is closed: untouched
+}
+
+std::string Rendezvous::describe(size_t p) const {
+    const Part& part = parts_[p];
+    const int n = clique_->size();
+    std::string what;
+    if (std::get<0>(key_) < 0)
+        what = format("%s (collective #%llu of communicator #%llu, rank %d of %d", api_name(part.call.kind),
+                      static_cast<unsigned long long>(number_), static_cast<unsigned long long>(clique_->number()),
+                      rank_of(p), n);
+    else
+        what = format("%s %s rank %d (message #%llu from rank %d to rank %d of communicator #%llu", api_name(part.call.kind),
+                      part.call.kind == Kind::send ? "to" : "from", part.call.root,
+                      static_cast<unsigned long long>(number_), std::get<0>(key_), std::get<1>(key_),
+                      static_cast<unsigned long long>(clique_->number()));
+    return what + "; " + backend::describe_operation(part.stream_op, nullptr) + ")";
+}
+
+void Rendezvous::close_failed(std::unique_lock<std::mutex>& lock, rtError_t code, std::string why) {
+    closed_ = true;
+    code_ = code;
+    why_ = std::move(why);
+    std::vector<size_t> arrived;
+    for (size_t p = 0; p < parts_.size(); ++p)
+        if (parts_[p].arrived) arrived.push_back(p);
+    lock.unlock();
+    // Closed: nothing else touches the parts that arrived (late arrivals only touch their own).
+    for (size_t p : arrived) {
+        fail_part(parts_[p], code_, describe(p) + ": " + why_);
+        std::function<void()> resume = std::move(parts_[p].resume);
+        resume();
+    }
+    clique_->forget(key_, this);
+}
+
+void Rendezvous::arrive_impl(int participant, backend::Workers& workers, std::function<void()> resume) noexcept {
+    const size_t p = static_cast<size_t>(participant);
+    std::unique_lock lock(mutex_);
+    Part& part = parts_[p];
+    part.failed_before = part.slot->failed();
+    if (!closed_) {
+        std::string why;
+        if (rtError_t code = clique_->failure(&why); code != RT_SUCCESS)
+            close_failed(lock, code, "the communicator failed earlier: " + why);  // releases the lock
+    }
+    if (!lock.owns_lock()) lock.lock();
+    if (closed_) {  // failed before this part arrived
+        const rtError_t code = code_;
+        const std::string why = why_;
+        lock.unlock();
+        fail_part(part, code, describe(p) + ": " + why);
+        resume();
+        return;
+    }
+    part.arrived = true;
+    part.resume = std::move(resume);
+    const bool first = arrived_++ == 0;
+    if (arrived_ < parts_.size()) {
+        lock.unlock();
+        if (first) watchdog().add(deadline_after(clique_->timeout()), weak_from_this());
+        return;
+    }
+    closed_ = true;
+    lock.unlock();
+    complete(workers);
+}
+
+void Rendezvous::expire() {
+    std::vector<int> missing;
+    {
+        std::lock_guard lock(mutex_);
+        if (closed_) return;
+        for (size_t p = 0; p < parts_.size(); ++p)
+            if (!parts_[p].arrived) missing.push_back(rank_of(p));
+    }
+    const std::string why = format("timed out after %g s waiting for rank%s %s (RUNTIME_COMM_TIMEOUT)",
+                                   clique_->timeout(), missing.size() > 1 ? "s" : "", rank_list(missing).c_str());
+    // Later operations would wait for the same ranks: the communicator is failed from now on.
+    const bool collective = std::get<0>(key_) < 0;
+    clique_->fail(RT_ERROR_TIMEOUT,
+                  collective ? format("collective #%llu %s", static_cast<unsigned long long>(number_), why.c_str())
+                             : format("message #%llu from rank %d to rank %d %s", static_cast<unsigned long long>(number_),
+                                      std::get<0>(key_), std::get<1>(key_), why.c_str()),
+                  this, why);
+}
+
+void Rendezvous::fail_open(rtError_t code, const std::string& why) {
+    std::unique_lock lock(mutex_);
+    if (closed_) return;
+    close_failed(lock, code, why);
+}
+
+std::string Rendezvous::mismatch() const {
+    const Part& a = parts_[0];
+    for (size_t p = 1; p < parts_.size(); ++p) {
+        const Part& b = parts_[p];
+        const int ra = rank_of(0), rb = rank_of(p);
+        if (std::get<0>(key_) >= 0) {  // a send and its receive
+            if (a.call.count != b.call.count || a.call.type != b.call.type)
+                return format("rank %d sends %zu elements of %s but rank %d receives %zu elements of %s (a send and "
+                              "its receive must agree)", ra, a.call.count, type_name(a.call.type), rb, b.call.count,
+                              type_name(b.call.type));
+            continue;
+        }
+        if (a.call.kind != b.call.kind)
+            return format("rank %d called %s but rank %d called %s (every rank must call the same collectives in the "
+                          "same order)", ra, api_name(a.call.kind), rb, api_name(b.call.kind));
+        if (a.call.count != b.call.count)
+            return format("rank %d passed count %zu but rank %d passed count %zu (every rank must pass the same)", ra,
+                          a.call.count, rb, b.call.count);
+        if (a.call.type != b.call.type)
+            return format("rank %d passed datatype %s but rank %d passed %s (every rank must pass the same)", ra,
+                          type_name(a.call.type), rb, type_name(b.call.type));
+        const Kind k = a.call.kind;
+        if ((k == Kind::all_reduce || k == Kind::reduce || k == Kind::reduce_scatter) && a.call.op != b.call.op)
+            return format("rank %d passed op %s but rank %d passed %s (every rank must pass the same)", ra,
+                          op_name(a.call.op), rb, op_name(b.call.op));
+        if ((k == Kind::broadcast || k == Kind::reduce) && a.call.root != b.call.root)
+            return format("rank %d passed root %d but rank %d passed root %d (every rank must pass the same)", ra,
+                          a.call.root, rb, b.call.root);
+    }
+    return {};
+}
+
+void Rendezvous::complete(backend::Workers& workers) {
+    // Closed with every part arrived: this thread alone touches the parts until it resumes them.
+    std::string why;
+    try {
+        why = mismatch();
+        if (!why.empty()) {
+            for (size_t p = 0; p < parts_.size(); ++p) fail_part(parts_[p], RT_ERROR_INVALID_VALUE, describe(p) + ": " + why);
+        } else {
+            std::vector<int> failed;
+            for (size_t p = 0; p < parts_.size(); ++p)
+                if (parts_[p].failed_before) failed.push_back(rank_of(p));
+            if (!failed.empty()) {
+                why = format("the stream of rank%s %s held an unreported failure when it reached this operation; "
+                             "nothing was moved", failed.size() > 1 ? "s" : "", rank_list(failed).c_str());
+                for (size_t p = 0; p < parts_.size(); ++p) {
+                    if (parts_[p].failed_before) parts_[p].slot->count_skipped();
+                    else fail_part(parts_[p], RT_ERROR_LAUNCH_FAILED, describe(p) + ": " + why);
+                }
+            } else {
+                const Part& first = parts_[0];
+                Matched m{first.call.kind, first.call.type, first.call.op, first.call.count, first.call.root, {}, {}};
+                for (const Part& part : parts_) {
+                    m.send.push_back(part.call.send);
+                    m.recv.push_back(part.call.recv);
+                }
+                run_local(m, workers);
+            }
+        }
+    } catch (...) {  // out of host memory while describing or staging
+        for (auto& part : parts_) fail_part(part, RT_ERROR_OUT_OF_MEMORY, "a collective ran out of host memory");
+    }
+    for (auto& part : parts_) {
+        std::function<void()> resume = std::move(part.resume);
+        resume();
+    }
+    clique_->forget(key_, this);
+}
+
+void Watchdog::main() {
+    std::unique_lock lock(mutex_);
+    while (!stop_) {
+        if (due_.empty()) {
+            cv_.wait(lock);
+            continue;
+        }
+        const auto next = due_.begin()->first;
+        if (Clock::now() < next) {
+            cv_.wait_until(lock, next);
+            continue;
+        }
+        std::weak_ptr<Rendezvous> r = std::move(due_.begin()->second);
+        due_.erase(due_.begin());
+        lock.unlock();
+        if (auto live = r.lock()) live->expire();
+        lock.lock();
+    }
+}
+
+// ---------------------------------------------------------------- host-side gatherings (rtCommInitRank, rtCommSplit)
+
+namespace {
+/// Parties that each join once and wait until all have (or one's deadline passes: then all fail, naming who is
+/// missing). A blocking host wait: only API calls that NCCL also makes blocking use it.
+struct Gathering {
+    explicit Gathering(int parties) : joined(static_cast<size_t>(parties), false) {}
+    std::mutex mutex;
+    std::condition_variable cv;
+    std::vector<bool> joined;
+    int count = 0;
+    bool complete = false;
+    rtError_t code = RT_SUCCESS;
+    std::string why;
+
+    /// Waits (mutex held by `lock`) until complete or failed; the deadline fails it for everyone.
+    void wait(std::unique_lock<std::mutex>& lock, Clock::time_point deadline, double timeout, const char* what) {
+        while (!complete && code == RT_SUCCESS) {
+            if (cv.wait_until(lock, deadline) == std::cv_status::timeout && !complete && code == RT_SUCCESS) {
+                std::vector<int> missing;
+                for (size_t i = 0; i < joined.size(); ++i)
+                    if (!joined[i]) missing.push_back(static_cast<int>(i));
+                code = RT_ERROR_TIMEOUT;
+                why = format("%s timed out after %g s waiting for rank%s %s (RUNTIME_COMM_TIMEOUT)", what, timeout,
+                             missing.size() > 1 ? "s" : "", rank_list(missing).c_str());
+                cv.notify_all();
+            }
+        }
+        if (code != RT_SUCCESS) fail(code, "%s", why.c_str());
+    }
+};
+
+struct InitGathering : Gathering {
+    explicit InitGathering(int n) : Gathering(n), devices(static_cast<size_t>(n), -1) {}
+    std::vector<int> devices;
+    std::shared_ptr<Clique> clique;
+};
+
+std::mutex g_inits_mutex;
+std::map<uint64_t, std::shared_ptr<InitGathering>> g_inits;  // by the id's nonce; removed when complete or failed
+
+constexpr char kIdMagic[8] = {'r', 't', 'c', 'o', 'm', 'm', '1', '\0'};
+struct IdLayout {
+    char magic[8];
+    uint32_t transport;
+    uint32_t pid;
+    uint64_t nonce;
+};
+static_assert(sizeof(IdLayout) <= sizeof(rtCommUniqueId::internal));
+
+HandleTable<Communicator, 0x43>& handles() {
+    static HandleTable<Communicator, 0x43> table;
+    return table;
+}
+}  // namespace
+
+struct Clique::SplitGathering : Gathering {
+    explicit SplitGathering(int n) : Gathering(n), colors(static_cast<size_t>(n)), keys(static_cast<size_t>(n)),
+                                     cliques(static_cast<size_t>(n)), ranks(static_cast<size_t>(n), -1) {}
+    std::vector<int> colors, keys;
+    std::vector<std::shared_ptr<Clique>> cliques;  // per old rank: its new clique (null: no color)
+    std::vector<int> ranks;                        // per old rank: its rank in it
+};
+
+std::shared_ptr<Clique::SplitGathering> Clique::split(uint64_t number) {
+    std::lock_guard lock(mutex_);
+    auto& g = splits_[number];
+    if (!g) g = std::make_shared<SplitGathering>(size());
+    return g;
+}
+
+struct Communicator::SplitWait {
+    std::shared_ptr<Clique> clique;
+    std::shared_ptr<Clique::SplitGathering> gathering;
+    uint64_t number;
+    int rank;
+    Clock::time_point deadline;
+};
+
+// ---------------------------------------------------------------- communicators
+
+Communicator::Communicator(std::shared_ptr<Clique> clique, int rank)
+    : clique_(std::move(clique)), rank_(rank), sent_(static_cast<size_t>(clique_->size())),
+      received_(static_cast<size_t>(clique_->size())) {}
+
+int Communicator::size() const { return clique_->size(); }
+int Communicator::device_index() const { return clique_->device(rank_); }
+CoreDevice& Communicator::device() const { return runtime().device(device_index()); }
+
+std::shared_ptr<Rendezvous> Communicator::join(const Call& call, Stream& stream, uint64_t stream_op, int* participant) {
+    Key key;
+    std::vector<int> ranks;
+    uint64_t number;
+    if (call.kind == Kind::send) {
+        number = ++sent_[static_cast<size_t>(call.root)];
+        key = {rank_, call.root, number};
+        ranks = {rank_, call.root};
+        *participant = 0;
+    } else if (call.kind == Kind::recv) {
+        number = ++received_[static_cast<size_t>(call.root)];
+        key = {call.root, rank_, number};
+        ranks = {call.root, rank_};
+        *participant = 1;
+    } else {
+        number = ++collectives_;
+        key = {-1, -1, number};
+        for (int r = 0; r < size(); ++r) ranks.push_back(r);
+        *participant = rank_;
+    }
+    std::shared_ptr<Rendezvous> r = clique_->open(key, ranks, number);
+    r->set_part(*participant, call, stream, stream_op);
+    return r;
+}
+
+std::shared_ptr<Communicator::SplitWait> Communicator::split(int color, int key) {
+    const uint64_t number = ++splits_;
+    auto g = clique_->split(number);
+    {
+        std::lock_guard lock(g->mutex);
+        g->joined[static_cast<size_t>(rank_)] = true;
+        g->colors[static_cast<size_t>(rank_)] = color;
+        g->keys[static_cast<size_t>(rank_)] = key;
+        if (++g->count == size()) {
+            // The last rank forms the new cliques: by color, ordered by (key, old rank).
+            std::map<int, std::vector<int>> members;
+            for (int r = 0; r < size(); ++r)
+                if (g->colors[static_cast<size_t>(r)] != RT_COMM_SPLIT_NOCOLOR) members[g->colors[static_cast<size_t>(r)]].push_back(r);
+            for (auto& [c, list] : members) {
+                std::stable_sort(list.begin(), list.end(), [&](int a, int b) {
+                    return g->keys[static_cast<size_t>(a)] < g->keys[static_cast<size_t>(b)];
+                });
+                std::vector<int> devices;
+                for (int r : list) devices.push_back(clique_->device(r));
+                auto nc = std::make_shared<Clique>(devices, clique_->timeout(), clique_->generation());
+                for (size_t i = 0; i < list.size(); ++i) {
+                    g->cliques[static_cast<size_t>(list[i])] = nc;
+                    g->ranks[static_cast<size_t>(list[i])] = static_cast<int>(i);
+                }
+            }
+            g->complete = true;
+            g->cv.notify_all();
+            clique_->forget_split(number);  // every rank has joined: no one looks it up again
+        }
+    }
+    return std::make_shared<SplitWait>(
+        SplitWait{clique_, std::move(g), number, rank_, deadline_after(clique_->timeout())});
+}
+
+std::shared_ptr<Communicator> finish_split(const std::shared_ptr<Communicator::SplitWait>& w) {
+    auto& g = *w->gathering;
+    std::unique_lock lock(g.mutex);
+    try {
+        g.wait(lock, w->deadline, w->clique->timeout(), "rtCommSplit");
+    } catch (...) {
+        lock.unlock();
+        w->clique->forget_split(w->number);
+        throw;
+    }
+    auto clique = g.cliques[static_cast<size_t>(w->rank)];
+    const int rank = g.ranks[static_cast<size_t>(w->rank)];
+    lock.unlock();
+    if (!clique) return nullptr;
+    return std::make_shared<Communicator>(std::move(clique), rank);
+}
+
+std::shared_ptr<Communicator> lookup(rtComm_t comm) {
+    if (!comm) fail(RT_ERROR_INVALID_HANDLE, "comm is NULL (expected a communicator from rtCommInitAll, "
+                                             "rtCommInitRank or rtCommSplit)");
+    auto c = handles().find(reinterpret_cast<uint64_t>(comm));
+    if (!c) fail(RT_ERROR_INVALID_HANDLE, "comm %p is not a live communicator (destroyed, aborted, or never created)",
+                 static_cast<void*>(comm));
+    if (c->clique().generation() != runtime().generation())
+        fail(RT_ERROR_INVALID_HANDLE, "comm %p belongs to a runtime that was finalized (rtFinalize)",
+             static_cast<void*>(comm));
+    return c;
+}
+
+rtComm_t publish(std::shared_ptr<Communicator> comm) {
+    Communicator& c = *comm;
+    auto handle = reinterpret_cast<rtComm_t>(handles().insert(std::move(comm)));
+    c.set_label(format("rank %d of communicator #%llu (%d ranks, on %s)", c.rank(),
+                       static_cast<unsigned long long>(c.clique().number()), c.size(), c.device().label().c_str()));
+    return handle;
+}
+
+std::shared_ptr<Communicator> unpublish(rtComm_t comm) { return handles().erase(reinterpret_cast<uint64_t>(comm)); }
+
+namespace {
+void require_collective_device(int device) {
+    CoreDevice& d = runtime().device(device);
+    if (!d.info().host_addressable)
+        fail(RT_ERROR_NOT_SUPPORTED, "%s: collectives on this backend need its vendor library (NCCL for cuda), which "
+             "this build does not use yet; in-process collectives run on devices whose memory the host can address "
+             "(cpu devices)", d.label().c_str());
+}
+}  // namespace
+
+std::vector<std::shared_ptr<Communicator>> create_all(const std::vector<int>& devices) {
+    for (int d : devices) require_collective_device(d);
+    auto clique = std::make_shared<Clique>(devices, timeout_from_env(), runtime().generation());
+    std::vector<std::shared_ptr<Communicator>> out;
+    for (int r = 0; r < static_cast<int>(devices.size()); ++r) out.push_back(std::make_shared<Communicator>(clique, r));
+    return out;
+}
+
+void make_unique_id(rtCommUniqueId* id) {
+    static std::atomic<uint64_t> counter{0};
+    static const uint64_t salt = std::random_device{}();
+    std::memset(id, 0, sizeof *id);
+    IdLayout layout{};
+    std::memcpy(layout.magic, kIdMagic, sizeof kIdMagic);
+    layout.transport = static_cast<uint32_t>(Transport::in_process);
+    layout.pid = static_cast<uint32_t>(::getpid());
+    layout.nonce = (salt << 32) ^ ++counter;
+    std::memcpy(id->internal, &layout, sizeof layout);
+}
+
+std::shared_ptr<Communicator> join_rank(const rtCommUniqueId& id, int nranks, int rank, int device) {
+    IdLayout layout;
+    std::memcpy(&layout, id.internal, sizeof layout);
+    if (std::memcmp(layout.magic, kIdMagic, sizeof kIdMagic) != 0)
+        fail(RT_ERROR_INVALID_VALUE, "unique_id is not an id made by rtCommGetUniqueId");
+    if (layout.transport != static_cast<uint32_t>(Transport::in_process))
+        fail(RT_ERROR_NOT_SUPPORTED, "unique_id names transport %u, which this build does not have (it has the "
+             "in-process transport only)", layout.transport);
+    if (layout.pid != static_cast<uint32_t>(::getpid()))
+        fail(RT_ERROR_NOT_SUPPORTED, "unique_id was made by process %u, not this one (%d): ranks in other processes "
+             "need a transport across processes (Open MPI), which this build does not have yet", layout.pid,
+             static_cast<int>(::getpid()));
+    if (nranks < 1) fail(RT_ERROR_INVALID_VALUE, "nranks %d must be at least 1", nranks);
+    if (rank < 0 || rank >= nranks) fail(RT_ERROR_INVALID_VALUE, "rank %d is out of range (0 .. %d)", rank, nranks - 1);
+    require_collective_device(device);
+    const double timeout = timeout_from_env();
+    std::shared_ptr<InitGathering> g;
+    {
+        std::lock_guard lock(g_inits_mutex);
+        auto& slot = g_inits[layout.nonce];
+        if (!slot) slot = std::make_shared<InitGathering>(nranks);
+        g = slot;
+    }
+    std::unique_lock lock(g->mutex);
+    if (g->code != RT_SUCCESS) fail(g->code, "%s", g->why.c_str());
+    if (static_cast<int>(g->joined.size()) != nranks) {
+        // The ranks cannot agree: every one of them is refused now (those waiting too), rather than waiting for a
+        // timeout.
+        g->code = RT_ERROR_INVALID_VALUE;
+        g->why = format("rtCommInitRank: rank %d passed nranks %d, but the ranks that joined this id before passed %zu",
+                        rank, nranks, g->joined.size());
+        g->cv.notify_all();
+        fail(g->code, "%s", g->why.c_str());
+    }
+    if (g->joined[static_cast<size_t>(rank)])
+        fail(RT_ERROR_INVALID_VALUE, "rank %d already joined this unique id (each rank joins once)", rank);
+    g->joined[static_cast<size_t>(rank)] = true;
+    g->devices[static_cast<size_t>(rank)] = device;
+    if (++g->count == nranks) {
+        g->clique = std::make_shared<Clique>(g->devices, timeout, runtime().generation());
+        g->complete = true;
+        g->cv.notify_all();
+    }
+    auto forget = [&] {
+        std::lock_guard glock(g_inits_mutex);
+        auto it = g_inits.find(layout.nonce);
+        if (it != g_inits.end() && it->second == g) g_inits.erase(it);
+    };
+    try {
+        g->wait(lock, deadline_after(timeout), timeout, "rtCommInitRank");
+    } catch (...) {
+        lock.unlock();
+        forget();
+        throw;
+    }
+    auto clique = g->clique;
+    lock.unlock();
+    forget();
+    return std::make_shared<Communicator>(std::move(clique), rank);
+}
+
+void abort(Communicator& comm) {
+    comm.clique().fail(RT_ERROR_ILLEGAL_STATE, format("the communicator was aborted by rank %d (rtCommAbort)",
+                                                      comm.rank()));
+}
+
+rtError_t async_error(Communicator& comm, std::string* message) { return comm.clique().failure(message); }
+
+// ---------------------------------------------------------------- submission and groups
+
+namespace {
+/// Several parts of one rank queued as one step (the sends and receives of a group): it completes once every part
+/// has.
+class Fused final : public backend::JointStep {
+public:
+    std::vector<std::pair<std::shared_ptr<Rendezvous>, int>> parts;
+    void arrive_impl(int, backend::Workers& workers, std::function<void()> resume) noexcept override {
+        auto left = std::make_shared<std::atomic<size_t>>(parts.size());
+        auto done = std::make_shared<std::function<void()>>(std::move(resume));
+        for (auto& [r, p] : parts)
+            r->arrive_impl(p, workers, [left, done] {
+                if (left->fetch_sub(1) == 1) (*done)();
+            });
+    }
+};
+
+struct Pending {
+    std::shared_ptr<Communicator> comm;
+    std::shared_ptr<Stream> stream;
+    Call call;
+};
+struct PendingSplit {
+    std::shared_ptr<Communicator::SplitWait> wait;
+    rtComm_t* out;
+};
+struct GroupState {
+    int depth = 0;
+    std::vector<Pending> calls;
+    std::vector<PendingSplit> splits;
+};
+thread_local GroupState t_group;
+
+bool point_to_point(Kind k) { return k == Kind::send || k == Kind::recv; }
+
+/// A collective's span name in the trace.
+const char* trace_name(Kind kind) {
+    switch (kind) {
+        case Kind::all_reduce: return "all_reduce";
+        case Kind::broadcast: return "broadcast";
+        case Kind::reduce: return "reduce";
+        case Kind::all_gather: return "all_gather";
+        case Kind::reduce_scatter: return "reduce_scatter";
+        case Kind::all_to_all: return "all_to_all";
+        case Kind::send: return "send";
+        case Kind::recv: return "recv";
+        case Kind::barrier: return "barrier";
+    }
+    return "collective";
+}
+
+/// This rank's buffer of `call` in bytes (what its span carries): the count the call names, in its type.
+uint64_t call_bytes(const Call& call) { return static_cast<uint64_t>(call.count) * element_size(call.type); }
+
+void enqueue(const std::vector<Pending>& run) {
+    Stream& s = *run.front().stream;
+    Communicator& c = *run.front().comm;
+    const uint64_t op = s.next_op();
+    const Call& first = run.front().call;
+    if (run.size() == 1) {
+        int participant = 0;
+        auto r = c.join(first, s, op, &participant);
+        trace::enqueue([&] { return trace::collective_op(s, op, trace_name(first.kind), call_bytes(first), c.rank(),
+                                                         c.size(), r->number(), type_name(first.type)); },
+                       [&](const trace::Key& traced) { s.queue().joint_impl(r, participant, traced); });
+        return;
+    }
+    // A fused exchange (sends and receives of one group) is one operation of the stream: one span, its bytes summed.
+    auto fused = std::make_shared<Fused>();
+    uint64_t bytes = 0;
+    for (const Pending& p : run) {
+        int participant = 0;
+        auto r = c.join(p.call, s, op, &participant);
+        fused->parts.emplace_back(std::move(r), participant);
+        bytes += call_bytes(p.call);
+    }
+    trace::enqueue([&] { return trace::collective_op(s, op, "send/recv", bytes, c.rank(), c.size(),
+                                                     fused->parts.front().first->number(), type_name(first.type)); },
+                   [&](const trace::Key& traced) { s.queue().joint_impl(fused, 0, traced); });
+}
+}  // namespace
+
+void submit(const std::shared_ptr<Communicator>& comm, const Call& call, const std::shared_ptr<Stream>& stream) {
+    if (t_group.depth > 0) {
+        t_group.calls.push_back({comm, stream, call});
+        return;
+    }
+    enqueue({{comm, stream, call}});
+}
+
+void keep_split(std::shared_ptr<Communicator::SplitWait> wait, rtComm_t* out) {
+    t_group.splits.push_back({std::move(wait), out});
+}
+
+void group_start() { ++t_group.depth; }
+bool in_group() { return t_group.depth > 0; }
+
+void group_end() {
+    if (t_group.depth == 0) fail(RT_ERROR_INVALID_VALUE, "rtGroupEnd without a matching rtGroupStart on this thread");
+    if (--t_group.depth > 0) return;
+    std::vector<Pending> calls = std::move(t_group.calls);
+    std::vector<PendingSplit> splits = std::move(t_group.splits);
+    t_group.calls.clear();
+    t_group.splits.clear();
+    // Consecutive sends/receives of one communicator on one stream go as one step.
+    for (size_t i = 0; i < calls.size();) {
+        size_t j = i + 1;
+        if (point_to_point(calls[i].call.kind))
+            while (j < calls.size() && point_to_point(calls[j].call.kind) && calls[j].comm == calls[i].comm &&
+                   calls[j].stream == calls[i].stream)
+                ++j;
+        enqueue(std::vector<Pending>(calls.begin() + static_cast<ptrdiff_t>(i), calls.begin() + static_cast<ptrdiff_t>(j)));
+        i = j;
+    }
+    std::string first_failure;
+    rtError_t code = RT_SUCCESS;
+    for (auto& s : splits) {
+        try {
+            auto c = finish_split(s.wait);
+            *s.out = c ? publish(std::move(c)) : nullptr;
+        } catch (const Error& e) {
+            *s.out = nullptr;
+            if (code == RT_SUCCESS) {
+                code = e.code();
+                first_failure = e.what();
+            }
+        }
+    }
+    if (code != RT_SUCCESS) fail(code, "%s", first_failure.c_str());
+}
+
+}  // namespace rt::comm

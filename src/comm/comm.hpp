@@ -1,0 +1,118 @@
+// Communicators and collectives: the ranks of a communicator, rendezvous as stream steps, groups, timeouts, aborts.
+//
+// Layers. A Communicator is one rank's handle; the ranks of one communicator share a Clique, which pairs their
+// operations (the n-th collective of every rank, the n-th send a→b with the n-th receive on b from a) into a
+// Rendezvous: a backend::JointStep queued on each rank's stream. When every rank's stream has reached it, the last
+// arriver moves the data (local.cpp: each piece reduces its slice of elements straight from every rank's buffer,
+// in rank order) and resumes every rank's queue. This build's cliques are in-process (transport kInProcess of the
+// unique id); a transport across processes plugs in below the Rendezvous (the last local arriver exchanges the local
+// result with the other processes before resuming), leaving the API and the collectives as they are.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "backends/backend.hpp"
+#include "core/error.hpp"
+#include "runtime/comm.h"
+
+namespace rt {
+class Stream;
+class CoreDevice;
+}  // namespace rt
+
+namespace rt::comm {
+
+enum class Kind : uint8_t { all_reduce, broadcast, reduce, all_gather, reduce_scatter, all_to_all, send, recv, barrier };
+/// The C function of a kind ("rtAllReduce").
+const char* api_name(Kind kind);
+
+/// The unique id's transports (its field `transport`): which mechanism the rendezvous of rtCommInitRank uses.
+enum class Transport : uint32_t { in_process = 1 };
+
+/// RUNTIME_COMM_TIMEOUT in seconds (default 30); throws INVALID_VALUE for a value that is not a positive number.
+double timeout_from_env();
+
+/// One rank's operands of a collective, checked by the caller (capi_comm.cpp) before anything is queued.
+struct Call {
+    Kind kind = Kind::barrier;
+    const void* send = nullptr;
+    void* recv = nullptr;
+    size_t count = 0;  ///< all_gather: sendcount; reduce_scatter: recvcount; others: count
+    rtDataType type = RT_INT8;
+    rtReduceOp op = RT_REDUCE_SUM;
+    int root = 0;  ///< broadcast, reduce: the root; send, recv: the peer
+};
+
+class Clique;
+class Rendezvous;
+
+class Communicator {
+public:
+    Communicator(std::shared_ptr<Clique> clique, int rank);
+    int rank() const { return rank_; }
+    int size() const;
+    CoreDevice& device() const;
+    int device_index() const;
+    Clique& clique() const { return *clique_; }
+    const std::shared_ptr<Clique>& clique_ptr() const { return clique_; }
+    /// "communicator 0x43... (rank 1 of 2, cpu:1)" once the handle is known (set_label).
+    const std::string& label() const { return label_; }
+    void set_label(std::string label) { label_ = std::move(label); }
+
+    /// The rendezvous of this rank's next call of `call`'s kind (numbered per communicator; sends and receives per
+    /// peer and direction), with this rank's part registered as operation `stream_op` of `stream`. Not thread-safe
+    /// per communicator (NCCL's rule: one thread at a time drives a rank).
+    std::shared_ptr<Rendezvous> join(const Call& call, Stream& stream, uint64_t stream_op, int* participant);
+    /// rtCommSplit's part for this rank: the split's gathering (waited for by the caller, or by rtGroupEnd).
+    struct SplitWait;
+    std::shared_ptr<SplitWait> split(int color, int key);
+
+private:
+    std::shared_ptr<Clique> clique_;
+    int rank_;
+    std::string label_;
+    uint64_t collectives_ = 0;              // collectives joined so far (the next one's number - 1)
+    uint64_t splits_ = 0;
+    std::vector<uint64_t> sent_, received_;  // per peer: sends / receives joined so far
+};
+
+/// The C handle of a live communicator, or INVALID_HANDLE naming it.
+std::shared_ptr<Communicator> lookup(rtComm_t comm);
+/// Publishes a new communicator; returns its handle.
+rtComm_t publish(std::shared_ptr<Communicator> comm);
+/// Unpublishes (rtCommDestroy / rtCommAbort); returns it (null if not live).
+std::shared_ptr<Communicator> unpublish(rtComm_t comm);
+
+/// rtCommInitAll's communicators: a clique of `devices.size()` ranks, rank i on devices[i].
+std::vector<std::shared_ptr<Communicator>> create_all(const std::vector<int>& devices);
+void make_unique_id(rtCommUniqueId* id);
+/// rtCommInitRank: blocks until `nranks` ranks joined `id` (or times out naming the missing ranks).
+std::shared_ptr<Communicator> join_rank(const rtCommUniqueId& id, int nranks, int rank, int device);
+/// Waits for a split (SplitWait) and returns this rank's new communicator (null for RT_COMM_SPLIT_NOCOLOR).
+std::shared_ptr<Communicator> finish_split(const std::shared_ptr<Communicator::SplitWait>& wait);
+
+/// Queues `call` (checked already) on `stream`; between rtGroupStart and rtGroupEnd it is kept until the outermost
+/// rtGroupEnd.
+void submit(const std::shared_ptr<Communicator>& comm, const Call& call, const std::shared_ptr<Stream>& stream);
+/// rtCommSplit inside a group: rtGroupEnd waits for `wait` and writes the new handle to *out.
+void keep_split(std::shared_ptr<Communicator::SplitWait> wait, rtComm_t* out);
+
+/// Fails the clique for every rank now (rtCommAbort): open rendezvous fail, later ones fail when reached.
+void abort(Communicator& comm);
+/// The clique's failure (RT_SUCCESS: none), described in *message.
+rtError_t async_error(Communicator& comm, std::string* message);
+
+/// rtGroupStart / rtGroupEnd on this thread.
+void group_start();
+/// Queues what the group kept (fusing consecutive sends/receives of one communicator on one stream) and waits for
+/// the splits it kept. Throws INVALID_VALUE when no group is open.
+void group_end();
+bool in_group();
+
+}  // namespace rt::comm
