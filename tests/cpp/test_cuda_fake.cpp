@@ -10,6 +10,7 @@
 #include <fstream>
 
 #include "../fake_cuda/fake_cuda.h"
+#include "fake_cuda_api.hpp"
 #include "test_util.hpp"
 
 namespace {
@@ -43,29 +44,22 @@ struct Fake {
 };
 
 const Fake& fake() {
-    static Fake f = [] {
+    static const Fake f = [] {
         Fake r;
-        const char* lib = std::getenv("RUNTIME_CUDA_DRIVER_LIB");
-        void* h = lib ? ::dlopen(lib, RTLD_NOW | RTLD_LOCAL) : nullptr;
-        if (!h) return r;
-        r.launch_count = reinterpret_cast<fake_cuda_launch_count_fn>(::dlsym(h, "fake_cuda_launch_count"));
-        r.last_launch = reinterpret_cast<fake_cuda_last_launch_fn>(::dlsym(h, "fake_cuda_last_launch"));
-        r.reset_launches = reinterpret_cast<fake_cuda_reset_launches_fn>(::dlsym(h, "fake_cuda_reset_launches"));
-        r.inject_fault = reinterpret_cast<fake_cuda_inject_fault_fn>(::dlsym(h, "fake_cuda_inject_fault"));
-        r.live_allocations = reinterpret_cast<fake_cuda_live_allocations_fn>(::dlsym(h, "fake_cuda_live_allocations"));
-        r.live_host_allocations =
-            reinterpret_cast<fake_cuda_live_host_allocations_fn>(::dlsym(h, "fake_cuda_live_host_allocations"));
-        r.live_modules = reinterpret_cast<fake_cuda_live_modules_fn>(::dlsym(h, "fake_cuda_live_modules"));
-        r.unsafe_unloads = reinterpret_cast<fake_cuda_unsafe_unloads_fn>(::dlsym(h, "fake_cuda_unsafe_unloads"));
-        r.drain = reinterpret_cast<fake_cuda_drain_fn>(::dlsym(h, "fake_cuda_drain"));
-        r.assert_next_launch =
-            reinterpret_cast<fake_cuda_assert_next_launch_fn>(::dlsym(h, "fake_cuda_assert_next_launch"));
-        r.set_access_count = reinterpret_cast<fake_cuda_set_access_count_fn>(::dlsym(h, "fake_cuda_set_access_count"));
-        r.fail_next_map = reinterpret_cast<fake_cuda_fail_next_map_fn>(::dlsym(h, "fake_cuda_fail_next_map"));
-        r.host_func_count = reinterpret_cast<fake_cuda_host_func_count_fn>(::dlsym(h, "fake_cuda_host_func_count"));
-        r.loaded = r.launch_count && r.last_launch && r.reset_launches && r.inject_fault && r.live_allocations &&
-                   r.live_host_allocations && r.live_modules && r.unsafe_unloads && r.drain && r.assert_next_launch &&
-                   r.set_access_count && r.fail_next_map && r.host_func_count;
+        using rt_test::fake_cuda_symbol;
+        r.loaded = fake_cuda_symbol(r.launch_count, "fake_cuda_launch_count") &
+                   fake_cuda_symbol(r.last_launch, "fake_cuda_last_launch") &
+                   fake_cuda_symbol(r.reset_launches, "fake_cuda_reset_launches") &
+                   fake_cuda_symbol(r.inject_fault, "fake_cuda_inject_fault") &
+                   fake_cuda_symbol(r.live_allocations, "fake_cuda_live_allocations") &
+                   fake_cuda_symbol(r.live_host_allocations, "fake_cuda_live_host_allocations") &
+                   fake_cuda_symbol(r.live_modules, "fake_cuda_live_modules") &
+                   fake_cuda_symbol(r.unsafe_unloads, "fake_cuda_unsafe_unloads") &
+                   fake_cuda_symbol(r.drain, "fake_cuda_drain") &
+                   fake_cuda_symbol(r.assert_next_launch, "fake_cuda_assert_next_launch") &
+                   fake_cuda_symbol(r.set_access_count, "fake_cuda_set_access_count") &
+                   fake_cuda_symbol(r.fail_next_map, "fake_cuda_fail_next_map") &
+                   fake_cuda_symbol(r.host_func_count, "fake_cuda_host_func_count");
         return r;
     }();
     return f;

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "../fake_cuda/fake_cuda.h"
+#include "fake_cuda_api.hpp"
 #include "test_util.hpp"
 
 namespace {
@@ -47,26 +48,19 @@ struct Fake {
 };
 
 const Fake& fake() {
-    static Fake f = [] {
+    static const Fake f = [] {
         Fake r;
-        const char* lib = std::getenv("RUNTIME_CUDA_DRIVER_LIB");
-        void* h = lib ? ::dlopen(lib, RTLD_NOW | RTLD_LOCAL) : nullptr;
-        if (!h) return r;
-        auto sym = [h](auto& fn, const char* name) {
-            fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(::dlsym(h, name));
-        };
-        sym(r.launch_count, "fake_cuda_launch_count");
-        sym(r.last_launch, "fake_cuda_last_launch");
-        sym(r.inject_fault, "fake_cuda_inject_fault");
-        sym(r.assert_next_launch_at, "fake_cuda_assert_next_launch_at");
-        sym(r.exec_nodes, "fake_cuda_exec_nodes");
-        sym(r.graph_launches, "fake_cuda_graph_launch_count");
-        sym(r.instantiations, "fake_cuda_graph_instantiate_count");
-        sym(r.live_graphs, "fake_cuda_live_graphs");
-        sym(r.live_execs, "fake_cuda_live_graph_execs");
-        sym(r.host_func_count, "fake_cuda_host_func_count");
-        r.loaded = r.launch_count && r.last_launch && r.inject_fault && r.assert_next_launch_at && r.exec_nodes &&
-                   r.graph_launches && r.instantiations && r.live_graphs && r.live_execs && r.host_func_count;
+        using rt_test::fake_cuda_symbol;
+        r.loaded = fake_cuda_symbol(r.launch_count, "fake_cuda_launch_count") &
+                   fake_cuda_symbol(r.last_launch, "fake_cuda_last_launch") &
+                   fake_cuda_symbol(r.inject_fault, "fake_cuda_inject_fault") &
+                   fake_cuda_symbol(r.assert_next_launch_at, "fake_cuda_assert_next_launch_at") &
+                   fake_cuda_symbol(r.exec_nodes, "fake_cuda_exec_nodes") &
+                   fake_cuda_symbol(r.graph_launches, "fake_cuda_graph_launch_count") &
+                   fake_cuda_symbol(r.instantiations, "fake_cuda_graph_instantiate_count") &
+                   fake_cuda_symbol(r.live_graphs, "fake_cuda_live_graphs") &
+                   fake_cuda_symbol(r.live_execs, "fake_cuda_live_graph_execs") &
+                   fake_cuda_symbol(r.host_func_count, "fake_cuda_host_func_count");
         return r;
     }();
     return f;

@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "../fake_cuda/fake_cuda.h"
+#include "fake_cuda_api.hpp"
 #include "test_util.hpp"
 #include "trace_json.hpp"
 
@@ -29,19 +30,12 @@ struct Fake {
 };
 
 const Fake& fake() {
-    static Fake f = [] {
+    static const Fake f = [] {
         Fake r;
-        const char* lib = std::getenv("RUNTIME_CUDA_DRIVER_LIB");
-        void* h = lib ? ::dlopen(lib, RTLD_NOW | RTLD_LOCAL) : nullptr;
-        if (!h) return r;
-        r.host_func_count = reinterpret_cast<fake_cuda_host_func_count_fn>(::dlsym(h, "fake_cuda_host_func_count"));
-        r.set_kernel_time_ns =
-            reinterpret_cast<fake_cuda_set_kernel_time_ns_fn>(::dlsym(h, "fake_cuda_set_kernel_time_ns"));
-        r.event_create_count =
-            reinterpret_cast<fake_cuda_event_create_count_fn>(::dlsym(h, "fake_cuda_event_create_count"));
-        r.elapsed_time_count =
-            reinterpret_cast<fake_cuda_elapsed_time_count_fn>(::dlsym(h, "fake_cuda_elapsed_time_count"));
-        r.loaded = r.host_func_count && r.set_kernel_time_ns && r.event_create_count && r.elapsed_time_count;
+        r.loaded = fake_cuda_symbol(r.host_func_count, "fake_cuda_host_func_count") &
+                   fake_cuda_symbol(r.set_kernel_time_ns, "fake_cuda_set_kernel_time_ns") &
+                   fake_cuda_symbol(r.event_create_count, "fake_cuda_event_create_count") &
+                   fake_cuda_symbol(r.elapsed_time_count, "fake_cuda_elapsed_time_count");
         return r;
     }();
     return f;
