@@ -1151,8 +1151,8 @@ void Bench::kernel_rows() {
             (std::filesystem::temp_directory_path() / ("runtime-bench-trace-" + std::to_string(::getpid()) + ".json"))
                 .string();
         // The process's CPU time over the same interval as well: what the trace costs the machine per launch (every
-        // thread: the queuing one, the executors, the writer's flushes), and unlike the wall time, blind to other
-        // processes taking the cores (a shared build machine).
+        // thread: the queuing one, the executors' spinning, and the writer's formatting when a flush falls inside the
+        // batch), blind to other processes taking the cores. Informational: the target is the operation's own cost.
         auto cpu_seconds = [] {
             timespec t;
             clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
@@ -1202,13 +1202,12 @@ void Bench::kernel_rows() {
         rows_.push_back(std::move(c));
         Row u;
         u.metric = "trace_cpu_cost_per_launch";
-        u.label = "trace on minus off, process CPU time per launch";
+        u.label = "trace on minus off, CPU time of all threads, per launch";
         u.unit = "ns";
         u.seed = "-";
         std::vector<double> cpu_diffs;
         for (size_t i = 0; i < cpu_on.size(); ++i) cpu_diffs.push_back((cpu_on[i] - cpu_off[i]) * 1e9);
         u.ours = summarize(cpu_diffs);
-        set_verdict_max(u, 100.0, "ns");
         rows_.push_back(std::move(u));
         settle();
     }
