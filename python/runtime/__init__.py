@@ -39,6 +39,7 @@ from .core import thread_capture_mode  # noqa: E402
 from .graph import Graph, GraphExec, GraphMemoryInfo, GraphNode, load_graph  # noqa: E402
 from .interop import from_dlpack  # noqa: E402
 from . import dvpp  # noqa: E402
+from . import comm  # noqa: E402
 from .profiler import PROFILER_DEFAULT, PROFILER_NO_API_CALLS, PROFILER_NO_MEMORY, profile  # noqa: E402
 from .smi import device_usage  # noqa: E402
 
