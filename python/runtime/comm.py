@@ -114,35 +114,36 @@ class _Buffer:
 
     __slots__ = ("obj", "host", "mem", "size", "dtype", "role")
 
-    def __init__(self, obj: Any, role: str, comm: "Communicator", written: bool) -> None:
+    def __init__(self, obj: Any, role: str, comm: "Communicator", op: str, written: bool) -> None:
         self.obj, self.role, self.mem, self.host = obj, role, None, None
+        what = comm._what(op)
         if isinstance(obj, DeviceMemory):
-            obj.ptr  # raises if freed
+            _ = obj.ptr  # raises if freed
             if obj.device != comm.device:
-                raise _error(f"{comm._what()}: {role} is device memory of {obj.device.name}, but the rank is on "
+                raise _error(f"{what}: {role} is device memory of {obj.device.name}, but the rank is on "
                              f"{comm.device.name} (a collective's buffers belong to its rank's device)")
             if not obj.is_contiguous:
-                raise _error(f"{comm._what()}: {role} is not C-contiguous (collectives take packed buffers)")
+                raise _error(f"{what}: {role} is not C-contiguous (collectives take packed buffers)")
             if written and obj.readonly:
-                raise _error(f"{comm._what()}: {role} is read-only memory, but the collective writes it")
+                raise _error(f"{what}: {role} is read-only memory, but the collective writes it")
             self.mem = obj
         elif isinstance(obj, np.ndarray):
             if not comm.device.properties.unified_addressing:
-                raise _error(f"{comm._what()}: {role} is a numpy array, but {comm.device.name} is not a cpu device "
+                raise _error(f"{what}: {role} is a numpy array, but {comm.device.name} is not a cpu device "
                              f"(pass device memory of {comm.device.name}: runtime.to_device)")
             if written and not obj.flags.writeable:
-                raise _error(f"{comm._what()}: {role} is a read-only numpy array, but the collective writes it")
+                raise _error(f"{what}: {role} is a read-only numpy array, but the collective writes it")
             if written and not obj.flags.c_contiguous:
-                raise _error(f"{comm._what()}: {role} is a numpy array that is not C-contiguous, but the collective "
+                raise _error(f"{what}: {role} is a numpy array that is not C-contiguous, but the collective "
                              f"writes it (use numpy.ascontiguousarray)")
             self.host = obj if obj.flags.c_contiguous else np.ascontiguousarray(obj)
         else:
-            raise _error(f"{comm._what()}: {role} must be runtime device memory or a numpy array, "
+            raise _error(f"{what}: {role} must be runtime device memory or a numpy array, "
                          f"got {type(obj).__name__}")
         self.size = obj.size
         self.dtype = obj.dtype
         if self.dtype.name not in _DTYPES or not self.dtype.isnative:
-            raise _error(f"{comm._what()}: {role} has dtype {self.dtype}, which collectives do not take (expected one "
+            raise _error(f"{what}: {role} has dtype {self.dtype}, which collectives do not take (expected one "
                          f"of {', '.join(_DTYPES)})")
 
     def describe(self) -> str:
@@ -252,8 +253,8 @@ class Communicator:
         what = self._what("all_reduce")
         h = self._live("all_reduce")
         red = self._op_arg(op, "all_reduce")
-        s = _Buffer(send, "send", self, written=recv is None or recv is send)
-        r = s if recv is None or recv is send else _Buffer(recv, "recv", self, written=True)
+        s = _Buffer(send, "send", self, "all_reduce", written=recv is None or recv is send)
+        r = s if recv is None or recv is send else _Buffer(recv, "recv", self, "all_reduce", written=True)
         _same_dtype(s, r, what)
         _expect_size(r, s.size, "as many as send", what)
         st = self._stream(stream, "all_reduce")
@@ -263,7 +264,7 @@ class Communicator:
         """buf = root's buf on every rank (in place)."""
         h = self._live("broadcast")
         root = self._rank_arg(root, "root", "broadcast")
-        b = _Buffer(buf, "buf", self, written=True)
+        b = _Buffer(buf, "buf", self, "broadcast", written=True)
         st = self._stream(stream, "broadcast")
         self._run("broadcast", h, st, [b], [b], b, b, b.size, b.dtype, 0, root)
 
@@ -274,13 +275,13 @@ class Communicator:
         h = self._live("reduce")
         red = self._op_arg(op, "reduce")
         root = self._rank_arg(root, "root", "reduce")
-        s = _Buffer(send, "send", self, written=recv is send and self.rank == root)
+        s = _Buffer(send, "send", self, "reduce", written=recv is send and self.rank == root)
         if recv is None:
             if self.rank == root:
                 raise _error(f"{what}: recv is None on the root (rank {root} receives the result)")
             r = None
         else:
-            r = s if recv is send else _Buffer(recv, "recv", self, written=self.rank == root)
+            r = s if recv is send else _Buffer(recv, "recv", self, "reduce", written=self.rank == root)
             _same_dtype(s, r, what)
             _expect_size(r, s.size, "as many as send", what)
         writes = [r] if r is not None and self.rank == root else []
@@ -291,8 +292,8 @@ class Communicator:
         """recv[k*n:(k+1)*n] = rank k's send (n elements) on every rank: recv holds size * n elements."""
         what = self._what("all_gather")
         h = self._live("all_gather")
-        s = _Buffer(send, "send", self, written=False)
-        r = _Buffer(recv, "recv", self, written=True)
+        s = _Buffer(send, "send", self, "all_gather", written=False)
+        r = _Buffer(recv, "recv", self, "all_gather", written=True)
         _same_dtype(s, r, what)
         _expect_size(r, self.size * s.size, f"{self.size} ranks x the {s.size} of send", what)
         st = self._stream(stream, "all_gather")
@@ -304,8 +305,8 @@ class Communicator:
         what = self._what("reduce_scatter")
         h = self._live("reduce_scatter")
         red = self._op_arg(op, "reduce_scatter")
-        s = _Buffer(send, "send", self, written=False)
-        r = _Buffer(recv, "recv", self, written=True)
+        s = _Buffer(send, "send", self, "reduce_scatter", written=False)
+        r = _Buffer(recv, "recv", self, "reduce_scatter", written=True)
         _same_dtype(s, r, what)
         _expect_size(s, self.size * r.size, f"{self.size} ranks x the {r.size} of recv", what)
         st = self._stream(stream, "reduce_scatter")
@@ -315,8 +316,8 @@ class Communicator:
         """recv[k*n:(k+1)*n] on rank r = rank k's send[r*n:(r+1)*n]; send and recv hold size * n elements each."""
         what = self._what("all_to_all")
         h = self._live("all_to_all")
-        s = _Buffer(send, "send", self, written=False)
-        r = _Buffer(recv, "recv", self, written=True)
+        s = _Buffer(send, "send", self, "all_to_all", written=False)
+        r = _Buffer(recv, "recv", self, "all_to_all", written=True)
         _same_dtype(s, r, what)
         _expect_size(r, s.size, "as many as send", what)
         if s.size % self.size:
@@ -329,7 +330,7 @@ class Communicator:
         Put both directions of an exchange in one group()."""
         h = self._live("send")
         peer = self._rank_arg(peer, "peer", "send")
-        b = _Buffer(buf, "buf", self, written=False)
+        b = _Buffer(buf, "buf", self, "send", written=False)
         st = self._stream(stream, "send")
         self._run("send", h, st, [b], [], b, None, b.size, b.dtype, 0, peer)
 
@@ -337,7 +338,7 @@ class Communicator:
         """Receives into buf what rank `peer` sends to this rank."""
         h = self._live("recv")
         peer = self._rank_arg(peer, "peer", "recv")
-        b = _Buffer(buf, "buf", self, written=True)
+        b = _Buffer(buf, "buf", self, "recv", written=True)
         st = self._stream(stream, "recv")
         self._run("recv", h, st, [], [b], None, b, b.size, b.dtype, 0, peer)
 

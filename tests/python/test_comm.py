@@ -146,8 +146,9 @@ def test_send_recv_exchange_in_group_and_barrier(ranks):
     got = [np.zeros(N, np.float32) for _ in range(2)]
     with comm.group():
         for r in range(2):
-            comms[r].send(data(r, np.float32), peer=1 - r, stream=streams[r])
-            comms[r].recv(got[r], peer=1 - r, stream=streams[r])
+            with comm.group():  # nested: only the outermost end queues (and copies the numpy outputs back)
+                comms[r].send(data(r, np.float32), peer=1 - r, stream=streams[r])
+                comms[r].recv(got[r], peer=1 - r, stream=streams[r])
     for r in range(2):
         comms[r].barrier(stream=streams[r])
     sync(streams)
