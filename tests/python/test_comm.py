@@ -181,7 +181,7 @@ def test_buffers_stay_alive_until_the_collective_has_run(ranks):
     outs = [runtime.empty(N, np.float32) for _ in range(2)]
     for r in range(2):
         comms[r].all_reduce(runtime.to_device(data(r, np.float32)), outs[r], stream=streams[r])
-    gc.collect()  # the temporaries' only references are the ones kept with the queued collective
+    gc.collect()  # the caller's references to the inputs are gone before the collective has run
     for _ in range(20):
         runtime.to_device(np.full(N, 99, np.float32))  # memory freed too early would be reused here
     gate.set()
