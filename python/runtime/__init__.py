@@ -7,7 +7,8 @@ dtype; empty/zeros/to_device/view) with DLPack both ways (from_dlpack) and __cud
 memory strategies (enable_pool_allocator, enable_zero_copy, enable_memory_reuse), pinned/registered/mapped host
 memory (alloc_host, register_host, map_host) and exact statistics (memory_stats, memory_summary); graphs (issue 14):
 stream.capture() / begin_capture / end_capture give a Graph, instantiate() a GraphExec to launch, update and save,
-load_graph reads one back (runtime.graph); vision pre-processing on streams (issue 16): runtime.dvpp.
+load_graph reads one back (runtime.graph); vision pre-processing on streams (issue 16): runtime.dvpp; collectives
+across ranks (issue 15): runtime.comm.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from .core import thread_capture_mode  # noqa: E402
 from .graph import Graph, GraphExec, GraphMemoryInfo, GraphNode, load_graph  # noqa: E402
 from .interop import from_dlpack  # noqa: E402
 from . import dvpp  # noqa: E402
+from . import comm  # noqa: E402
 from .profiler import PROFILER_DEFAULT, PROFILER_NO_API_CALLS, PROFILER_NO_MEMORY, profile  # noqa: E402
 from .smi import device_usage  # noqa: E402
 

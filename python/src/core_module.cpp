@@ -33,6 +33,8 @@ void bind_dlpack(nb::module_& m);  // dlpack.cpp: make_dlpack, import_dlpack, DL
 void bind_dvpp(nb::module_& m, void (*check)(rtError_t, const char*), void (*raise)(rtError_t, const std::string&),
                rtError_t (*keep)(rtStream_t, PyObject*));  // dvpp_bindings.cpp: the dvpp_* functions (dvpp.h)
 void bind_profiler(nb::module_& m, void (*check)(rtError_t, const char*));  // profiler_bindings.cpp (profiler.h)
+void bind_comm(nb::module_& m, void (*check)(rtError_t, const char*),
+               rtError_t (*keep)(rtStream_t, PyObject*));  // comm_bindings.cpp: comm_*, group_* (comm.h)
 
 namespace {
 
@@ -704,6 +706,17 @@ NB_MODULE(_core, m) {
     m.attr("STREAM_NON_BLOCKING") = RT_STREAM_NON_BLOCKING;
     m.attr("EVENT_BLOCKING_SYNC") = RT_EVENT_BLOCKING_SYNC;
     m.attr("EVENT_DISABLE_TIMING") = RT_EVENT_DISABLE_TIMING;
+    // rtDataType (DVPP's and the collectives' element types)
+    struct NamedType {
+        const char* name;
+        rtDataType value;
+    };
+    static const NamedType data_types[] = {{"DATA_INT8", RT_INT8},       {"DATA_UINT8", RT_UINT8},
+                                           {"DATA_INT32", RT_INT32},     {"DATA_UINT32", RT_UINT32},
+                                           {"DATA_INT64", RT_INT64},     {"DATA_UINT64", RT_UINT64},
+                                           {"DATA_FLOAT16", RT_FLOAT16}, {"DATA_FLOAT32", RT_FLOAT32},
+                                           {"DATA_FLOAT64", RT_FLOAT64}, {"DATA_BFLOAT16", RT_BFLOAT16}};
+    for (const NamedType& t : data_types) m.attr(t.name) = static_cast<int>(t.value);
     m.attr("VERSION") = nb::make_tuple(RUNTIME_VERSION_MAJOR, RUNTIME_VERSION_MINOR, RUNTIME_VERSION_PATCH);
     nb::dict codes;
     for (rtError_t c : {RT_SUCCESS, RT_ERROR_INVALID_VALUE, RT_ERROR_INVALID_DEVICE, RT_ERROR_INVALID_HANDLE,
@@ -1228,4 +1241,5 @@ NB_MODULE(_core, m) {
     bind_dlpack(m);
     bind_dvpp(m, &check, [](rtError_t c, const std::string& d) { raise_error(c, d); }, &defer_keep);
     bind_profiler(m, &check);
+    bind_comm(m, &check, &defer_keep);
 }

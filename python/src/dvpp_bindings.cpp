@@ -209,11 +209,6 @@ void bind_dvpp(nb::module_& m, CheckFn check, RaiseFn raise_fn, KeepFn keep) {
     m.attr("COLOR_BT601_LIMITED") = static_cast<int>(RT_COLOR_BT601_LIMITED);
     m.attr("COLOR_BT709_FULL") = static_cast<int>(RT_COLOR_BT709_FULL);
     m.attr("COLOR_BT709_LIMITED") = static_cast<int>(RT_COLOR_BT709_LIMITED);
-    m.attr("DATA_INT8") = static_cast<int>(RT_INT8);
-    m.attr("DATA_UINT8") = static_cast<int>(RT_UINT8);
-    m.attr("DATA_FLOAT16") = static_cast<int>(RT_FLOAT16);
-    m.attr("DATA_FLOAT32") = static_cast<int>(RT_FLOAT32);
-    m.attr("DATA_BFLOAT16") = static_cast<int>(RT_BFLOAT16);
 
     // Transitional: the DVPP tests of the parts that landed one at a time guard on it (test_dvpp_codec, _color,
     // _resize); every entry point is linked now, so it is true for each of them.
