@@ -24,19 +24,38 @@ const char* op_name(rtReduceOp op) {
     return o >= 0 && o < kReduceOps ? names[o] : "(unknown op)";
 }
 
-// binary16 through the compiler's _Float16 (IEEE conversions, rounded to nearest even), not bit manipulation of our
-// own.
 uint16_t float_to_half(float f) {
-    const _Float16 h = static_cast<_Float16>(f);
-    uint16_t bits;
-    std::memcpy(&bits, &h, sizeof bits);
-    return bits;
+    uint32_t x;
+    std::memcpy(&x, &f, 4);
+    const uint16_t sign = static_cast<uint16_t>((x >> 16) & 0x8000u);
+    x &= 0x7fffffffu;
+    if (x >= 0x7f800000u) return sign | (x > 0x7f800000u ? 0x7e00u : 0x7c00u);  // NaN (quiet), infinity
+    if (x >= 0x477ff000u) return sign | 0x7c00u;  // >= 65520 rounds past the largest half: infinity
+    if (x < 0x38800000u) {  // below 2^-14: a subnormal half (or zero); scaled by 2^24 it is the integer mantissa
+        float a;
+        std::memcpy(&a, &x, 4);
+        return sign | static_cast<uint16_t>(std::nearbyint(a * 16777216.0f));  // the default mode: nearest even
+    }
+    x += 0xfffu + ((x >> 13) & 1u);  // round the 13 dropped bits to nearest even (a carry bumps the exponent)
+    return sign | static_cast<uint16_t>((x - (112u << 23)) >> 13);
 }
 
-float half_to_float(uint16_t bits) {
-    _Float16 h;
-    std::memcpy(&h, &bits, sizeof h);
-    return static_cast<float>(h);
+float half_to_float(uint16_t h) {
+    const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
+    const uint32_t exponent = (h >> 10) & 0x1fu, mantissa = h & 0x3ffu;
+    uint32_t x;
+    if (exponent == 0) {
+        float v = static_cast<float>(mantissa) * 5.9604644775390625e-8f;  // mantissa * 2^-24, exact
+        std::memcpy(&x, &v, 4);
+        x |= sign;
+    } else if (exponent == 31) {
+        x = sign | 0x7f800000u | (mantissa << 13);
+    } else {
+        x = sign | ((exponent + 112u) << 23) | (mantissa << 13);
+    }
+    float f;
+    std::memcpy(&f, &x, 4);
+    return f;
 }
 
 uint16_t float_to_bfloat16(float f) {
