@@ -12,6 +12,7 @@
 #include "backends/cpu/cpu_executor.hpp"
 #include "backends/cpu/cpu_graph.hpp"
 #include "backends/cpu/cpu_kernel.hpp"
+#include "backends/cpu/cpu_memory.hpp"
 #include "backends/cpu/cpu_target.hpp"
 #include "backends/cpu/cpu_queue.hpp"
 #include "backends/registry.hpp"
@@ -20,8 +21,9 @@ namespace rt::cpu {
 
 namespace {
 
-/// Allocations this large come straight from mmap: page-aligned, committed on first touch, returned to
-/// the system at once on free, and eligible for transparent huge pages (fewer faults and TLB misses).
+/// Pinned host memory (rtMallocHost) this large comes straight from mmap: page-aligned, committed on first touch,
+/// returned to the system at once on free, and eligible for transparent huge pages (fewer faults and TLB misses).
+/// Device memory never comes from here: DeviceHeap (cpu_memory.hpp).
 constexpr size_t kMapBytes = size_t{1} << 20;
 constexpr size_t kAlignment = 256;  // as cudaMalloc guarantees
 
@@ -142,12 +144,12 @@ public:
 
     void* allocate_impl(size_t bytes) override {
         if (!charge(bytes)) return nullptr;
-        void* p = host_allocate(bytes);
+        void* p = heap_.allocate(bytes);
         if (!p) used_.fetch_sub(bytes);
         return p;
     }
     void free_impl(void* ptr, size_t bytes) override {
-        host_free(ptr, bytes);
+        heap_.free(ptr, bytes);
         used_.fetch_sub(bytes);
     }
     void* allocate_host_impl(size_t bytes) override { return host_allocate(bytes); }
@@ -232,6 +234,7 @@ private:
     const unsigned long long stream_min_bytes_;
     backend::DeviceInfo info_;
     std::atomic<size_t> used_{0};
+    DeviceHeap heap_;  // device memory (allocate_impl); pools reserve their own mappings (reserve_impl)
 };
 
 class CpuBackend final : public backend::Backend {
