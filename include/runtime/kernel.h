@@ -179,6 +179,46 @@ enum rt_memory_order {
     rt_memory_order_seq_cst = 5
 };
 
+/* ---- index checks (the @runtime.jit front end emits them; usable in dialect code too).
+ * rt_index_(i, n, what): i when 0 <= i < n, else the launch fails as a failed rt_assert does, with the text
+ * "<what> in bounds (index I, B elements)" at the caller's file and line (n = INT64_MAX: only i < 0 fails).
+ * `what` is a constant string naming the access (the JIT passes its Python text, "b[i - 1]"). On cpu the text of the first failure of a launch is kept in one
+ * buffer of the module: two launches of one module failing at the same moment may show the other's index. */
+#if defined(__CUDACC__) || defined(__CUDACC_RTC__)
+#define RT_INDEX_TEXT_FN_ static __device__ __noinline__
+#else
+#define RT_INDEX_TEXT_FN_ static inline
+#endif
+RT_INDEX_TEXT_FN_ unsigned rt_index_put_(char* dst, unsigned at, unsigned n, const char* s) {
+    while (*s && at + 1 < n) dst[at++] = *s++;
+    dst[at] = '\0';
+    return at;
+}
+RT_INDEX_TEXT_FN_ unsigned rt_index_put_int_(char* dst, unsigned at, unsigned n, long long v) {
+    char digits[24];
+    unsigned k = 0;
+    unsigned long long u = v < 0 ? 0ull - (unsigned long long)v : (unsigned long long)v;
+    do { digits[k++] = (char)('0' + u % 10); u /= 10; } while (u);
+    if (v < 0) digits[k++] = '-';
+    while (k && at + 1 < n) dst[at++] = digits[--k];
+    dst[at] = '\0';
+    return at;
+}
+/* "b[i - 1] in bounds (index -1, 1000 elements)" into dst[n]. */
+RT_INDEX_TEXT_FN_ void rt_index_text_(char* dst, unsigned n, const char* what, long long index, long long bound) {
+    unsigned at = rt_index_put_(dst, 0, n, what);
+    at = rt_index_put_(dst, at, n, " in bounds (index ");
+    at = rt_index_put_int_(dst, at, n, index);
+    if (bound != 0x7fffffffffffffffll) {
+        at = rt_index_put_(dst, at, n, ", ");
+        at = rt_index_put_int_(dst, at, n, bound);
+        rt_index_put_(dst, at, n, " elements)");
+    } else {
+        rt_index_put_(dst, at, n, ": indices start at 0)");
+    }
+}
+#undef RT_INDEX_TEXT_FN_
+
 #if defined(__CUDACC__) || defined(__CUDACC_RTC__)
 /* ================================================================== CUDA / NVRTC */
 
@@ -411,6 +451,18 @@ static __device__ __noinline__ void rt_assert_fail_(const char* expr, const char
     __trap();
 }
 #define rt_assert(cond) ((cond) ? (void)0 : rt_assert_fail_(#cond, __FILE__, __LINE__))
+static __device__ __noinline__ void rt_index_fail_(const char* what, long long index, long long bound, const char* file,
+                                                   int line) {
+    char text[160];
+    rt_index_text_(text, sizeof text, what, index, bound);
+    rt_assert_fail_(text, file, line);
+}
+RT_BUILTIN_ long long rt_index_checked_(long long i, long long n, const char* what, const char* file, int line) {
+    if (__builtin_expect((unsigned long long)i < (unsigned long long)n, 1)) return i;
+    rt_index_fail_(what, i, n, file, line);
+    return 0;
+}
+#define rt_index_(i, n, what) rt_index_checked_((i), (n), (what), __FILE__, __LINE__)
 
 /* ---- work-groups (see "Work-groups" above): CUDA's own barrier and shared memory. */
 #define rt_barrier() __syncthreads()
@@ -511,6 +563,25 @@ struct rt_kernel_base_ {
             fault->line = line;
         }
         if (fault->abandon) fault->abandon();  /* does not return: the work-item stops here */
+    }
+    /* rt_index_ (see "index checks"): the claimant formats the text into the module's buffer, which the runtime
+     * reads once the launch has ended. */
+    __attribute__((noinline, cold)) static void rt_index_fail_(rt_cpu_fault* fault, const char* what, long long index,
+                                                               long long bound, const char* file, int line) {
+        static char text[160];
+        if (__atomic_exchange_n(&fault->failed, 1, __ATOMIC_ACQ_REL) == 0) {
+            rt_index_text_(text, sizeof text, what, index, bound);
+            fault->expr = text;
+            fault->file = file;
+            fault->line = line;
+        }
+        if (fault->abandon) fault->abandon();
+    }
+    RT_BUILTIN_ long long rt_index_checked_(rt_cpu_fault* fault, long long i, long long n, const char* what,
+                                            const char* file, int line) {
+        if (__builtin_expect((unsigned long long)i < (unsigned long long)n, 1)) return i;
+        rt_index_fail_(fault, what, i, n, file, line);
+        return 0;  /* outside the runtime's recovery (no abandon hook): the item runs on with a safe index */
     }
 
 #define RT_MATH1_(name, fbuiltin, dbuiltin)                                  \
@@ -660,6 +731,7 @@ struct rt_kernel_base_ {
 };
 
 #define rt_assert(cond) ((cond) ? (void)0 : rt_assert_fail_(rt_fault, #cond, __FILE__, __LINE__))
+#define rt_index_(i, n, what) rt_index_checked_(rt_fault, (i), (n), (what), __FILE__, __LINE__)
 
 /* ---- work-groups (see "Work-groups" above).
  * rt_barrier(): the call's place goes with it, for the failure of a kernel that has no barrier hook. */

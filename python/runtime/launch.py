@@ -16,14 +16,18 @@ DEFAULT_LOCAL = {1: (256, 1, 1), 2: (16, 16, 1), 3: (8, 8, 4)}
 
 
 def plan(func: int, name: str, codes: str, expected: list, sizes: list, names: list, ndim: int,
-         first_itemsize: int = 1, device: int = -1, writes: Optional[list] = None) -> Any:
+         first_itemsize: int = 1, device: int = -1, writes: Optional[list] = None,
+         bounded: Optional[list] = None) -> Any:
     """A launch plan of kernel `func`: per parameter a code ('P' device memory, a struct letter for a typed scalar,
     'n' an untyped parameter), what a speculative launch expects of it, its size and name; ndim hidden global
     sizes after the parameters (see LaunchPlan in python/src/core_module.cpp). `writes`: per parameter, whether
     the kernel may write the memory passed there (read-only memory is refused there); None: every parameter may
-    be written (a runtime.Function: the constness of its parameters is unknown)."""
+    be written (a runtime.Function: the constness of its parameters is unknown). `bounded`: (parameter, itemsize,
+    dimension) of memory parameters that need at least the global size of that dimension in elements (buffers a
+    @runtime.jit kernel indexes by the global id); a launch over more is refused."""
     return _core.LaunchPlan(func, name, codes, expected, sizes, names, DeviceMemory, np.generic, ndim,
-                            first_itemsize, device, None if writes is None else [bool(w) for w in writes])
+                            first_itemsize, device, None if writes is None else [bool(w) for w in writes],
+                            [tuple(int(v) for v in b) for b in bounded or ()])
 
 
 def check_writable(name: str, args: tuple, names: list, writes: Optional[list]) -> None:

@@ -9,6 +9,7 @@
 //  - RT_ERROR_NOT_READY from the *query* functions is a value (False), not an exception;
 //  - objects used by queued work are kept alive on the core timeline (rtStreamDeferRelease, see "keep-alive").
 #include <nanobind/nanobind.h>
+#include <nanobind/stl/array.h>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/tuple.h>
@@ -17,6 +18,7 @@
 #include <runtime/profiler.h>
 #include <runtime/runtime.h>
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -316,12 +318,19 @@ struct LaunchPlan {
     std::vector<size_t> wide_at;  // per parameter: its offset among the parameters of more than 8 bytes
     size_t wide_bytes = 0;
     std::vector<char> writes;  // per parameter: the kernel may write the memory passed there
+    // (parameter, itemsize, dimension): memory that needs at least glob[dimension] elements (a buffer a @runtime.jit
+    // kernel indexes by the global id); a launch over more is refused before anything runs.
+    std::vector<std::array<size_t, 3>> bounded;
 
     LaunchPlan(uintptr_t f, std::string kernel_name, std::string c, nb::list w, std::vector<size_t> param_sizes,
                std::vector<std::string> names, nb::object memtype, nb::object scalartype, int nd,
-               size_t first_isz, int dev, std::optional<std::vector<bool>> may_write)
+               size_t first_isz, int dev, std::optional<std::vector<bool>> may_write,
+               std::vector<std::array<size_t, 3>> bounded_params)
         : func(f), name(std::move(kernel_name)), codes(std::move(c)), pnames(std::move(names)), ndim(nd),
-          first_itemsize(first_isz ? first_isz : 1), device(dev) {
+          first_itemsize(first_isz ? first_isz : 1), device(dev), bounded(std::move(bounded_params)) {
+        for (const auto& b : bounded)
+            if (b[0] >= codes.size() || codes[b[0]] != 'P' || b[1] == 0 || b[2] > 2)
+                throw nb::value_error("LaunchPlan: a bounded parameter must be memory, with an itemsize and a dimension");
         if (codes.size() != w.size() || codes.size() != param_sizes.size())
             throw nb::value_error("LaunchPlan: one expected type and one size per code");
         if (codes.size() + static_cast<size_t>(nd) > 64 || nd < 0 || nd > 3)
@@ -622,6 +631,33 @@ struct LaunchPlan {
         }
         const bool empty = glob[0] == 0 || glob[1] == 0 || glob[2] == 0;
         if (strict && empty) return nb::bool_(true);  // nothing to run: the arguments are not looked at
+        for (const auto& b : bounded) {  // more items than elements: refused (a speculative launch declines)
+            PyObject* o = PyTuple_GET_ITEM(args, b[0]);
+            if (PyObject_IsInstance(o, mem_type) != 1) {
+                PyErr_Clear();
+                if (!strict) return nb::none();
+                continue;  // the packer below says what is wrong with it
+            }
+            PyObject* nb_ = attr(o, "nbytes", s_nbytes);
+            const size_t nbytes = nb_ ? PyLong_AsSize_t(nb_) : static_cast<size_t>(-1);
+            Py_XDECREF(nb_);
+            if (nbytes == static_cast<size_t>(-1) && PyErr_Occurred()) {
+                PyErr_Clear();
+                if (!strict) return nb::none();
+                continue;  // freed memory: the packer raises its own error
+            }
+            const size_t elements = nbytes / b[1];
+            if (elements >= glob[b[2]]) continue;
+            if (!strict) return nb::none();
+            // Worded as launch_size_message (python/runtime/jit/kernel.py), which checks the reference mode's launches.
+            const std::string pname = pnames[b[0]].empty() ? std::to_string(b[0]) : pnames[b[0]];
+            raise_error(RT_ERROR_INVALID_VALUE,
+                        "kernel '" + name + "': global size " + std::to_string(glob[b[2]]) +
+                            (b[2] ? " in dimension " + std::to_string(b[2]) : std::string()) + " is larger than buffer '" +
+                            pname + "' (argument " + std::to_string(b[0]) + "), which has " + std::to_string(elements) +
+                            " element(s) and is indexed by the global id (" + pname + "[i]): pass a global_size of at "
+                            "most " + std::to_string(elements) + ", or a larger buffer");
+        }
         uint64_t slots[64];
         int nbufs = 0;
         Refusal why;
@@ -1092,10 +1128,12 @@ NB_MODULE(_core, m) {
                            "speculative launch returns None (nothing launched) when the arguments are not exactly "
                            "the plan's types, a strict one raises InvalidValueError for an argument it cannot pass.")
         .def(nb::init<uintptr_t, std::string, std::string, nb::list, std::vector<size_t>, std::vector<std::string>,
-                      nb::object, nb::object, int, size_t, int, std::optional<std::vector<bool>>>(),
+                      nb::object, nb::object, int, size_t, int, std::optional<std::vector<bool>>,
+                      std::vector<std::array<size_t, 3>>>(),
              nb::arg("function"), nb::arg("name"), nb::arg("codes"), nb::arg("expected"), nb::arg("sizes"),
              nb::arg("names"), nb::arg("memory_type"), nb::arg("scalar_type"), nb::arg("ndim"),
-             nb::arg("first_itemsize"), nb::arg("device"), nb::arg("writes") = nb::none())
+             nb::arg("first_itemsize"), nb::arg("device"), nb::arg("writes") = nb::none(),
+             nb::arg("bounded") = std::vector<std::array<size_t, 3>>())
         .def_ro("device", &LaunchPlan::device)
         .def("launch", [](LaunchPlan& p, nb::handle args, uintptr_t stream) {
             return p.launch(args, stream, nullptr, nullptr, false);

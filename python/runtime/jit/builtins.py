@@ -124,7 +124,8 @@ def local_array(shape: Any, dtype: Any) -> Any:
     k = st.counts[st.item]
     st.counts[st.item] = k + 1
     if k == len(groups):  # the group's first item to get here allocates it; the others share it
-        groups.append(np.zeros(dims, dt))
+        from .reference import _NoWrap  # (reference imports this module) negative indices refused, as compiled
+        groups.append(np.zeros(dims, dt).view(_NoWrap))
     arr = groups[k]
     if arr.shape != dims or arr.dtype != dt:
         raise make_error(InvalidValueError, f"runtime.local_array(): items of a group asked for different arrays "

@@ -17,8 +17,8 @@ from .. import _core
 from ..core import Device, DeviceMemory, make_error
 from ..errors import CompileError, InvalidValueError, NotSupportedError
 from .launch import _Compiled, launch
-from .builtins import _item
-from .reference import interpret_enabled, mem_layout, reference_function
+from .builtins import _item, get_global_id
+from .reference import check_bounds_enabled, interpret_enabled, mem_layout, reference_function
 from .target import Target, device_target, target_for
 from .translate import _cname, _Translator
 from .types import _BOOL, _CTYPES, _F64, _I64, _SUPPORTED_DTYPES, BOOL, WEAK_FLOAT, WEAK_INT, Ty, _Buf, _Sig
@@ -130,11 +130,33 @@ def _may_write(tree: ast.FunctionDef, params: list) -> list:
             written.add(n.id)
     return [p in written for p in params]
 
+def _unconditional_subscripts(e: ast.AST, out: list) -> None:
+    """The subscripts expression e evaluates whatever its values: not those in the branches of a conditional
+    expression, nor in the operands of and/or after the first, nor in chained comparisons after the first."""
+    if isinstance(e, ast.IfExp):
+        _unconditional_subscripts(e.test, out)
+        return
+    if isinstance(e, ast.BoolOp):
+        _unconditional_subscripts(e.values[0], out)
+        return
+    if isinstance(e, ast.Compare):
+        _unconditional_subscripts(e.left, out)
+        _unconditional_subscripts(e.comparators[0], out)
+        return
+    if isinstance(e, (ast.Lambda, ast.GeneratorExp, ast.ListComp, ast.SetComp, ast.DictComp)):
+        return
+    if isinstance(e, ast.Subscript):
+        out.append(e)
+    for c in ast.iter_child_nodes(e):
+        _unconditional_subscripts(c, out)
+
+
 class JitKernel:
     """A Python function compiled to a device kernel per argument signature. Launch it with
     `stream.launch_kernel(kernel, *args, global_size=..., local_size=...)`; see `source(*args)`."""
 
-    def __init__(self, fn: Callable, options: Optional[str] = None, interpret: Optional[bool] = None) -> None:
+    def __init__(self, fn: Callable, options: Optional[str] = None, interpret: Optional[bool] = None,
+                 boundscheck: Optional[bool] = None) -> None:
         if not inspect.isfunction(fn):
             raise make_error(InvalidValueError, f"@runtime.jit applies to Python functions, got {type(fn).__name__}")
         self.fn = fn
@@ -142,6 +164,7 @@ class JitKernel:
         self.cname = _cname(fn.__name__)
         self.options = options
         self.interpret = interpret
+        self.boundscheck = boundscheck  # checked mode: True, False, or None (RUNTIME_CHECK_BOUNDS decides)
         self.file = inspect.getsourcefile(fn) or "<unknown>"
         try:
             lines, self.first_line = _source_lines(fn)
@@ -178,6 +201,7 @@ class JitKernel:
         self._lock = threading.Lock()
         self._shaped: Optional[tuple] = None  # indices of the shaped buffer parameters (shaped_params)
         self._ref_factory: Any = None  # the reference mode's version of the body (reference.py)
+        self._id_indexed: Optional[list] = None  # id_indexed(): (parameter, dimension) of buffers indexed b[i]
         self.__doc__ = fn.__doc__
         self.__name__ = fn.__name__
         self.__wrapped__ = fn
@@ -249,6 +273,86 @@ class JitKernel:
             self._shaped = out
         return out
 
+    # ---- the launch-size check
+    def id_indexed(self) -> list:
+        """(parameter index, dimension d) of each flat buffer the body indexes by a bare global id, b[i] with
+        `i = runtime.get_global_id(d)` (i never rebound) or b[runtime.get_global_id(d)], in a statement that every
+        work-item runs: a top-level statement before any that may end the item early (a return, an assert, a call of
+        a device function, a compound statement holding one of those); accesses inside if/while/for, conditional
+        expressions and the later operands of and/or do not count (they may be guarded: `if i < n: b[i] = ...`).
+        A launch over more items than such a buffer has elements would index past its end: it is refused."""
+        if self._id_indexed is not None:
+            return self._id_indexed
+        stores: dict = {}
+        for n in ast.walk(self.tree):
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+                stores[n.id] = stores.get(n.id, 0) + 1
+        shaped = {self.param_names[i] for i in self.shaped_params()}
+        buffers = {p: i for i, p in enumerate(self.param_names) if p not in shaped and p not in stores}
+
+        def id_dim(e: ast.AST) -> Optional[int]:
+            if not (isinstance(e, ast.Call) and not e.keywords and len(e.args) <= 1
+                    and self._static_callee(e.func) is get_global_id):
+                return None
+            if not e.args:
+                return 0
+            d = e.args[0].value if isinstance(e.args[0], ast.Constant) else None
+            return d if type(d) is int and 0 <= d <= 2 else None
+
+        def ends_early(st: ast.AST) -> bool:
+            for n in ast.walk(st):
+                if isinstance(n, (ast.Return, ast.Assert, ast.Raise, ast.Yield)):
+                    return True
+                if isinstance(n, ast.Call) and isinstance(self._static_callee(n.func), JitKernel):
+                    return True
+            return False
+
+        ids: dict = {}
+        found: list = []
+        for st in self.tree.body:
+            if ends_early(st):
+                break
+            if not isinstance(st, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr)):
+                continue  # a compound statement: what it indexes may be guarded
+            subs: list = []
+            for part in ([*st.targets, st.value] if isinstance(st, ast.Assign) else
+                         [st.target, st.value] if isinstance(st, (ast.AugAssign, ast.AnnAssign)) else [st.value]):
+                if part is not None:
+                    _unconditional_subscripts(part, subs)
+            for sub in subs:
+                if not (isinstance(sub.value, ast.Name) and sub.value.id in buffers):
+                    continue
+                idx = sub.slice
+                d = ids.get(idx.id) if isinstance(idx, ast.Name) else id_dim(idx)
+                entry = (buffers[sub.value.id], d)
+                if d is not None and entry not in found:
+                    found.append(entry)
+            if isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name):
+                name = st.targets[0].id
+                d = id_dim(st.value)
+                if d is not None and stores.get(name) == 1:
+                    ids[name] = d
+        self._id_indexed = found
+        return found
+
+    def check_launch_size(self, args: tuple, glob: tuple) -> None:
+        """Refuses (InvalidValueError) a launch of glob items over a buffer that id_indexed() says is indexed by
+        the global id and has fewer elements (compiled launches check the same in their launch plan)."""
+        for i, d in self.id_indexed():
+            a = args[i] if i < len(args) else None
+            if not isinstance(a, DeviceMemory):
+                continue
+            ann = self._annotations.get(self.param_names[i])
+            dt = self.annotation_dtype(ann, param=self.param_names[i]) if ann is not None else a.dtype
+            n = a.nbytes // dt.itemsize
+            if n < glob[d]:
+                raise make_error(InvalidValueError, launch_size_message(self.name, self.param_names[i], i, d,
+                                                                        glob[d], n))
+
+    def checked(self) -> bool:
+        """Whether launches bounds-check every buffer access (boundscheck=True, or RUNTIME_CHECK_BOUNDS=1)."""
+        return self.boundscheck if self.boundscheck is not None else check_bounds_enabled()
+
     def _static_callee(self, node: ast.AST) -> Any:
         chain = []
         while isinstance(node, ast.Attribute):
@@ -282,7 +386,7 @@ class JitKernel:
                                      f"kernel '{self.name}' argument {i} ('{name}') is strided device memory, which "
                                      f"the kernel indexes flat ({name}[i]): index it by its dimensions, or pass "
                                      f"contiguous memory")
-                return _Buf(dt)
+                return _Buf(dt, checked=self.checked())
             if dt.itemsize != a.dtype.itemsize:
                 raise make_error(InvalidValueError,
                                  f"kernel '{self.name}' argument {i} ('{name}') is annotated {dt} but is memory of "
@@ -384,7 +488,9 @@ class JitKernel:
         except Exception:
             _core.module_unload(mod)
             raise
-        return _Compiled(src, mod, func, params, ndim, self.name, self.param_names, self.may_write)
+        bounded = [(i, params[i].dt.itemsize, d) for i, d in self.id_indexed()
+                   if d < ndim and isinstance(params[i], _Buf)]
+        return _Compiled(src, mod, func, params, ndim, self.name, self.param_names, self.may_write, bounded)
 
     def compiled(self, *args: Any, global_size: Any = None) -> _Compiled:
         """Compile (or fetch from the in-memory cache) for these arguments on the current device."""
@@ -420,8 +526,10 @@ class JitKernel:
 
     # ---- launch
     def _compiled_mode(self) -> bool:
-        """Whether launches run the compiled kernel (not the reference mode)."""
-        return self.interpret is False or (self.interpret is None and not interpret_enabled())
+        """Whether launches run the compiled kernel (not the reference mode) without checks (the fast path's
+        plans are of unchecked signatures)."""
+        return (self.interpret is False or (self.interpret is None and not interpret_enabled())) and \
+            not (self.boundscheck or (self.boundscheck is None and check_bounds_enabled()))
 
     _launch = launch  # stream.launch_kernel's entry (jit/launch.py): a function of the class, no extra call
 
@@ -442,10 +550,22 @@ def _elem_strides(shape: tuple, strides: Optional[tuple], itemsize: int) -> Opti
     return tuple(s // itemsize for s in strides)
 
 
+def launch_size_message(kernel: str, param: str, i: int, d: int, size: int, elements: int) -> str:
+    """The refusal of a launch over more items than a buffer indexed by the global id has elements (the launch
+    plan's C++ check words it the same way)."""
+    dim = f" in dimension {d}" if d else ""
+    return (f"kernel '{kernel}': global size {size}{dim} is larger than buffer '{param}' (argument {i}), which has "
+            f"{elements} element(s) and is indexed by the global id ({param}[i]): pass a global_size of at most "
+            f"{elements}, or a larger buffer")
+
+
 def jit(fn: Optional[Callable] = None, *, options: Optional[str] = None,
-        interpret: Optional[bool] = None) -> Any:
+        interpret: Optional[bool] = None, boundscheck: Optional[bool] = None) -> Any:
     """Decorator: compile a Python function into a device kernel (see the module docstring for the subset).
-    `options` go to the kernel compiler ("-O3", "-DNAME=1"); `interpret=True` forces the reference mode."""
+    `options` go to the kernel compiler ("-O3", "-DNAME=1"); `interpret=True` forces the reference mode;
+    `boundscheck=True` (or RUNTIME_CHECK_BOUNDS=1 for every kernel) checks every buffer access, and a launch with an
+    index out of bounds fails at the stream's synchronize naming the kernel, the access, the index, the bound and
+    the Python line (False: never, whatever the environment)."""
     if fn is None:
-        return lambda f: JitKernel(f, options, interpret)
-    return JitKernel(fn, options, interpret)
+        return lambda f: JitKernel(f, options, interpret, boundscheck)
+    return JitKernel(fn, options, interpret, boundscheck)

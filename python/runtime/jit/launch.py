@@ -31,8 +31,12 @@ class _Compiled:
     """A kernel compiled for one (signature, device): module/function handles and the argument layout."""
 
     def __init__(self, source: str, module: int, func: int, params: list, ndim: int, name: str = "",
-                 names: tuple = (), may_write: Optional[list] = None) -> None:
+                 names: tuple = (), may_write: Optional[list] = None, bounded: Optional[list] = None) -> None:
         self.source, self.module, self.func = source, module, func
+        self.params = params
+        # (parameter, itemsize, dimension) of the buffers indexed by the global id: the plan refuses a global size
+        # larger than their element count (JitKernel.id_indexed).
+        self.bounded = list(bounded or [])
         # Per entry of `codes` (hidden shapes and strides: never written): whether the kernel may write there.
         writes = list(may_write) if may_write is not None else [True] * len(params)
         self.name, self.names = name, list(names)
@@ -55,7 +59,7 @@ class _Compiled:
     def plan(self, arg_types: tuple, dev: int) -> Any:
         """The launch plan for arguments of exactly these Python types (dtype values for device memory)."""
         return _shared.plan(self.func, self.name, self.codes, list(arg_types), self.param_sizes, self.names,
-                            self.ndim, self.first_itemsize, dev, self.writes)
+                            self.ndim, self.first_itemsize, dev, self.writes, self.bounded)
 
 
 def launch(k: Any, stream: Stream, args: tuple, global_size: Any, local_size: Any) -> None:
@@ -80,9 +84,9 @@ def launch(k: Any, stream: Stream, args: tuple, global_size: Any, local_size: An
                 return
     if k._shaped is None:
         k.shaped_params()
-    if k._shaped:
-        return _launch_shaped(k, stream, args, global_size, local_size)
     interp = k.interpret if k.interpret is not None else interpret_enabled()
+    if k._shaped or (not interp and k.checked()):
+        return _launch_hidden(k, stream, args, global_size, local_size)
     if interp or global_size is not None or local_size is not None:
         glob, local, ndim = _shared.shape(k.name, args, global_size, local_size)
     else:
@@ -91,6 +95,7 @@ def launch(k: Any, stream: Stream, args: tuple, global_size: Any, local_size: An
     if interp:
         k._signature(args, ndim)  # same argument checks as the compiled path
         _shared.check_writable(k.name, args, k.param_names, k.may_write)
+        k.check_launch_size(args, glob)
         return _run_reference(k, stream, args, glob, local, ndim)
     # Fast key: the Python types of the arguments (dtype for device memory); a miss takes the full path,
     # which validates the arguments and compiles.
@@ -119,15 +124,32 @@ def launch(k: Any, stream: Stream, args: tuple, global_size: Any, local_size: An
         plan.launch_shaped(args, stream.handle, glob[0], glob[1], glob[2], local[0], local[1], local[2], True)
 
 
-def _hidden_args(k: Any, args: tuple) -> tuple:
-    """(layout key, hidden values) of the shaped buffer arguments: per shaped parameter its (ndim, contiguous)
-    and its shape, then its strides in elements (the last left out when it is 1)."""
+def _layout(k: Any, args: tuple) -> Optional[tuple]:
+    """The layout key of the shaped buffer arguments (per shaped parameter its ndim and whether it is C-contiguous),
+    or None when one is not device memory (the full path reports it)."""
     from .reference import mem_layout
-    key, vals = [], []
+    key = []
     for i in k._shaped:
         a = args[i] if i < len(args) else None
         if not isinstance(a, DeviceMemory):
-            return None, None  # the full path reports it
+            return None
+        shape, strides = mem_layout(a)
+        isz = a.dtype.itemsize
+        key.append((len(shape), not shape or strides is None or strides[-1] == isz))
+    return tuple(key)
+
+
+def _hidden_values(params: list, args: tuple) -> tuple:
+    """The hidden parameters' values, in the compiled signature's order: per shaped buffer its shape, then its
+    strides in elements (the last left out when it is 1); per flat buffer in checked mode its element count."""
+    from .reference import mem_layout
+    vals: list = []
+    for p, a in zip(params, args):
+        if not isinstance(p, _Buf) or not p.hidden():
+            continue
+        if not p.shaped:
+            vals.append(a.nbytes // p.dt.itemsize)
+            continue
         shape, strides = mem_layout(a)
         isz = a.dtype.itemsize
         el = [s // isz for s in strides] if strides is not None else None
@@ -137,30 +159,31 @@ def _hidden_args(k: Any, args: tuple) -> tuple:
                 el.append(step)
                 step *= max(d, 1)
             el.reverse()
-        contig = not shape or el[-1] == 1
-        key.append((len(shape), contig))
-        vals += list(shape) + (el[:-1] if contig else el)
-    return tuple(key), tuple(vals)
+        vals += list(shape) + (el[:-1] if p.contig else el)
+    return tuple(vals)
 
 
-def _launch_shaped(k: Any, stream: Stream, args: tuple, global_size: Any, local_size: Any) -> None:
-    """A launch of a kernel with shaped buffers: their shapes and strides follow the arguments."""
+def _launch_hidden(k: Any, stream: Stream, args: tuple, global_size: Any, local_size: Any) -> None:
+    """A launch of a kernel with hidden parameters that follow the arguments: shaped buffers' shapes and strides,
+    and in checked mode every flat buffer's element count."""
     interp = k.interpret if k.interpret is not None else interpret_enabled()
     glob, local, ndim = _shared.shape(k.name, args, global_size, local_size)
     if interp:
         k._signature(args, ndim)
         _shared.check_writable(k.name, args, k.param_names, k.may_write)
+        k.check_launch_size(args, glob)
         return _run_reference(k, stream, args, glob, local, ndim)
     dev = stream.device.index
-    layout, hidden = _hidden_args(k, args)
+    layout = _layout(k, args)
     types = tuple([a._dtype if type(a) is DeviceMemory else type(a) for a in args])
-    fkey = (types, layout, ndim, dev, k._values())
+    fkey = (types, layout, ndim, dev, k._values(), k.checked())
     c = k._fast.get(fkey) if layout is not None else None
     if c is None:
         key, params = k._signature(args, ndim)  # raises for arguments the kernel cannot take
         c = k._get(key, params, ndim, dev)
         if layout is not None:
             k._fast[fkey] = c
+    hidden = _hidden_values(c.params, args)
     plan = k._plans.get(fkey)
     if plan is None:
         plan = k._plans[fkey] = c.plan(types + (int,) * len(hidden), dev)

@@ -25,16 +25,48 @@ _ENV_DATA = getattr(os.environ, "_data", None)  # CPython's encoded environment:
 _ENV_KEY = os.environ.encodekey("RUNTIME_JIT_INTERPRET") if hasattr(os.environ, "encodekey") else None
 
 
-def interpret_enabled() -> bool:
-    """Whether the reference mode is on (RUNTIME_JIT_INTERPRET set to anything but '', '0', 'false', 'no', 'off')."""
-    if _ENV_DATA is not None and _ENV_KEY is not None:
-        raw = _ENV_DATA.get(_ENV_KEY)
+_CHECK_KEY = os.environ.encodekey("RUNTIME_CHECK_BOUNDS") if hasattr(os.environ, "encodekey") else None
+
+
+def _env_flag(key: Any, name: str) -> bool:
+    """Whether environment variable `name` (encoded: `key`) is set to anything but '', '0', 'false', 'no', 'off'."""
+    if _ENV_DATA is not None and key is not None:
+        raw = _ENV_DATA.get(key)
         if raw is None:
             return False
         value = os.environ.decodevalue(raw)
     else:
-        value = os.environ.get("RUNTIME_JIT_INTERPRET", "")
+        value = os.environ.get(name, "")
     return value.strip().lower() not in ("", "0", "false", "no", "off")
+
+
+def interpret_enabled() -> bool:
+    """Whether the reference mode is on (RUNTIME_JIT_INTERPRET set to anything but '', '0', 'false', 'no', 'off')."""
+    return _env_flag(_ENV_KEY, "RUNTIME_JIT_INTERPRET")
+
+
+def check_bounds_enabled() -> bool:
+    """Whether checked mode is on for every kernel (RUNTIME_CHECK_BOUNDS, read like RUNTIME_JIT_INTERPRET)."""
+    return _env_flag(_CHECK_KEY, "RUNTIME_CHECK_BOUNDS")
+
+
+class _NoWrap(np.ndarray):
+    """A buffer's host view in the reference mode: a negative index is an error, as in compiled kernels (NumPy would
+    count it from the end)."""
+
+    def _check(self, idx: Any) -> None:
+        for i in (idx if isinstance(idx, tuple) else (idx,)):
+            if isinstance(i, (int, np.integer)) and i < 0:
+                raise IndexError(f"index {int(i)} is negative: kernels index from 0 (an index below 0 or past the "
+                                 f"array's shape is out of bounds)")
+
+    def __getitem__(self, idx: Any) -> Any:
+        self._check(idx)
+        return np.ndarray.__getitem__(self, idx)
+
+    def __setitem__(self, idx: Any, value: Any) -> None:
+        self._check(idx)
+        np.ndarray.__setitem__(self, idx, value)
 
 
 class _ItemState:
@@ -164,7 +196,7 @@ def _run_reference(k: Any, stream: Stream, args: tuple, glob: tuple, local: tupl
                 shape, strides = mem_layout(a)
                 view = np.lib.stride_tricks.as_strided(view, shape, strides) if strides is not None and view.size \
                     else view.reshape(shape)
-            pyargs.append(view)
+            pyargs.append(view.view(_NoWrap))
             if wb:
                 writebacks.append(wb)
         else:

@@ -122,6 +122,7 @@ class _Ctx:
 
     def __init__(self) -> None:
         self.helpers: set = set()
+        self.checked = False  # checked mode (the kernel's boundscheck): every index is checked against its bound
         self.devfns: dict = {}  # (callee, argument types, ndim) -> [C name, return Ty or None, lines until emitted]
         self.code: list = []  # the device functions' C++ lines, callees first
         self.stack: list = []  # JitKernels being translated, outermost first
@@ -151,7 +152,10 @@ class _Translator(ast.NodeVisitor):
         self.target = target  # target.Target: what the backend the kernel is generated for adds to it
         self.params = {name: t for name, t in zip(kernel.param_names, sig.params)}
         self.locals: dict = {}
-        self.ctx = ctx if ctx is not None else _Ctx()
+        if ctx is None:
+            ctx = _Ctx()
+            ctx.checked = kernel.checked()
+        self.ctx = ctx
         self.helpers = self.ctx.helpers
         self.device = device  # a device function (called by a kernel), not a kernel
         self.ret: Optional[Ty] = None  # a device function's return type (None: returns no value)
@@ -816,13 +820,20 @@ class _Translator(ast.NodeVisitor):
             return f"{buf.dt.itemsize}L", WEAK_INT
         return f"({self.hidden_name(name, f'stride{d}')} * {buf.dt.itemsize})", WEAK_INT
 
-    def index_code(self, e: ast.AST, node: ast.AST) -> str:
+    def index_code(self, e: ast.AST, node: ast.AST, bound: Optional[str] = None) -> str:
+        """The C++ of index e of subscript `node`, checked (rt_index_, kernel.h): against `bound` (its dimension's
+        size) in checked mode; else only for being negative, unless the index is >= 0 on every path (nonneg:
+        ids, range variables, ...), so the common kernel pays nothing."""
         code, t = self.expr(e)
         if not t.is_int() or t.kind == "b":
             raise self.error(node, f"buffer index has type {t.dt}, expected an integer")
         if isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.USub) and isinstance(e.operand, ast.Constant):
             raise self.error(node, "negative index: kernels index from 0 (an index below 0 or past the array's "
                                    "shape is out of bounds)")
+        if self.ctx.checked and bound is not None:
+            return f'rt_index_((long long)({code}), (long long)({bound}), "{_c_text(ast.unparse(node))}")'
+        if not self.nonneg(e):
+            return f'rt_index_((long long)({code}), 0x7fffffffffffffffLL, "{_c_text(ast.unparse(node))}")'
         return code
 
     def subscript(self, e: ast.Subscript) -> tuple:
@@ -836,7 +847,7 @@ class _Translator(ast.NodeVisitor):
             if len(parts) != len(shape):
                 raise self.error(e, f"local array '{base}' has {len(shape)} dimension(s), indexed with "
                                     f"{len(parts)} (a tuple index a[y, x] for each dimension)")
-            return _cname(base) + "".join(f"[{self.index_code(p, e)}]" for p in parts), et
+            return _cname(base) + "".join(f"[{self.index_code(p, e, str(n))}]" for p, n in zip(parts, shape)), et
         if base is None or not isinstance(self.params.get(base), _Buf):
             raise self.error(e, "only buffer parameters and local arrays can be indexed")
         buf = self.params[base]
@@ -844,13 +855,14 @@ class _Translator(ast.NodeVisitor):
             if isinstance(idx, ast.Tuple):
                 raise self.error(e, f"unsupported construct 'tuple' index of '{base}', a buffer indexed flat "
                                     f"(index it buf[i], or by all its dimensions)")
-            return f"{_cname(base)}[{self.index_code(idx, e)}]", buf.elem
+            bound = self.hidden_name(base, "n") if buf.checked else None
+            return f"{_cname(base)}[{self.index_code(idx, e, bound)}]", buf.elem
         if len(parts) != buf.ndim:
             raise self.error(e, f"'{base}' is a {buf.ndim}-D array, indexed with {len(parts)} index(es): "
                                 f"unsupported construct 'tuple' index of another length (one index per dimension)")
         terms = []
         for d, p in enumerate(parts):
-            c = self.cast(self.index_code(p, e), self.expr(p)[1], WEAK_INT)
+            c = self.cast(self.index_code(p, e, self.hidden_name(base, f"shape{d}")), self.expr(p)[1], WEAK_INT)
             if d == buf.ndim - 1 and buf.contig:
                 terms.append(c)
             else:
@@ -1147,8 +1159,10 @@ class _Translator(ast.NodeVisitor):
                 # rt_items block that calls); shaped where the callee needs it so, its C-order shape as constants.
                 et, shape = self.local_arrays[a.id]
                 shaped = j in fn.shaped_params()
-                types.append(_Buf(et.dt, len(shape) if shaped else None, True))
+                types.append(_Buf(et.dt, len(shape) if shaped else None, True, checked=self.ctx.checked))
                 codes.append(f"&{_cname(a.id)}{'[0]' * len(shape)}")
+                if not shaped and self.ctx.checked:
+                    codes.append(f"{math.prod(shape)}L")  # its element count, the bound of a checked flat buffer
                 if shaped:
                     codes += [f"{d}L" for d in shape]
                     codes += [f"{math.prod(shape[d + 1:])}L" for d in range(len(shape) - 1)]
@@ -1291,6 +1305,11 @@ class _Translator(ast.NodeVisitor):
             self.arity(e, args, 1, f"math.{fname}")
             return f"{fname}({conv[0]})", BOOL
         raise self.error(e, f"unsupported construct 'call of math.{fname}'")
+
+
+def _c_text(text: str) -> str:
+    """Text for inside a C string literal (an access's Python source in a failure message)."""
+    return "".join("\\" + c if c in '"\\' else c if c.isprintable() and c != "?" else "." for c in text)
 
 
 def _float_literal(v: float) -> str:

@@ -99,10 +99,11 @@ class _Buf:
     a[y, x], or whose shape it reads) also its number of dimensions and whether it is C-contiguous: its shape and
     strides are then hidden parameters. An unshaped buffer (ndim None) is indexed flat, a[i], whatever its shape."""
 
-    __slots__ = ("dt", "ndim", "contig")
+    __slots__ = ("dt", "ndim", "contig", "checked")
 
-    def __init__(self, dt: np.dtype, ndim: Any = None, contig: bool = True) -> None:
+    def __init__(self, dt: np.dtype, ndim: Any = None, contig: bool = True, checked: bool = False) -> None:
         self.dt, self.ndim, self.contig = np.dtype(dt), ndim, contig
+        self.checked = checked  # checked mode (boundscheck): a flat buffer's element count is a hidden parameter
 
     @property
     def elem(self) -> Ty:
@@ -113,13 +114,13 @@ class _Buf:
         return self.ndim is not None
 
     def key(self) -> tuple:
-        return ("buf", self.dt, self.ndim, self.contig)
+        return ("buf", self.dt, self.ndim, self.contig, self.checked)
 
     def hidden(self) -> list:
         """(suffix, what) of the hidden parameters: shape per dimension, then strides in elements (the last one
-        left out when contiguous: it is 1)."""
+        left out when contiguous: it is 1); a flat buffer in checked mode: its element count."""
         if self.ndim is None:
-            return []
+            return [("n", "size")] if self.checked else []
         out = [(f"shape{d}", f"shape[{d}]") for d in range(self.ndim)]
         n = self.ndim - 1 if self.contig else self.ndim
         return out + [(f"stride{d}", f"strides[{d}]") for d in range(n)]
