@@ -31,7 +31,9 @@ def test_elementwise_and_stencil_kernels_get_a_twin():
     assert "((float*)(rt_stage + 0 * RT_STAGE_BYTES))[get_local_id(0)] = " in src
     assert "rt_dst[0] = (void*)&out[i];" in src
     src = _source(K.stencil, _f32(), _f32(), 4, global_size=(2, 2))
-    assert "void rt_staged_stencil(" in src and "rt_dst[0] = (void*)&out[i];" in src
+    # i = y * n + x may be negative (n is an argument): its stores and loads are checked for that (rt_index_)
+    assert "void rt_staged_stencil(" in src
+    assert 'rt_dst[0] = (void*)&out[rt_index_((long long)(i), 0x7fffffffffffffffLL, "out[i]")];' in src
 
 
 def test_the_kernel_itself_is_unchanged_and_the_twin_is_cpu_only():
@@ -74,7 +76,9 @@ def test_several_outputs_are_staged_in_parameter_order_with_their_widths():
     assert "struct rt_staging_two_outputs { enum { count = 2, clipped = 0 }; static constexpr unsigned bytes[2] = {8, 1}; };" in src
     assert "((double*)(rt_stage + 0 * RT_STAGE_BYTES))[get_local_id(0)]" in src
     assert "((int8_t*)(rt_stage + 1 * RT_STAGE_BYTES))[get_local_id(0)]" in src
-    assert "rt_dst[0] = (void*)&wide[i];" in src and "rt_dst[1] = (void*)&narrow[i];" in src
+    # i += offset may make i negative: the stores are checked for that (rt_index_)
+    assert 'rt_dst[0] = (void*)&wide[rt_index_((long long)(i), 0x7fffffffffffffffLL, "wide[i]")];' in src
+    assert 'rt_dst[1] = (void*)&narrow[rt_index_((long long)(i), 0x7fffffffffffffffLL, "narrow[i]")];' in src
 
 
 def test_a_guard_that_holds_for_the_leading_items_of_a_row_clips_the_rows():
