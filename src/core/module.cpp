@@ -1,6 +1,10 @@
 // Core modules and kernel functions: function handles per module, and launch validation above the backends.
 #include "core/module.hpp"
 
+#include <cctype>
+#include <cstdlib>
+#include <cstring>
+
 #include "core/runtime.hpp"
 #include "core/stream.hpp"
 #include "graph/capture.hpp"
@@ -140,7 +144,35 @@ backend::LaunchShape validate_launch(const CoreDevice& device, const CoreFunctio
                 fail(RT_ERROR_INVALID_VALUE, "kernel '%s': argument %d has %zu bytes but the parameter has %zu", name, i,
                      arg_sizes[i], sizes[static_cast<size_t>(i)]);
     }
+    if (check_bounds_enabled()) check_pointer_arguments(f, args, arity);
     return shape;
+}
+
+bool check_bounds_enabled() {
+    static const bool on = [] {
+        const char* v = std::getenv("RUNTIME_CHECK_BOUNDS");
+        if (!v) return false;
+        std::string s(v);
+        for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        return !(s.empty() || s == "0" || s == "false" || s == "no" || s == "off");
+    }();
+    return on;
+}
+
+/// Checked mode in C/C++. A kernel's signature gives only its parameters' sizes (not which are pointers, nor their
+/// element types), so what can be checked is what an 8-byte value that is an address says of itself: one at the
+/// start of memory freed recently (and not inside a live allocation) is a use after free, refused before it runs.
+void check_pointer_arguments(const backend::Function& f, void* const* args, int arity) {
+    const std::vector<size_t>& sizes = f.arg_sizes();
+    for (int i = 0; i < arity && i < static_cast<int>(sizes.size()); ++i) {
+        if (sizes[static_cast<size_t>(i)] != sizeof(void*)) continue;
+        void* p = nullptr;
+        std::memcpy(&p, args[i], sizeof p);
+        if (!p || runtime().registry.lookup(p).allocation) continue;
+        if (runtime().registry.recently_freed(p))
+            fail(RT_ERROR_INVALID_VALUE, "kernel '%s': argument %d is %p, memory already freed (rtFree); checked mode "
+                 "(RUNTIME_CHECK_BOUNDS) refuses the launch", f.name().c_str(), i, p);
+    }
 }
 
 void launch_kernel(Stream& stream, const CoreFunction& function, backend::LaunchShape shape, void* const* args,

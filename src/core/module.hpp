@@ -82,6 +82,11 @@ private:
 /// stated by the caller). Returns the shape with shape.global[d] == 0 replaced by grid[d]*block[d]. Throws.
 backend::LaunchShape validate_launch(const CoreDevice& device, const CoreFunction& function, backend::LaunchShape shape,
                                      void* const* args, int num_args, const size_t* arg_sizes);
+/// Checked mode (RUNTIME_CHECK_BOUNDS set to anything but "", 0, false, no, off; read once): validate_launch also
+/// checks the kernel's pointer-sized arguments against the allocation registry (check_pointer_arguments).
+bool check_bounds_enabled();
+/// Refuses (RT_ERROR_INVALID_VALUE) a launch whose pointer-sized argument is memory freed earlier.
+void check_pointer_arguments(const backend::Function& f, void* const* args, int arity);
 /// Validates (validate_launch), then enqueues.
 /// shape.global[d] == 0 stands for grid[d]*block[d]; it is filled in before the backend sees it.
 void launch_kernel(Stream& stream, const CoreFunction& function, backend::LaunchShape shape, void* const* args,
