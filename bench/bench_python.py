@@ -21,6 +21,8 @@ a busy machine; every kernel's output is checked against numpy once per contesta
                         Warp: the same kernel, numpy: np.multiply
   scale 16M f32         out[i] = in[i] * 2 over 16M floats (no bounds test)
   stencil 4096^2 f32    2-D 5-point stencil (interior points) over 4096x4096 floats (ms)
+  ..., boundscheck=True  (--only checked) the scale and stencil kernels in checked mode beside the default mode, and
+                        the checked / default ratio of the medians: what checked mode costs
   sum 16M f32, local + barrier   a 256-item tree per work-group in a local array (runtime.barrier between
                         levels), passes 16M -> 64K -> 256 -> 1 (ms); @runtime.jit and the same kernel in the C++
                         dialect's group form (rt_items), numpy.sum beside them; the jit/C++ time ratio is printed
@@ -315,6 +317,48 @@ def bench_kernels(peers: dict, reps: int) -> dict:
         times = {k: [t for b in v for t in b] for k, v in bursts.items()}
         label = labels[which]
         rows[label] = {k: _stats(v) for k, v in times.items()}
+    return rows
+
+
+# ------------------------------------------------------------------------------------------- checked mode
+
+def bench_checked(peers: dict, reps: int) -> dict:
+    """What checked mode (@runtime.jit(boundscheck=True)) costs: the scale and stencil kernels above, compiled in the
+    default mode and checked, alternating run by run on the same buffers (each verified once). The ratio row is
+    checked / default (medians)."""
+    import runtime
+    _, k_scale, k_stencil = _ours_kernels()
+    rng = np.random.default_rng(2)
+    rows: dict = {}
+    s = runtime.Stream()
+    for which, shape in (("scale", (SCALE_N,)), ("stencil", (STENCIL_N, STENCIL_N))):
+        host = rng.random(shape, dtype=np.float32)
+        want = _stencil_ref(host) if which == "stencil" else host * np.float32(2)
+        d_in = runtime.to_device(host.ravel())
+        d_out = runtime.empty(host.size, np.float32)
+        runners = {}
+        for mode, check in (("default", False), ("checked", True)):
+            k = runtime.jit((k_scale if which == "scale" else k_stencil).fn, boundscheck=check)
+            if which == "scale":
+                def run(k=k):
+                    s.launch_kernel(k, d_out, d_in)
+                    s.synchronize()
+            else:
+                n = shape[0]
+
+                def run(k=k, n=n):
+                    s.launch_kernel(k, d_out, d_in, n, global_size=(n - 2, n - 2), local_size=(min(n - 2, 1024), 1))
+                    s.synchronize()
+            runtime.memset(d_out, 0)
+            run()
+            _check(mode, which, d_out.numpy(), want)
+            runners[mode] = run
+        bursts = _alternate({k: (lambda f=f: _burst(f)) for k, f in runners.items()}, reps)
+        times = {k: _stats([t for b in v for t in b]) for k, v in bursts.items()}
+        label = "scale 16M f32" if which == "scale" else "stencil 4096^2 f32"
+        rows[f"{label}, default mode (ms)"] = {"ours": times["default"]}
+        rows[f"{label}, boundscheck=True (ms)"] = {"ours": times["checked"]}
+        rows[f"{label}, checked / default (x)"] = {"ours": (times["checked"][0] / times["default"][0],) * 3}
     return rows
 
 
@@ -774,9 +818,10 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="fewer runs (3 per kernel row, 1 per compile row)")
     ap.add_argument("--json", action="store_true", help="also print the rows as JSON")
-    ap.add_argument("--only", default="overhead,launch,jit,kernels,groups,cuda",
+    ap.add_argument("--only", default="overhead,launch,jit,kernels,groups,checked,cuda",
                     help="comma-separated parts (default: all; groups = local memory + barrier sum and tiled matmul, "
-                         "@runtime.jit vs the C++ dialect; cuda = @runtime.jit vs CuPy on cuda:0 when present)")
+                         "@runtime.jit vs the C++ dialect; checked = the kernels in checked mode (boundscheck=True) "
+                         "vs the default mode; cuda = @runtime.jit vs CuPy on cuda:0 when present)")
     args = ap.parse_args()
     os.environ.pop("RUNTIME_JIT_INTERPRET", None)
     peers = {p: _try_import(p) for p in PEERS}
@@ -790,7 +835,7 @@ def main() -> int:
     reps = 3 if args.quick else 11
     rows: dict = {}
     parts = {"overhead": bench_overhead, "launch": bench_launch, "jit": bench_jit, "kernels": bench_kernels,
-             "groups": bench_groups, "cuda": bench_cuda}
+             "groups": bench_groups, "checked": bench_checked, "cuda": bench_cuda}
     for part in [parts[p] for p in args.only.split(",")]:
         try:
             rows.update(part(peers, reps if part is not bench_jit else (1 if args.quick else 3)))

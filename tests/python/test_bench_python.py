@@ -49,3 +49,14 @@ def test_group_rows_run_and_are_checked(repo, tmp_path):
         median, lo, hi = row["ours"]
         assert 0 < lo <= median <= hi, label
         assert "numpy" in row, label
+
+
+def test_checked_mode_rows_run_and_are_checked(repo, tmp_path):
+    """What checked mode costs: the scale and stencil kernels, default and boundscheck=True, each verified."""
+    rows = bench_rows(repo, tmp_path, "checked")
+    kernels = ("scale 16M f32", "stencil 4096^2 f32")
+    assert set(rows) == {f"{k}, {what}" for k in kernels
+                         for what in ("default mode (ms)", "boundscheck=True (ms)", "checked / default (x)")}
+    for label, row in rows.items():
+        median, lo, hi = row["ours"]
+        assert 0 < lo <= median <= hi, label
