@@ -32,8 +32,9 @@ enum class Kind : uint8_t { all_reduce, broadcast, reduce, all_gather, reduce_sc
 /// The C function of a kind ("rtAllReduce").
 const char* api_name(Kind kind);
 
-/// The unique id's transports (its field `transport`): which mechanism the rendezvous of rtCommInitRank uses.
-enum class Transport : uint32_t { in_process = 1 };
+/// The unique id's transports (its field `transport`): which mechanism the rendezvous of rtCommInitRank uses. `mpi`:
+/// ranks in processes of one mpirun job, one rank per process (mpi_transport.hpp).
+enum class Transport : uint32_t { in_process = 1, mpi = 2 };
 
 /// RUNTIME_COMM_TIMEOUT in seconds (default 30); throws INVALID_VALUE for a value that is not a positive number.
 double timeout_from_env();
