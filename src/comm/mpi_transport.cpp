@@ -38,6 +38,9 @@ constexpr size_t kFused = 32 * 1024;
 /// Elements of one slice of one round of a large all-reduce / reduce (bounds the staging memory; rounds pipeline the
 /// all-gather of round k-1 with the reduce-scatter of round k).
 constexpr size_t kSliceBytes = 1 << 20;
+/// How long the thread that submits an operation polls it without seeing a message complete before leaving it to the
+/// progress thread (a bounded spin, like the queues' own before they park: no executor waits longer for a peer).
+constexpr int kInlineMicroseconds = 40;
 /// MPI counts are ints: longer messages go in pieces.
 constexpr size_t kMaxMessage = size_t{1} << 30;
 
@@ -205,6 +208,8 @@ public:
     int peer_of_p2p() const { return op_.call.root; }
     bool is_send() const { return op_.call.kind == Kind::send; }
     bool started() const { return started_; }
+    /// Counts what poll() has seen complete (messages, stages): a caller polling it can tell a stall from progress.
+    uint64_t events() const { return events_; }
     /// Makes progress; true once `done` was called.
     bool poll();
     /// Fails now (the group failed, or the thread stops).
@@ -247,6 +252,7 @@ private:
     Op op_;
     Api& a_;
     bool started_ = false, finished_ = false;
+    uint64_t events_ = 0;
     Clock::time_point deadline_;
     Header mine_{};
     std::map<int, std::vector<char>> hs_;  // stage 0: header (+ payload) sent to each peer
@@ -391,6 +397,7 @@ bool Exchange::poll() {
                 std::vector<char>& buf = hr_[q];
                 buf.resize(static_cast<size_t>(count));
                 a_.Mrecv(buf.data(), count, a_.byte, &msg, &st);
+                ++events_;
                 probing_.erase(probing_.begin() + static_cast<ptrdiff_t>(i));
             }
             if (!probing_.empty()) progress_left = true;
@@ -402,7 +409,10 @@ bool Exchange::poll() {
             a_.Test(&p.req, &flag, &st);
             if (!flag) {
                 progress_left = true;
-            } else if (st.error != kSuccess && p.receive) {
+                continue;
+            }
+            ++events_;
+            if (st.error != kSuccess && p.receive) {
                 finish(RT_ERROR_LAUNCH_FAILED, describe("MPI_Irecv", st.error) + " (from rank " + std::to_string(p.peer) + ")", true);
                 return true;
             }
@@ -415,6 +425,7 @@ bool Exchange::poll() {
             return false;
         }
         // The stage is complete.
+        ++events_;
         pending_.clear();
         posted_ = false;
         if (stage_ == 0) {
@@ -694,6 +705,7 @@ void Exchange::plan_data() {
 // ---------------------------------------------------------------- groups
 
 struct Group::Lanes {
+    std::mutex mutex;  // taken by the progress thread while it polls them, and by submit's first attempt
     std::deque<std::unique_ptr<Exchange>> collectives;              // one at a time, in order
     std::map<int, std::deque<std::unique_ptr<Exchange>>> receives;  // per peer: one at a time, in order
     std::vector<std::unique_ptr<Exchange>> sends;                   // all at once (MPI keeps their order)
@@ -719,14 +731,55 @@ void Group::submit(Op op) {
     auto self = shared_from_this();
     const Kind kind = op.call.kind;
     const int peer = op.call.root;
-    Engine::get().post([self, kind, peer, op = std::move(op)]() mutable {
-        auto x = std::make_unique<Exchange>(self, std::move(op));
-        Lanes& l = self->lanes();
+    auto x = std::make_unique<Exchange>(self, std::move(op));
+    Lanes& l = lanes();
+    {
+        std::lock_guard lock(l.mutex);
+        const bool first = kind == Kind::send ? true
+                           : kind == Kind::recv ? l.receives[peer].empty()
+                                                : l.collectives.empty();
+        if (first) {
+            // Nothing ahead of it: the submitting thread (the executor that reached the step) polls it for a bounded
+            // moment — when the peers are there already (the common case) it completes here, sparing the two
+            // thread hand-offs through the progress thread that would cost more than the messages themselves.
+            // It goes on while messages keep completing (a large operation streams), and stops after a stall.
+            poll_notices();
+            auto until = Clock::now() + std::chrono::microseconds(kInlineMicroseconds);
+            for (uint64_t seen = x->events();;) {
+                if (x->poll()) return;
+                const auto now = Clock::now();
+                if (x->events() != seen) {
+                    seen = x->events();
+                    until = now + std::chrono::microseconds(kInlineMicroseconds);
+                } else if (now >= until) {
+                    break;
+                }
+            }
+        }
         if (kind == Kind::send) l.sends.push_back(std::move(x));
         else if (kind == Kind::recv) l.receives[peer].push_back(std::move(x));
         else l.collectives.push_back(std::move(x));
-        Engine::get().activate(self);
-    });
+    }
+    Engine::get().post([self] { Engine::get().activate(self); });
+}
+
+void Group::poll_notices() {
+    Api& a = api();
+    for (;;) {
+        int flag = 0;
+        Message msg = nullptr;
+        Status st{};
+        a.Improbe(kAnySource, tag(kTagNotice), a.world, &flag, &msg, &st);
+        if (!flag) break;
+        int count = 0;
+        a.Get_count(&st, a.byte, &count);
+        std::vector<char> m(static_cast<size_t>(count));
+        a.Mrecv(m.data(), count, a.byte, &msg, &st);
+        int32_t head[2] = {RT_ERROR_LAUNCH_FAILED, -1};
+        if (m.size() >= sizeof head) std::memcpy(head, m.data(), sizeof head);
+        const std::string text = m.size() > sizeof head ? std::string(m.data() + sizeof head, m.size() - sizeof head) : "";
+        fail_from_peer(static_cast<rtError_t>(head[0]), format("rank %d: %s", head[1], text.c_str()));
+    }
 }
 
 rtError_t Group::failure(std::string* why) const {
@@ -803,23 +856,9 @@ void Engine::main() {
 
 /// Polls a group's notices and the fronts of its lanes; true once its lanes are empty.
 bool Engine::poll_group(Group& g) {
-    Api& a = api();
-    for (;;) {
-        int flag = 0;
-        Message msg = nullptr;
-        Status st{};
-        a.Improbe(kAnySource, g.tag(kTagNotice), a.world, &flag, &msg, &st);
-        if (!flag) break;
-        int count = 0;
-        a.Get_count(&st, a.byte, &count);
-        std::vector<char> m(static_cast<size_t>(count));
-        a.Mrecv(m.data(), count, a.byte, &msg, &st);
-        int32_t head[2] = {RT_ERROR_LAUNCH_FAILED, -1};
-        if (m.size() >= sizeof head) std::memcpy(head, m.data(), sizeof head);
-        const std::string text = m.size() > sizeof head ? std::string(m.data() + sizeof head, m.size() - sizeof head) : "";
-        g.fail_from_peer(static_cast<rtError_t>(head[0]), format("rank %d: %s", head[1], text.c_str()));
-    }
+    g.poll_notices();
     Group::Lanes& l = g.lanes();
+    std::lock_guard lock(l.mutex);
     while (!l.collectives.empty() && l.collectives.front()->poll()) l.collectives.pop_front();
     for (auto& [q, d] : l.receives)
         while (!d.empty() && d.front()->poll()) d.pop_front();

@@ -61,8 +61,10 @@ public:
 
     struct Lanes;  // the progress thread's queues of this group's operations
     Lanes& lanes() { return *lanes_; }
-    /// Marks the group failed by a peer's notice (progress thread).
+    /// Marks the group failed by a peer's notice.
     void fail_from_peer(rtError_t code, const std::string& why);
+    /// Receives the peers' failure notices that have arrived (fail_from_peer). Any thread.
+    void poll_notices();
 
 private:
     const uint64_t token_;
