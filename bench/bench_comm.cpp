@@ -1,7 +1,7 @@
 // bench_comm.cpp — runtime-bench-comm: all_reduce float32 sum over 2 cpu devices in one process, 8 B .. 256 MiB, in
 // nccl-tests' columns, against this run's memory-bandwidth bound (2 * n * S bytes must move for n ranks of S bytes).
 //
-// Usage: runtime-bench-comm [--quick] [--max-bytes N]
+// Usage: runtime-bench-comm [--quick] [--max-bytes N]; under mpirun -np N: the MPI mode (bench_comm_mpi.cpp).
 // Each row: size, count, time per all_reduce including the synchronize of both ranks' streams (median of the timed
 // repetitions), algbw = S / time, busbw = algbw * 2 (n - 1) / n (nccl-tests' all_reduce factor), #wrong (elements that
 // differ from the exact sum, checked after the timed runs), the bound's time 2 * n * S / BW and time / bound.
@@ -30,6 +30,8 @@ void check(rtError_t e, const char* what) {
 
 }  // namespace
 
+int bench_comm_mpi(size_t max_bytes, bool quick);  // bench_comm_mpi.cpp
+
 int main(int argc, char** argv) {
     bool quick = false;
     size_t max_bytes = size_t{256} << 20;
@@ -42,6 +44,8 @@ int main(int argc, char** argv) {
         }
     }
     if (quick) max_bytes = std::min(max_bytes, size_t{16} << 20);
+    // Under mpirun (more than one process): the MPI mode, ours against MPI_Allreduce across the processes.
+    if (const char* np = std::getenv("OMPI_COMM_WORLD_SIZE"); np && std::atoi(np) > 1) return bench_comm_mpi(max_bytes, quick);
     ::setenv("RUNTIME_CPU_DEVICES", "2", 0);  // before the runtime starts; a value set by the caller wins
     const int n = 2;
     int devices = 0;

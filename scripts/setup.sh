@@ -5,7 +5,8 @@ set -euo pipefail
 # Build tools, GoogleTest, OpenCL on PoCL (the benchmark's peer), oneTBB (the graph rows' flow_graph peer),
 # Python for the package and its tests, setarch (util-linux) for ThreadSanitizer on kernels with high ASLR
 # entropy, clang and its runtime libraries (libclang-rt-dev: libFuzzer and the sanitizers; Debian 12's is
-# clang 14's) for the fuzzer; libjpeg-turbo's TurboJPEG and libpng for DVPP's codecs.
+# clang 14's) for the fuzzer; libjpeg-turbo's TurboJPEG and libpng for DVPP's codecs; Open MPI 4.1 (mpirun, and
+# the headers for test_comm_mpi; libruntime dlopens libmpi) for collectives across processes.
 packages=(
   cmake make g++ gcc pkg-config
   libgtest-dev
@@ -15,6 +16,7 @@ packages=(
   util-linux
   clang libclang-rt-dev
   libturbojpeg0-dev libpng-dev
+  libopenmpi-dev openmpi-bin
 )
 
 missing=()

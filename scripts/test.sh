@@ -154,8 +154,9 @@ run_fuzz() {
 # ml_dtypes: bfloat16 arrays (tests of rt_bfloat16 from Python); OpenCV, Pillow, scikit-image (its photographs) and
 # simplejpeg: DVPP's references in the tests and peers in its benchmark. pytest-xdist: the tests run in one worker per
 # cpu (`-n`), each a process of its own; a test that needs a private directory or cache makes it (tmp_path).
+# mpi4py: runtime.comm.from_mpi under mpirun (tests/python/test_comm_mpi.py; built against setup.sh's Open MPI).
 python_packages=(numpy nanobind scikit-build-core pytest pytest-xdist matplotlib ml_dtypes opencv-python-headless Pillow scikit-image
-                 simplejpeg)
+                 simplejpeg mpi4py)
 # The wheel is built in build-release's tree (build/: its generator, its cache, the tests, bench and examples kept
 # on), so libruntime is not compiled a second time: only the extension module is.
 build_python() {

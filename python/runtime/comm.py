@@ -399,8 +399,8 @@ def init_all(devices: Sequence[Any]) -> list:
 
 
 def get_unique_id() -> bytes:
-    """A fresh id (128 bytes) for init_rank: made by one rank, handed to the others (in this build, threads of this
-    process)."""
+    """A fresh id (128 bytes) for init_rank: made by one rank, handed to the others (threads of this process, or, in a
+    process started by mpirun, the other processes of the job: broadcast it, e.g. with mpi4py; see from_mpi)."""
     return _core.comm_get_unique_id()
 
 
@@ -423,8 +423,21 @@ def init_rank(nranks: int, unique_id: bytes, rank: int) -> Communicator:
 
 
 def from_mpi(comm: Any = None) -> Communicator:
-    """A communicator over an mpi4py communicator's processes (default COMM_WORLD), one rank per process. Not in
-    this build: always raises runtime.NotSupportedError."""
-    raise make_error(NotSupportedError, "runtime.comm.from_mpi: ranks in other processes (Open MPI) are not in this "
-                                        "build yet (docs/comm.md); ranks in this process: init_all(devices), or "
-                                        "get_unique_id() + init_rank(nranks, unique_id, rank) from one thread each")
+    """A communicator over an mpi4py communicator's processes (default COMM_WORLD), one rank per process, on the
+    calling thread's current device, with the same rank numbers as `comm`. Rank 0 makes the id and broadcasts it over
+    `comm`; every process of `comm` must call this (it waits, like init_rank). Run under mpirun; MPI must be at
+    MPI_THREAD_MULTIPLE (mpi4py's default)."""
+    if comm is None:
+        try:
+            from mpi4py import MPI
+        except ImportError as e:
+            raise make_error(NotSupportedError, f"runtime.comm.from_mpi: mpi4py is not installed ({e}); pip install "
+                                                f"mpi4py, or pass an mpi4py communicator") from None
+        comm = MPI.COMM_WORLD
+    for attr in ("Get_rank", "Get_size", "bcast"):
+        if not hasattr(comm, attr):
+            raise _error(f"runtime.comm.from_mpi: comm must be an mpi4py communicator, got {type(comm).__name__}")
+    rank, size = comm.Get_rank(), comm.Get_size()
+    uid = get_unique_id() if rank == 0 else None
+    uid = comm.bcast(uid, root=0)
+    return init_rank(size, uid, rank)

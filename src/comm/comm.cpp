@@ -15,6 +15,8 @@
 #include <thread>
 
 #include "comm/local.hpp"
+#include "comm/mpi_api.hpp"
+#include "comm/mpi_transport.hpp"
 #include "comm/reduce.hpp"
 #include "core/handle_table.hpp"
 #include "core/runtime.hpp"
@@ -108,8 +110,11 @@ using Key = std::tuple<int, int, uint64_t>;
 
 class Clique : public std::enable_shared_from_this<Clique> {
 public:
-    Clique(std::vector<int> devices, double timeout, uint64_t generation)
-        : devices_(std::move(devices)), timeout_(timeout), generation_(generation), number_(++g_cliques) {}
+    /// `remote`: the ranks are in other processes too (one per process), reached through that MPI group.
+    Clique(std::vector<int> devices, double timeout, uint64_t generation, std::shared_ptr<mpi::Group> remote = nullptr)
+        : devices_(std::move(devices)), timeout_(timeout), generation_(generation), number_(++g_cliques),
+          remote_(std::move(remote)) {}
+    mpi::Group* remote() const { return remote_.get(); }
     int size() const { return static_cast<int>(devices_.size()); }
     int device(int rank) const { return devices_[static_cast<size_t>(rank)]; }
     double timeout() const { return timeout_; }
@@ -145,6 +150,7 @@ private:
     const double timeout_;
     const uint64_t generation_;
     const uint64_t number_;
+    const std::shared_ptr<mpi::Group> remote_;
     mutable std::mutex mutex_;  // never held while a rendezvous' lock is taken
     std::map<Key, std::shared_ptr<Rendezvous>> open_;
     std::map<uint64_t, std::shared_ptr<SplitGathering>> splits_;
@@ -190,6 +196,8 @@ private:
     void close_failed(std::unique_lock<std::mutex>& lock, rtError_t code, std::string why);
     /// Every part arrived and the rendezvous is closed: checks, moves the data, resumes everyone.
     void complete(backend::Workers& workers);
+    /// complete() of a clique across processes: its one local part goes to the MPI transport, which resumes it.
+    void complete_remote(mpi::Group& group);
     /// Why the parts do not match (empty: they do).
     std::string mismatch() const;
     static void fail_part(Part& p, rtError_t code, const std::string& message) noexcept {
@@ -229,6 +237,7 @@ void Clique::fail(rtError_t code, const std::string& why, Rendezvous* first, con
         }
         for (auto& [key, r] : open_) open.push_back(r);
     }
+    if (remote_) remote_->fail(code, why);  // fails what is in flight there and tells the other processes
     if (first) first->fail_open(code, first_why);
     for (auto& r : open) r->fail_open(code, "the communicator failed: " + why);  // `first` is closed: untouched
 }
@@ -356,6 +365,7 @@ std::string Rendezvous::mismatch() const {
 }
 
 void Rendezvous::complete(backend::Workers& workers) {
+    if (mpi::Group* remote = clique_->remote()) return complete_remote(*remote);
     // Closed with every part arrived: this thread alone touches the parts until it resumes them.
     std::string why;
     try {
@@ -391,6 +401,38 @@ void Rendezvous::complete(backend::Workers& workers) {
         resume();
     }
     clique_->forget(key_, this);
+}
+
+void Rendezvous::complete_remote(mpi::Group& group) {
+    Part& part = parts_[0];
+    mpi::Op op;
+    op.call = part.call;
+    op.number = number_;
+    op.failed_before = part.failed_before;
+    op.done = [self = shared_from_this()](rtError_t code, const std::string& why, bool fatal) {
+        Part& p = self->parts_[0];
+        if (p.failed_before) p.slot->count_skipped();
+        else if (code != RT_SUCCESS) fail_part(p, code, self->describe(0) + ": " + why);
+        if (fatal) {  // the ranks' message streams no longer agree: the communicator is failed from now on
+            const Key& k = self->key_;
+            self->clique_->fail(code, std::get<0>(k) < 0
+                                          ? format("collective #%llu: %s", static_cast<unsigned long long>(self->number_), why.c_str())
+                                          : format("message #%llu from rank %d to rank %d: %s",
+                                                   static_cast<unsigned long long>(self->number_), std::get<0>(k),
+                                                   std::get<1>(k), why.c_str()));
+        }
+        std::function<void()> resume = std::move(p.resume);
+        resume();
+        self->clique_->forget(self->key_, self.get());
+    };
+    try {
+        group.submit(std::move(op));
+    } catch (...) {
+        fail_part(part, RT_ERROR_OUT_OF_MEMORY, "a collective ran out of host memory");
+        std::function<void()> resume = std::move(part.resume);
+        resume();
+        clique_->forget(key_, this);
+    }
 }
 
 void Watchdog::main() {
@@ -460,6 +502,8 @@ struct IdLayout {
     uint32_t transport;
     uint32_t pid;
     uint64_t nonce;
+    int32_t creator_world;  // transport mpi: the world rank of the process that made the id
+    int32_t reserved;
 };
 static_assert(sizeof(IdLayout) <= sizeof(rtCommUniqueId::internal));
 
@@ -506,7 +550,20 @@ std::shared_ptr<Rendezvous> Communicator::join(const Call& call, Stream& stream,
     Key key;
     std::vector<int> ranks;
     uint64_t number;
-    if (call.kind == Kind::send) {
+    if (clique_->remote()) {  // one rank per process: the rendezvous has this rank alone, the transport the others
+        if (call.kind == Kind::send) {
+            number = ++sent_[static_cast<size_t>(call.root)];
+            key = {rank_, call.root, number};
+        } else if (call.kind == Kind::recv) {
+            number = ++received_[static_cast<size_t>(call.root)];
+            key = {call.root, rank_, number};
+        } else {
+            number = ++collectives_;
+            key = {-1, -1, number};
+        }
+        ranks = {rank_};
+        *participant = 0;
+    } else if (call.kind == Kind::send) {
         number = ++sent_[static_cast<size_t>(call.root)];
         key = {rank_, call.root, number};
         ranks = {rank_, call.root};
@@ -529,6 +586,19 @@ std::shared_ptr<Rendezvous> Communicator::join(const Call& call, Stream& stream,
 
 std::shared_ptr<Communicator::SplitWait> Communicator::split(int color, int key) {
     const uint64_t number = ++splits_;
+    if (mpi::Group* remote = clique_->remote()) {  // blocks here until every rank has given its color and key
+        auto g = std::make_shared<Clique::SplitGathering>(size());
+        int new_rank = -1;
+        if (auto ng = remote->split(number, color, key, &new_rank)) {
+            std::vector<int> devices;
+            for (int r = 0; r < ng->size(); ++r) devices.push_back(ng->member(r).device);
+            g->cliques[static_cast<size_t>(rank_)] =
+                std::make_shared<Clique>(std::move(devices), clique_->timeout(), clique_->generation(), std::move(ng));
+            g->ranks[static_cast<size_t>(rank_)] = new_rank;
+        }
+        g->complete = true;
+        return std::make_shared<SplitWait>(SplitWait{clique_, std::move(g), number, rank_, deadline_after(clique_->timeout())});
+    }
     auto g = clique_->split(number);
     {
         std::lock_guard lock(g->mutex);
@@ -627,6 +697,12 @@ void make_unique_id(rtCommUniqueId* id) {
     layout.transport = static_cast<uint32_t>(Transport::in_process);
     layout.pid = static_cast<uint32_t>(::getpid());
     layout.nonce = (salt << 32) ^ ++counter;
+    layout.creator_world = -1;
+    if (mpi::launched_by_mpirun()) {  // the id is broadcast to the other processes of the job (NCCL's pattern)
+        layout.transport = static_cast<uint32_t>(Transport::mpi);
+        layout.creator_world = mpi::api().world_rank;
+        layout.nonce ^= static_cast<uint64_t>(layout.pid) << 8;
+    }
     std::memcpy(id->internal, &layout, sizeof layout);
 }
 
@@ -635,13 +711,24 @@ std::shared_ptr<Communicator> join_rank(const rtCommUniqueId& id, int nranks, in
     std::memcpy(&layout, id.internal, sizeof layout);
     if (std::memcmp(layout.magic, kIdMagic, sizeof kIdMagic) != 0)
         fail(RT_ERROR_INVALID_VALUE, "unique_id is not an id made by rtCommGetUniqueId");
+    if (layout.transport == static_cast<uint32_t>(Transport::mpi)) {
+        if (nranks < 1) fail(RT_ERROR_INVALID_VALUE, "nranks %d must be at least 1", nranks);
+        if (rank < 0 || rank >= nranks) fail(RT_ERROR_INVALID_VALUE, "rank %d is out of range (0 .. %d)", rank, nranks - 1);
+        require_collective_device(device);
+        const double timeout = timeout_from_env();
+        auto group = mpi::join(layout.nonce, layout.creator_world, nranks, rank, device, timeout);
+        std::vector<int> devices;
+        for (int r = 0; r < nranks; ++r) devices.push_back(group->member(r).device);
+        return std::make_shared<Communicator>(
+            std::make_shared<Clique>(std::move(devices), timeout, runtime().generation(), std::move(group)), rank);
+    }
     if (layout.transport != static_cast<uint32_t>(Transport::in_process))
         fail(RT_ERROR_NOT_SUPPORTED, "unique_id names transport %u, which this build does not have (it has the "
-             "in-process transport only)", layout.transport);
+             "in-process (1) and MPI (2) transports)", layout.transport);
     if (layout.pid != static_cast<uint32_t>(::getpid()))
-        fail(RT_ERROR_NOT_SUPPORTED, "unique_id was made by process %u, not this one (%d): ranks in other processes "
-             "need a transport across processes (Open MPI), which this build does not have yet", layout.pid,
-             static_cast<int>(::getpid()));
+        fail(RT_ERROR_NOT_SUPPORTED, "unique_id was made by process %u, not this one (%d), outside mpirun: ranks in "
+             "other processes use the MPI transport, whose ids rtCommGetUniqueId makes in processes started by mpirun",
+             layout.pid, static_cast<int>(::getpid()));
     if (nranks < 1) fail(RT_ERROR_INVALID_VALUE, "nranks %d must be at least 1", nranks);
     if (rank < 0 || rank >= nranks) fail(RT_ERROR_INVALID_VALUE, "rank %d is out of range (0 .. %d)", rank, nranks - 1);
     require_collective_device(device);

@@ -4,9 +4,9 @@
 // operations (the n-th collective of every rank, the n-th send a→b with the n-th receive on b from a) into a
 // Rendezvous: a backend::JointStep queued on each rank's stream. When every rank's stream has reached it, the last
 // arriver moves the data (local.cpp: each piece reduces its slice of elements straight from every rank's buffer,
-// in rank order) and resumes every rank's queue. This build's cliques are in-process (transport kInProcess of the
-// unique id); a transport across processes plugs in below the Rendezvous (the last local arriver exchanges the local
-// result with the other processes before resuming), leaving the API and the collectives as they are.
+// in rank order) and resumes every rank's queue. A clique across processes (transport mpi of the unique id, one rank
+// per process) has a rendezvous of its local rank alone: when it is reached, the operation goes to the MPI transport
+// (mpi_transport.hpp), which exchanges with the other processes and then resumes the rank.
 #pragma once
 
 #include <cstdint>
@@ -32,8 +32,9 @@ enum class Kind : uint8_t { all_reduce, broadcast, reduce, all_gather, reduce_sc
 /// The C function of a kind ("rtAllReduce").
 const char* api_name(Kind kind);
 
-/// The unique id's transports (its field `transport`): which mechanism the rendezvous of rtCommInitRank uses.
-enum class Transport : uint32_t { in_process = 1 };
+/// The unique id's transports (its field `transport`): which mechanism the rendezvous of rtCommInitRank uses. `mpi`:
+/// ranks in processes of one mpirun job, one rank per process (mpi_transport.hpp).
+enum class Transport : uint32_t { in_process = 1, mpi = 2 };
 
 /// RUNTIME_COMM_TIMEOUT in seconds (default 30); throws INVALID_VALUE for a value that is not a positive number.
 double timeout_from_env();

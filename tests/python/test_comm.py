@@ -241,9 +241,10 @@ def test_init_rank_refusals():
         comm.init_all([0, 99])
 
 
-def test_from_mpi_is_not_in_this_build():
-    with pytest.raises(runtime.NotSupportedError, match="not in this build yet"):
-        comm.from_mpi()
+def test_from_mpi_refuses_what_is_not_an_mpi4py_communicator():
+    # (from_mpi itself runs under mpirun: tests/python/test_comm_mpi.py)
+    with pytest.raises(runtime.InvalidValueError, match="mpi4py communicator, got int"):
+        comm.from_mpi(3)
 
 
 def refused(comms, streams, match, fn, exc=runtime.InvalidValueError):

@@ -1,0 +1,1037 @@
+// The MPI transport (see mpi_transport.hpp): bootstrap, split, and the progress thread that runs every collective,
+// send and receive of the cross-process communicators as nonblocking point-to-point messages.
+#include "comm/mpi_transport.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "comm/mpi_api.hpp"
+#include "comm/reduce.hpp"
+#include "core/error.hpp"
+
+namespace rt::comm::mpi {
+
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+// The four tags of a communicator, from its tag base.
+constexpr int kTagControl = 0;  // bootstrap and split exchanges (the blocking calls' thread)
+constexpr int kTagCollective = 1;
+constexpr int kTagP2P = 2;
+constexpr int kTagNotice = 3;  // "this rank's communicator failed: why"
+constexpr int kTagsPerComm = 4;
+
+/// Per-peer payloads up to this travel inside the header's message (one message per peer and collective); larger
+/// ones after a header exchange, in messages straight from and into the caller's buffers.
+constexpr size_t kFused = 32 * 1024;
+/// Elements of one slice of one round of a large all-reduce / reduce (bounds the staging memory; rounds pipeline the
+/// all-gather of round k-1 with the reduce-scatter of round k).
+constexpr size_t kSliceBytes = 1 << 20;
+/// How long the thread that submits an operation polls it without seeing a message complete before leaving it to the
+/// progress thread (a bounded spin, like the queues' own before they park: no executor waits longer for a peer).
+constexpr int kInlineMicroseconds = 40;
+/// MPI counts are ints: longer messages go in pieces.
+constexpr size_t kMaxMessage = size_t{1} << 30;
+
+constexpr uint32_t kHeaderMagic = 0x72746d31;  // "rtm1"
+struct Header {
+    uint32_t magic;
+    uint8_t kind, type, op, flags;  // flags bit 0: the sender's stream had failed before (nothing of it moves)
+    int32_t root;
+    int32_t rank;
+    uint64_t count;
+    uint64_t number;
+};
+static_assert(sizeof(Header) == 32);
+
+Clock::time_point deadline_after(double seconds) {
+    return Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+}
+
+std::string rank_list(const std::vector<int>& ranks) {
+    std::string s;
+    for (size_t i = 0; i < ranks.size(); ++i) s += (i ? ", " : "") + std::to_string(ranks[i]);
+    return s;
+}
+
+std::string timeout_text(double timeout, std::vector<int> missing) {
+    std::sort(missing.begin(), missing.end());
+    missing.erase(std::unique(missing.begin(), missing.end()), missing.end());
+    return format("timed out after %g s waiting for rank%s %s (RUNTIME_COMM_TIMEOUT)", timeout,
+                  missing.size() > 1 ? "s" : "", rank_list(missing).c_str());
+}
+
+/// A 64-bit mix (splitmix64's finaliser): tag blocks and split tokens from tokens.
+uint64_t mix(uint64_t x) {
+    x += 0x9e3779b97f4a7c15ull;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
+
+/// Memory MPI may still touch after an operation was given up (a send to a stopped peer): kept until exit.
+std::mutex g_graveyard_mutex;
+std::vector<std::vector<char>> g_graveyard;
+void bury(std::vector<char>&& v) {
+    if (v.empty()) return;
+    std::lock_guard lock(g_graveyard_mutex);
+    g_graveyard.push_back(std::move(v));
+}
+
+/// Gives up an outstanding request: a receive is cancelled; both are freed (MPI completes them on its own).
+void give_up(Api& a, Request& req, bool receive) {
+    if (req == a.request_null) return;
+    if (receive) a.Cancel(&req);
+    a.Request_free(&req);
+    req = a.request_null;
+}
+
+// ---------------------------------------------------------------- blocking exchanges (rtCommInitRank, rtCommSplit)
+
+/// Sends `data` to world rank `to`, polling until MPI has taken it or the deadline passes (the buffer is then kept).
+bool blocking_send(Api& a, std::vector<char> data, int to, int tag, Clock::time_point deadline) {
+    Request req = a.request_null;
+    if (int rc = a.Isend(data.data(), static_cast<int>(data.size()), a.byte, to, tag, a.world, &req); rc != kSuccess)
+        fail(RT_ERROR_LAUNCH_FAILED, "%s", describe("MPI_Isend", rc).c_str());
+    for (;;) {
+        int flag = 0;
+        a.Test(&req, &flag, nullptr);
+        if (flag) return true;
+        if (Clock::now() > deadline) {
+            give_up(a, req, false);
+            bury(std::move(data));
+            return false;
+        }
+        std::this_thread::yield();
+    }
+}
+
+/// Receives the next message from world rank `from` (kAnySource: anyone) on `tag`; false at the deadline.
+bool blocking_recv(Api& a, int from, int tag, Clock::time_point deadline, std::vector<char>* out, int* source) {
+    for (;;) {
+        int flag = 0;
+        Message msg = nullptr;
+        Status st{};
+        a.Improbe(from, tag, a.world, &flag, &msg, &st);
+        if (flag) {
+            int n = 0;
+            a.Get_count(&st, a.byte, &n);
+            out->resize(static_cast<size_t>(n));
+            a.Mrecv(out->data(), n, a.byte, &msg, &st);
+            if (source) *source = st.source;
+            return true;
+        }
+        if (Clock::now() > deadline) return false;
+        std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
+}
+
+/// One rank's entry of the bootstrap exchange.
+struct Wire {
+    int32_t magic;
+    int32_t rank, nranks, world, device, pid;
+    char host[64];
+};
+constexpr int32_t kWireMagic = 0x72746231;
+
+std::string host_name() {
+    char name[256] = {};
+    ::gethostname(name, sizeof name - 1);
+    return name;
+}
+
+// ---------------------------------------------------------------- the progress thread
+
+class Exchange;
+
+class Engine {
+public:
+    static Engine& get() {
+        static Engine* e = new Engine;  // never destroyed: stop_progress() ends its thread before MPI_Finalize
+        return *e;
+    }
+    /// Runs `task` on the progress thread.
+    void post(std::function<void()> task) {
+        {
+            std::lock_guard lock(mutex_);
+            if (stopped_) return;
+            if (!thread_.joinable()) thread_ = std::thread([this] { main(); });
+            inbox_.push_back(std::move(task));
+        }
+        cv_.notify_one();
+    }
+    void stop() {
+        {
+            std::lock_guard lock(mutex_);
+            stopped_ = true;
+        }
+        cv_.notify_one();
+        if (thread_.joinable()) thread_.join();
+    }
+    /// Progress thread only: a group with queued operations, polled until its lanes are empty.
+    void activate(std::shared_ptr<Group> g) { active_.insert(std::move(g)); }
+
+private:
+    void main();
+    bool poll_group(Group& g);
+    std::mutex mutex_;
+    std::condition_variable cv_;
+    std::deque<std::function<void()>> inbox_;
+    bool stopped_ = false;
+    std::thread thread_;
+    std::set<std::shared_ptr<Group>> active_;
+};
+
+}  // namespace
+
+void stop_progress() { Engine::get().stop(); }
+
+// ---------------------------------------------------------------- one operation in flight
+
+namespace {
+
+class Exchange {
+public:
+    Exchange(std::shared_ptr<Group> g, Op op) : g_(std::move(g)), op_(std::move(op)), a_(api()) {}
+    ~Exchange() = default;
+    int peer_of_p2p() const { return op_.call.root; }
+    bool is_send() const { return op_.call.kind == Kind::send; }
+    bool started() const { return started_; }
+    /// Counts what poll() has seen complete (messages, stages): a caller polling it can tell a stall from progress.
+    uint64_t events() const { return events_; }
+    /// Makes progress; true once `done` was called.
+    bool poll();
+    /// Fails now (the group failed, or the thread stops).
+    void fail(rtError_t code, const std::string& why, bool fatal) { finish(code, why, fatal); }
+
+private:
+    struct Msg {
+        int peer;
+        const void* buf;
+        size_t bytes;
+    };
+    struct Stage {
+        std::vector<Msg> sends, recvs;
+        std::function<void()> after;
+    };
+    struct Pending {
+        Request req;
+        int peer;
+        bool receive;
+    };
+
+    int n() const { return g_->size(); }
+    int me() const { return g_->rank(); }
+    size_t es() const { return element_size(op_.call.type); }
+    size_t bytes() const { return op_.call.count * es(); }
+    bool collective() const { return op_.call.kind != Kind::send && op_.call.kind != Kind::recv; }
+    int tag() const { return g_->tag(collective() ? kTagCollective : kTagP2P); }
+
+    void start();
+    bool fused() const;
+    const void* fused_payload(int q) const;
+    /// After the headers: checks them; plans the data stages (or finishes). False when finished.
+    bool check_headers();
+    void plan_data();
+    void post(const Stage& s);
+    void finish(rtError_t code, const std::string& why, bool fatal);
+    std::vector<int> missing() const;
+
+    std::shared_ptr<Group> g_;
+    Op op_;
+    Api& a_;
+    bool started_ = false, finished_ = false;
+    uint64_t events_ = 0;
+    Clock::time_point deadline_;
+    Header mine_{};
+    std::map<int, std::vector<char>> hs_;  // stage 0: header (+ payload) sent to each peer
+    std::map<int, std::vector<char>> hr_;  // stage 0: what each peer sent (sized by the probe)
+    std::vector<int> probing_;             // stage 0: peers whose header has not come yet
+    std::vector<Stage> stages_;
+    size_t stage_ = 0;
+    bool posted_ = false;
+    std::vector<Pending> pending_;
+    std::vector<char> tmp_, red_, sink_;
+};
+
+bool Exchange::fused() const {
+    switch (op_.call.kind) {
+        case Kind::all_reduce:
+        case Kind::all_gather:
+        case Kind::reduce_scatter:
+        case Kind::all_to_all:
+        case Kind::send:
+        case Kind::recv: return bytes() <= kFused;
+        case Kind::barrier: return true;
+        default: return false;
+    }
+}
+
+const void* Exchange::fused_payload(int q) const {
+    const char* send = static_cast<const char*>(op_.call.send);
+    switch (op_.call.kind) {
+        case Kind::reduce_scatter:
+        case Kind::all_to_all: return send + static_cast<size_t>(q) * bytes();
+        default: return send;
+    }
+}
+
+void Exchange::start() {
+    started_ = true;
+    deadline_ = deadline_after(g_->timeout());
+    const Call& c = op_.call;
+    mine_ = Header{kHeaderMagic, static_cast<uint8_t>(c.kind == Kind::recv ? Kind::send : c.kind),
+                   static_cast<uint8_t>(c.type), static_cast<uint8_t>(c.op), static_cast<uint8_t>(op_.failed_before),
+                   c.root, me(), c.count, op_.number};
+    // Headers: collectives exchange them between all ranks (every rank sees every rank's operands and state); a send
+    // carries one to its receiver.
+    std::vector<int> to, from;
+    if (collective()) {
+        for (int q = 0; q < n(); ++q)
+            if (q != me()) to.push_back(q), from.push_back(q);
+    } else if (is_send()) {
+        to.push_back(c.root);
+    } else {
+        from.push_back(c.root);
+    }
+    const bool with_payload = fused() && c.kind != Kind::barrier;
+    Stage s;
+    for (int q : to) {
+        std::vector<char>& m = hs_[q];
+        const size_t payload = with_payload && !op_.failed_before && c.kind != Kind::recv ? bytes() : 0;
+        m.resize(sizeof(Header) + payload);
+        std::memcpy(m.data(), &mine_, sizeof(Header));
+        if (payload) std::memcpy(m.data() + sizeof(Header), fused_payload(q), payload);
+        s.sends.push_back({q, m.data(), m.size()});
+    }
+    probing_ = from;
+    stages_.push_back(std::move(s));
+}
+
+void Exchange::post(const Stage& s) {
+    for (const Msg& m : s.sends)
+        for (size_t off = 0; off < m.bytes || (off == 0 && m.bytes == 0); off += kMaxMessage) {
+            Request req = a_.request_null;
+            const size_t len = std::min(kMaxMessage, m.bytes - off);
+            a_.Isend(static_cast<const char*>(m.buf) + off, static_cast<int>(len), a_.byte, g_->member(m.peer).world,
+                     tag(), a_.world, &req);
+            pending_.push_back({req, m.peer, false});
+            if (m.bytes == 0) break;
+        }
+    for (const Msg& m : s.recvs)
+        for (size_t off = 0; off < m.bytes || (off == 0 && m.bytes == 0); off += kMaxMessage) {
+            Request req = a_.request_null;
+            const size_t len = std::min(kMaxMessage, m.bytes - off);
+            a_.Irecv(const_cast<char*>(static_cast<const char*>(m.buf)) + off, static_cast<int>(len), a_.byte,
+                     g_->member(m.peer).world, tag(), a_.world, &req);
+            pending_.push_back({req, m.peer, true});
+            if (m.bytes == 0) break;
+        }
+}
+
+std::vector<int> Exchange::missing() const {
+    std::vector<int> m = probing_;
+    for (const Pending& p : pending_)
+        if (p.req != a_.request_null) m.push_back(p.peer);
+    return m;
+}
+
+void Exchange::finish(rtError_t code, const std::string& why, bool fatal) {
+    if (finished_) return;
+    finished_ = true;
+    bool outstanding = false;
+    for (Pending& p : pending_)
+        if (p.req != a_.request_null) {
+            give_up(a_, p.req, p.receive);
+            outstanding = true;
+        }
+    if (outstanding) {  // MPI may still read or write these
+        for (auto& [q, v] : hs_) bury(std::move(v));
+        bury(std::move(tmp_));
+        bury(std::move(red_));
+        bury(std::move(sink_));
+    }
+    auto done = std::move(op_.done);
+    done(code, why, fatal);
+}
+
+bool Exchange::poll() {
+    if (finished_) return true;
+    if (!started_) start();
+    std::string gwhy;
+    if (rtError_t code = g_->failure(&gwhy); code != RT_SUCCESS) {
+        finish(code, "the communicator failed: " + gwhy, true);
+        return true;
+    }
+    for (;;) {
+        if (!posted_) {
+            post(stages_[stage_]);
+            posted_ = true;
+        }
+        bool progress_left = false;
+        // Stage 0's headers: probed, so a message of another size (operands that differ) is received whole.
+        if (stage_ == 0) {
+            for (size_t i = 0; i < probing_.size();) {
+                const int q = probing_[i];
+                int flag = 0;
+                Message msg = nullptr;
+                Status st{};
+                a_.Improbe(g_->member(q).world, tag(), a_.world, &flag, &msg, &st);
+                if (!flag) {
+                    ++i;
+                    continue;
+                }
+                int count = 0;
+                a_.Get_count(&st, a_.byte, &count);
+                std::vector<char>& buf = hr_[q];
+                buf.resize(static_cast<size_t>(count));
+                a_.Mrecv(buf.data(), count, a_.byte, &msg, &st);
+                ++events_;
+                probing_.erase(probing_.begin() + static_cast<ptrdiff_t>(i));
+            }
+            if (!probing_.empty()) progress_left = true;
+        }
+        for (Pending& p : pending_) {
+            if (p.req == a_.request_null) continue;
+            int flag = 0;
+            Status st{};
+            a_.Test(&p.req, &flag, &st);
+            if (!flag) {
+                progress_left = true;
+                continue;
+            }
+            ++events_;
+            if (st.error != kSuccess && p.receive) {
+                finish(RT_ERROR_LAUNCH_FAILED, describe("MPI_Irecv", st.error) + " (from rank " + std::to_string(p.peer) + ")", true);
+                return true;
+            }
+        }
+        if (progress_left) {
+            if (Clock::now() > deadline_) {
+                finish(RT_ERROR_TIMEOUT, timeout_text(g_->timeout(), missing()), true);
+                return true;
+            }
+            return false;
+        }
+        // The stage is complete.
+        ++events_;
+        pending_.clear();
+        posted_ = false;
+        if (stage_ == 0) {
+            if (!check_headers()) return true;
+        } else if (stages_[stage_].after) {
+            stages_[stage_].after();
+        }
+        if (++stage_ >= stages_.size()) {
+            finish(RT_SUCCESS, {}, false);
+            return true;
+        }
+    }
+}
+
+bool Exchange::check_headers() {
+    const Call& c = op_.call;
+    std::vector<int> failed;
+    if (op_.failed_before) failed.push_back(me());
+    for (auto& [q, buf] : hr_) {
+        Header h{};
+        if (buf.size() < sizeof(Header) || (std::memcpy(&h, buf.data(), sizeof h), h.magic != kHeaderMagic)) {
+            finish(RT_ERROR_LAUNCH_FAILED, format("rank %d sent a message that is not the runtime's (%zu bytes on tag %d)",
+                                                  q, buf.size(), tag()), true);
+            return false;
+        }
+        std::string why;
+        const Kind hk = static_cast<Kind>(h.kind), mk = static_cast<Kind>(mine_.kind);
+        if (!collective()) {
+            if (h.count != c.count || h.type != mine_.type)
+                why = format("rank %d sends %llu elements of %s but rank %d receives %zu elements of %s (a send and its "
+                             "receive must agree)", q, static_cast<unsigned long long>(h.count),
+                             type_name(static_cast<rtDataType>(h.type)), me(), c.count, type_name(c.type));
+        } else if (hk != mk) {
+            why = format("rank %d called %s but rank %d called %s (every rank must call the same collectives in the "
+                         "same order)", me(), api_name(mk), q, api_name(hk));
+        } else if (h.count != c.count) {
+            why = format("rank %d passed count %zu but rank %d passed count %llu (every rank must pass the same)", me(),
+                         c.count, q, static_cast<unsigned long long>(h.count));
+        } else if (h.type != mine_.type) {
+            why = format("rank %d passed datatype %s but rank %d passed %s (every rank must pass the same)", me(),
+                         type_name(c.type), q, type_name(static_cast<rtDataType>(h.type)));
+        } else if ((mk == Kind::all_reduce || mk == Kind::reduce || mk == Kind::reduce_scatter) && h.op != mine_.op) {
+            why = format("rank %d passed op %s but rank %d passed %s (every rank must pass the same)", me(),
+                         op_name(c.op), q, op_name(static_cast<rtReduceOp>(h.op)));
+        } else if ((mk == Kind::broadcast || mk == Kind::reduce) && h.root != c.root) {
+            why = format("rank %d passed root %d but rank %d passed root %d (every rank must pass the same)", me(),
+                         c.root, q, h.root);
+        }
+        if (why.empty() && h.number != op_.number)
+            why = format("rank %d is at operation #%llu of this kind but rank %d at #%llu", me(),
+                         static_cast<unsigned long long>(op_.number), q, static_cast<unsigned long long>(h.number));
+        if (!why.empty()) {
+            finish(RT_ERROR_INVALID_VALUE, why, true);
+            return false;
+        }
+        if (h.flags & 1) failed.push_back(q);
+        else if (fused() && buf.size() != sizeof(Header) + (c.kind == Kind::barrier ? 0 : bytes())) {
+            finish(RT_ERROR_LAUNCH_FAILED, format("rank %d sent %zu bytes, expected %zu", q, buf.size(),
+                                                  sizeof(Header) + bytes()), true);
+            return false;
+        }
+    }
+    if (!failed.empty()) {
+        std::sort(failed.begin(), failed.end());
+        const bool peer_failed = !(failed.size() == 1 && failed[0] == me() && op_.failed_before);
+        // A receive whose own stream failed still takes the sender's data (else the next message would meet it).
+        if (c.kind == Kind::recv && op_.failed_before && !hr_.empty() && !(failed.size() > 1) && !fused()) {
+            sink_.resize(bytes());
+            Stage s;
+            s.recvs.push_back({c.root, sink_.data(), bytes()});
+            stages_.push_back(std::move(s));
+            return true;
+        }
+        if (!peer_failed) {
+            finish(RT_SUCCESS, {}, false);
+        } else {
+            std::vector<int> others;
+            for (int r : failed)
+                if (r != me()) others.push_back(r);
+            finish(RT_ERROR_LAUNCH_FAILED,
+                   format("the stream of rank%s %s held an unreported failure when it reached this operation; nothing "
+                          "was moved", others.size() > 1 ? "s" : "", rank_list(others).c_str()), false);
+        }
+        return false;
+    }
+    plan_data();
+    return true;
+}
+
+void Exchange::plan_data() {
+    const Call& c = op_.call;
+    const size_t B = bytes();
+    const int N = n(), r = me();
+    const char* send = static_cast<const char*>(c.send);
+    char* recv = static_cast<char*>(c.recv);
+    auto payload = [this](int q) { return hr_[q].data() + sizeof(Header); };
+    if (fused()) {
+        // Every peer's data came with its header.
+        Stage s;
+        switch (c.kind) {
+            case Kind::all_reduce:
+            case Kind::reduce_scatter:
+                s.after = [this, N, r, send, recv, B, payload] {
+                    std::vector<const void*> src(static_cast<size_t>(N));
+                    for (int q = 0; q < N; ++q)
+                        src[static_cast<size_t>(q)] =
+                            q == r ? (op_.call.kind == Kind::all_reduce ? send : send + static_cast<size_t>(r) * B) : payload(q);
+                    void* dst = recv;
+                    reduce_range(op_.call.type, op_.call.op, src.data(), N, &dst, 1, 0, op_.call.count, N);
+                };
+                break;
+            case Kind::all_gather:
+            case Kind::all_to_all:
+                s.after = [this, N, r, send, recv, B, payload] {
+                    for (int q = 0; q < N; ++q)
+                        if (q != r && B) std::memcpy(recv + static_cast<size_t>(q) * B, payload(q), B);
+                    const char* own = op_.call.kind == Kind::all_gather ? send : send + static_cast<size_t>(r) * B;
+                    char* to = recv + static_cast<size_t>(r) * B;
+                    if (own != to && B) std::memmove(to, own, B);
+                };
+                break;
+            case Kind::recv:
+                s.after = [recv, B, payload, this] {
+                    if (B) std::memcpy(recv, payload(op_.call.root), B);
+                };
+                break;
+            default: break;
+        }
+        if (s.after) stages_.push_back(std::move(s));
+        return;
+    }
+    switch (c.kind) {
+        case Kind::all_reduce:
+        case Kind::reduce: {
+            // Reduce-scatter then gather, in rounds: process q reduces slice q of each round from every rank's data in
+            // rank order (the in-process order, so the result is the same bit for bit).
+            const bool all = c.kind == Kind::all_reduce;
+            const int root = c.root;
+            const size_t cs = std::max<size_t>(1, kSliceBytes / es());
+            const size_t round = cs * static_cast<size_t>(N);
+            const size_t R = (c.count + round - 1) / round;
+            tmp_.resize(static_cast<size_t>(N) * cs * es());
+            if (!all && r != root) red_.resize(cs * es());
+            auto slice = [this, N, round](size_t k, int q, size_t* len) {
+                const size_t base = k * round, count = std::min(round, op_.call.count - base);
+                const size_t b = base + count * static_cast<size_t>(q) / static_cast<size_t>(N);
+                const size_t e = base + count * static_cast<size_t>(q + 1) / static_cast<size_t>(N);
+                *len = e - b;
+                return b;
+            };
+            const size_t E = es();
+            for (size_t k = 0; k <= R; ++k) {
+                Stage s;
+                size_t len = 0;
+                if (k < R) {
+                    const size_t mb = slice(k, r, &len);
+                    (void)mb;
+                    for (int q = 0; q < N; ++q) {
+                        if (q == r) continue;
+                        size_t ql = 0;
+                        const size_t qb = slice(k, q, &ql);
+                        if (ql) s.sends.push_back({q, send + qb * E, ql * E});
+                        if (len) s.recvs.push_back({q, tmp_.data() + static_cast<size_t>(q) * cs * E, len * E});
+                    }
+                }
+                if (k > 0) {
+                    size_t ml = 0;
+                    const size_t mb = slice(k - 1, r, &ml);
+                    for (int q = 0; q < N; ++q) {
+                        if (q == r) continue;
+                        size_t ql = 0;
+                        const size_t qb = slice(k - 1, q, &ql);
+                        if (all) {
+                            if (ml) s.sends.push_back({q, recv + mb * E, ml * E});
+                            if (ql) s.recvs.push_back({q, recv + qb * E, ql * E});
+                        } else if (r == root) {
+                            if (ql) s.recvs.push_back({q, recv + qb * E, ql * E});
+                        } else if (q == root && ml) {
+                            s.sends.push_back({q, red_.data(), ml * E});
+                        }
+                    }
+                }
+                if (k < R)
+                    s.after = [this, k, N, r, send, recv, E, cs, all, root, slice] {
+                        size_t len = 0;
+                        const size_t b = slice(k, r, &len);
+                        if (!len) return;
+                        std::vector<const void*> src(static_cast<size_t>(N));
+                        for (int q = 0; q < N; ++q)
+                            src[static_cast<size_t>(q)] = q == r ? static_cast<const void*>(send + b * E)
+                                                                 : tmp_.data() + static_cast<size_t>(q) * cs * E;
+                        void* dst = all || r == root ? static_cast<void*>(recv + b * E) : red_.data();
+                        reduce_range(op_.call.type, op_.call.op, src.data(), N, &dst, 1, 0, len, N);
+                    };
+                stages_.push_back(std::move(s));
+            }
+            break;
+        }
+        case Kind::broadcast: {
+            Stage s;
+            if (r == c.root) {
+                for (int q = 0; q < N; ++q)
+                    if (q != r && B) s.sends.push_back({q, send, B});
+                if (recv != send && B) std::memcpy(recv, send, B);
+            } else if (B) {
+                s.recvs.push_back({c.root, recv, B});
+            }
+            stages_.push_back(std::move(s));
+            break;
+        }
+        case Kind::all_gather: {
+            Stage s;
+            for (int q = 0; q < N; ++q)
+                if (q != r) {
+                    s.sends.push_back({q, send, B});
+                    s.recvs.push_back({q, recv + static_cast<size_t>(q) * B, B});
+                }
+            char* own = recv + static_cast<size_t>(r) * B;
+            if (own != send) std::memmove(own, send, B);
+            stages_.push_back(std::move(s));
+            break;
+        }
+        case Kind::reduce_scatter: {
+            Stage s;
+            tmp_.resize(static_cast<size_t>(N) * B);
+            for (int q = 0; q < N; ++q)
+                if (q != r) {
+                    s.sends.push_back({q, send + static_cast<size_t>(q) * B, B});
+                    s.recvs.push_back({q, tmp_.data() + static_cast<size_t>(q) * B, B});
+                }
+            s.after = [this, N, r, send, recv, B] {
+                std::vector<const void*> src(static_cast<size_t>(N));
+                for (int q = 0; q < N; ++q)
+                    src[static_cast<size_t>(q)] = q == r ? static_cast<const void*>(send + static_cast<size_t>(r) * B)
+                                                         : tmp_.data() + static_cast<size_t>(q) * B;
+                void* dst = recv;
+                reduce_range(op_.call.type, op_.call.op, src.data(), N, &dst, 1, 0, op_.call.count, N);
+            };
+            stages_.push_back(std::move(s));
+            break;
+        }
+        case Kind::all_to_all: {
+            Stage s;
+            const char* from = send;
+            if (send == recv) {  // in place: the blocks sent are read before any block is received over them
+                tmp_.assign(send, send + static_cast<size_t>(N) * B);
+                from = tmp_.data();
+            }
+            for (int q = 0; q < N; ++q)
+                if (q != r) {
+                    s.sends.push_back({q, from + static_cast<size_t>(q) * B, B});
+                    s.recvs.push_back({q, recv + static_cast<size_t>(q) * B, B});
+                }
+            if (from + static_cast<size_t>(r) * B != recv + static_cast<size_t>(r) * B)
+                std::memcpy(recv + static_cast<size_t>(r) * B, from + static_cast<size_t>(r) * B, B);
+            stages_.push_back(std::move(s));
+            break;
+        }
+        case Kind::send: {
+            Stage s;
+            s.sends.push_back({c.root, send, B});
+            stages_.push_back(std::move(s));
+            break;
+        }
+        case Kind::recv: {
+            Stage s;
+            s.recvs.push_back({c.root, recv, B});
+            stages_.push_back(std::move(s));
+            break;
+        }
+        case Kind::barrier: break;
+    }
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- groups
+
+struct Group::Lanes {
+    std::mutex mutex;  // taken by the progress thread while it polls them, and by submit's first attempt
+    std::deque<std::unique_ptr<Exchange>> collectives;              // one at a time, in order
+    std::map<int, std::deque<std::unique_ptr<Exchange>>> receives;  // per peer: one at a time, in order
+    std::vector<std::unique_ptr<Exchange>> sends;                   // all at once (MPI keeps their order)
+    bool empty() const {
+        if (!collectives.empty() || !sends.empty()) return false;
+        for (auto& [q, d] : receives)
+            if (!d.empty()) return false;
+        return true;
+    }
+};
+
+Group::Group(uint64_t token, int rank, std::vector<Member> members, double timeout)
+    : token_(token), rank_(rank), members_(std::move(members)), timeout_(timeout), lanes_(std::make_unique<Lanes>()) {
+    Api& a = api();
+    const int lo = a.tag_ub / 2;
+    const uint64_t blocks = static_cast<uint64_t>((a.tag_ub - lo) / kTagsPerComm);
+    tag_base_ = lo + static_cast<int>(mix(token) % blocks) * kTagsPerComm;
+}
+
+Group::~Group() = default;
+
+void Group::submit(Op op) {
+    auto self = shared_from_this();
+    const Kind kind = op.call.kind;
+    const int peer = op.call.root;
+    auto x = std::make_unique<Exchange>(self, std::move(op));
+    Lanes& l = lanes();
+    {
+        std::lock_guard lock(l.mutex);
+        const bool first = kind == Kind::send ? true
+                           : kind == Kind::recv ? l.receives[peer].empty()
+                                                : l.collectives.empty();
+        if (first) {
+            // Nothing ahead of it: the submitting thread (the executor that reached the step) polls it for a bounded
+            // moment — when the peers are there already (the common case) it completes here, sparing the two
+            // thread hand-offs through the progress thread that would cost more than the messages themselves.
+            // It goes on while messages keep completing (a large operation streams), and stops after a stall.
+            poll_notices();
+            auto until = Clock::now() + std::chrono::microseconds(kInlineMicroseconds);
+            for (uint64_t seen = x->events();;) {
+                if (x->poll()) return;
+                const auto now = Clock::now();
+                if (x->events() != seen) {
+                    seen = x->events();
+                    until = now + std::chrono::microseconds(kInlineMicroseconds);
+                } else if (now >= until) {
+                    break;
+                }
+            }
+        }
+        if (kind == Kind::send) l.sends.push_back(std::move(x));
+        else if (kind == Kind::recv) l.receives[peer].push_back(std::move(x));
+        else l.collectives.push_back(std::move(x));
+    }
+    Engine::get().post([self] { Engine::get().activate(self); });
+}
+
+void Group::poll_notices() {
+    Api& a = api();
+    for (;;) {
+        int flag = 0;
+        Message msg = nullptr;
+        Status st{};
+        a.Improbe(kAnySource, tag(kTagNotice), a.world, &flag, &msg, &st);
+        if (!flag) break;
+        int count = 0;
+        a.Get_count(&st, a.byte, &count);
+        std::vector<char> m(static_cast<size_t>(count));
+        a.Mrecv(m.data(), count, a.byte, &msg, &st);
+        int32_t head[2] = {RT_ERROR_LAUNCH_FAILED, -1};
+        if (m.size() >= sizeof head) std::memcpy(head, m.data(), sizeof head);
+        const std::string text = m.size() > sizeof head ? std::string(m.data() + sizeof head, m.size() - sizeof head) : "";
+        fail_from_peer(static_cast<rtError_t>(head[0]), format("rank %d: %s", head[1], text.c_str()));
+    }
+}
+
+rtError_t Group::failure(std::string* why) const {
+    std::lock_guard lock(mutex_);
+    if (why) *why = why_;
+    return code_;
+}
+
+void Group::fail_from_peer(rtError_t code, const std::string& why) {
+    std::lock_guard lock(mutex_);
+    if (code_ != RT_SUCCESS) return;
+    code_ = code;
+    why_ = why;
+}
+
+void Group::fail(rtError_t code, const std::string& why) {
+    {
+        std::lock_guard lock(mutex_);
+        if (code_ != RT_SUCCESS) return;
+        code_ = code;
+        why_ = why;
+    }
+    // Tell the peers (their own operations on this communicator then fail at once rather than at their timeout).
+    auto self = shared_from_this();
+    Engine::get().post([self, code, why] {
+        Api& a = api();
+        for (int q = 0; q < self->size(); ++q) {
+            if (q == self->rank()) continue;
+            std::vector<char> m(sizeof(int32_t) * 2 + why.size());
+            const int32_t head[2] = {static_cast<int32_t>(code), self->rank()};
+            std::memcpy(m.data(), head, sizeof head);
+            std::memcpy(m.data() + sizeof head, why.data(), why.size());
+            Request req = a.request_null;
+            a.Isend(m.data(), static_cast<int>(m.size()), a.byte, self->member(q).world, self->tag(kTagNotice), a.world, &req);
+            a.Request_free(&req);  // a small message: MPI buffers it; the vector is kept for MPI until exit
+            bury(std::move(m));
+        }
+        Engine::get().activate(self);
+    });
+}
+
+// ---------------------------------------------------------------- the progress thread's loop
+
+namespace {
+
+void Engine::main() {
+    auto idle_since = Clock::now();
+    for (;;) {
+        std::deque<std::function<void()>> tasks;
+        {
+            std::unique_lock lock(mutex_);
+            if (active_.empty() && inbox_.empty() && !stopped_) {
+                // Back-to-back operations (a loop of small collectives) find the thread awake: a wake-up through the
+                // condition variable costs tens of microseconds.
+                if (Clock::now() - idle_since < std::chrono::microseconds(300)) {
+                    lock.unlock();
+                    std::this_thread::yield();
+                    continue;
+                }
+                cv_.wait(lock, [&] { return stopped_ || !inbox_.empty(); });
+            }
+            if (stopped_) return;  // exiting: what is in flight is left (MPI_Finalize follows)
+            tasks.swap(inbox_);
+        }
+        for (auto& t : tasks) t();
+        for (auto it = active_.begin(); it != active_.end();) {
+            if (poll_group(**it)) it = active_.erase(it);
+            else ++it;
+        }
+        if (!active_.empty()) std::this_thread::yield();
+        idle_since = Clock::now();
+    }
+}
+
+/// Polls a group's notices and the fronts of its lanes; true once its lanes are empty.
+bool Engine::poll_group(Group& g) {
+    g.poll_notices();
+    Group::Lanes& l = g.lanes();
+    std::lock_guard lock(l.mutex);
+    while (!l.collectives.empty() && l.collectives.front()->poll()) l.collectives.pop_front();
+    for (auto& [q, d] : l.receives)
+        while (!d.empty() && d.front()->poll()) d.pop_front();
+    l.sends.erase(std::remove_if(l.sends.begin(), l.sends.end(), [](auto& x) { return x->poll(); }), l.sends.end());
+    return l.empty();
+}
+
+std::mutex g_joins_mutex;
+std::set<uint64_t> g_joins;  // tokens this process is joining or joined
+
+int tag_base_of(uint64_t token) {
+    Api& a = api();
+    const int lo = a.tag_ub / 2;
+    const uint64_t blocks = static_cast<uint64_t>((a.tag_ub - lo) / kTagsPerComm);
+    return lo + static_cast<int>(mix(token) % blocks) * kTagsPerComm;
+}
+
+template <class T>
+std::vector<char> bytes_of(const T& v) {
+    std::vector<char> b(sizeof v);
+    std::memcpy(b.data(), &v, sizeof v);
+    return b;
+}
+
+}  // namespace
+
+std::shared_ptr<Group> join(uint64_t token, int creator, int nranks, int rank, int device, double timeout) {
+    Api& a = api();
+    if (creator < 0 || creator >= a.world_size)
+        fail(RT_ERROR_INVALID_VALUE, "unique_id was made by world rank %d, but MPI_COMM_WORLD has %d processes (an id "
+             "of another mpirun job?)", creator, a.world_size);
+    {
+        std::lock_guard lock(g_joins_mutex);
+        if (!g_joins.insert(token).second)
+            fail(RT_ERROR_NOT_SUPPORTED, "rtCommInitRank: this process already joined this unique id as another rank; "
+                 "a communicator across processes has one rank per process in this build (several ranks in one "
+                 "process: rtCommInitAll, or an id made outside mpirun)");
+    }
+    struct Forget {
+        uint64_t token;
+        bool keep = false;
+        ~Forget() {
+            if (keep) return;
+            std::lock_guard lock(g_joins_mutex);
+            g_joins.erase(token);
+        }
+    } forget{token};
+    const int tag = tag_base_of(token) + kTagControl;
+    const auto deadline = deadline_after(timeout);
+    Wire w{kWireMagic, rank, nranks, a.world_rank, device, static_cast<int32_t>(::getpid()), {}};
+    const std::string host = host_name();
+    std::strncpy(w.host, host.c_str(), sizeof w.host - 1);
+    std::vector<Wire> table(static_cast<size_t>(nranks));
+    if (a.world_rank == creator) {
+        // The maker of the id gathers every rank's entry, checks that they agree, and sends the table back.
+        std::vector<bool> have(static_cast<size_t>(nranks), false);
+        have[static_cast<size_t>(rank)] = true;
+        table[static_cast<size_t>(rank)] = w;
+        std::vector<int> joined;
+        rtError_t code = RT_SUCCESS;
+        std::string why;
+        for (int count = 1; count < nranks;) {
+            std::vector<char> m;
+            int source = -1;
+            if (!blocking_recv(a, kAnySource, tag, deadline, &m, &source)) {
+                std::vector<int> missing;
+                for (int r = 0; r < nranks; ++r)
+                    if (!have[static_cast<size_t>(r)]) missing.push_back(r);
+                code = RT_ERROR_TIMEOUT;
+                why = "rtCommInitRank " + timeout_text(timeout, missing);
+                break;
+            }
+            Wire x{};
+            if (m.size() != sizeof x) continue;
+            std::memcpy(&x, m.data(), sizeof x);
+            if (x.magic != kWireMagic) continue;
+            joined.push_back(x.world);
+            if (x.nranks != nranks) {
+                code = RT_ERROR_INVALID_VALUE;
+                why = format("rtCommInitRank: rank %d (world rank %d) passed nranks %d, but rank %d (world rank %d, "
+                             "which made the id) passed %d", x.rank, x.world, x.nranks, rank, a.world_rank, nranks);
+                break;
+            }
+            if (have[static_cast<size_t>(x.rank)]) {
+                code = RT_ERROR_INVALID_VALUE;
+                why = format("rtCommInitRank: rank %d joined this unique id twice (world ranks %d and %d); each rank "
+                             "joins once", x.rank, table[static_cast<size_t>(x.rank)].world, x.world);
+                break;
+            }
+            have[static_cast<size_t>(x.rank)] = true;
+            table[static_cast<size_t>(x.rank)] = x;
+            ++count;
+        }
+        std::vector<char> reply(sizeof(int32_t));
+        const int32_t status = code;
+        std::memcpy(reply.data(), &status, sizeof status);
+        if (code == RT_SUCCESS) {
+            reply.resize(sizeof(int32_t) + table.size() * sizeof(Wire));
+            std::memcpy(reply.data() + sizeof(int32_t), table.data(), table.size() * sizeof(Wire));
+        } else {
+            reply.insert(reply.end(), why.begin(), why.end());
+        }
+        for (int world : joined) blocking_send(a, reply, world, tag, deadline_after(timeout));
+        if (code != RT_SUCCESS) fail(code, "%s", why.c_str());
+    } else {
+        if (!blocking_send(a, bytes_of(w), creator, tag, deadline))
+            fail(RT_ERROR_TIMEOUT, "rtCommInitRank timed out after %g s: the process that made the unique id (world "
+                 "rank %d) did not take this rank's entry (RUNTIME_COMM_TIMEOUT)", timeout, creator);
+        std::vector<char> m;
+        if (!blocking_recv(a, creator, tag, deadline, &m, nullptr))
+            fail(RT_ERROR_TIMEOUT, "rtCommInitRank timed out after %g s waiting for the other ranks (the process that "
+                 "made the unique id, world rank %d, gathers them and had not answered; RUNTIME_COMM_TIMEOUT)", timeout,
+                 creator);
+        int32_t status = RT_ERROR_LAUNCH_FAILED;
+        if (m.size() >= sizeof status) std::memcpy(&status, m.data(), sizeof status);
+        if (status != RT_SUCCESS)
+            fail(static_cast<rtError_t>(status), "%s",
+                 m.size() > sizeof status ? std::string(m.data() + sizeof status, m.size() - sizeof status).c_str()
+                                          : "rtCommInitRank failed at the process that made the id");
+        if (m.size() != sizeof(int32_t) + table.size() * sizeof(Wire))
+            fail(RT_ERROR_INVALID_VALUE, "rtCommInitRank: the table of ranks from world rank %d has %zu bytes, expected "
+                 "%zu (nranks differ?)", creator, m.size(), sizeof(int32_t) + table.size() * sizeof(Wire));
+        std::memcpy(table.data(), m.data() + sizeof(int32_t), table.size() * sizeof(Wire));
+    }
+    std::vector<Member> members;
+    for (const Wire& x : table) members.push_back({x.world, x.device, x.pid, std::string(x.host, strnlen(x.host, sizeof x.host))});
+    forget.keep = true;
+    return std::make_shared<Group>(token, rank, std::move(members), timeout);
+}
+
+std::shared_ptr<Group> Group::split(uint64_t number, int color, int key, int* new_rank) {
+    Api& a = api();
+    const int tag = tag_base_ + kTagControl;
+    const auto deadline = deadline_after(timeout_);
+    struct Entry {
+        int32_t magic, rank, color, key;
+        uint64_t number;
+    };
+    const Entry mine{kWireMagic, rank_, color, key, number};
+    for (int q = 0; q < size(); ++q)
+        if (q != rank_ && !blocking_send(a, bytes_of(mine), member(q).world, tag, deadline))
+            rt::fail(RT_ERROR_TIMEOUT, "rtCommSplit %s", timeout_text(timeout_, {q}).c_str());
+    std::vector<Entry> all(static_cast<size_t>(size()));
+    all[static_cast<size_t>(rank_)] = mine;
+    for (int q = 0; q < size(); ++q) {
+        if (q == rank_) continue;
+        std::vector<char> m;
+        if (!blocking_recv(a, member(q).world, tag, deadline, &m, nullptr)) {
+            std::vector<int> missing;
+            for (int p = q; p < size(); ++p)
+                if (p != rank_) missing.push_back(p);
+            rt::fail(RT_ERROR_TIMEOUT, "rtCommSplit %s", timeout_text(timeout_, missing).c_str());
+        }
+        Entry e{};
+        if (m.size() == sizeof e) std::memcpy(&e, m.data(), sizeof e);
+        if (e.magic != kWireMagic || e.number != number)
+            rt::fail(RT_ERROR_INVALID_VALUE, "rtCommSplit: rank %d is at split #%llu but rank %d sent split #%llu", rank_,
+                 static_cast<unsigned long long>(number), q, static_cast<unsigned long long>(e.number));
+        all[static_cast<size_t>(q)] = e;
+    }
+    if (color == RT_COMM_SPLIT_NOCOLOR) return nullptr;
+    std::vector<int> list;
+    for (int q = 0; q < size(); ++q)
+        if (all[static_cast<size_t>(q)].color == color) list.push_back(q);
+    std::stable_sort(list.begin(), list.end(),
+                     [&](int x, int y) { return all[static_cast<size_t>(x)].key < all[static_cast<size_t>(y)].key; });
+    std::vector<Member> members;
+    for (size_t i = 0; i < list.size(); ++i) {
+        members.push_back(member(list[i]));
+        if (list[i] == rank_) *new_rank = static_cast<int>(i);
+    }
+    const uint64_t token = mix(token_ ^ mix(number) ^ mix(static_cast<uint64_t>(static_cast<uint32_t>(color)) << 1));
+    return std::make_shared<Group>(token, *new_rank, std::move(members), timeout_);
+}
+
+}  // namespace rt::comm::mpi

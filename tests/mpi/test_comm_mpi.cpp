@@ -1,0 +1,472 @@
+// Collectives across processes (the MPI transport), run under mpirun -np 2 / -np 4: exact checks of every
+// collective x data type x op, bitwise equality with the in-process result, faults (a stopped rank, abort,
+// mismatched calls) and bad input. Prints each failed check and exits non-zero.
+//   test_comm_mpi collectives | faults
+#include <mpi.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "runtime/comm.h"
+#include "runtime/runtime.h"
+
+namespace {
+
+int g_rank = 0, g_size = 1, g_failures = 0;
+
+#define CHECK(cond, ...)                                                            \
+    do {                                                                            \
+        if (!(cond)) {                                                              \
+            ++g_failures;                                                           \
+            std::fprintf(stderr, "[rank %d] %s:%d: CHECK(%s) failed: ", g_rank, __FILE__, __LINE__, #cond); \
+            std::fprintf(stderr, __VA_ARGS__);                                      \
+            std::fprintf(stderr, "\n");                                             \
+        }                                                                           \
+    } while (0)
+#define OK(call) CHECK((call) == RT_SUCCESS, "%s: %s", #call, rtGetLastErrorMessage())
+
+size_t esize(rtDataType t) {
+    switch (t) {
+        case RT_INT8: case RT_UINT8: return 1;
+        case RT_FLOAT16: case RT_BFLOAT16: return 2;
+        case RT_INT32: case RT_UINT32: case RT_FLOAT32: return 4;
+        default: return 8;
+    }
+}
+bool is_signed(rtDataType t) { return t == RT_INT8 || t == RT_INT32 || t == RT_INT64 || t >= RT_FLOAT16; }
+
+// Small integers only: exact in every type, so the conversions need no rounding.
+uint16_t half_of(float f) {
+    if (f == 0) return 0;
+    uint32_t b;
+    std::memcpy(&b, &f, 4);
+    const uint32_t sign = (b >> 16) & 0x8000, exp = (b >> 23) & 0xff, man = b & 0x7fffff;
+    return static_cast<uint16_t>(sign | ((exp - 127 + 15) << 10) | (man >> 13));
+}
+float float_of_half(uint16_t h) {
+    const uint32_t sign = (h & 0x8000u) << 16, exp = (h >> 10) & 0x1f, man = h & 0x3ff;
+    uint32_t b = exp == 0 && man == 0 ? sign : sign | ((exp - 15 + 127) << 23) | (man << 13);
+    if (exp == 0 && man != 0) return (h & 0x8000 ? -1.f : 1.f) * std::ldexp(static_cast<float>(man), -24);
+    float f;
+    std::memcpy(&f, &b, 4);
+    return f;
+}
+void put(rtDataType t, void* p, size_t i, double v) {
+    char* c = static_cast<char*>(p) + i * esize(t);
+    switch (t) {
+        case RT_INT8: { int8_t x = static_cast<int8_t>(v); std::memcpy(c, &x, 1); break; }
+        case RT_UINT8: { uint8_t x = static_cast<uint8_t>(v); std::memcpy(c, &x, 1); break; }
+        case RT_INT32: { int32_t x = static_cast<int32_t>(v); std::memcpy(c, &x, 4); break; }
+        case RT_UINT32: { uint32_t x = static_cast<uint32_t>(v); std::memcpy(c, &x, 4); break; }
+        case RT_INT64: { int64_t x = static_cast<int64_t>(v); std::memcpy(c, &x, 8); break; }
+        case RT_UINT64: { uint64_t x = static_cast<uint64_t>(v); std::memcpy(c, &x, 8); break; }
+        case RT_FLOAT16: { uint16_t x = half_of(static_cast<float>(v)); std::memcpy(c, &x, 2); break; }
+        case RT_BFLOAT16: { float f = static_cast<float>(v); uint32_t b; std::memcpy(&b, &f, 4); uint16_t x = static_cast<uint16_t>(b >> 16); std::memcpy(c, &x, 2); break; }
+        case RT_FLOAT32: { float x = static_cast<float>(v); std::memcpy(c, &x, 4); break; }
+        case RT_FLOAT64: std::memcpy(c, &v, 8); break;
+    }
+}
+double get(rtDataType t, const void* p, size_t i) {
+    const char* c = static_cast<const char*>(p) + i * esize(t);
+    switch (t) {
+        case RT_INT8: { int8_t x; std::memcpy(&x, c, 1); return x; }
+        case RT_UINT8: { uint8_t x; std::memcpy(&x, c, 1); return x; }
+        case RT_INT32: { int32_t x; std::memcpy(&x, c, 4); return x; }
+        case RT_UINT32: { uint32_t x; std::memcpy(&x, c, 4); return x; }
+        case RT_INT64: { int64_t x; std::memcpy(&x, c, 8); return static_cast<double>(x); }
+        case RT_UINT64: { uint64_t x; std::memcpy(&x, c, 8); return static_cast<double>(x); }
+        case RT_FLOAT16: { uint16_t x; std::memcpy(&x, c, 2); return float_of_half(x); }
+        case RT_BFLOAT16: { uint16_t x; std::memcpy(&x, c, 2); uint32_t b = uint32_t{x} << 16; float f; std::memcpy(&f, &b, 4); return f; }
+        case RT_FLOAT32: { float x; std::memcpy(&x, c, 4); return x; }
+        case RT_FLOAT64: { double x; std::memcpy(&x, c, 8); return x; }
+    }
+    return 0;
+}
+
+/// Rank r's element i for `op`: values whose reduction is exact in any order (nccl-tests' idea); AVG's sum is a
+/// multiple of the (even) number of ranks.
+double value(rtReduceOp op, rtDataType t, int r, size_t i) {
+    switch (op) {
+        case RT_REDUCE_SUM: return static_cast<double>((static_cast<size_t>(r) + i) % 5 + 1);
+        case RT_REDUCE_PROD: return static_cast<double>((static_cast<size_t>(r) + i) % 2 + 1);
+        case RT_REDUCE_AVG: return static_cast<double>(i % 5 + 1) + (r % 2 == 0 ? 1 : -1);
+        default: return static_cast<double>((static_cast<size_t>(r) * 3 + i) % 11) - (is_signed(t) ? 5 : 0);
+    }
+}
+double reduced(rtReduceOp op, rtDataType t, size_t i) {
+    double acc = value(op, t, 0, i);
+    for (int r = 1; r < g_size; ++r) {
+        const double v = value(op, t, r, i);
+        switch (op) {
+            case RT_REDUCE_SUM: case RT_REDUCE_AVG: acc += v; break;
+            case RT_REDUCE_PROD: acc *= v; break;
+            case RT_REDUCE_MAX: acc = std::max(acc, v); break;
+            case RT_REDUCE_MIN: acc = std::min(acc, v); break;
+        }
+    }
+    return op == RT_REDUCE_AVG ? acc / g_size : acc;
+}
+
+/// Device memory of `bytes` (at least 1), and host copies in and out.
+struct Buf {
+    void* d = nullptr;
+    size_t bytes;
+    explicit Buf(size_t n) : bytes(n ? n : 1) { OK(rtMalloc(&d, bytes)); }
+    ~Buf() { rtFree(d); }
+    void load(const std::vector<char>& h) { if (!h.empty()) OK(rtMemcpy(d, h.data(), h.size(), RT_MEMCPY_HOST_TO_DEVICE)); }
+    std::vector<char> read(size_t n) const {
+        std::vector<char> h(n);
+        if (n) OK(rtMemcpy(h.data(), d, n, RT_MEMCPY_DEVICE_TO_HOST));
+        return h;
+    }
+};
+
+const rtDataType kTypes[] = {RT_INT8, RT_UINT8, RT_INT32, RT_UINT32, RT_INT64, RT_UINT64, RT_FLOAT16, RT_BFLOAT16, RT_FLOAT32, RT_FLOAT64};
+const rtReduceOp kOps[] = {RT_REDUCE_SUM, RT_REDUCE_PROD, RT_REDUCE_MAX, RT_REDUCE_MIN, RT_REDUCE_AVG};
+
+rtComm_t make_comm(int nranks_override = 0) {
+    rtCommUniqueId id{};
+    if (g_rank == 0) OK(rtCommGetUniqueId(&id));
+    MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD);
+    rtComm_t c = nullptr;
+    OK(rtCommInitRank(&c, nranks_override ? nranks_override : g_size, id, g_rank));
+    return c;
+}
+
+int wrong(const std::vector<char>& got, rtDataType t, size_t n, const std::function<double(size_t)>& want) {
+    int bad = 0;
+    for (size_t i = 0; i < n; ++i)
+        if (get(t, got.data(), i) != want(i)) ++bad;
+    return bad;
+}
+
+void collectives(rtComm_t comm, rtStream_t s) {
+    const int n = g_size, r = g_rank;
+    const size_t counts[] = {0, 1, 37, 300001};  // the last: past one message, several rounds of the large path
+    for (rtDataType t : kTypes)
+        for (size_t count : counts) {
+            const size_t es = esize(t), B = count * es;
+            auto fill = [&](rtReduceOp op, size_t elems, auto idx) {
+                std::vector<char> h(elems * es);
+                for (size_t i = 0; i < elems; ++i) put(t, h.data(), i, value(op, t, r, idx(i)));
+                return h;
+            };
+            for (int inplace = 0; inplace < 2; ++inplace) {
+                const char* where = inplace ? "in place" : "out of place";
+                for (rtReduceOp op : kOps) {
+                    auto same = [](size_t i) { return i; };
+                    {  // all_reduce
+                        Buf a(B), b(B);
+                        a.load(fill(op, count, same));
+                        OK(rtAllReduce(a.d, inplace ? a.d : b.d, count, t, op, comm, s));
+                        OK(rtStreamSynchronize(s));
+                        const int w = wrong((inplace ? a : b).read(B), t, count, [&](size_t i) { return reduced(op, t, i); });
+                        CHECK(w == 0, "rtAllReduce type %d op %d count %zu %s: %d wrong", t, op, count, where, w);
+                    }
+                    {  // reduce to root n-1
+                        Buf a(B), b(B);
+                        a.load(fill(op, count, same));
+                        OK(rtReduce(a.d, inplace ? a.d : b.d, count, t, op, n - 1, comm, s));
+                        OK(rtStreamSynchronize(s));
+                        if (r == n - 1) {
+                            const int w = wrong((inplace ? a : b).read(B), t, count, [&](size_t i) { return reduced(op, t, i); });
+                            CHECK(w == 0, "rtReduce type %d op %d count %zu %s: %d wrong", t, op, count, where, w);
+                        }
+                    }
+                    {  // reduce_scatter: element i of block k is global element k*count+i
+                        Buf a(B * n), b(B);
+                        a.load(fill(op, count * n, same));
+                        void* out = inplace ? static_cast<char*>(a.d) + r * B : b.d;
+                        OK(rtReduceScatter(a.d, out, count, t, op, comm, s));
+                        OK(rtStreamSynchronize(s));
+                        std::vector<char> got(B);
+                        if (B) OK(rtMemcpy(got.data(), out, B, RT_MEMCPY_DEVICE_TO_HOST));
+                        const int w = wrong(got, t, count, [&](size_t i) { return reduced(op, t, r * count + i); });
+                        CHECK(w == 0, "rtReduceScatter type %d op %d count %zu %s: %d wrong", t, op, count, where, w);
+                    }
+                }
+                auto mark = [&](int rank, size_t i) { return static_cast<double>((static_cast<size_t>(rank) * 7 + i) % 13); };
+                {  // broadcast from root 1 % n
+                    const int root = 1 % n;
+                    Buf a(B), b(B);
+                    std::vector<char> h(B);
+                    for (size_t i = 0; i < count; ++i) put(t, h.data(), i, mark(r, i));
+                    a.load(h);
+                    OK(rtBroadcast(a.d, inplace ? a.d : b.d, count, t, root, comm, s));
+                    OK(rtStreamSynchronize(s));
+                    const int w = wrong((inplace ? a : b).read(B), t, count, [&](size_t i) { return mark(root, i); });
+                    CHECK(w == 0, "rtBroadcast type %d count %zu %s: %d wrong", t, count, where, w);
+                }
+                {  // all_gather
+                    Buf a(B), b(B * n);
+                    std::vector<char> h(B);
+                    for (size_t i = 0; i < count; ++i) put(t, h.data(), i, mark(r, i));
+                    const void* in = a.d;
+                    if (inplace) {
+                        OK(rtMemcpy(static_cast<char*>(b.d) + r * B, h.data(), B, RT_MEMCPY_HOST_TO_DEVICE));
+                        in = static_cast<char*>(b.d) + r * B;
+                    } else {
+                        a.load(h);
+                    }
+                    OK(rtAllGather(in, b.d, count, t, comm, s));
+                    OK(rtStreamSynchronize(s));
+                    const int w = wrong(b.read(B * n), t, count * n, [&](size_t j) { return mark(static_cast<int>(j / (count ? count : 1)), j % (count ? count : 1)); });
+                    CHECK(w == 0, "rtAllGather type %d count %zu %s: %d wrong", t, count, where, w);
+                }
+                {  // all_to_all: block k of rank r's send = mark(r*n+k); receiver r's block k = sender k's block r
+                    Buf a(B * n), b(B * n);
+                    std::vector<char> h(B * n);
+                    for (int k = 0; k < n; ++k)
+                        for (size_t i = 0; i < count; ++i) put(t, h.data(), k * count + i, mark(r * n + k, i));
+                    a.load(h);
+                    OK(rtAlltoAll(a.d, inplace ? a.d : b.d, count, t, comm, s));
+                    OK(rtStreamSynchronize(s));
+                    const size_t c1 = count ? count : 1;
+                    const int w = wrong((inplace ? a : b).read(B * n), t, count * n, [&](size_t j) {
+                        return mark(static_cast<int>(j / c1) * n + r, j % c1);
+                    });
+                    CHECK(w == 0, "rtAlltoAll type %d count %zu %s: %d wrong", t, count, where, w);
+                }
+            }
+            {  // send/recv around the ring, in a group (every rank sends and receives)
+                Buf a(B), b(B);
+                std::vector<char> h(B);
+                for (size_t i = 0; i < count; ++i) put(t, h.data(), i, static_cast<double>((r + i) % 9));
+                a.load(h);
+                const int to = (r + 1) % n, from = (r + n - 1) % n;
+                OK(rtGroupStart());
+                OK(rtSend(a.d, count, t, to, comm, s));
+                OK(rtRecv(b.d, count, t, from, comm, s));
+                OK(rtGroupEnd());
+                OK(rtStreamSynchronize(s));
+                const int w = wrong(b.read(B), t, count, [&](size_t i) { return static_cast<double>((from + i) % 9); });
+                CHECK(w == 0, "rtSend/rtRecv type %d count %zu: %d wrong", t, count, w);
+            }
+        }
+    OK(rtCommBarrier(comm, s));
+    OK(rtStreamSynchronize(s));
+}
+
+/// Random floats (their sum depends on the order): the result across processes equals, bit for bit, the result of
+/// the same ranks in one process (rtCommInitAll over n cpu devices, RUNTIME_CPU_DEVICES).
+void bitwise(rtComm_t comm, rtStream_t s) {
+    int ndev = 0;
+    rtGetDeviceCount(&ndev);
+    CHECK(ndev >= g_size, "need RUNTIME_CPU_DEVICES >= %d, have %d devices", g_size, ndev);
+    if (ndev < g_size) return;
+    for (rtDataType t : {RT_FLOAT32, RT_FLOAT16, RT_BFLOAT16, RT_FLOAT64})
+        for (size_t count : {size_t{5}, size_t{1000}, size_t{1} << 20})
+            for (rtReduceOp op : {RT_REDUCE_SUM, RT_REDUCE_AVG}) {
+                const size_t B = count * esize(t);
+                auto input = [&](int rank) {
+                    std::mt19937 gen(static_cast<unsigned>(rank * 7919 + count));
+                    std::uniform_real_distribution<double> d(-1000, 1000);
+                    std::vector<char> h(B);
+                    for (size_t i = 0; i < count; ++i) {
+                        double v = d(gen);
+                        if (t == RT_FLOAT16) {  // any half value: a random bit pattern that is finite
+                            uint16_t x = static_cast<uint16_t>(gen());
+                            if (((x >> 10) & 0x1f) == 0x1f) x &= 0xbfff;
+                            std::memcpy(h.data() + i * 2, &x, 2);
+                            continue;
+                        }
+                        if (t == RT_BFLOAT16) {
+                            float f = static_cast<float>(v) * 1.37f;
+                            uint32_t b;
+                            std::memcpy(&b, &f, 4);
+                            uint16_t x = static_cast<uint16_t>(b >> 16);
+                            std::memcpy(h.data() + i * 2, &x, 2);
+                            continue;
+                        }
+                        put(t, h.data(), i, t == RT_FLOAT32 ? static_cast<float>(v) * 1.0001f : v * 1.000000001);
+                    }
+                    return h;
+                };
+                Buf mine(B);
+                mine.load(input(g_rank));
+                OK(rtAllReduce(mine.d, mine.d, count, t, op, comm, s));
+                OK(rtStreamSynchronize(s));
+                const std::vector<char> across = mine.read(B);
+                // The same ranks in this process.
+                std::vector<int> devs;
+                for (int k = 0; k < g_size; ++k) devs.push_back(k);
+                std::vector<rtComm_t> local(static_cast<size_t>(g_size));
+                OK(rtCommInitAll(local.data(), g_size, devs.data()));
+                std::vector<void*> bufs(static_cast<size_t>(g_size));
+                std::vector<rtStream_t> streams(static_cast<size_t>(g_size));
+                for (int k = 0; k < g_size; ++k) {
+                    OK(rtSetDevice(k));
+                    OK(rtStreamCreate(&streams[k]));
+                    OK(rtMalloc(&bufs[k], B));
+                    auto h = input(k);
+                    OK(rtMemcpy(bufs[k], h.data(), B, RT_MEMCPY_HOST_TO_DEVICE));
+                }
+                for (int k = 0; k < g_size; ++k) OK(rtAllReduce(bufs[k], bufs[k], count, t, op, local[k], streams[k]));
+                for (int k = 0; k < g_size; ++k) OK(rtStreamSynchronize(streams[k]));
+                std::vector<char> in_process(B);
+                OK(rtMemcpy(in_process.data(), bufs[0], B, RT_MEMCPY_DEVICE_TO_HOST));
+                CHECK(std::memcmp(in_process.data(), across.data(), B) == 0,
+                      "type %d op %d count %zu: the result across processes differs from the in-process one", t, op, count);
+                for (int k = 0; k < g_size; ++k) {
+                    rtFree(bufs[k]);
+                    rtStreamDestroy(streams[k]);
+                    rtCommDestroy(local[k]);
+                }
+                OK(rtSetDevice(0));
+            }
+}
+
+bool contains(const char* s, const char* part) { return s && std::strstr(s, part); }
+
+void faults(rtStream_t s) {
+    // RUNTIME_COMM_TIMEOUT is small here (set by the test's environment).
+    std::vector<int> pids(static_cast<size_t>(g_size));
+    const int pid = static_cast<int>(::getpid());
+    MPI_Allgather(&pid, 1, MPI_INT, pids.data(), 1, MPI_INT, MPI_COMM_WORLD);
+    float x = 1.0f;
+    Buf a(sizeof x);
+    a.load(std::vector<char>(reinterpret_cast<char*>(&x), reinterpret_cast<char*>(&x) + sizeof x));
+    {  // a stopped rank: the others fail within the timeout naming it, the operation and its number
+        rtComm_t c = make_comm();
+        OK(rtAllReduce(a.d, a.d, 1, RT_FLOAT32, RT_REDUCE_SUM, c, s));
+        OK(rtStreamSynchronize(s));  // collective #1 works
+        if (g_rank == 1) ::raise(SIGSTOP);  // rank 0 wakes it once it has seen the timeout
+        if (g_rank != 1) {
+            OK(rtAllReduce(a.d, a.d, 1, RT_FLOAT32, RT_REDUCE_SUM, c, s));
+            const rtError_t e = rtStreamSynchronize(s);
+            const char* m = rtGetLastErrorMessage();
+            CHECK(e == RT_ERROR_TIMEOUT, "a stopped peer: got %d (%s)", e, m);
+            CHECK(contains(m, "rank 1") && contains(m, "rtAllReduce") && contains(m, "collective #2"),
+                  "the timeout names the rank, the operation and its number: %s", m);
+            rtError_t async = RT_SUCCESS;
+            OK(rtCommGetAsyncError(c, &async));
+            CHECK(async == RT_ERROR_TIMEOUT, "rtCommGetAsyncError after the timeout: %d", async);
+            // The communicator is dead: later collectives fail at once.
+            OK(rtAllReduce(a.d, a.d, 1, RT_FLOAT32, RT_REDUCE_SUM, c, s));
+            CHECK(rtStreamSynchronize(s) == RT_ERROR_TIMEOUT, "a later collective on the failed communicator");
+            if (g_rank == 0) ::kill(pids[1], SIGCONT);
+        } else {
+            // Resumed: collective #2 may still complete here (rank 0's part had arrived before it gave up), but
+            // rank 0 takes no further part: collective #3 fails (rank 0's notice, or this rank's own timeout).
+            OK(rtAllReduce(a.d, a.d, 1, RT_FLOAT32, RT_REDUCE_SUM, c, s));
+            const rtError_t e2 = rtStreamSynchronize(s);
+            CHECK(e2 == RT_SUCCESS || e2 == RT_ERROR_TIMEOUT, "the resumed rank: got %d (%s)", e2, rtGetLastErrorMessage());
+            OK(rtAllReduce(a.d, a.d, 1, RT_FLOAT32, RT_REDUCE_SUM, c, s));
+            const rtError_t e3 = rtStreamSynchronize(s);
+            CHECK(e3 == RT_ERROR_TIMEOUT, "the resumed rank's next collective: got %d (%s)", e3, rtGetLastErrorMessage());
+        }
+        OK(rtCommDestroy(c));
+    }
+    {  // the process stays usable: a new communicator works
+        rtComm_t c = make_comm();
+        Buf b(sizeof(float));
+        b.load(std::vector<char>(reinterpret_cast<char*>(&x), reinterpret_cast<char*>(&x) + sizeof x));
+        OK(rtAllReduce(b.d, b.d, 1, RT_FLOAT32, RT_REDUCE_SUM, c, s));
+        OK(rtStreamSynchronize(s));
+        float y = 0;
+        OK(rtMemcpy(&y, b.d, sizeof y, RT_MEMCPY_DEVICE_TO_HOST));
+        CHECK(y == static_cast<float>(g_size), "all_reduce after a failure: %g", y);
+        OK(rtCommDestroy(c));
+    }
+    {  // abort: rank 0 aborts while its collective waits for rank 1; rank 1's fails as aborted, not as timed out
+        rtComm_t c = make_comm();
+        MPI_Barrier(MPI_COMM_WORLD);
+        if (g_rank == 0) {
+            OK(rtAllReduce(a.d, a.d, 1, RT_FLOAT32, RT_REDUCE_SUM, c, s));
+            std::this_thread::sleep_for(std::chrono::milliseconds(100));
+            OK(rtCommAbort(c));
+            const rtError_t e = rtStreamSynchronize(s);
+            CHECK(e == RT_ERROR_ILLEGAL_STATE, "abort: got %d (%s)", e, rtGetLastErrorMessage());
+        }
+        MPI_Barrier(MPI_COMM_WORLD);  // rank 0 has aborted
+        if (g_rank != 0) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(100));  // the notice has arrived
+            OK(rtAllReduce(a.d, a.d, 1, RT_FLOAT32, RT_REDUCE_SUM, c, s));
+            const rtError_t e = rtStreamSynchronize(s);
+            const char* m = rtGetLastErrorMessage();
+            CHECK(e == RT_ERROR_ILLEGAL_STATE && contains(m, "aborted by rank 0"), "peer of an abort: %d (%s)", e, m);
+            OK(rtCommDestroy(c));
+        }
+    }
+    {  // mismatched counts fail on every rank, naming both
+        rtComm_t c = make_comm();
+        Buf b(16);
+        OK(rtAllReduce(b.d, b.d, g_rank == 0 ? 2 : 3, RT_FLOAT32, RT_REDUCE_SUM, c, s));
+        const rtError_t e = rtStreamSynchronize(s);
+        const char* m = rtGetLastErrorMessage();
+        CHECK(e == RT_ERROR_INVALID_VALUE && contains(m, "count"), "mismatched counts: %d (%s)", e, m);
+        OK(rtCommDestroy(c));
+    }
+    {  // bad input: rank out of range (refused at once), nranks that differ between ranks (refused on every rank)
+        rtCommUniqueId id{};
+        if (g_rank == 0) OK(rtCommGetUniqueId(&id));
+        MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD);
+        rtComm_t c = nullptr;
+        CHECK(rtCommInitRank(&c, g_size, id, g_size) == RT_ERROR_INVALID_VALUE, "rank out of range");
+        CHECK(contains(rtGetLastErrorMessage(), "out of range"), "%s", rtGetLastErrorMessage());
+        if (g_rank == 0) OK(rtCommGetUniqueId(&id));
+        MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD);
+        const rtError_t e = rtCommInitRank(&c, g_rank == 0 ? g_size : g_size + 1, id, g_rank);
+        CHECK(e == RT_ERROR_INVALID_VALUE && contains(rtGetLastErrorMessage(), "nranks"), "nranks mismatch: %d (%s)", e,
+              rtGetLastErrorMessage());
+    }
+    {  // split: even and odd ranks
+        rtComm_t c = make_comm(), half = nullptr;
+        OK(rtCommSplit(c, g_rank % 2, -g_rank, &half));
+        int count = 0, rank = -1;
+        OK(rtCommCount(half, &count));
+        OK(rtCommUserRank(half, &rank));
+        CHECK(count == (g_size + 1 - g_rank % 2) / 2, "split count %d", count);
+        Buf b(sizeof(float));
+        b.load(std::vector<char>(reinterpret_cast<char*>(&x), reinterpret_cast<char*>(&x) + sizeof x));
+        OK(rtAllReduce(b.d, b.d, 1, RT_FLOAT32, RT_REDUCE_SUM, half, s));
+        OK(rtStreamSynchronize(s));
+        float y = 0;
+        OK(rtMemcpy(&y, b.d, sizeof y, RT_MEMCPY_DEVICE_TO_HOST));
+        CHECK(y == static_cast<float>(count), "all_reduce over the split: %g", y);
+        CHECK(rank == count - 1 - g_rank / 2, "split rank %d (keys order the ranks)", rank);
+        OK(rtCommDestroy(half));
+        OK(rtCommDestroy(c));
+    }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    int provided = 0;
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+    MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &g_size);
+    const std::string mode = argc > 1 ? argv[1] : "collectives";
+    OK(rtSetDevice(0));
+    rtStream_t s = nullptr;
+    OK(rtStreamCreate(&s));
+    if (mode == "collectives") {
+        rtComm_t comm = make_comm();
+        int count = 0, rank = -1;
+        OK(rtCommCount(comm, &count));
+        OK(rtCommUserRank(comm, &rank));
+        CHECK(count == g_size && rank == g_rank, "count %d rank %d", count, rank);
+        collectives(comm, s);
+        bitwise(comm, s);
+        OK(rtCommDestroy(comm));
+    } else if (mode == "faults") {
+        faults(s);
+    }
+    rtStreamDestroy(s);
+    int total = 0;
+    MPI_Allreduce(&g_failures, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    if (g_rank == 0) std::printf("test_comm_mpi %s on %d processes: %s (%d failed checks)\n", mode.c_str(), g_size, total ? "FAILED" : "ok", total);
+    MPI_Finalize();
+    return total ? 1 : 0;
+}
