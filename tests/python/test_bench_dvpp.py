@@ -162,17 +162,19 @@ def test_measure_rotates_and_isolates_a_failing_peer():
     assert calls == ["a"] * 2 + ["c"] * 2 + ["a"] * 3 + ["c"] * 3 + ["c"] * 3 + ["a"] * 3
 
 
-def test_measure_settles_each_turn_for_its_time():
-    # Each turn's untimed calls last settle_s: calls of >= 1 ms, a 3.5 ms settle -> at least 4 untimed per turn.
+def test_measure_settles_each_turn_for_its_time(monkeypatch):
+    # On a clock that each call advances by 1 ms, a 3.5 ms settle is 4 untimed calls at the start of every turn.
+    clock = [0.0]
+    monkeypatch.setattr(bd, "time", types.SimpleNamespace(perf_counter=lambda: clock[0]))
     calls = []
 
-    def slow():
-        calls.append(time.perf_counter())
-        time.sleep(0.001)
-    c = bd.Contestant("a", slow, ours=True)
+    def call():
+        calls.append(clock[0])
+        clock[0] += 0.001
+    c = bd.Contestant("a", call, ours=True)
     bd.measure([c], reps=2, warmup=0, rounds=2, settle_s=0.0035)
-    assert len(c.times) == 2
-    assert len(calls) >= 2 * (4 + 1)
+    assert len(calls) == 2 * (4 + 1)
+    assert c.times == pytest.approx([0.001, 0.001])
 
 
 def test_ours_failing_is_reported():
