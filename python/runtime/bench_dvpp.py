@@ -156,12 +156,19 @@ class Contestant:
         self.result: Any = None
 
 
-def measure(contestants: list, reps: int, warmup: int, rounds: int = 7) -> None:
+#: How long each contestant's turn starts with untimed calls (at least one): on this VM a core left idle or busy with
+#: another contestant's single-threaded work runs a 2-thread call slowly for about the next millisecond (a
+#: 1080p -> 224 resize after 10 ms idle: 0.66, 0.33, 0.25, 0.17, 0.15, 0.11 ms, then 0.09 ms steady), so one untimed
+#: call measured the previous contestant's after-effects more than the operation.
+SETTLE_SECONDS = 0.005
+
+
+def measure(contestants: list, reps: int, warmup: int, rounds: int = 7, settle_s: float = SETTLE_SECONDS) -> None:
     """Warm-up calls, then `rounds` rounds in each of which every contestant makes ceil(reps / rounds) timed calls in
-    a row (the order rotating by one each round, so drift falls on all alike), after one untimed call that absorbs
-    what the previous contestant left behind (its thread pool spinning down, the caches); each timed call's wall time
-    goes into c.times. A contestant that raises while warming up gets an "error: ..." note and no times; the others
-    go on."""
+    a row (the order rotating by one each round, so drift falls on all alike), after untimed calls for settle_s
+    seconds (at least one) that absorb what the previous contestant left behind (its thread pool spinning down, idle
+    cores, the caches); each timed call's wall time goes into c.times. A contestant that raises while warming up gets
+    an "error: ..." note and no times; the others go on."""
     live = [c for c in contestants if c.fn is not None]
     for c in live:
         try:
@@ -180,13 +187,19 @@ def measure(contestants: list, reps: int, warmup: int, rounds: int = 7) -> None:
         for r in range(rounds):
             for k in range(len(live)):
                 c = live[(k + r) % len(live)]
-                for timed in [False] + [True] * per_round:
+                settle_until = time.perf_counter() + settle_s
+                while True:  # untimed
+                    if c.setup:
+                        c.setup()
+                    c.fn()
+                    if time.perf_counter() >= settle_until:
+                        break
+                for _ in range(per_round):
                     if c.setup:
                         c.setup()
                     t = time.perf_counter()
                     c.fn()
-                    if timed:
-                        c.times.append(time.perf_counter() - t)
+                    c.times.append(time.perf_counter() - t)
     finally:
         gc.enable()
 
@@ -473,7 +486,7 @@ def torchvision_contestants(row: str, threads: int, batch: int) -> list:
         out = torch.empty((batch, 3, OUT_SIZE, OUT_SIZE), dtype=torch.float32)
         for i, d in enumerate(datas):
             out[i] = tf(decode_jpeg(d))
-        return out.numpy() * np.float32(255)  # (x/255 - m/255) / (s/255): the same figures as the others'
+        return out.numpy()  # (x/255 - m/255) / (s/255) = (x - m) / s: the same figures as the others'
     return [Contestant("torchvision %s transforms.v2 (decode_jpeg, Resize, CenterCrop, ToDtype, Normalize)"
                        % torchvision.__version__, run, how="torch.set_num_threads(%d)" % threads)]
 

@@ -5,6 +5,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 import types
 
 import numpy as np
@@ -154,11 +155,26 @@ def test_measure_rotates_and_isolates_a_failing_peer():
     ok = bd.Contestant("a", lambda: calls.append("a"), ours=True)
     bad = bd.Contestant("b", lambda: 1 / 0)
     other = bd.Contestant("c", lambda: calls.append("c"))
-    bd.measure([ok, bad, other], reps=4, warmup=2, rounds=2)
+    bd.measure([ok, bad, other], reps=4, warmup=2, rounds=2, settle_s=0)
     assert len(ok.times) == 4 and len(other.times) == 4 and not bad.times
     assert bad.note.startswith("error: ZeroDivisionError")
     # warm-up; then per round each in turn: one untimed call and two timed ones, the order rotating
     assert calls == ["a"] * 2 + ["c"] * 2 + ["a"] * 3 + ["c"] * 3 + ["c"] * 3 + ["a"] * 3
+
+
+def test_measure_settles_each_turn_for_its_time(monkeypatch):
+    # On a clock that each call advances by 1 ms, a 3.5 ms settle is 4 untimed calls at the start of every turn.
+    clock = [0.0]
+    monkeypatch.setattr(bd, "time", types.SimpleNamespace(perf_counter=lambda: clock[0]))
+    calls = []
+
+    def call():
+        calls.append(clock[0])
+        clock[0] += 0.001
+    c = bd.Contestant("a", call, ours=True)
+    bd.measure([c], reps=2, warmup=0, rounds=2, settle_s=0.0035)
+    assert len(calls) == 2 * (4 + 1)
+    assert c.times == pytest.approx([0.001, 0.001])
 
 
 def test_ours_failing_is_reported():
