@@ -75,6 +75,15 @@ struct Driver {
     RT_CU_FN_(cuMemSetAccess);
     RT_CU_FN_(cuMemGetAllocationGranularity);
     RT_CU_FN_(cuModuleLoadDataEx);          // PTX loads with the JIT's error log (cuModuleLoadData without it)
+    // The CUDA-level API (issue 20): each call that needs one reports NOT_SUPPORTED without it.
+    RT_CU_FN_(cuStreamCreateWithPriority);
+    RT_CU_FN_(cuCtxGetStreamPriorityRange);
+    RT_CU_FN_(cuDeviceGetUuid);
+    RT_CU_FN_(cuMemAllocManaged);
+    RT_CU_FN_(cuMemPrefetchAsync);          // 13.0 headers: the _v2 (CUmemLocation) form
+    RT_CU_FN_(cuMemcpy2DAsync);
+    RT_CU_FN_(cuDeviceCanAccessPeer);
+    RT_CU_FN_(cuCtxEnablePeerAccess);
     // Graphs (cuda_graph.cpp): every one of these, or no native lowering (the core replays graphs command by command).
     // The kernel node calls are the _v2 ones (driver 12.0+: CUDA_KERNEL_NODE_PARAMS with kern and ctx).
     RT_CU_FN_(cuGraphCreate);
