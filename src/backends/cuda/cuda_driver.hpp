@@ -140,8 +140,9 @@ std::string describe(const Driver& d, CUresult r);
 /// from a host function, a driver shutting down, a device in exclusive use).
 [[noreturn]] void throw_driver_error(const Driver& d, CUresult r, const char* what);
 /// The rtError_t a driver result maps to: out of memory → OUT_OF_MEMORY; invalid value → INVALID_VALUE; invalid
-/// handle/context → INVALID_HANDLE; no device, an unavailable device (exclusive mode, fell off the bus), a driver
-/// not initialised or shutting down → INVALID_DEVICE; not permitted (a CUDA call from a host function) →
+/// handle/context → INVALID_HANDLE; no device, an unavailable device (exclusive mode, fell off the bus) →
+/// INVALID_DEVICE; a driver not initialised or shutting down → NOT_INITIALIZED; an uncorrectable ECC error →
+/// DEVICE_LOST; not permitted (a CUDA call from a host function) →
 /// NOT_PERMITTED; not supported → NOT_SUPPORTED; a module image the driver cannot load (not an image, no code for
 /// this GPU) → INVALID_VALUE; PTX the JIT rejects → COMPILE_FAILED; sticky faults → LAUNCH_FAILED.
 rtError_t translate(CUresult r);
