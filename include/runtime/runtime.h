@@ -48,7 +48,11 @@ typedef enum rtError {
     RT_ERROR_GRAPH_EXEC_UPDATE_FAILURE = 18,   /* rtGraphExecUpdate refused the graph (see its result) */
     RT_ERROR_ILLEGAL_STATE = 19,               /* the object is not in a state that allows the call */
     RT_ERROR_INVALID_IMAGE = 20,               /* encoded image data is corrupt, truncated or not of that format (dvpp.h) */
-    RT_ERROR_TIMEOUT = 21,                     /* another party did not arrive in time (a collective's peer, comm.h) */
+    RT_ERROR_TIMEOUT = 21,                     /* a wait ran out of time: a collective's peer (comm.h), a synchronize
+                                                  with a timeout; the message names what was waited for */
+    RT_ERROR_NOT_INITIALIZED = 22,             /* the driver under a backend is not (or no longer) initialised */
+    RT_ERROR_DEVICE_LOST = 23,                 /* the device stopped working (uncorrectable ECC error, a lost
+                                                  context): its work and memory are gone; rtDeviceReset or restart */
     RT_ERROR_UNKNOWN = 999
 } rtError_t;
 
@@ -133,7 +137,19 @@ typedef struct rtDeviceProp {
     int unified_addressing;       /* 1 if device memory is host-addressable (cpu) */
     size_t local_memory_per_group; /* bytes of local memory one work-group may use: its RT_LOCAL arrays plus the
                                       launch's shared_bytes (CUDA: shared memory per block) */
-    int reserved[30];
+    /* Fields added after the first version take the place of reserved ones, so sizeof(rtDeviceProp) and every
+     * earlier offset stay as they were; the library zeroes the whole struct first (reserved stays 0). */
+    size_t max_local_memory_per_group; /* the most local memory a work-group can be given (CUDA's opt-in maximum,
+                                          sharedMemPerBlockOptin); >= local_memory_per_group */
+    unsigned char uuid[16];       /* stable across runs and processes: cuDeviceGetUuid on cuda; on cpu derived from
+                                     the host's machine id and the device's ordinal */
+    int subgroup_size;            /* work-items that run in lockstep (CUDA's warp size; 1 on cpu) */
+    int clock_rate_khz;           /* peak clock of the compute units */
+    int memory_bus_width;         /* bits */
+    int l2_cache_bytes;           /* the last-level cache shared by the compute units */
+    int concurrent_kernels;       /* 1 if kernels of different streams may run at once */
+    int managed_memory;           /* 1 if rtMallocManaged is supported */
+    int reserved[18];
 } rtDeviceProp;
 
 RT_API rtError_t rtGetDeviceProperties(rtDeviceProp* prop, int device);
@@ -402,6 +418,239 @@ static inline rtLaunchConfig rtLaunchConfigDefault(void) {
  *  sized argument is refused with RT_ERROR_INVALID_VALUE instead of read past) and an optional exact
  *  global size. `config` (its first config->size bytes) is read during the call only. */
 RT_API rtError_t rtLaunchKernelEx(rtFunction_t function, const rtLaunchConfig* config, void** args);
+
+/* ---------------------------------------------------------------- the CUDA-level API (issue 20)
+ * Pointer and device attributes, pitched and peer copies, managed memory, stream priorities, waits with a timeout,
+ * device reset, function attributes and occupancy. Semantics follow the CUDA runtime function of the same name. */
+
+/* ---- pointer attributes */
+
+typedef enum rtMemoryType {
+    RT_MEMORY_TYPE_UNREGISTERED = 0, /* host memory the runtime does not know (or NULL) */
+    RT_MEMORY_TYPE_HOST = 1,         /* pinned host memory: rtMallocHost */
+    RT_MEMORY_TYPE_DEVICE = 2,       /* rtMalloc, rtMallocAsync, rtMallocPitch, a module's global */
+    RT_MEMORY_TYPE_MANAGED = 3,      /* rtMallocManaged */
+    RT_MEMORY_TYPE_REGISTERED = 4    /* the user's host memory registered with rtHostRegister */
+} rtMemoryType;
+
+typedef struct rtPointerAttributes {
+    rtMemoryType type;
+    int device;           /* the device the memory belongs to; -1 for unregistered memory */
+    void* device_pointer; /* the address device work uses for `ptr`: `ptr` itself for device and managed memory; for
+                             pinned or registered memory its mapped address while zero copy is on, else NULL */
+    void* host_pointer;   /* the address the host uses: `ptr` for host, registered and managed memory, and for
+                             device memory of a device whose memory the host can address (cpu); NULL otherwise */
+    void* base;           /* the start of the allocation `ptr` lies in (NULL when unregistered) */
+    size_t size;          /* its size in bytes (0 when unregistered) */
+    int reserved[8];
+} rtPointerAttributes;
+
+/** What the runtime knows about `ptr` (any address, NULL included: unknown addresses are RT_MEMORY_TYPE_UNREGISTERED
+ *  and succeed, as in CUDA 11+). A pointer inside an allocation reports that allocation's base and size. */
+RT_API rtError_t rtPointerGetAttributes(rtPointerAttributes* attributes, const void* ptr);
+
+/* ---- device attributes */
+
+/** Attributes for rtDeviceGetAttribute. The enum grows at the end; a value this library does not know is refused
+ *  with RT_ERROR_INVALID_VALUE (so a program can probe an older library). */
+typedef enum rtDeviceAttr {
+    RT_DEV_ATTR_MAX_THREADS_PER_BLOCK = 1,
+    RT_DEV_ATTR_MAX_BLOCK_DIM_X = 2,
+    RT_DEV_ATTR_MAX_BLOCK_DIM_Y = 3,
+    RT_DEV_ATTR_MAX_BLOCK_DIM_Z = 4,
+    RT_DEV_ATTR_MAX_GRID_DIM_X = 5,
+    RT_DEV_ATTR_MAX_GRID_DIM_Y = 6,
+    RT_DEV_ATTR_MAX_GRID_DIM_Z = 7,
+    RT_DEV_ATTR_MAX_SHARED_MEMORY_PER_BLOCK = 8,  /* bytes of local memory per work-group (RT_LOCAL + shared_bytes) */
+    RT_DEV_ATTR_TOTAL_CONSTANT_MEMORY = 9,        /* KiB (bytes do not fit an int on every device) */
+    RT_DEV_ATTR_WARP_SIZE = 10,                   /* subgroup size */
+    RT_DEV_ATTR_CLOCK_RATE = 13,                  /* kHz */
+    RT_DEV_ATTR_MULTIPROCESSOR_COUNT = 16,        /* compute units */
+    RT_DEV_ATTR_INTEGRATED = 18,                  /* 1 if the device shares the host's memory */
+    RT_DEV_ATTR_CAN_MAP_HOST_MEMORY = 19,
+    RT_DEV_ATTR_CONCURRENT_KERNELS = 31,
+    RT_DEV_ATTR_MEMORY_CLOCK_RATE = 36,           /* kHz (0 where unknown) */
+    RT_DEV_ATTR_GLOBAL_MEMORY_BUS_WIDTH = 37,     /* bits (0 where unknown) */
+    RT_DEV_ATTR_L2_CACHE_SIZE = 38,               /* bytes */
+    RT_DEV_ATTR_UNIFIED_ADDRESSING = 41,
+    RT_DEV_ATTR_COMPUTE_CAPABILITY_MAJOR = 75,    /* 0 on cpu */
+    RT_DEV_ATTR_COMPUTE_CAPABILITY_MINOR = 76,
+    RT_DEV_ATTR_STREAM_PRIORITIES_SUPPORTED = 78,
+    RT_DEV_ATTR_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR = 81,
+    RT_DEV_ATTR_MANAGED_MEMORY = 83,
+    RT_DEV_ATTR_CONCURRENT_MANAGED_ACCESS = 89,   /* host and device may touch managed memory at once */
+    RT_DEV_ATTR_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN = 97,
+    RT_DEV_ATTR_MEMORY_POOLS_SUPPORTED = 115      /* rtMallocAsync / rtFreeAsync */
+} rtDeviceAttr;
+
+/** One attribute of `device` (the values are CUDA's cudaDeviceAttr numbers for the same attribute). */
+RT_API rtError_t rtDeviceGetAttribute(int* value, rtDeviceAttr attr, int device);
+
+/* ---- pitched (2-D) and 3-D memory */
+
+/** A 2-D allocation of `height` rows of `width` bytes, each row starting `*pitch` bytes after the previous one
+ *  (rows aligned for the device's copies and kernels). width 0 or height 0 give NULL, pitch 0, and succeed. */
+RT_API rtError_t rtMallocPitch(void** ptr, size_t* pitch, size_t width, size_t height);
+
+/** Copies `height` rows of `width` bytes: row i from src + i*spitch to dst + i*dpitch. A pitch smaller than width is
+ *  refused (RT_ERROR_INVALID_VALUE naming it), as is a row range that leaves an operand's allocation; kinds as
+ *  rtMemcpy's. Synchronous as rtMemcpy. */
+RT_API rtError_t rtMemcpy2D(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width, size_t height,
+                            rtMemcpyKind kind);
+RT_API rtError_t rtMemcpy2DAsync(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width, size_t height,
+                                 rtMemcpyKind kind, rtStream_t stream);
+/** Sets `height` rows of `width` bytes, `pitch` apart, to (unsigned char)value. */
+RT_API rtError_t rtMemset2D(void* ptr, size_t pitch, int value, size_t width, size_t height);
+RT_API rtError_t rtMemset2DAsync(void* ptr, size_t pitch, int value, size_t width, size_t height, rtStream_t stream);
+
+/** A pitched pointer: `ysize` rows of `pitch` bytes make one slice of a 3-D array (`xsize` the usable bytes of a
+ *  row). */
+typedef struct rtPitchedPtr {
+    void* ptr;
+    size_t pitch;
+    size_t xsize;
+    size_t ysize;
+} rtPitchedPtr;
+/** Extent of a 3-D copy: width in bytes, height in rows, depth in slices. */
+typedef struct rtExtent {
+    size_t width;
+    size_t height;
+    size_t depth;
+} rtExtent;
+/** A position in a pitched array: x in bytes, y in rows, z in slices. */
+typedef struct rtPos {
+    size_t x;
+    size_t y;
+    size_t z;
+} rtPos;
+static inline rtPitchedPtr make_rtPitchedPtr(void* ptr, size_t pitch, size_t xsize, size_t ysize) {
+    rtPitchedPtr p;
+    p.ptr = ptr;
+    p.pitch = pitch;
+    p.xsize = xsize;
+    p.ysize = ysize;
+    return p;
+}
+static inline rtExtent make_rtExtent(size_t width, size_t height, size_t depth) {
+    rtExtent e;
+    e.width = width;
+    e.height = height;
+    e.depth = depth;
+    return e;
+}
+static inline rtPos make_rtPos(size_t x, size_t y, size_t z) {
+    rtPos p;
+    p.x = x;
+    p.y = y;
+    p.z = z;
+    return p;
+}
+
+/** What rtMemcpy3D copies: `extent` from src at src_pos to dst at dst_pos (positions and extent.width in bytes). */
+typedef struct rtMemcpy3DParms {
+    rtPitchedPtr src;
+    rtPos src_pos;
+    rtPitchedPtr dst;
+    rtPos dst_pos;
+    rtExtent extent;
+    rtMemcpyKind kind;
+} rtMemcpy3DParms;
+
+/** Copies extent.depth slices of extent.height rows of extent.width bytes. Refused (RT_ERROR_INVALID_VALUE, naming
+ *  the field): NULL parameters or pointers, a row (pos.x + width) longer than a pitch, a pitched pointer whose ysize
+ *  is smaller than pos.y + height while depth > 1, and ranges outside an operand's allocation. Synchronous. */
+RT_API rtError_t rtMemcpy3D(const rtMemcpy3DParms* parms);
+RT_API rtError_t rtMemcpy3DAsync(const rtMemcpy3DParms* parms, rtStream_t stream);
+
+/* ---- peer access */
+
+/** *can_access = 1 if `device` can address memory of `peer_device` (cpu devices share the host's memory: always 1
+ *  between cpu devices; cuda: cuDeviceCanAccessPeer; devices of different backends: 0). The same device: 0, as CUDA. */
+RT_API rtError_t rtDeviceCanAccessPeer(int* can_access, int device, int peer_device);
+/** Lets the current device's kernels use memory of `peer_device`. flags must be 0. The same device, or a peer it
+ *  cannot access: RT_ERROR_INVALID_DEVICE; enabled twice: RT_ERROR_ILLEGAL_STATE (CUDA's "already enabled"). */
+RT_API rtError_t rtDeviceEnablePeerAccess(int peer_device, unsigned int flags);
+/** Copies `count` bytes from device memory of `src_device` to device memory of `dst_device` (no peer access needed).
+ *  Each pointer must be memory of the device named (RT_ERROR_INVALID_VALUE otherwise). Synchronous as rtMemcpy. */
+RT_API rtError_t rtMemcpyPeer(void* dst, int dst_device, const void* src, int src_device, size_t count);
+/** Asynchronous on `stream` (of either device, or NULL: the current device's default stream). */
+RT_API rtError_t rtMemcpyPeerAsync(void* dst, int dst_device, const void* src, int src_device, size_t count,
+                                   rtStream_t stream);
+
+/* ---- managed memory */
+
+#define RT_MEM_ATTACH_GLOBAL 0x1u /* accessible from any stream (the default) */
+#define RT_MEM_ATTACH_HOST 0x2u   /* accepted: the host may use it; device work as with GLOBAL */
+/** The id rtMemPrefetchAsync takes for the host. */
+#define RT_CPU_DEVICE_ID (-1)
+
+/** Memory the host and the current device both use through the same address. cpu: device memory, which the host
+ *  addresses anyway. A device that cannot provide it: RT_ERROR_NOT_SUPPORTED. Freed with rtFree. */
+RT_API rtError_t rtMallocManaged(void** ptr, size_t size, unsigned int flags);
+/** Hints that [ptr, ptr+count) of managed memory will be used by `device` (RT_CPU_DEVICE_ID: the host), in stream
+ *  order on `stream`: work queued after it finds the memory there. cpu: nothing moves, and the call is still an
+ *  operation of the stream, ordered as any other. Memory that is not managed, or a range past its allocation:
+ *  RT_ERROR_INVALID_VALUE. */
+RT_API rtError_t rtMemPrefetchAsync(const void* ptr, size_t count, int device, rtStream_t stream);
+
+/* ---- stream priorities */
+
+/** The range rtStreamCreateWithPriority accepts: numerically lower is higher priority, as in CUDA. *least is the
+ *  default priority (0). Either pointer may be NULL. On cpu: least 0, greatest -2. */
+RT_API rtError_t rtDeviceGetStreamPriorityRange(int* least_priority, int* greatest_priority);
+/** rtStreamCreateWithFlags with a priority: a priority outside the range is clamped into it (as CUDA does). When
+ *  several streams have work ready, the device runs that of the higher-priority stream first (cpu: the executors
+ *  take a ready stream of higher priority before one of lower; running work is not interrupted). */
+RT_API rtError_t rtStreamCreateWithPriority(rtStream_t* stream, unsigned int flags, int priority);
+/** The priority the stream was created with (the default stream: 0). */
+RT_API rtError_t rtStreamGetPriority(rtStream_t stream, int* priority);
+
+/* ---- waits with a timeout */
+
+/** rtStreamSynchronize that gives up after `timeout_ms` milliseconds: RT_ERROR_TIMEOUT, the message naming the
+ *  stream and how long it waited; the work stays queued and a later wait may succeed. A negative timeout waits
+ *  without limit; 0 tests once. */
+RT_API rtError_t rtStreamSynchronizeWithTimeout(rtStream_t stream, int timeout_ms);
+/** rtEventSynchronize that gives up after `timeout_ms` milliseconds (RT_ERROR_TIMEOUT naming the event). */
+RT_API rtError_t rtEventSynchronizeWithTimeout(rtEvent_t event, int timeout_ms);
+
+/* ---- device reset */
+
+/** Destroys every resource of the current device that this process made: streams (the default stream stays but its
+ *  failures are cleared), events recorded or created on it, modules loaded for it, and its device, managed and
+ *  pitched allocations. Queued work first completes (the call waits for it; RT_ERROR_NOT_PERMITTED in queue context).
+ *  Afterwards the handles are invalid (RT_ERROR_INVALID_HANDLE) and the pointers unknown (RT_ERROR_INVALID_VALUE);
+ *  pinned host memory, registered host memory and the memory strategies (pool, reuse, zero copy) are kept. Other
+ *  devices are untouched. Not to be called while other threads use the device. */
+RT_API rtError_t rtDeviceReset(void);
+
+/* ---- function attributes and occupancy */
+
+typedef struct rtFuncAttributes {
+    size_t shared_size_bytes;  /* the kernel's static local memory (RT_LOCAL / __shared__) */
+    size_t const_size_bytes;   /* 0 where the module cannot tell */
+    size_t local_size_bytes;   /* private (per work-item) memory; 0 where the module cannot tell */
+    int max_threads_per_block; /* the most work-items per group the kernel can be launched with on its device */
+    int num_regs;              /* 0 on cpu */
+    int ptx_version;           /* 0 on cpu */
+    int binary_version;        /* 0 on cpu */
+    int max_dynamic_shared_size_bytes; /* the most shared_bytes a launch may give it */
+    int num_params;            /* -1 when the module cannot tell */
+    int uses_barriers;         /* 1 if its items meet at barriers (launched over whole work-groups only) */
+    int reserved[8];
+} rtFuncAttributes;
+
+/** Attributes of a kernel on the device its module was loaded for. */
+RT_API rtError_t rtFuncGetAttributes(rtFuncAttributes* attributes, rtFunction_t function);
+/** How many work-groups of `block_size` items, each with `dynamic_shared_bytes` of shared memory, can be resident
+ *  on one compute unit at once (cpu: one group per core at a time, so 1 when the shape fits; 0 when it does not
+ *  fit: too many items, too much local memory). block_size 0: RT_ERROR_INVALID_VALUE. */
+RT_API rtError_t rtOccupancyMaxActiveBlocksPerMultiprocessor(int* num_blocks, rtFunction_t function, int block_size,
+                                                             size_t dynamic_shared_bytes);
+/** The block size that maximises occupancy (*block_size) and the grid that fills the device with it (*min_grid_size:
+ *  groups per compute unit times compute units). block_size_limit 0: the device's limit. */
+RT_API rtError_t rtOccupancyMaxPotentialBlockSize(int* min_grid_size, int* block_size, rtFunction_t function,
+                                                  size_t dynamic_shared_bytes, int block_size_limit);
 
 #ifdef __cplusplus
 } /* extern "C" */

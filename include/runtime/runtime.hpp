@@ -14,6 +14,7 @@
 #include <runtime/runtime.h>
 
 #include <array>
+#include <chrono>
 #include <concepts>
 #include <cstddef>
 #include <exception>
@@ -99,6 +100,14 @@ inline int current_device() {
     return d;
 }
 
+namespace detail {
+/// A timeout for the C API's int milliseconds: negative waits without limit, longer ones are capped.
+inline int timeout_ms(std::chrono::milliseconds t) {
+    if (t.count() < 0) return -1;
+    return t.count() > 0x7fffffff ? 0x7fffffff : static_cast<int>(t.count());
+}
+}  // namespace detail
+
 /// What a device is and can do (a value copy of rtDeviceProp).
 struct DeviceProperties {
     std::string name;             ///< e.g. "cpu:0 (Intel(R) Xeon(R) ...)"
@@ -114,6 +123,14 @@ struct DeviceProperties {
     int compute_capability_minor = 0;
     bool unified_addressing = false; ///< device memory is host-addressable (true on cpu)
     size_t local_memory_per_group = 0; ///< bytes of RT_LOCAL arrays + shared_bytes one work-group may use
+    size_t max_local_memory_per_group = 0; ///< the most local memory a work-group can be given (opt-in maximum)
+    std::array<unsigned char, 16> uuid{};  ///< stable identity of the device
+    int subgroup_size = 0;                 ///< warp size (1 on cpu)
+    int clock_rate_khz = 0;
+    int memory_bus_width = 0;              ///< bits
+    int l2_cache_bytes = 0;
+    bool concurrent_kernels = false;
+    bool managed_memory = false;           ///< ManagedBuffer / rtMallocManaged work
 };
 
 /// Properties of `device`.
@@ -136,6 +153,14 @@ inline DeviceProperties device_properties(int device) {
     r.compute_capability_minor = p.compute_capability_minor;
     r.unified_addressing = p.unified_addressing != 0;
     r.local_memory_per_group = p.local_memory_per_group;
+    r.max_local_memory_per_group = p.max_local_memory_per_group;
+    for (int i = 0; i < 16; ++i) r.uuid[i] = p.uuid[i];
+    r.subgroup_size = p.subgroup_size;
+    r.clock_rate_khz = p.clock_rate_khz;
+    r.memory_bus_width = p.memory_bus_width;
+    r.l2_cache_bytes = p.l2_cache_bytes;
+    r.concurrent_kernels = p.concurrent_kernels != 0;
+    r.managed_memory = p.managed_memory != 0;
     return r;
 }
 /// Properties of the current device.
@@ -259,6 +284,8 @@ public:
     }
     /// Blocks until the captured work has completed.
     void synchronize() const { check(rtEventSynchronize(handle_)); }
+    /// synchronize() that gives up after `timeout`: false if the record has not completed by then.
+    bool synchronize_for(std::chrono::milliseconds timeout) const;
     /// Milliseconds from this event's record to `end`'s; both completed and timed.
     float elapsed_ms(const Event& end) const {
         float ms = 0.0f;
@@ -284,6 +311,12 @@ public:
     /// Non-owning view of the current device's default stream (the NULL stream), resolved at
     /// each call, so it follows set_device.
     static Stream default_stream() noexcept { return Stream(nullptr, false); }
+    /// A stream of `priority` (numerically lower runs first; clamped into stream_priority_range()).
+    static Stream with_priority(int priority, unsigned flags = RT_STREAM_DEFAULT) {
+        rtStream_t h = nullptr;
+        check(rtStreamCreateWithPriority(&h, flags, priority));
+        return Stream(h, true);
+    }
 
     Stream(Stream&& o) noexcept
         : handle_(std::exchange(o.handle_, nullptr)), owned_(std::exchange(o.owned_, false)) {}
@@ -314,6 +347,38 @@ public:
         if (e == RT_ERROR_NOT_READY) return false;
         check(e);
         return true;
+    }
+    /// synchronize() that gives up after `timeout`: false if the work has not completed by then (it stays queued).
+    bool synchronize_for(std::chrono::milliseconds timeout) {
+        const rtError_t e = rtStreamSynchronizeWithTimeout(handle_, detail::timeout_ms(timeout));
+        if (e == RT_ERROR_TIMEOUT) return false;
+        check(e);
+        return true;
+    }
+    /// The priority the stream was created with.
+    int priority() const {
+        int p = 0;
+        check(rtStreamGetPriority(handle_, &p));
+        return p;
+    }
+    /// Async copy of `height` rows of `width` bytes, row i from src + i*spitch to dst + i*dpitch.
+    void copy_2d(void* dst, std::size_t dpitch, const void* src, std::size_t spitch, std::size_t width,
+                 std::size_t height, rtMemcpyKind kind = RT_MEMCPY_DEFAULT) {
+        check(rtMemcpy2DAsync(dst, dpitch, src, spitch, width, height, kind, handle_));
+    }
+    /// Async 3-D copy (rtMemcpy3DAsync).
+    void copy_3d(const rtMemcpy3DParms& parms) { check(rtMemcpy3DAsync(&parms, handle_)); }
+    /// Async fill of `height` rows of `width` bytes, `pitch` apart.
+    void memset_2d(void* dst, std::size_t pitch, int value, std::size_t width, std::size_t height) {
+        check(rtMemset2DAsync(dst, pitch, value, width, height, handle_));
+    }
+    /// Async peer copy between devices (rtMemcpyPeerAsync).
+    void copy_peer(void* dst, int dst_device, const void* src, int src_device, std::size_t bytes) {
+        check(rtMemcpyPeerAsync(dst, dst_device, src, src_device, bytes, handle_));
+    }
+    /// Stream-ordered hint that managed memory will be used on `device` (RT_CPU_DEVICE_ID: the host).
+    void prefetch(const void* ptr, std::size_t bytes, int device) {
+        check(rtMemPrefetchAsync(ptr, bytes, device, handle_));
     }
     /// Work queued after this waits for `event`'s latest record; never blocks the host.
     void wait(const Event& event) { check(rtStreamWaitEvent(handle_, event.native_handle())); }
@@ -400,6 +465,13 @@ private:
 
 inline void Event::record(Stream& stream) { check(rtEventRecord(handle_, stream.native_handle())); }
 
+inline bool Event::synchronize_for(std::chrono::milliseconds timeout) const {
+    const rtError_t e = rtEventSynchronizeWithTimeout(handle_, detail::timeout_ms(timeout));
+    if (e == RT_ERROR_TIMEOUT) return false;
+    check(e);
+    return true;
+}
+
 // ------------------------------------------------------------------------------------- memory
 
 /// `count` elements of device memory on the current device; move-only owner (rtMalloc/rtFree).
@@ -457,6 +529,50 @@ public:
     void copy_to_host(std::span<T> dst, Stream& stream) const {
         stream.copy(dst.data(), data_, dst.size_bytes(), RT_MEMCPY_DEVICE_TO_HOST);
     }
+
+private:
+    void reset() noexcept {
+        if (data_) rtFree(std::exchange(data_, nullptr));
+        size_ = 0;
+    }
+    T* data_ = nullptr;
+    std::size_t size_ = 0;
+};
+
+/// `count` elements of managed memory (rtMallocManaged/rtFree): the host and the current device use the same
+/// address, so it is a contiguous host range too. Move-only.
+template <class T> class ManagedBuffer {
+    static_assert(std::is_trivially_copyable_v<T>, "managed memory holds trivially copyable types");
+
+public:
+    ManagedBuffer() noexcept = default;
+    explicit ManagedBuffer(std::size_t count, unsigned flags = RT_MEM_ATTACH_GLOBAL) : size_(count) {
+        void* p = nullptr;
+        check(rtMallocManaged(&p, detail::element_bytes<T>(count, "ManagedBuffer"), flags));
+        data_ = static_cast<T*>(p);
+    }
+    ManagedBuffer(ManagedBuffer&& o) noexcept
+        : data_(std::exchange(o.data_, nullptr)), size_(std::exchange(o.size_, 0)) {}
+    ManagedBuffer& operator=(ManagedBuffer&& o) noexcept {
+        if (this != &o) {
+            reset();
+            data_ = std::exchange(o.data_, nullptr);
+            size_ = std::exchange(o.size_, 0);
+        }
+        return *this;
+    }
+    ManagedBuffer(const ManagedBuffer&) = delete;
+    ManagedBuffer& operator=(const ManagedBuffer&) = delete;
+    ~ManagedBuffer() { reset(); }
+
+    T* data() const noexcept { return data_; }
+    std::size_t size() const noexcept { return size_; }
+    std::size_t size_bytes() const noexcept { return size_ * sizeof(T); }
+    T* begin() const noexcept { return data_; }
+    T* end() const noexcept { return data_ + size_; }
+    T& operator[](std::size_t i) const noexcept { return data_[i]; }
+    std::span<T> span() const noexcept { return {data_, size_}; }
+    operator std::span<T>() const noexcept { return span(); }
 
 private:
     void reset() noexcept {
@@ -529,6 +645,28 @@ public:
         int n = 0;
         check(rtFunctionGetParamInfo(handle_, &n, nullptr));
         return n;
+    }
+    /// rtFuncGetAttributes: local memory, group-size limit, parameters.
+    rtFuncAttributes attributes() const {
+        rtFuncAttributes a{};
+        check(rtFuncGetAttributes(&a, handle_));
+        return a;
+    }
+    /// Work-groups of `block_size` items resident per compute unit at once.
+    int max_active_groups(int block_size, std::size_t shared_bytes = 0) const {
+        int n = 0;
+        check(rtOccupancyMaxActiveBlocksPerMultiprocessor(&n, handle_, block_size, shared_bytes));
+        return n;
+    }
+    struct BlockSuggestion {
+        int min_grid_size = 0; ///< groups that fill the device
+        int block_size = 0;    ///< items per group with the best occupancy
+    };
+    /// rtOccupancyMaxPotentialBlockSize (`limit` 0: the device's).
+    BlockSuggestion max_potential_block_size(std::size_t shared_bytes = 0, int limit = 0) const {
+        BlockSuggestion s;
+        check(rtOccupancyMaxPotentialBlockSize(&s.min_grid_size, &s.block_size, handle_, shared_bytes, limit));
+        return s;
     }
 
 private:
@@ -998,6 +1136,89 @@ Graph Stream::capture(F&& body, rtStreamCaptureMode mode) {
     }
     return end_capture();
 }
+
+// ------------------------------------------------------------------------------------- the CUDA-level API (issue 20)
+
+/// What the runtime knows about `ptr` (unknown memory: RT_MEMORY_TYPE_UNREGISTERED).
+inline rtPointerAttributes pointer_attributes(const void* ptr) {
+    rtPointerAttributes a{};
+    check(rtPointerGetAttributes(&a, ptr));
+    return a;
+}
+/// One attribute of `device` (rtDeviceGetAttribute).
+inline int device_attribute(rtDeviceAttr attr, int device) {
+    int v = 0;
+    check(rtDeviceGetAttribute(&v, attr, device));
+    return v;
+}
+inline int device_attribute(rtDeviceAttr attr) { return device_attribute(attr, current_device()); }
+
+struct PriorityRange {
+    int least = 0;    ///< the default priority
+    int greatest = 0; ///< the most urgent (numerically lowest)
+};
+/// The stream priorities of the current device.
+inline PriorityRange stream_priority_range() {
+    PriorityRange r;
+    check(rtDeviceGetStreamPriorityRange(&r.least, &r.greatest));
+    return r;
+}
+
+/// Whether `device`'s kernels can use memory of `peer`.
+inline bool can_access_peer(int device, int peer) {
+    int can = 0;
+    check(rtDeviceCanAccessPeer(&can, device, peer));
+    return can != 0;
+}
+/// Lets the current device's kernels use memory of `peer` (throws if it cannot, or already does).
+inline void enable_peer_access(int peer) { check(rtDeviceEnablePeerAccess(peer, 0)); }
+/// Synchronous peer copy (rtMemcpyPeer).
+inline void copy_peer(void* dst, int dst_device, const void* src, int src_device, std::size_t bytes) {
+    check(rtMemcpyPeer(dst, dst_device, src, src_device, bytes));
+}
+
+/// A pitched 2-D allocation (rtMallocPitch): `height` rows of `width` bytes, `pitch` apart. Move-only owner.
+class PitchedBuffer {
+public:
+    PitchedBuffer() noexcept = default;
+    PitchedBuffer(std::size_t width, std::size_t height) : width_(width), height_(height) {
+        check(rtMallocPitch(&data_, &pitch_, width, height));
+    }
+    PitchedBuffer(PitchedBuffer&& o) noexcept
+        : data_(std::exchange(o.data_, nullptr)), pitch_(std::exchange(o.pitch_, 0)), width_(std::exchange(o.width_, 0)),
+          height_(std::exchange(o.height_, 0)) {}
+    PitchedBuffer& operator=(PitchedBuffer&& o) noexcept {
+        if (this != &o) {
+            reset();
+            data_ = std::exchange(o.data_, nullptr);
+            pitch_ = std::exchange(o.pitch_, 0);
+            width_ = std::exchange(o.width_, 0);
+            height_ = std::exchange(o.height_, 0);
+        }
+        return *this;
+    }
+    PitchedBuffer(const PitchedBuffer&) = delete;
+    PitchedBuffer& operator=(const PitchedBuffer&) = delete;
+    ~PitchedBuffer() { reset(); }
+
+    void* data() const noexcept { return data_; }
+    std::size_t pitch() const noexcept { return pitch_; }
+    std::size_t width() const noexcept { return width_; }
+    std::size_t height() const noexcept { return height_; }
+    /// As rtMemcpy3D takes it (one slice of `height` rows).
+    rtPitchedPtr pitched_ptr() const noexcept { return make_rtPitchedPtr(data_, pitch_, width_, height_); }
+
+private:
+    void reset() noexcept {
+        if (data_) rtFree(std::exchange(data_, nullptr));
+    }
+    void* data_ = nullptr;
+    std::size_t pitch_ = 0, width_ = 0, height_ = 0;
+};
+
+/// Destroys the current device's streams, events, modules and allocations (rtDeviceReset): every RAII object of
+/// them must be gone or abandoned first — their destructors would release handles that no longer exist.
+inline void device_reset() { check(rtDeviceReset()); }
 
 } // namespace runtime
 

@@ -43,6 +43,10 @@ from . import dvpp  # noqa: E402
 from . import comm  # noqa: E402
 from .profiler import PROFILER_DEFAULT, PROFILER_NO_API_CALLS, PROFILER_NO_MEMORY, profile  # noqa: E402
 from .smi import device_usage  # noqa: E402
+from .errors import DeviceLostError, NotInitializedError, TimeoutError  # noqa: E402,A004
+from .lowlevel import (alloc_managed, alloc_pitch, can_access_peer, copy_2d, copy_peer, device_reset,  # noqa: E402
+                       enable_peer_access, get_device_attribute, get_stream_priority_range, pointer_attributes,
+                       prefetch)
 
 # dtypes, for annotations (`def k(a: runtime.float64)`) and alloc(..., dtype=runtime.int32)
 bool_ = _np.bool_
@@ -75,3 +79,6 @@ __all__ += ["Graph", "GraphExec", "GraphNode", "GraphMemoryInfo", "load_graph", 
 __all__ += ["InvalidImageError", "CommTimeoutError"]
 __all__ += ["profile", "PROFILER_DEFAULT", "PROFILER_NO_API_CALLS", "PROFILER_NO_MEMORY"]
 __all__ += ["device_usage"]
+__all__ += ["TimeoutError", "NotInitializedError", "DeviceLostError", "pointer_attributes", "get_device_attribute",
+            "can_access_peer", "enable_peer_access", "copy_peer", "alloc_managed", "prefetch", "alloc_pitch", "copy_2d",
+            "get_stream_priority_range", "device_reset"]

@@ -9,6 +9,7 @@ rtStreamDestroy leave memory that queued work still uses to the core, which rele
 from __future__ import annotations
 
 import atexit
+import math
 import threading
 import weakref
 from typing import Any, Optional, Union
@@ -208,6 +209,17 @@ def mem_get_info() -> tuple:
 # ----------------------------------------------------------------------------------------------- events
 
 
+def _timeout_ms(timeout: Any, what: str) -> Optional[int]:
+    """A timeout in seconds as the C API's milliseconds (None: no limit); rounded up, so a short wait still waits."""
+    if timeout is None:
+        return None
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float, np.integer, np.floating)) or timeout != timeout:
+        raise make_error(InvalidValueError, f"{what}: timeout must be a number of seconds or None, got {timeout!r}")
+    if timeout < 0:
+        raise make_error(InvalidValueError, f"{what}: timeout {timeout} is negative (expected seconds >= 0, or None)")
+    return int(min(math.ceil(float(timeout) * 1000.0), 2**31 - 1))
+
+
 class Event:
     """A marker in a stream: `stream.record(event)`, `other.wait(event)`, `query()`, `synchronize()`,
     `elapsed_time(end)` (ms; both events must be recorded, completed and created with enable_timing=True)."""
@@ -238,9 +250,14 @@ class Event:
         """True if the recorded work has completed (or the event was never recorded)."""
         return _core.event_query(self.handle)
 
-    def synchronize(self) -> None:
-        """Block until the recorded work has completed."""
-        _core.event_synchronize(self.handle)
+    def synchronize(self, timeout: Optional[float] = None) -> None:
+        """Block until the recorded work has completed; `timeout` (seconds): raise runtime.TimeoutError once it has
+        passed."""
+        ms = _timeout_ms(timeout, "Event.synchronize")
+        if ms is None:
+            _core.event_synchronize(self.handle)
+        else:
+            _core.event_synchronize_timeout(self.handle, ms)
 
     def elapsed_time(self, end: "Event") -> float:
         """Milliseconds from this event to `end`; both recorded, completed and timed."""
@@ -293,16 +310,22 @@ class Stream:
     the stream has passed that work.
     """
 
-    def __init__(self, device: Any = None, non_blocking: bool = False, *, _default_of: Optional[int] = None) -> None:
+    def __init__(self, device: Any = None, non_blocking: bool = False, priority: int = 0, *,
+                 _default_of: Optional[int] = None) -> None:
         self._handle = 0
         if _default_of is not None:
             self.device = _device_obj(_default_of)
             self._is_default = True
         else:
+            if isinstance(priority, bool) or not isinstance(priority, (int, np.integer)):
+                raise make_error(InvalidValueError, f"Stream: priority must be an int (numerically lower runs first; "
+                                                    f"see runtime.get_stream_priority_range()), got {priority!r}")
             self.device = Device(device)
             self._is_default = False
+            flags = _core.STREAM_NON_BLOCKING if non_blocking else 0
             with self.device:
-                self._handle = _core.stream_create(_core.STREAM_NON_BLOCKING if non_blocking else 0)
+                self._handle = (_core.stream_create_with_priority(flags, int(priority)) if priority
+                                else _core.stream_create(flags))
         self._index = self.device.index
         _live_streams.add(self)
 
@@ -399,13 +422,28 @@ class Stream:
 
     wait_event = wait
 
-    def synchronize(self) -> None:
-        """Block until all queued work has completed; raises the stream's first asynchronous failure."""
+    def synchronize(self, timeout: Optional[float] = None) -> None:
+        """Block until all queued work has completed; raises the stream's first asynchronous failure. `timeout`
+        (seconds): raise runtime.TimeoutError instead once it has passed (the work stays queued)."""
+        ms = _timeout_ms(timeout, "Stream.synchronize")
         if self._is_default and _core.get_device() != self._index:
             with self.device:
-                _core.stream_synchronize(0)
+                if ms is None:
+                    _core.stream_synchronize(0)
+                else:
+                    _core.stream_synchronize_timeout(0, ms)
             return
-        _core.stream_synchronize(self.handle)
+        if ms is None:
+            _core.stream_synchronize(self.handle)
+        else:
+            _core.stream_synchronize_timeout(self.handle, ms)
+
+    @property
+    def priority(self) -> int:
+        """The priority the stream was created with (clamped into runtime.get_stream_priority_range())."""
+        if self._is_default:
+            return 0
+        return _core.stream_get_priority(self.handle)
 
     def query(self) -> bool:
         """True if all queued work has completed; raises a pending asynchronous failure."""

@@ -7,6 +7,8 @@ failures it detects first (bad Python types, contradictory copy directions, unsu
 
 from __future__ import annotations
 
+import builtins
+
 
 class Error(RuntimeError):
     """Base class of every runtime error. `code` is the rtError_t value, `name` its C name."""
@@ -150,11 +152,29 @@ class InvalidImageError(Error):
     code, name = 20, "RT_ERROR_INVALID_IMAGE"
 
 
-class CommTimeoutError(Error):
-    """Another party did not arrive in time: a collective's peer rank (RUNTIME_COMM_TIMEOUT); the message names the
-    missing ranks and the operation."""
+class TimeoutError(Error, builtins.TimeoutError):
+    """A wait ran out of time: Stream.synchronize(timeout=...) / Event.synchronize(timeout=...) (the work stays
+    queued), or a collective's peer rank that did not arrive (RUNTIME_COMM_TIMEOUT). The message names what was
+    waited for."""
 
     code, name = 21, "RT_ERROR_TIMEOUT"
+
+
+# The name of code 21 before waits with a timeout existed (collectives only); the same class.
+CommTimeoutError = TimeoutError
+
+
+class NotInitializedError(Error):
+    """The driver under a backend is not (or no longer) initialised (e.g. the CUDA driver shutting down)."""
+
+    code, name = 22, "RT_ERROR_NOT_INITIALIZED"
+
+
+class DeviceLostError(Error):
+    """The device stopped working (a lost CUDA context, an uncorrectable ECC error): its work and memory are gone;
+    every later call on it fails this way until runtime.device_reset() or a new process."""
+
+    code, name = 23, "RT_ERROR_DEVICE_LOST"
 
 
 class UnknownError(Error):
@@ -169,8 +189,8 @@ ERROR_CLASSES = {
                 CompileError, LaunchError, NotSupportedError, NotFoundError, NotPermittedError,
                 StreamCaptureUnsupportedError, StreamCaptureInvalidatedError, StreamCaptureUnjoinedError,
                 StreamCaptureImplicitError, StreamCaptureWrongThreadError, StreamCaptureIsolationError,
-                CapturedEventError, GraphExecUpdateError, IllegalStateError, InvalidImageError, CommTimeoutError,
-                UnknownError)
+                CapturedEventError, GraphExecUpdateError, IllegalStateError, InvalidImageError, TimeoutError,
+                NotInitializedError, DeviceLostError, UnknownError)
 }
 
 

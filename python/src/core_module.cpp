@@ -37,6 +37,8 @@ void bind_dvpp(nb::module_& m, void (*check)(rtError_t, const char*), void (*rai
 void bind_profiler(nb::module_& m, void (*check)(rtError_t, const char*));  // profiler_bindings.cpp (profiler.h)
 void bind_comm(nb::module_& m, void (*check)(rtError_t, const char*),
                rtError_t (*keep)(rtStream_t, PyObject*));  // comm_bindings.cpp: comm_*, group_* (comm.h)
+void bind_capi20(nb::module_& m, void (*check)(rtError_t, const char*),
+                 void (*drain)());  // capi20_bindings.cpp: the CUDA-level calls (runtime.h, issue 20)
 
 namespace {
 
@@ -762,7 +764,8 @@ NB_MODULE(_core, m) {
                         RT_ERROR_STREAM_CAPTURE_UNJOINED, RT_ERROR_STREAM_CAPTURE_IMPLICIT,
                         RT_ERROR_STREAM_CAPTURE_WRONG_THREAD, RT_ERROR_STREAM_CAPTURE_ISOLATION,
                         RT_ERROR_CAPTURED_EVENT, RT_ERROR_GRAPH_EXEC_UPDATE_FAILURE, RT_ERROR_ILLEGAL_STATE,
-                        RT_ERROR_INVALID_IMAGE, RT_ERROR_TIMEOUT, RT_ERROR_UNKNOWN})
+                        RT_ERROR_INVALID_IMAGE, RT_ERROR_TIMEOUT, RT_ERROR_NOT_INITIALIZED, RT_ERROR_DEVICE_LOST,
+                        RT_ERROR_UNKNOWN})
         codes[rtGetErrorName(c)] = static_cast<int>(c);
     m.attr("ERROR_CODES") = codes;  // {"RT_ERROR_INVALID_VALUE": 1, ...}
 
@@ -1280,4 +1283,5 @@ NB_MODULE(_core, m) {
     bind_dvpp(m, &check, [](rtError_t c, const std::string& d) { raise_error(c, d); }, &defer_keep);
     bind_profiler(m, &check);
     bind_comm(m, &check, &defer_keep);
+    bind_capi20(m, &check, [] { drain_parked(); });
 }

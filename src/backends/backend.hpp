@@ -144,6 +144,22 @@ struct DeviceInfo {
     /// other backend: rtMallocHost takes it from the first such device whichever device is current (cuda's PORTABLE
     /// pinned memory; a cpu device's copies gain nothing from pinning).
     bool portable_host_memory = false;
+    // Reported by rtDeviceGetAttribute / rtDeviceProp (issue 20); 0 where the backend cannot tell.
+    size_t max_shared_bytes_optin = 0;  ///< the most local memory a group can be given (0: max_shared_bytes)
+    size_t shared_bytes_per_unit = 0;   ///< local memory of one compute unit (0: max_shared_bytes)
+    unsigned char uuid[16] = {};        ///< stable identity of the device across runs and processes
+    int subgroup_size = 1;              ///< items in lockstep (warp)
+    int clock_rate_khz = 0;
+    int memory_clock_rate_khz = 0;
+    int memory_bus_width = 0;           ///< bits
+    int l2_cache_bytes = 0;
+    int total_constant_kib = 64;
+    bool concurrent_kernels = true;
+    bool managed_memory = false;        ///< rtMallocManaged: allocate_managed_impl gives memory
+    bool concurrent_managed_access = false;
+    /// Stream priorities the device's queues honour: create_queue_impl takes [greatest, 0] (numerically lower is
+    /// more urgent); both 0 when it has none.
+    int greatest_stream_priority = 0;
 };
 
 /// A recorded point in a queue. Created by Device::create_event_impl; recorded by Queue::record_impl.
@@ -271,6 +287,15 @@ public:
     /// spare a reference count per launch), so an unloaded module's code goes once the launches queued so far have
     /// run. Called by the core after a module unload, from any thread; never blocks. Defaults to nothing.
     virtual void release_kernels_impl() {}
+    /// (optional) Copies `height` rows of `width` bytes, `dpitch`/`spitch` apart (validated by the core), as one
+    /// operation. Defaults to one copy_impl per row (the same order, so the same result).
+    virtual void copy_2d_impl(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width, size_t height,
+                              CopyKind kind, const trace::Key& traced);
+    /// (optional) Work queued after this finds [ptr, ptr+bytes) of managed memory on `device` (the backend's device
+    /// ordinal; -1 the host). Defaults to nothing: memory the host and the device share needs no move.
+    virtual void prefetch_impl(const void* ptr, size_t bytes, int device, const trace::Key& traced) {
+        (void)ptr, (void)bytes, (void)device, (void)traced;
+    }
 };
 
 /// One device of a backend.
@@ -295,7 +320,21 @@ public:
     virtual void decommit_impl(void* ptr, size_t bytes) { (void)ptr; (void)bytes; }
     /// (optional) Releases a whole reservation (decommitted first by the caller).
     virtual void unreserve_impl(void* ptr, size_t bytes) { (void)ptr; (void)bytes; }
-    virtual std::unique_ptr<Queue> create_queue_impl(unsigned flags) = 0;
+    /// `priority`: in [info().greatest_stream_priority, 0] (checked by the core); numerically lower runs first when
+    /// several queues have work ready.
+    virtual std::unique_ptr<Queue> create_queue_impl(unsigned flags, int priority) = 0;
+    /// (optional) Memory the host and this device address alike (rtMallocManaged), at least 256-byte aligned;
+    /// nullptr when out of memory. Called only when info().managed_memory. Defaults to allocate_impl (a device whose
+    /// memory the host addresses anyway); freed with free_impl.
+    virtual void* allocate_managed_impl(size_t bytes) { return allocate_impl(bytes); }
+    /// (optional) Whether this device's kernels can address memory of `peer` (rtDeviceCanAccessPeer); `peer` is
+    /// another device of the same backend. Defaults to info().host_addressable on both (host memory is shared).
+    virtual bool can_access_peer_impl(const Device& peer) const {
+        return info().host_addressable && peer.info().host_addressable;
+    }
+    /// (optional) Maps `peer`'s memory for this device's kernels (rtDeviceEnablePeerAccess). Defaults to nothing
+    /// (memory already shared).
+    virtual void enable_peer_access_impl(Device& peer) { (void)peer; }
     /// How kernels are compiled for and loaded on this device (src/kernels/target.hpp). Lives as long as the device.
     virtual kernels::Target& kernel_target() = 0;
     /// The modules loaded from source for kernel_target(), shared by the devices that share that target's code.

@@ -73,6 +73,10 @@ inline int kind_value(const rtMemcpyKind& kind) {
 /// kernels (DVPP) are built for the device of the stream they run on. Throws as rtModuleLoadSource fails.
 rtModule_t load_source_module(CoreDevice& device, const char* source, const char* options);
 
+/// Creates a stream on the current device (rtStreamCreateWithFlags, rtStreamCreateWithPriority: `priority` clamped
+/// into the device's range) and returns its handle.
+rtStream_t create_stream(rtStream_t* out, unsigned flags, int priority, const char* api);
+
 /// Refuses a NULL output pointer.
 template <class T>
 void require_out(T* p, const char* what) {

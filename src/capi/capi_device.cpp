@@ -89,6 +89,15 @@ RT_API rtError_t rtGetDeviceProperties(rtDeviceProp* prop, int device) {
         p.compute_capability_minor = info.compute_capability_minor;
         p.unified_addressing = info.host_addressable ? 1 : 0;
         p.local_memory_per_group = info.max_shared_bytes;
+        p.max_local_memory_per_group = info.max_shared_bytes_optin ? info.max_shared_bytes_optin : info.max_shared_bytes;
+        static_assert(sizeof p.uuid == sizeof info.uuid);
+        std::memcpy(p.uuid, info.uuid, sizeof p.uuid);
+        p.subgroup_size = info.subgroup_size;
+        p.clock_rate_khz = info.clock_rate_khz;
+        p.memory_bus_width = info.memory_bus_width;
+        p.l2_cache_bytes = info.l2_cache_bytes;
+        p.concurrent_kernels = info.concurrent_kernels;
+        p.managed_memory = info.managed_memory;
         *prop = p;
     });
 }

@@ -27,6 +27,8 @@ RT_API const char* rtGetErrorName(rtError_t error) {
         case RT_ERROR_ILLEGAL_STATE: return "RT_ERROR_ILLEGAL_STATE";
         case RT_ERROR_INVALID_IMAGE: return "RT_ERROR_INVALID_IMAGE";
         case RT_ERROR_TIMEOUT: return "RT_ERROR_TIMEOUT";
+        case RT_ERROR_NOT_INITIALIZED: return "RT_ERROR_NOT_INITIALIZED";
+        case RT_ERROR_DEVICE_LOST: return "RT_ERROR_DEVICE_LOST";
         case RT_ERROR_UNKNOWN: return "RT_ERROR_UNKNOWN";
     }
     return "RT_ERROR_UNRECOGNIZED";
@@ -55,7 +57,9 @@ RT_API const char* rtGetErrorString(rtError_t error) {
         case RT_ERROR_GRAPH_EXEC_UPDATE_FAILURE: return "the executable graph cannot take that update";
         case RT_ERROR_ILLEGAL_STATE: return "the object is not in a state that allows the call";
         case RT_ERROR_INVALID_IMAGE: return "the encoded image is corrupt, truncated or not of the expected format";
-        case RT_ERROR_TIMEOUT: return "another party (a collective's peer) did not arrive in time";
+        case RT_ERROR_TIMEOUT: return "the wait ran out of time (a collective's peer, a synchronize with a timeout)";
+        case RT_ERROR_NOT_INITIALIZED: return "the driver under the backend is not initialised";
+        case RT_ERROR_DEVICE_LOST: return "the device was lost: its work and memory are gone";
         case RT_ERROR_UNKNOWN: return "internal error";
     }
     return "unrecognized error code";

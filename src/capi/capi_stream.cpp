@@ -1,26 +1,35 @@
 // C API: streams and host functions.
+#include <algorithm>
+
 #include "capi/capi_common.hpp"
 #include "graph/capture.hpp"
 #include "observe/trace_dvpp.hpp"
 
 using namespace rt;
 
+namespace rt {
+rtStream_t create_stream(rtStream_t* out, unsigned flags, int priority, const char* api) {
+    require_out(out, "stream");
+    if (flags & ~RT_STREAM_NON_BLOCKING)
+        fail(RT_ERROR_INVALID_VALUE, "%s: flags 0x%x has unknown bits (expected RT_STREAM_DEFAULT or RT_STREAM_NON_BLOCKING)",
+             api, flags);
+    Runtime& r = runtime();
+    CoreDevice& d = r.current_device();
+    // CUDA clamps a priority outside the device's range into it rather than refusing it.
+    priority = std::clamp(priority, d.info().greatest_stream_priority, 0);
+    auto s = std::make_shared<Stream>(d, d.impl().create_queue_impl(flags, priority), false, flags, priority);
+    d.add_stream(s);
+    Stream& created = *s;
+    auto handle = reinterpret_cast<rtStream_t>(r.streams.insert(std::move(s)));
+    created.errors().set_origin(format("stream %p on %s", static_cast<void*>(handle), d.label().c_str()));
+    return handle;
+}
+}  // namespace rt
+
 extern "C" {
 
 RT_API rtError_t rtStreamCreateWithFlags(rtStream_t* stream, unsigned int flags) {
-    return capi_call("rtStreamCreateWithFlags", [&] {
-        require_out(stream, "stream");
-        if (flags & ~RT_STREAM_NON_BLOCKING)
-            fail(RT_ERROR_INVALID_VALUE, "flags 0x%x has unknown bits (expected RT_STREAM_DEFAULT or RT_STREAM_NON_BLOCKING)",
-                 flags);
-        Runtime& r = runtime();
-        CoreDevice& d = r.current_device();
-        auto s = std::make_shared<Stream>(d, d.impl().create_queue_impl(flags), false, flags);
-        d.add_stream(s);
-        Stream& created = *s;
-        *stream = reinterpret_cast<rtStream_t>(r.streams.insert(std::move(s)));
-        created.errors().set_origin(format("stream %p on %s", static_cast<void*>(*stream), d.label().c_str()));
-    });
+    return capi_call("rtStreamCreateWithFlags", [&] { *stream = create_stream(stream, flags, 0, "rtStreamCreateWithFlags"); });
 }
 
 RT_API rtError_t rtStreamCreate(rtStream_t* stream) { return rtStreamCreateWithFlags(stream, RT_STREAM_DEFAULT); }

@@ -47,6 +47,10 @@ public:
     /// Thread-safe snapshot (rtDeviceGetUsage).
     StreamCounts stream_counts() const;
 
+    /// Enables this device's access to `peer` (rtDeviceEnablePeerAccess, checked by the caller): false, doing
+    /// nothing, when it was enabled already. Thread-safe.
+    bool enable_peer(CoreDevice& peer);
+
 private:
     int index_;
     std::unique_ptr<backend::Device> impl_;
@@ -57,6 +61,8 @@ private:
     uint64_t retired_operations_ = 0;  // of unlisted streams (streams_mutex_)
     uint64_t retired_kernels_ = 0;
     std::unique_ptr<DeviceMemory> memory_;
+    std::mutex peers_mutex_;
+    std::vector<const CoreDevice*> peers_;  // peer access enabled (rtDeviceEnablePeerAccess)
 };
 
 }  // namespace rt

@@ -107,6 +107,25 @@ public:
         return out;
     }
 
+    /// Removes and returns every object for which pred(const T&) is true (rtDeviceReset). `pred` runs under the
+    /// table's lock: it must not call into the table.
+    template <class Pred>
+    std::vector<std::shared_ptr<T>> erase_if(Pred&& pred) {
+        std::vector<std::shared_ptr<T>> out, dead;
+        std::unique_lock lock(mutex_);
+        for (uint32_t i = 0; i < slot_count_; ++i) {
+            Slot& s = at(i);
+            if (s.generation.load(std::memory_order_relaxed) == 0 || !pred(*s.object)) continue;
+            s.generation.store(0, std::memory_order_seq_cst);  // as erase()
+            s.raw.store(nullptr, std::memory_order_relaxed);
+            out.push_back(s.object);
+            retired_.push_back(std::move(s.object));
+            free_.push_back(i);
+        }
+        reap(dead);
+        return out;
+    }
+
     /// Removes every object (teardown).
     void clear() {
         std::vector<std::shared_ptr<T>> dead;

@@ -1,6 +1,7 @@
 // Core memory operations: every pointer is resolved through the registry before a backend sees it.
 #include "core/memory.hpp"
 
+#include <algorithm>
 #include <cstring>
 
 #include "core/checked_size.hpp"
@@ -116,12 +117,39 @@ void* allocate_device(CoreDevice& device, size_t bytes, Stream* stream, const ch
     return p;
 }
 
+void* allocate_managed(CoreDevice& device, size_t bytes, const char* api) {
+    if (!device.info().managed_memory)
+        fail(RT_ERROR_NOT_SUPPORTED, "%s: %s has no managed memory", api, device.label().c_str());
+    if (bytes == 0) return nullptr;
+    Allocation a{0, bytes, MemoryKind::device, &device, false};
+    a.managed = true;
+    if (device.info().host_addressable) {
+        // Device memory the host addresses anyway: the device's own allocator (pool, statistics) serves it.
+        a.base = reinterpret_cast<uintptr_t>(device.memory().allocate(bytes, nullptr, &a.pooled, api));
+    } else {
+        void* p = device.impl().allocate_managed_impl(bytes);
+        if (!p) fail(RT_ERROR_OUT_OF_MEMORY, "%s: %s cannot hold %zu bytes of managed memory", api, device.label().c_str(),
+                     bytes);
+        a.base = reinterpret_cast<uintptr_t>(p);
+    }
+    runtime().registry.insert(a);
+    return reinterpret_cast<void*>(a.base);
+}
+
 void free_device(void* ptr, Stream* stream, const char* api) {
     if (!ptr) return;
     if (stream && stream->capture() && graph::capture_free(*stream, ptr, api)) return;
     const int64_t traced_from = stream && trace::on() ? trace::now() : 0;
     std::optional<Allocation> a = runtime().registry.erase(reinterpret_cast<uintptr_t>(ptr), MemoryKind::device);
     if (!a) refuse_release(api, ptr, "a pointer returned by rtMalloc or rtMallocAsync");
+    if (a->managed && !a->device->info().host_addressable) {
+        // The backend's managed memory (outside the device's allocator): freed once the queued work has run.
+        backend::Device* impl = &a->device->impl();
+        const size_t size = a->size;
+        if (!backend::defer_after_queued_work([impl, ptr, size] { impl->free_impl(ptr, size); }))
+            fail(RT_ERROR_OUT_OF_MEMORY, "%s: out of host memory while deferring the free of %p", api, ptr);
+        return;
+    }
     a->device->memory().release(ptr, a->size, a->pooled, stream);
     if (traced_from) [[unlikely]] trace::host_span(*stream, trace::Cat::memory, "free async", a->size, traced_from);
 }
@@ -219,13 +247,20 @@ void* mapped_device_pointer(void* host_ptr) {
 
 backend::CopyKind check_copy(const CoreDevice& queue_device, void* dst, const void* src, size_t bytes, int kind,
                              const char* api, bool* elided, const ExtraDeviceMemory* extra) {
+    return check_copy_spans(queue_device, dst, bytes, src, bytes, kind, api, elided, extra);
+}
+
+backend::CopyKind check_copy_spans(const CoreDevice& queue_device, void* dst, size_t dst_bytes, const void* src,
+                                   size_t src_bytes, int kind, const char* api, bool* elided,
+                                   const ExtraDeviceMemory* extra) {
+    const size_t bytes = std::min(dst_bytes, src_bytes);
     if (kind < RT_MEMCPY_HOST_TO_HOST || kind > RT_MEMCPY_DEFAULT)
         fail(RT_ERROR_INVALID_VALUE, "%s: kind %d is not an rtMemcpyKind (expected 0..4)", api, kind);
     if (elided) *elided = bytes == 0;
     if (bytes == 0)  // nothing moves: the operands are not looked at (as CUDA)
         return kind == RT_MEMCPY_DEFAULT ? backend::CopyKind::host_to_host : static_cast<backend::CopyKind>(kind);
-    Operand d = check_operand(api, "destination", dst, bytes, extra);
-    Operand s = check_operand(api, "source", src, bytes, extra);
+    Operand d = check_operand(api, "destination", dst, dst_bytes, extra);
+    Operand s = check_operand(api, "source", src, src_bytes, extra);
     if (kind == RT_MEMCPY_DEFAULT)
         kind = d.side == Side::device ? (s.side == Side::device ? RT_MEMCPY_DEVICE_TO_DEVICE : RT_MEMCPY_HOST_TO_DEVICE)
                                       : (s.side == Side::device ? RT_MEMCPY_DEVICE_TO_HOST : RT_MEMCPY_HOST_TO_HOST);

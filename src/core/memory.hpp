@@ -46,6 +46,14 @@ protected:
 /// `extra` (optional): memory that counts as device memory too. Throws INVALID_VALUE naming `api`.
 backend::CopyKind check_copy(const CoreDevice& queue_device, void* dst, const void* src, size_t bytes, int kind,
                              const char* api, bool* elided, const ExtraDeviceMemory* extra = nullptr);
+/// check_copy of operands that span different byte counts (a pitched copy: the rows from the first byte to the last
+/// byte of each side); nothing is checked when either is 0.
+backend::CopyKind check_copy_spans(const CoreDevice& queue_device, void* dst, size_t dst_bytes, const void* src,
+                                   size_t src_bytes, int kind, const char* api, bool* elided,
+                                   const ExtraDeviceMemory* extra = nullptr);
+/// Managed memory (rtMallocManaged) on `device`: device memory the host addresses too, registered as
+/// Allocation::managed and freed by free_device. NOT_SUPPORTED where the device has none (DeviceInfo::managed_memory).
+void* allocate_managed(CoreDevice& device, size_t bytes, const char* api);
 /// The checks of a fill (rtMemsetAsync's): device memory (or mapped host memory) of `queue_device`'s backend, `bytes`
 /// available from `dst` (0 bytes: nothing checked). `extra` as check_copy's. `role` names `dst` in messages (DVPP's
 /// "src->data": its pictures are checked by these rules too).

@@ -83,6 +83,21 @@ bool MemoryRegistry::recently_freed(const void* ptr) const {
     return std::find(std::begin(freed_), std::end(freed_), p) != std::end(freed_);
 }
 
+std::vector<Allocation> MemoryRegistry::take_device_memory(const CoreDevice* device) {
+    std::lock_guard lock(mutex_);
+    std::vector<Allocation> out;
+    for (auto it = live_.begin(); it != live_.end();) {
+        const Allocation& a = it->second;
+        if (a.device == device && a.kind == MemoryKind::device && !a.module_global && !a.graph_arena) {
+            out.push_back(a);
+            it = live_.erase(it);
+        } else {
+            ++it;
+        }
+    }
+    return out;
+}
+
 std::vector<Allocation> MemoryRegistry::take_all() {
     std::lock_guard lock(mutex_);
     std::vector<Allocation> out;

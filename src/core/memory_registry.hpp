@@ -36,6 +36,8 @@ struct Allocation {
     /// An executable graph's arena (kind device): the memory of its allocation nodes, which kernels, copies and fills
     /// use like any device memory, but only the executable graph frees (rtFree/rtFreeAsync refuse it).
     bool graph_arena = false;
+    /// Managed memory (rtMallocManaged; kind device): rtPointerGetAttributes reports it, rtMemPrefetchAsync takes it.
+    bool managed = false;
 };
 
 /// Where a pointer lies: inside a live allocation (with the bytes left from it), or nowhere known.
@@ -60,6 +62,9 @@ public:
     std::optional<Allocation> find_overlap(const void* ptr, size_t bytes) const;
     /// True if `ptr` is the start of an allocation freed recently (for error messages).
     bool recently_freed(const void* ptr) const;
+    /// Removes and returns the device memory of `device` that rtFree could free (module globals and graph arenas
+    /// stay: their owners free them): rtDeviceReset.
+    std::vector<Allocation> take_device_memory(const CoreDevice* device);
     /// Removes and returns every live allocation (teardown).
     std::vector<Allocation> take_all();
     /// Live allocations of `device` (all devices if null), module globals not counted, for statistics and teardown.

@@ -43,7 +43,7 @@ std::string trim(std::string s) {
 CoreDevice::CoreDevice(int index, std::unique_ptr<backend::Device> impl)
     : index_(index), impl_(std::move(impl)) {
     label_ = impl_->info().backend + ":" + std::to_string(impl_->info().backend_ordinal);
-    default_stream_ = std::make_shared<Stream>(*this, impl_->create_queue_impl(RT_STREAM_DEFAULT), true);
+    default_stream_ = std::make_shared<Stream>(*this, impl_->create_queue_impl(RT_STREAM_DEFAULT, 0), true);
     default_stream_->errors().set_origin("the default stream of " + label_);
     streams_.push_back(default_stream_);
     memory_ = std::make_unique<DeviceMemory>(*this);
@@ -84,6 +84,14 @@ CoreDevice::StreamCounts CoreDevice::stream_counts() const {
         c.kernels_launched += s->kernels_launched();
     }
     return c;
+}
+
+bool CoreDevice::enable_peer(CoreDevice& peer) {
+    std::lock_guard lock(peers_mutex_);
+    if (std::find(peers_.begin(), peers_.end(), &peer) != peers_.end()) return false;
+    impl_->enable_peer_access_impl(peer.impl());
+    peers_.push_back(&peer);
+    return true;
 }
 
 // Device order: the registry's (cpu, then cuda) — unless options.first_backend names a backend that has devices,

@@ -1,7 +1,9 @@
 // Core stream semantics: synchronize/query report asynchronous failures; host functions run through a trampoline.
 #include "core/stream.hpp"
 
+#include <chrono>
 #include <cstring>
+#include <thread>
 
 #include "core/runtime.hpp"
 #include "core/timeline.hpp"
@@ -31,6 +33,37 @@ bool Stream::query() {
     return idle;
 }
 
+bool Stream::synchronize_for(int64_t timeout_ns) {
+    if (timeout_ns < 0) {
+        synchronize();
+        return true;
+    }
+    if (capture()) graph::refuse_on_capturing(*this, "synchronizing the stream");
+    refuse_wait_in_queue_context("rtStreamSynchronizeWithTimeout");
+    if (!poll_until([this] { return queue_->query_impl(); }, timeout_ns)) return false;
+    runtime().timeline().run_due();
+    errors_.take_and_throw();
+    return true;
+}
+
+bool poll_until(const std::function<bool()>& done, int64_t timeout_ns) {
+    using clock = std::chrono::steady_clock;
+    const auto deadline = clock::now() + std::chrono::nanoseconds(timeout_ns);
+    // Spin briefly (a hand-off takes microseconds), then sleep with a growing interval capped at 1 ms: a
+    // millisecond-grained timeout costs at most a millisecond more and the poller no core.
+    auto pause = std::chrono::microseconds(20);
+    for (int spins = 0;; ++spins) {
+        if (done()) return true;
+        if (clock::now() >= deadline) return done();
+        if (spins < 64) {
+            std::this_thread::yield();
+            continue;
+        }
+        std::this_thread::sleep_for(std::min<clock::duration>(pause, deadline - clock::now()));
+        pause = std::min(pause * 2, std::chrono::microseconds(1000));
+    }
+}
+
 void Stream::wait_idle() {
     refuse_wait_in_queue_context("a call that waits for queued work");
     queue_->synchronize_impl();
@@ -58,6 +91,14 @@ namespace backend {
 void Queue::wait_native_impl(void* native) {
     (void)native;
     fail(RT_ERROR_NOT_SUPPORTED, "this device's backend has no native streams to wait for (only cuda has: a CUstream)");
+}
+
+void Queue::copy_2d_impl(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width, size_t height,
+                         CopyKind kind, const trace::Key& traced) {
+    // The trace key goes with the last row, the one whose completion completes the operation.
+    for (size_t row = 0; row < height; ++row)
+        copy_impl(static_cast<char*>(dst) + row * dpitch, static_cast<const char*>(src) + row * spitch, width, kind,
+                  row + 1 == height ? traced : trace::Key{});
 }
 
 void Queue::launch_graph_impl(const std::shared_ptr<GraphExecutable>& graph, const LaunchReport& report,

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <memory>
 
 #include "backends/backend.hpp"
@@ -18,8 +19,10 @@ class Capture;
 class Stream {
 public:
     /// `flags`: rtStreamCreateWithFlags's (RT_STREAM_NON_BLOCKING: the stream does not wait for the default stream).
-    Stream(CoreDevice& device, std::unique_ptr<backend::Queue> queue, bool is_default, unsigned flags = 0)
-        : device_(device), queue_(std::move(queue)), is_default_(is_default), flags_(flags) {
+    /// `priority`: rtStreamCreateWithPriority's, already clamped to the device's range (0: the default).
+    Stream(CoreDevice& device, std::unique_ptr<backend::Queue> queue, bool is_default, unsigned flags = 0,
+           int priority = 0)
+        : device_(device), queue_(std::move(queue)), is_default_(is_default), flags_(flags), priority_(priority) {
         queue_->bind_error_slot_impl(&errors_);
     }
 
@@ -30,6 +33,7 @@ public:
     /// Created without RT_STREAM_NON_BLOCKING: CUDA's legacy default stream waits for it, so using the default
     /// stream while it captures is an implicit dependency on the capture (RT_ERROR_STREAM_CAPTURE_IMPLICIT).
     bool blocking() const { return (flags_ & RT_STREAM_NON_BLOCKING) == 0; }
+    int priority() const { return priority_; }
     /// Non-null while the stream takes part in a stream capture (graph/capture.hpp) — and, on the default stream,
     /// while a blocking stream of its device does. Every enqueue path branches on it once, before anything else;
     /// written by capture only, under its lock.
@@ -52,6 +56,9 @@ public:
     void synchronize();
     /// True if idle; reports a pending asynchronous failure first.
     bool query();
+    /// synchronize() that gives up after `timeout_ns` (< 0: never): false when the work has not completed by then
+    /// (nothing reported, nothing cleared); polls the queue, so it suits waits of milliseconds and more.
+    bool synchronize_for(int64_t timeout_ns);
     /// Waits for the queued work without reporting failures (teardown, memory pressure). Refused
     /// (NOT_PERMITTED) in queue context.
     void wait_idle();
@@ -65,8 +72,13 @@ private:
     std::atomic<graph::Capture*> capture_{nullptr};
     bool is_default_;
     unsigned flags_;
+    int priority_;
     const uint32_t trace_track_ = trace::next_track();
 };
+
+/// Polls `done` until it returns true (true) or `timeout_ns` has passed (false): the waits with a timeout
+/// (rtStreamSynchronizeWithTimeout, rtEventSynchronizeWithTimeout).
+bool poll_until(const std::function<bool()>& done, int64_t timeout_ns);
 
 /// Called by rtHostFuncSetError: records a failure for the host function running on this thread.
 /// Returns false when no host function is running on this thread.

@@ -1081,10 +1081,10 @@ TEST_F(FakeCuda, AsyncFaultIsReportedNamingTheKernelAndLosesTheDevice) {
 
     // The context is lost: every later operation on the device fails at once, quoting the fault.
     void* p = nullptr;
-    EXPECT_RT_ERROR(RT_ERROR_LAUNCH_FAILED, rtMalloc(&p, 256));
+    EXPECT_RT_ERROR(RT_ERROR_DEVICE_LOST, rtMalloc(&p, 256));
     EXPECT_TRUE(contains(last_message(), "unusable")) << last_message();
     EXPECT_TRUE(contains(last_message(), "noop")) << last_message();
-    EXPECT_RT_ERROR(RT_ERROR_LAUNCH_FAILED, rtLaunchKernel(f, rtDim3{1, 1, 1}, rtDim3{1, 1, 1}, nullptr, 0, s));
+    EXPECT_RT_ERROR(RT_ERROR_DEVICE_LOST, rtLaunchKernel(f, rtDim3{1, 1, 1}, rtDim3{1, 1, 1}, nullptr, 0, s));
 
     // Other devices go on working.
     ASSERT_RT_OK(rtSetDevice(cpu_));
@@ -1125,7 +1125,7 @@ TEST_F(FakeCuda, QueryReportsAnAsyncFaultOnTheFirstCall) {
     EXPECT_TRUE(contains(last_message(), "kernel 'noop'")) << last_message();
     EXPECT_TRUE(contains(last_message(), "CUDA_ERROR_ILLEGAL_ADDRESS")) << last_message();
     // Reported once; the device is lost from then on.
-    EXPECT_RT_ERROR(RT_ERROR_LAUNCH_FAILED, rtStreamQuery(s));
+    EXPECT_RT_ERROR(RT_ERROR_DEVICE_LOST, rtStreamQuery(s));
     EXPECT_TRUE(contains(last_message(), "unusable")) << last_message();
     rtModuleUnload(m);
 }
@@ -1199,7 +1199,7 @@ TEST_F(FakeCuda, FailedAssertWithoutARecordTrapsAndLosesTheDevice) {
     EXPECT_RT_ERROR(RT_ERROR_LAUNCH_FAILED, rtStreamSynchronize(s));
     EXPECT_TRUE(contains(last_message(), "CUDA_ERROR_LAUNCH_FAILED")) << last_message();
     void* p = nullptr;
-    EXPECT_RT_ERROR(RT_ERROR_LAUNCH_FAILED, rtMalloc(&p, 256));
+    EXPECT_RT_ERROR(RT_ERROR_DEVICE_LOST, rtMalloc(&p, 256));
     EXPECT_TRUE(contains(last_message(), "unusable")) << last_message();
     rtModuleUnload(m);
     std::remove(path.c_str());
@@ -1219,8 +1219,8 @@ TEST_F(FakeCuda, StickyErrorsFromAnyCallMarkTheDeviceLost) {
     // The primary-context caveat of a fresh start is stated.
     EXPECT_TRUE(contains(msg, "last reference")) << msg;
     // Every later operation on the device fails at once with the same story.
-    EXPECT_RT_ERROR(RT_ERROR_LAUNCH_FAILED, rtMemsetAsync(buf.get(), 0, 1, s));
-    EXPECT_RT_ERROR(RT_ERROR_LAUNCH_FAILED, rtStreamQuery(s));
+    EXPECT_RT_ERROR(RT_ERROR_DEVICE_LOST, rtMemsetAsync(buf.get(), 0, 1, s));
+    EXPECT_RT_ERROR(RT_ERROR_DEVICE_LOST, rtStreamQuery(s));
     EXPECT_TRUE(contains(last_message(), "unusable")) << last_message();
     rtModuleUnload(m);
 }
@@ -1232,7 +1232,7 @@ TEST_F(FakeCuda, AnUnknownErrorIsStickyToo) {
     ASSERT_NO_FATAL_FAILURE(fault_behind_the_runtimes_back(s, &m, kUnknown));
     EXPECT_RT_ERROR(RT_ERROR_LAUNCH_FAILED, rtStreamSynchronize(s));
     void* p = nullptr;
-    EXPECT_RT_ERROR(RT_ERROR_LAUNCH_FAILED, rtMalloc(&p, 256));
+    EXPECT_RT_ERROR(RT_ERROR_DEVICE_LOST, rtMalloc(&p, 256));
     EXPECT_TRUE(contains(last_message(), "unusable")) << last_message();
     rtModuleUnload(m);
 }

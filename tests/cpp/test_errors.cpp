@@ -33,6 +33,8 @@ const NamedCode kCodes[] = {
     {RT_ERROR_ILLEGAL_STATE, "RT_ERROR_ILLEGAL_STATE"},
     {RT_ERROR_INVALID_IMAGE, "RT_ERROR_INVALID_IMAGE"},
     {RT_ERROR_TIMEOUT, "RT_ERROR_TIMEOUT"},
+    {RT_ERROR_NOT_INITIALIZED, "RT_ERROR_NOT_INITIALIZED"},
+    {RT_ERROR_DEVICE_LOST, "RT_ERROR_DEVICE_LOST"},
     {RT_ERROR_UNKNOWN, "RT_ERROR_UNKNOWN"},
 };
 
@@ -51,7 +53,7 @@ TEST(ErrorName, UnknownCodesAreUnrecognized) {
     // Values inside the enumeration's range (0..1023) but not enumerators: casting anything
     // outside that range would be undefined behaviour in C++.
     EXPECT_STREQ(rtGetErrorName(static_cast<rtError_t>(1000)), "RT_ERROR_UNRECOGNIZED");
-    EXPECT_STREQ(rtGetErrorName(static_cast<rtError_t>(22)), "RT_ERROR_UNRECOGNIZED");
+    EXPECT_STREQ(rtGetErrorName(static_cast<rtError_t>(24)), "RT_ERROR_UNRECOGNIZED");
 }
 
 TEST(ErrorString, EveryCodeHasADistinctNonEmptyDescription) {

@@ -648,7 +648,7 @@ TEST_F(GraphCudaFake, AStickyFaultInAKernelNodeNamesItAndLosesTheDevice) {
     EXPECT_RT_ERROR(RT_ERROR_LAUNCH_FAILED, rtStreamSynchronize(s));
     EXPECT_TRUE(contains(last_message(), "kernel 'noop' (node 0 of the graph launched as operation #")) << last_message();
     EXPECT_TRUE(contains(last_message(), "CUDA_ERROR_ILLEGAL_ADDRESS")) << last_message();
-    EXPECT_RT_ERROR(RT_ERROR_LAUNCH_FAILED, rtGraphLaunch(x, s));
+    EXPECT_RT_ERROR(RT_ERROR_DEVICE_LOST, rtGraphLaunch(x, s));
     EXPECT_TRUE(contains(last_message(), "unusable")) << last_message();
     // Teardown of a lost device releases the executable graph too (no leak, no hang).
     rtGraphExecDestroy(x.release());

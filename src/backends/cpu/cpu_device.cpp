@@ -3,7 +3,10 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdint>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <optional>
 #include <thread>
@@ -116,6 +119,30 @@ size_t physical_memory() {
     return pages > 0 && page > 0 ? static_cast<size_t>(pages) * static_cast<size_t>(page) : size_t{1} << 32;
 }
 
+/// A cpu device's UUID: stable for one machine and ordinal — an FNV-1a hash of the machine id (systemd's
+/// /etc/machine-id, else the host name) and the ordinal, stretched over 16 bytes, with the RFC 4122 variant and
+/// version-8 (custom) bits set.
+void make_uuid(int ordinal, unsigned char out[16]) {
+    std::string seed;
+    if (FILE* f = std::fopen("/etc/machine-id", "r")) {
+        char buf[64] = {};
+        if (std::fgets(buf, sizeof buf, f)) seed = buf;
+        std::fclose(f);
+    }
+    if (seed.empty()) {
+        char host[256] = {};
+        gethostname(host, sizeof host - 1);
+        seed = host;
+    }
+    seed += "/runtime-cpu/" + std::to_string(ordinal);
+    uint64_t h[2] = {1469598103934665603ull, 1099511628211ull ^ 0x9e3779b97f4a7c15ull};
+    for (int half = 0; half < 2; ++half)
+        for (unsigned char c : seed) h[half] = (h[half] ^ c) * 1099511628211ull + static_cast<uint64_t>(half);
+    std::memcpy(out, h, 16);
+    out[6] = static_cast<unsigned char>((out[6] & 0x0f) | 0x80);
+    out[8] = static_cast<unsigned char>((out[8] & 0x3f) | 0x80);
+}
+
 class CpuDevice final : public backend::Device {
 public:
     CpuDevice(Executor& executor, int ordinal, size_t capacity, unsigned long long stream_min_bytes)
@@ -129,6 +156,14 @@ public:
         info_.max_block_size[0] = RT_CPU_MAX_BLOCK_X;  // a row of a staged twin fits its stage
         info_.max_threads_per_block = RT_CPU_MAX_GROUP_ITEMS;  // rt_private<T> holds one T per item
         info_.max_shared_bytes = RT_CPU_MAX_LOCAL_BYTES;
+        info_.max_shared_bytes_optin = RT_CPU_MAX_LOCAL_BYTES;
+        info_.shared_bytes_per_unit = RT_CPU_MAX_LOCAL_BYTES;  // one group at a time per core
+        info_.subgroup_size = 1;
+        info_.l2_cache_bytes = static_cast<int>(std::min<unsigned long long>(last_level_cache_bytes(), INT32_MAX));
+        info_.managed_memory = true;  // device memory is host memory
+        info_.concurrent_managed_access = true;
+        info_.greatest_stream_priority = -2;
+        make_uuid(ordinal, info_.uuid);
     }
 
     const backend::DeviceInfo& info() const override { return info_; }
@@ -179,8 +214,9 @@ public:
         *total_bytes = info_.total_memory;
         *free_bytes = info_.total_memory - used_.load();
     }
-    std::unique_ptr<backend::Queue> create_queue_impl(unsigned) override {
-        return std::unique_ptr<backend::Queue>(new CpuQueueHandle(std::make_shared<CpuQueue>(executor_, stream_min_bytes_)));
+    std::unique_ptr<backend::Queue> create_queue_impl(unsigned, int priority) override {
+        return std::unique_ptr<backend::Queue>(
+            new CpuQueueHandle(std::make_shared<CpuQueue>(executor_, stream_min_bytes_, priority)));
     }
     std::shared_ptr<backend::GraphExecutable> compile_graph_impl(
         const std::shared_ptr<const graph::Program>& program) override {

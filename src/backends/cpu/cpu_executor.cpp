@@ -48,7 +48,16 @@ void Executor::schedule(std::shared_ptr<CpuQueue> queue) {
     {
         std::lock_guard lock(mutex_);
         if (stop_) return;
-        ready_.push_back(std::move(queue));
+        // ready_ is ordered by priority (numerically lower first), FIFO within one: the common case — every queue
+        // of the default priority — is one comparison and a push_back.
+        const int priority = queue->priority();
+        if (ready_.empty() || ready_.back()->priority() <= priority) {
+            ready_.push_back(std::move(queue));
+        } else {
+            auto at = std::upper_bound(ready_.begin(), ready_.end(), priority,
+                                       [](int p, const std::shared_ptr<CpuQueue>& q) { return p < q->priority(); });
+            ready_.insert(at, std::move(queue));
+        }
     }
     wake(false);
 }

@@ -69,7 +69,9 @@ public:
     ~Executor();  ///< stops and joins the threads; queues must be idle
     int thread_count() const { return static_cast<int>(threads_.size()); }
 
-    /// Hands a runnable queue to the pool; some executor will call queue->run_scheduled(). Thread-safe.
+    /// Hands a runnable queue to the pool; some executor will call queue->run_scheduled(). Ready queues are taken in
+    /// priority order (CpuQueue::priority, numerically lower first), in the order scheduled within one priority.
+    /// Thread-safe.
     void schedule(std::shared_ptr<CpuQueue> queue);
 
     /// Runs fn(begin, end) over [0, n) in pieces of about `grain`, on the calling thread plus up to

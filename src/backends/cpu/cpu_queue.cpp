@@ -57,8 +57,8 @@ float CpuEvent::elapsed_ms_impl(backend::Event& end) {
 
 // ---------------------------------------------------------------- queue: submission
 
-CpuQueue::CpuQueue(Executor& executor, unsigned long long stream_min_bytes)
-    : executor_(executor), stream_min_bytes_(stream_min_bytes), ring_(64) {}
+CpuQueue::CpuQueue(Executor& executor, unsigned long long stream_min_bytes, int priority)
+    : executor_(executor), stream_min_bytes_(stream_min_bytes), ring_(64), priority_(priority) {}
 
 CpuQueue::~CpuQueue() = default;
 

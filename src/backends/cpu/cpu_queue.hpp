@@ -106,7 +106,9 @@ struct Task {
 class CpuQueue final : public backend::Queue, public std::enable_shared_from_this<CpuQueue> {
 public:
     /// stream_min_bytes: see rt_cpu_launch.stream_min_bytes (cpu_kernel_abi.h).
-    CpuQueue(Executor& executor, unsigned long long stream_min_bytes);
+    /// `priority`: the stream's (numerically lower: taken first by the executors when several queues are ready).
+    CpuQueue(Executor& executor, unsigned long long stream_min_bytes, int priority = 0);
+    int priority() const { return priority_; }
     ~CpuQueue() override;
 
     void copy_impl(void* dst, const void* src, size_t bytes, backend::CopyKind kind, const trace::Key& traced) override;
@@ -204,6 +206,7 @@ private:
     std::mutex waiters_mutex_;
     std::atomic<int> waiter_count_{0};
     std::vector<std::pair<std::shared_ptr<CpuQueue>, uint64_t>> waiters_;
+    const int priority_;
 };
 
 }  // namespace rt::cpu

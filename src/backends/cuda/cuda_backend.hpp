@@ -203,10 +203,14 @@ private:
 /// with every other stream of the context).
 class CudaQueue final : public backend::Queue {
 public:
-    explicit CudaQueue(CudaDevice& device);
+    /// `priority`: cuStreamCreateWithPriority's (0: cuStreamCreate).
+    CudaQueue(CudaDevice& device, int priority);
     ~CudaQueue() override;
     void copy_impl(void* dst, const void* src, size_t bytes, backend::CopyKind kind, const trace::Key& traced) override;
     void fill_impl(void* dst, uint8_t value, size_t bytes, const trace::Key& traced) override;
+    void copy_2d_impl(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width, size_t height,
+                      backend::CopyKind kind, const trace::Key& traced) override;
+    void prefetch_impl(const void* ptr, size_t bytes, int device, const trace::Key& traced) override;
     void host_call_impl(const backend::HostCall& call, const trace::Key& traced) override;
     void record_impl(backend::Event& event, const trace::Key& traced) override;
     void wait_impl(backend::Event& event, const trace::Key& traced) override;
@@ -348,7 +352,11 @@ public:
     bool commit_impl(void* ptr, size_t bytes) override;
     void decommit_impl(void* ptr, size_t bytes) override;
     void unreserve_impl(void* ptr, size_t bytes) override;
-    std::unique_ptr<backend::Queue> create_queue_impl(unsigned flags) override;
+    std::unique_ptr<backend::Queue> create_queue_impl(unsigned flags, int priority) override;
+    void* allocate_managed_impl(size_t bytes) override;
+    bool can_access_peer_impl(const backend::Device& peer) const override;
+    void enable_peer_access_impl(backend::Device& peer) override;
+    CUdevice cu_device() const { return dev_; }
     kernels::Target& kernel_target() override { return *target_; }
     kernels::ModuleCache& kernel_modules() override { return modules_; }
     std::unique_ptr<backend::Event> create_event_impl(bool timing, bool blocking_sync) override;
@@ -360,11 +368,11 @@ public:
     CUcontext context() const { return ctx_; }
     /// "sm_90": the NVRTC target for this device's compute capability.
     const std::string& arch() const { return arch_; }
-    /// Makes the device's context current; throws LAUNCH_FAILED if the device was lost to a sticky fault, and
+    /// Makes the device's context current; throws DEVICE_LOST if the device was lost to a sticky fault, and
     /// NOT_PERMITTED on the driver's callback thread (a host function), where CUDA forbids every call.
     void enter() const {
         if (in_driver_thread()) refuse_in_callback();
-        if (lost_.load(std::memory_order_acquire)) throw_lost();
+        if (lost_.load(std::memory_order_acquire)) throw_lost(RT_ERROR_DEVICE_LOST);
         make_current(d_, ctx_);
     }
     /// Makes the context current without the lost check (teardown, frees); NOT_PERMITTED on the callback thread.
@@ -402,7 +410,8 @@ public:
     std::shared_ptr<GraphHostNodes> untrack_graph_host_nodes(GraphHostNodes* nodes) noexcept;
 
 private:
-    [[noreturn]] void throw_lost() const;
+    /// `code`: LAUNCH_FAILED for the call that found the fault, DEVICE_LOST for every later one.
+    [[noreturn]] void throw_lost(rtError_t code) const;
     [[noreturn]] void refuse_in_callback() const;
     [[noreturn]] void fail_call(CUresult r, const char* what) const;
 

@@ -45,6 +45,29 @@ CudaDevice::CudaDevice(const Driver& d, int ordinal) : d_(d) {
     info_.max_shared_bytes =
         static_cast<size_t>(attribute(d_, dev_, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK, 48 * 1024));
     info_.host_addressable = false;
+    info_.max_shared_bytes_optin = static_cast<size_t>(
+        attribute(d_, dev_, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, static_cast<int>(info_.max_shared_bytes)));
+    info_.shared_bytes_per_unit = static_cast<size_t>(attribute(
+        d_, dev_, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR, static_cast<int>(info_.max_shared_bytes)));
+    info_.subgroup_size = attribute(d_, dev_, CU_DEVICE_ATTRIBUTE_WARP_SIZE, 32);
+    info_.clock_rate_khz = attribute(d_, dev_, CU_DEVICE_ATTRIBUTE_CLOCK_RATE, 0);
+    info_.memory_clock_rate_khz = attribute(d_, dev_, CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE, 0);
+    info_.memory_bus_width = attribute(d_, dev_, CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH, 0);
+    info_.l2_cache_bytes = attribute(d_, dev_, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, 0);
+    info_.total_constant_kib = attribute(d_, dev_, CU_DEVICE_ATTRIBUTE_TOTAL_CONSTANT_MEMORY, 64 * 1024) / 1024;
+    info_.concurrent_kernels = attribute(d_, dev_, CU_DEVICE_ATTRIBUTE_CONCURRENT_KERNELS, 1) != 0;
+    info_.managed_memory = d_.cuMemAllocManaged && attribute(d_, dev_, CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY, 0) != 0;
+    info_.concurrent_managed_access = attribute(d_, dev_, CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS, 0) != 0;
+    if (d_.cuDeviceGetUuid) {
+        CUuuid uuid{};
+        if (d_.cuDeviceGetUuid(&uuid, dev_) == CUDA_SUCCESS) std::memcpy(info_.uuid, uuid.bytes, sizeof info_.uuid);
+    }
+    if (d_.cuStreamCreateWithPriority && d_.cuCtxGetStreamPriorityRange) {
+        int least = 0, greatest = 0;
+        make_current(d_, ctx_);
+        if (d_.cuCtxGetStreamPriorityRange(&least, &greatest) == CUDA_SUCCESS && least == 0)
+            info_.greatest_stream_priority = greatest;
+    }
     info_.portable_host_memory = true;  // cuMemHostAlloc(PORTABLE): pinned for every context, plain memory for cpu
     arch_ = "sm_" + std::to_string(info_.compute_capability_major) + std::to_string(info_.compute_capability_minor);
 
@@ -183,13 +206,13 @@ void CudaDevice::mark_lost(const std::string& why) const noexcept {
     lost_.store(true, std::memory_order_release);
 }
 
-void CudaDevice::throw_lost() const {
+void CudaDevice::throw_lost(rtError_t code) const {
     std::string why;
     {
         std::lock_guard lock(lost_mutex_);
         why = lost_why_;
     }
-    fail(RT_ERROR_LAUNCH_FAILED,
+    fail(code,
          "%s is unusable: its CUDA context was lost to an earlier fault (%s); a CUDA context cannot recover from "
          "it, so every later operation on this device fails (rtFinalize then rtInit starts a fresh context, but only "
          "if the runtime held the last reference to the device's primary context: another library of the process "
@@ -208,7 +231,7 @@ void CudaDevice::refuse_in_callback() const {
 void CudaDevice::fail_call(CUresult r, const char* what) const {
     if (!is_sticky(r)) throw_driver_error(d_, r, what);
     mark_lost(std::string(what) + " returned " + describe(d_, r));
-    throw_lost();
+    throw_lost(RT_ERROR_LAUNCH_FAILED);  // the failed operation itself; later calls find the device lost
 }
 
 void* CudaDevice::allocate_impl(size_t bytes) {
@@ -379,9 +402,34 @@ void CudaDevice::unreserve_impl(void* ptr, size_t bytes) {
     d_.cuMemAddressFree(reinterpret_cast<CUdeviceptr>(ptr), size);
 }
 
-std::unique_ptr<backend::Queue> CudaDevice::create_queue_impl(unsigned) {
+std::unique_ptr<backend::Queue> CudaDevice::create_queue_impl(unsigned, int priority) {
     enter();
-    return std::make_unique<CudaQueue>(*this);
+    return std::make_unique<CudaQueue>(*this, priority);
+}
+
+void* CudaDevice::allocate_managed_impl(size_t bytes) {
+    enter();
+    if (!d_.cuMemAllocManaged) fail(RT_ERROR_NOT_SUPPORTED, "the CUDA driver has no cuMemAllocManaged");
+    CUdeviceptr p = 0;
+    CUresult r = d_.cuMemAllocManaged(&p, bytes, CU_MEM_ATTACH_GLOBAL);
+    if (r == CUDA_ERROR_OUT_OF_MEMORY) return nullptr;
+    check(r, "cuMemAllocManaged");
+    return reinterpret_cast<void*>(p);
+}
+
+bool CudaDevice::can_access_peer_impl(const backend::Device& peer) const {
+    if (!d_.cuDeviceCanAccessPeer) return false;
+    int can = 0;
+    CU_CHECK(d_, cuDeviceCanAccessPeer(&can, dev_, static_cast<const CudaDevice&>(peer).cu_device()));
+    return can != 0;
+}
+
+void CudaDevice::enable_peer_access_impl(backend::Device& peer) {
+    enter();
+    if (!d_.cuCtxEnablePeerAccess) fail(RT_ERROR_NOT_SUPPORTED, "the CUDA driver has no cuCtxEnablePeerAccess");
+    CUresult r = d_.cuCtxEnablePeerAccess(static_cast<CudaDevice&>(peer).context(), 0);
+    if (r == CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED) return;  // the core refuses a second enable itself
+    check(r, "cuCtxEnablePeerAccess");
 }
 
 std::unique_ptr<backend::Event> CudaDevice::create_event_impl(bool timing, bool blocking_sync) {

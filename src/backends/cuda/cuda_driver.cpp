@@ -110,6 +110,14 @@ Attempt open_one(Driver& d, const std::string& library) {
     RT_OPT_(cuMemSetAccess);
     RT_OPT_(cuMemGetAllocationGranularity);
     RT_OPT_(cuModuleLoadDataEx);
+    RT_OPT_(cuStreamCreateWithPriority);
+    RT_OPT_(cuCtxGetStreamPriorityRange);
+    RT_OPT_(cuDeviceGetUuid);
+    RT_OPT_(cuMemAllocManaged);
+    RT_OPT_(cuMemPrefetchAsync);
+    RT_OPT_(cuMemcpy2DAsync);
+    RT_OPT_(cuDeviceCanAccessPeer);
+    RT_OPT_(cuCtxEnablePeerAccess);
     RT_OPT_(cuGraphCreate);
     RT_OPT_(cuGraphDestroy);
     RT_OPT_(cuGraphAddKernelNode);
@@ -262,8 +270,10 @@ rtError_t translate(CUresult r) {
         case CUDA_ERROR_NO_DEVICE:
         case CUDA_ERROR_INVALID_DEVICE:
         case CUDA_ERROR_DEVICE_UNAVAILABLE:
+            return RT_ERROR_INVALID_DEVICE;
         case CUDA_ERROR_NOT_INITIALIZED:
-        case CUDA_ERROR_DEINITIALIZED: return RT_ERROR_INVALID_DEVICE;
+        case CUDA_ERROR_DEINITIALIZED: return RT_ERROR_NOT_INITIALIZED;
+        case CUDA_ERROR_ECC_UNCORRECTABLE: return RT_ERROR_DEVICE_LOST;
         case CUDA_ERROR_NOT_PERMITTED: return RT_ERROR_NOT_PERMITTED;
         case CUDA_ERROR_NOT_SUPPORTED: return RT_ERROR_NOT_SUPPORTED;
         case CUDA_ERROR_NOT_FOUND: return RT_ERROR_NOT_FOUND;

@@ -75,6 +75,15 @@ struct Driver {
     RT_CU_FN_(cuMemSetAccess);
     RT_CU_FN_(cuMemGetAllocationGranularity);
     RT_CU_FN_(cuModuleLoadDataEx);          // PTX loads with the JIT's error log (cuModuleLoadData without it)
+    // The CUDA-level API (issue 20): each call that needs one reports NOT_SUPPORTED without it.
+    RT_CU_FN_(cuStreamCreateWithPriority);
+    RT_CU_FN_(cuCtxGetStreamPriorityRange);
+    RT_CU_FN_(cuDeviceGetUuid);
+    RT_CU_FN_(cuMemAllocManaged);
+    RT_CU_FN_(cuMemPrefetchAsync);          // 13.0 headers: the _v2 (CUmemLocation) form
+    RT_CU_FN_(cuMemcpy2DAsync);
+    RT_CU_FN_(cuDeviceCanAccessPeer);
+    RT_CU_FN_(cuCtxEnablePeerAccess);
     // Graphs (cuda_graph.cpp): every one of these, or no native lowering (the core replays graphs command by command).
     // The kernel node calls are the _v2 ones (driver 12.0+: CUDA_KERNEL_NODE_PARAMS with kern and ctx).
     RT_CU_FN_(cuGraphCreate);
@@ -131,8 +140,9 @@ std::string describe(const Driver& d, CUresult r);
 /// from a host function, a driver shutting down, a device in exclusive use).
 [[noreturn]] void throw_driver_error(const Driver& d, CUresult r, const char* what);
 /// The rtError_t a driver result maps to: out of memory → OUT_OF_MEMORY; invalid value → INVALID_VALUE; invalid
-/// handle/context → INVALID_HANDLE; no device, an unavailable device (exclusive mode, fell off the bus), a driver
-/// not initialised or shutting down → INVALID_DEVICE; not permitted (a CUDA call from a host function) →
+/// handle/context → INVALID_HANDLE; no device, an unavailable device (exclusive mode, fell off the bus) →
+/// INVALID_DEVICE; a driver not initialised or shutting down → NOT_INITIALIZED; an uncorrectable ECC error →
+/// DEVICE_LOST; not permitted (a CUDA call from a host function) →
 /// NOT_PERMITTED; not supported → NOT_SUPPORTED; a module image the driver cannot load (not an image, no code for
 /// this GPU) → INVALID_VALUE; PTX the JIT rejects → COMPILE_FAILED; sticky faults → LAUNCH_FAILED.
 rtError_t translate(CUresult r);

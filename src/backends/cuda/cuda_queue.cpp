@@ -100,8 +100,47 @@ float CudaEvent::elapsed_ms_impl(backend::Event& end) {
 
 // ------------------------------------------------------------------------------------------------ queues
 
-CudaQueue::CudaQueue(CudaDevice& device) : device_(device), d_(device.driver()) {
-    CU_DEVICE_CHECK(device_, cuStreamCreate(&stream_, CU_STREAM_NON_BLOCKING));
+CudaQueue::CudaQueue(CudaDevice& device, int priority) : device_(device), d_(device.driver()) {
+    if (priority != 0 && d_.cuStreamCreateWithPriority)  // the core admits priorities only where the device has them
+        CU_DEVICE_CHECK(device_, cuStreamCreateWithPriority(&stream_, CU_STREAM_NON_BLOCKING, priority));
+    else
+        CU_DEVICE_CHECK(device_, cuStreamCreate(&stream_, CU_STREAM_NON_BLOCKING));
+}
+
+void CudaQueue::copy_2d_impl(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width, size_t height,
+                             backend::CopyKind kind, const trace::Key& traced) {
+    if (!d_.cuMemcpy2DAsync || kind == backend::CopyKind::host_to_host) {  // pageable H2H: the row copies' path
+        backend::Queue::copy_2d_impl(dst, dpitch, src, spitch, width, height, kind, traced);
+        return;
+    }
+    device_.enter();
+    // Unified addressing: the driver tells host and device memory apart, as copy() relies on.
+    CUDA_MEMCPY2D p{};
+    p.srcMemoryType = CU_MEMORYTYPE_UNIFIED;
+    p.srcDevice = reinterpret_cast<CUdeviceptr>(src);
+    p.srcPitch = spitch;
+    p.dstMemoryType = CU_MEMORYTYPE_UNIFIED;
+    p.dstDevice = reinterpret_cast<CUdeviceptr>(dst);
+    p.dstPitch = dpitch;
+    p.WidthInBytes = width;
+    p.Height = height;
+    timed(traced, [&] { CU_DEVICE_CHECK(device_, cuMemcpy2DAsync(&p, stream_)); });
+    enqueued();
+}
+
+void CudaQueue::prefetch_impl(const void* ptr, size_t bytes, int device, const trace::Key& traced) {
+    device_.enter();
+    if (!d_.cuMemPrefetchAsync) {  // a hint: without the call the memory migrates on demand
+        timed(traced, [] {});
+        return;
+    }
+    CUmemLocation where{};
+    where.type = device < 0 ? CU_MEM_LOCATION_TYPE_HOST : CU_MEM_LOCATION_TYPE_DEVICE;
+    where.id = device < 0 ? 0 : device;
+    timed(traced, [&] {
+        CU_DEVICE_CHECK(device_, cuMemPrefetchAsync(reinterpret_cast<CUdeviceptr>(ptr), bytes, where, 0, stream_));
+    });
+    enqueued();
 }
 
 CudaQueue::~CudaQueue() {
