@@ -19,6 +19,7 @@
 #include "core/handle_table.hpp"
 #include "core/runtime.hpp"
 #include "core/stream.hpp"
+#include "graph/capture.hpp"
 #include "observe/trace.hpp"
 
 namespace rt::comm {
@@ -158,12 +159,13 @@ public:
         : clique_(std::move(clique)), key_(key), ranks_(std::move(ranks)), number_(number), parts_(ranks_.size()) {}
 
     /// Registers participant `p`'s operands (at submission, before its part is queued).
-    void set_part(int p, const Call& call, Stream& stream, uint64_t stream_op) {
+    void set_part(int p, const Call& call, Stream& stream, uint64_t stream_op, const char* graph_node) {
         std::lock_guard lock(mutex_);
         Part& part = parts_[static_cast<size_t>(p)];
         part.call = call;
         part.slot = &stream.errors();
         part.stream_op = stream_op;
+        if (graph_node) part.graph_node = graph_node;
     }
 
     void arrive_impl(int participant, backend::Workers& workers, std::function<void()> resume) noexcept override;
@@ -179,6 +181,7 @@ private:
         Call call;
         AsyncErrorSlot* slot = nullptr;  // the stream's: valid while its part is queued
         uint64_t stream_op = 0;
+        std::string graph_node;  // the replayed graph node's label; empty: a call
         bool arrived = false;
         bool failed_before = false;  // its stream held an unreported failure when it arrived
         std::function<void()> resume;
@@ -246,7 +249,9 @@ std::string Rendezvous::describe(size_t p) const {
                       part.call.kind == Kind::send ? "to" : "from", part.call.root,
                       static_cast<unsigned long long>(number_), std::get<0>(key_), std::get<1>(key_),
                       static_cast<unsigned long long>(clique_->number()));
-    return what + "; " + backend::describe_operation(part.stream_op, nullptr) + ")";
+    return what + "; " + backend::describe_operation(part.stream_op, part.graph_node.empty() ? nullptr
+                                                                                              : part.graph_node.c_str()) +
+           ")";
 }
 
 void Rendezvous::close_failed(std::unique_lock<std::mutex>& lock, rtError_t code, std::string why) {
@@ -502,7 +507,8 @@ int Communicator::size() const { return clique_->size(); }
 int Communicator::device_index() const { return clique_->device(rank_); }
 CoreDevice& Communicator::device() const { return runtime().device(device_index()); }
 
-std::shared_ptr<Rendezvous> Communicator::join(const Call& call, Stream& stream, uint64_t stream_op, int* participant) {
+std::shared_ptr<Rendezvous> Communicator::join(const Call& call, Stream& stream, uint64_t stream_op, int* participant,
+                                               const char* graph_node) {
     Key key;
     std::vector<int> ranks;
     uint64_t number;
@@ -523,7 +529,7 @@ std::shared_ptr<Rendezvous> Communicator::join(const Call& call, Stream& stream,
         *participant = rank_;
     }
     std::shared_ptr<Rendezvous> r = clique_->open(key, ranks, number);
-    r->set_part(*participant, call, stream, stream_op);
+    r->set_part(*participant, call, stream, stream_op, graph_node);
     return r;
 }
 
@@ -753,14 +759,12 @@ const char* trace_name(Kind kind) {
 /// This rank's buffer of `call` in bytes (what its span carries): the count the call names, in its type.
 uint64_t call_bytes(const Call& call) { return static_cast<uint64_t>(call.count) * element_size(call.type); }
 
-void enqueue(const std::vector<Pending>& run) {
-    Stream& s = *run.front().stream;
-    Communicator& c = *run.front().comm;
-    const uint64_t op = s.next_op();
-    const Call& first = run.front().call;
-    if (run.size() == 1) {
+/// Queues the rank's `calls` (one, or a fused run of sends and receives) on `s` as operation `op`.
+void queue_calls(Communicator& c, Stream& s, uint64_t op, const std::vector<Call>& calls, const char* graph_node) {
+    const Call& first = calls.front();
+    if (calls.size() == 1) {
         int participant = 0;
-        auto r = c.join(first, s, op, &participant);
+        auto r = c.join(first, s, op, &participant, graph_node);
         trace::enqueue([&] { return trace::collective_op(s, op, trace_name(first.kind), call_bytes(first), c.rank(),
                                                          c.size(), r->number(), type_name(first.type)); },
                        [&](const trace::Key& traced) { s.queue().joint_impl(r, participant, traced); });
@@ -769,17 +773,34 @@ void enqueue(const std::vector<Pending>& run) {
     // A fused exchange (sends and receives of one group) is one operation of the stream: one span, its bytes summed.
     auto fused = std::make_shared<Fused>();
     uint64_t bytes = 0;
-    for (const Pending& p : run) {
+    for (const Call& call : calls) {
         int participant = 0;
-        auto r = c.join(p.call, s, op, &participant);
+        auto r = c.join(call, s, op, &participant, graph_node);
         fused->parts.emplace_back(std::move(r), participant);
-        bytes += call_bytes(p.call);
+        bytes += call_bytes(call);
     }
     trace::enqueue([&] { return trace::collective_op(s, op, "send/recv", bytes, c.rank(), c.size(),
                                                      fused->parts.front().first->number(), type_name(first.type)); },
                    [&](const trace::Key& traced) { s.queue().joint_impl(fused, 0, traced); });
 }
+
+void enqueue(const std::vector<Pending>& run) {
+    Stream& s = *run.front().stream;
+    std::vector<Call> calls;
+    calls.reserve(run.size());
+    for (const Pending& p : run) calls.push_back(p.call);
+    if (s.capture()) [[unlikely]] {
+        auto captured = std::make_shared<Collective>(Collective{run.front().comm, std::move(calls)});
+        if (graph::capture_collective(s, captured, api_name(captured->calls.front().kind))) return;
+        calls = captured->calls;  // the capture ended meanwhile: run it
+    }
+    queue_calls(*run.front().comm, s, s.next_op(), calls, nullptr);
+}
 }  // namespace
+
+void queue_collective(const Collective& c, Stream& stream, uint64_t stream_op, const std::string& graph_node) {
+    queue_calls(*c.comm, stream, stream_op, c.calls, graph_node.c_str());
+}
 
 void submit(const std::shared_ptr<Communicator>& comm, const Call& call, const std::shared_ptr<Stream>& stream) {
     if (t_group.depth > 0) {

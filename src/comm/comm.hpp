@@ -47,6 +47,7 @@ struct Call {
     rtDataType type = RT_INT8;
     rtReduceOp op = RT_REDUCE_SUM;
     int root = 0;  ///< broadcast, reduce: the root; send, recv: the peer
+    bool operator==(const Call&) const = default;
 };
 
 class Clique;
@@ -68,7 +69,10 @@ public:
     /// The rendezvous of this rank's next call of `call`'s kind (numbered per communicator; sends and receives per
     /// peer and direction), with this rank's part registered as operation `stream_op` of `stream`. Not thread-safe
     /// per communicator (NCCL's rule: one thread at a time drives a rank).
-    std::shared_ptr<Rendezvous> join(const Call& call, Stream& stream, uint64_t stream_op, int* participant);
+    /// `graph_node` (optional): the label of the graph node being replayed ("node 3 (collective rtAllReduce ...)"),
+    /// named in failures.
+    std::shared_ptr<Rendezvous> join(const Call& call, Stream& stream, uint64_t stream_op, int* participant,
+                                     const char* graph_node = nullptr);
     /// rtCommSplit's part for this rank: the split's gathering (waited for by the caller, or by rtGroupEnd).
     struct SplitWait;
     std::shared_ptr<SplitWait> split(int color, int key);
@@ -100,6 +104,17 @@ std::shared_ptr<Communicator> finish_split(const std::shared_ptr<Communicator::S
 /// Queues `call` (checked already) on `stream`; between rtGroupStart and rtGroupEnd it is kept until the outermost
 /// rtGroupEnd.
 void submit(const std::shared_ptr<Communicator>& comm, const Call& call, const std::shared_ptr<Stream>& stream);
+/// A rank's collective captured into a graph (node type COLLECTIVE): its call, or the sends and receives of a group
+/// fused into one step (in call order). Checked when captured; the communicator is kept alive by the graph.
+struct Collective {
+    std::shared_ptr<Communicator> comm;
+    std::vector<Call> calls;
+    bool operator==(const Collective&) const = default;
+};
+/// One replay of a COLLECTIVE command: joins the rank's next rendezvous (numbers advance per launch, as for a call)
+/// and queues it on `stream` as part of operation `stream_op` (the graph launch); `graph_node` is named in failures.
+void queue_collective(const Collective& c, Stream& stream, uint64_t stream_op, const std::string& graph_node);
+
 /// rtCommSplit inside a group: rtGroupEnd waits for `wait` and writes the new handle to *out.
 void keep_split(std::shared_ptr<Communicator::SplitWait> wait, rtComm_t* out);
 
