@@ -534,6 +534,9 @@ std::shared_ptr<Rendezvous> Communicator::join(const Call& call, Stream& stream,
 }
 
 std::shared_ptr<Communicator::SplitWait> Communicator::split(int color, int key) {
+    if (native_)
+        fail(RT_ERROR_NOT_SUPPORTED, "%s: rtCommSplit of a communicator of a collectives library (ncclCommSplit) is "
+             "not in this build", label_.c_str());
     const uint64_t number = ++splits_;
     auto g = clique_->split(number);
     {
@@ -607,17 +610,63 @@ rtComm_t publish(std::shared_ptr<Communicator> comm) {
 std::shared_ptr<Communicator> unpublish(rtComm_t comm) { return handles().erase(reinterpret_cast<uint64_t>(comm)); }
 
 namespace {
-void require_collective_device(int device) {
+/// The collectives library of `device` (null: the in-process collectives, for devices the host addresses); throws
+/// NOT_SUPPORTED naming the device and what is missing.
+backend::NativeCollectives* library_of(int device) {
     CoreDevice& d = runtime().device(device);
+    try {
+        if (backend::NativeCollectives* lib = d.impl().collectives_impl()) return lib;
+    } catch (const Error& e) {
+        fail(e.code(), "%s: %s", d.label().c_str(), e.what());
+    }
     if (!d.info().host_addressable)
-        fail(RT_ERROR_NOT_SUPPORTED, "%s: collectives on this backend need its vendor library (NCCL for cuda), which "
-             "this build does not use yet; in-process collectives run on devices whose memory the host can address "
-             "(cpu devices)", d.label().c_str());
+        fail(RT_ERROR_NOT_SUPPORTED, "%s: this backend has no collectives library; in-process collectives run on "
+             "devices whose memory the host can address (cpu devices)", d.label().c_str());
+    return nullptr;
+}
+
+/// rtCommInitAll over a library: one clique for the sizes and names, each rank with its library communicator.
+std::vector<std::shared_ptr<Communicator>> create_all_native(backend::NativeCollectives& lib,
+                                                             const std::vector<int>& devices) {
+    std::vector<backend::Device*> impls;
+    for (int d : devices) {
+        if (library_of(d) != &lib)
+            fail(RT_ERROR_NOT_SUPPORTED, "devices[] mixes %s and %s: the ranks of one communicator use one collectives "
+                 "library (%s)", runtime().device(devices[0]).label().c_str(), runtime().device(d).label().c_str(),
+                 lib.name());
+        impls.push_back(&runtime().device(d).impl());
+    }
+    std::vector<std::unique_ptr<backend::NativeComm>> natives = lib.init_all_impl(impls);
+    auto clique = std::make_shared<Clique>(devices, timeout_from_env(), runtime().generation());
+    std::vector<std::shared_ptr<Communicator>> out;
+    for (size_t r = 0; r < devices.size(); ++r) {
+        out.push_back(std::make_shared<Communicator>(clique, static_cast<int>(r)));
+        out.back()->set_native(std::move(natives[r]));
+    }
+    return out;
+}
+
+/// The calls of one rank on a library: its calls in order, bracketed as a group when several (an exchange).
+void queue_native(Communicator& c, Stream& s, const std::vector<Call>& calls) {
+    backend::NativeCollectives* lib = c.device().impl().collectives_impl();
+    if (calls.size() > 1) lib->group_start_impl();
+    try {
+        for (const Call& call : calls) c.native()->collective_impl(call, s.queue());
+    } catch (...) {
+        if (calls.size() > 1) lib->group_end_impl();
+        throw;
+    }
+    if (calls.size() > 1) lib->group_end_impl();
 }
 }  // namespace
 
 std::vector<std::shared_ptr<Communicator>> create_all(const std::vector<int>& devices) {
-    for (int d : devices) require_collective_device(d);
+    if (!devices.empty())
+        if (backend::NativeCollectives* lib = library_of(devices[0])) return create_all_native(*lib, devices);
+    for (int d : devices)
+        if (library_of(d))
+            fail(RT_ERROR_NOT_SUPPORTED, "devices[] mixes %s and %s: the ranks of one communicator use one collectives "
+                 "library", runtime().device(devices[0]).label().c_str(), runtime().device(d).label().c_str());
     auto clique = std::make_shared<Clique>(devices, timeout_from_env(), runtime().generation());
     std::vector<std::shared_ptr<Communicator>> out;
     for (int r = 0; r < static_cast<int>(devices.size()); ++r) out.push_back(std::make_shared<Communicator>(clique, r));
@@ -625,6 +674,10 @@ std::vector<std::shared_ptr<Communicator>> create_all(const std::vector<int>& de
 }
 
 void make_unique_id(rtCommUniqueId* id) {
+    if (backend::NativeCollectives* lib = library_of(current_device_index())) {
+        lib->unique_id_impl(id->internal, sizeof id->internal);
+        return;
+    }
     static std::atomic<uint64_t> counter{0};
     static const uint64_t salt = std::random_device{}();
     std::memset(id, 0, sizeof *id);
@@ -639,6 +692,21 @@ void make_unique_id(rtCommUniqueId* id) {
 std::shared_ptr<Communicator> join_rank(const rtCommUniqueId& id, int nranks, int rank, int device) {
     IdLayout layout;
     std::memcpy(&layout, id.internal, sizeof layout);
+    if (backend::NativeCollectives* lib = library_of(device)) {
+        if (std::memcmp(layout.magic, kIdMagic, sizeof kIdMagic) == 0)
+            fail(RT_ERROR_INVALID_VALUE, "unique_id was made by rtCommGetUniqueId with a device current whose "
+                 "collectives are in-process, but %s uses %s: make the id with a device of that kind current",
+                 runtime().device(device).label().c_str(), lib->name());
+        if (nranks < 1) fail(RT_ERROR_INVALID_VALUE, "nranks %d must be at least 1", nranks);
+        if (rank < 0 || rank >= nranks) fail(RT_ERROR_INVALID_VALUE, "rank %d is out of range (0 .. %d)", rank, nranks - 1);
+        auto native = lib->init_rank_impl(nranks, id.internal, sizeof id.internal, rank, runtime().device(device).impl());
+        std::vector<int> devices(static_cast<size_t>(nranks), -1);  // the other ranks' devices are theirs
+        devices[static_cast<size_t>(rank)] = device;
+        auto c = std::make_shared<Communicator>(
+            std::make_shared<Clique>(std::move(devices), timeout_from_env(), runtime().generation()), rank);
+        c->set_native(std::move(native));
+        return c;
+    }
     if (std::memcmp(layout.magic, kIdMagic, sizeof kIdMagic) != 0)
         fail(RT_ERROR_INVALID_VALUE, "unique_id is not an id made by rtCommGetUniqueId");
     if (layout.transport != static_cast<uint32_t>(Transport::in_process))
@@ -650,7 +718,6 @@ std::shared_ptr<Communicator> join_rank(const rtCommUniqueId& id, int nranks, in
              static_cast<int>(::getpid()));
     if (nranks < 1) fail(RT_ERROR_INVALID_VALUE, "nranks %d must be at least 1", nranks);
     if (rank < 0 || rank >= nranks) fail(RT_ERROR_INVALID_VALUE, "rank %d is out of range (0 .. %d)", rank, nranks - 1);
-    require_collective_device(device);
     const double timeout = timeout_from_env();
     std::shared_ptr<InitGathering> g;
     {
@@ -698,11 +765,16 @@ std::shared_ptr<Communicator> join_rank(const rtCommUniqueId& id, int nranks, in
 }
 
 void abort(Communicator& comm) {
+    if (comm.native()) comm.native()->abort_impl();
     comm.clique().fail(RT_ERROR_ILLEGAL_STATE, format("the communicator was aborted by rank %d (rtCommAbort)",
                                                       comm.rank()));
 }
 
-rtError_t async_error(Communicator& comm, std::string* message) { return comm.clique().failure(message); }
+rtError_t async_error(Communicator& comm, std::string* message) {
+    if (comm.native())
+        if (rtError_t e = comm.native()->async_error_impl(message); e != RT_SUCCESS) return e;
+    return comm.clique().failure(message);
+}
 
 // ---------------------------------------------------------------- submission and groups
 
@@ -761,6 +833,7 @@ uint64_t call_bytes(const Call& call) { return static_cast<uint64_t>(call.count)
 
 /// Queues the rank's `calls` (one, or a fused run of sends and receives) on `s` as operation `op`.
 void queue_calls(Communicator& c, Stream& s, uint64_t op, const std::vector<Call>& calls, const char* graph_node) {
+    if (c.native()) return queue_native(c, s, calls);
     const Call& first = calls.front();
     if (calls.size() == 1) {
         int participant = 0;
@@ -824,16 +897,34 @@ void group_end() {
     std::vector<PendingSplit> splits = std::move(t_group.splits);
     t_group.calls.clear();
     t_group.splits.clear();
-    // Consecutive sends/receives of one communicator on one stream go as one step.
-    for (size_t i = 0; i < calls.size();) {
-        size_t j = i + 1;
-        if (point_to_point(calls[i].call.kind))
-            while (j < calls.size() && point_to_point(calls[j].call.kind) && calls[j].comm == calls[i].comm &&
-                   calls[j].stream == calls[i].stream)
-                ++j;
-        enqueue(std::vector<Pending>(calls.begin() + static_cast<ptrdiff_t>(i), calls.begin() + static_cast<ptrdiff_t>(j)));
-        i = j;
+    // Calls on a library's communicators are made inside its group (ncclGroupStart/End): one thread may drive
+    // several ranks, which NCCL only allows in a group.
+    backend::NativeCollectives* lib = nullptr;
+    for (const Pending& p : calls)
+        if (p.comm->native() && !lib) lib = p.comm->device().impl().collectives_impl();
+    if (lib) lib->group_start_impl();
+    try {
+        // Consecutive sends/receives of one communicator on one stream go as one step.
+        for (size_t i = 0; i < calls.size();) {
+            size_t j = i + 1;
+            if (point_to_point(calls[i].call.kind))
+                while (j < calls.size() && point_to_point(calls[j].call.kind) && calls[j].comm == calls[i].comm &&
+                       calls[j].stream == calls[i].stream)
+                    ++j;
+            enqueue(std::vector<Pending>(calls.begin() + static_cast<ptrdiff_t>(i),
+                                         calls.begin() + static_cast<ptrdiff_t>(j)));
+            i = j;
+        }
+    } catch (...) {
+        if (lib) {
+            try {
+                lib->group_end_impl();
+            } catch (...) {  // the first failure is the one to report
+            }
+        }
+        throw;
     }
+    if (lib) lib->group_end_impl();
     std::string first_failure;
     rtError_t code = RT_SUCCESS;
     for (auto& s : splits) {

@@ -33,6 +33,8 @@ enum class Kind : uint8_t { all_reduce, broadcast, reduce, all_gather, reduce_sc
 const char* api_name(Kind kind);
 
 /// The unique id's transports (its field `transport`): which mechanism the rendezvous of rtCommInitRank uses.
+/// An id of a collectives library (NCCL's 128 bytes) has no field of ours: it is made when the current device has a
+/// library (rtCommGetUniqueId on a cuda device) and read as the library's by rtCommInitRank on such a device.
 enum class Transport : uint32_t { in_process = 1 };
 
 /// RUNTIME_COMM_TIMEOUT in seconds (default 30); throws INVALID_VALUE for a value that is not a positive number.
@@ -65,6 +67,10 @@ public:
     /// "communicator 0x43... (rank 1 of 2, cpu:1)" once the handle is known (set_label).
     const std::string& label() const { return label_; }
     void set_label(std::string label) { label_ = std::move(label); }
+    /// The rank's communicator of its device's collectives library (NCCL on cuda), or null: in-process collectives
+    /// (the clique's rendezvous). Set at creation.
+    backend::NativeComm* native() const { return native_.get(); }
+    void set_native(std::unique_ptr<backend::NativeComm> native) { native_ = std::move(native); }
 
     /// The rendezvous of this rank's next call of `call`'s kind (numbered per communicator; sends and receives per
     /// peer and direction), with this rank's part registered as operation `stream_op` of `stream`. Not thread-safe
@@ -81,6 +87,7 @@ private:
     std::shared_ptr<Clique> clique_;
     int rank_;
     std::string label_;
+    std::unique_ptr<backend::NativeComm> native_;
     uint64_t collectives_ = 0;              // collectives joined so far (the next one's number - 1)
     uint64_t splits_ = 0;
     std::vector<uint64_t> sent_, received_;  // per peer: sends / receives joined so far
