@@ -240,8 +240,11 @@ except runtime.NotSupportedError as e:
     print(e); sys.exit(77)
 n, count = len(gpus), 1 << 20
 xs = [((np.arange(count) + 3 * r) % 11).astype(np.float32) for r in range(n)]
-send = [runtime.to_device(x, device=d) for x, d in zip(xs, gpus)]
-recv = [runtime.to_device(np.zeros(count, np.float32), device=d) for d in gpus]
+def on(d, host):  # device memory of cuda device d holding `host` (copied with d current)
+    with runtime.device(d):
+        return runtime.to_device(host, device=d)
+send = [on(d, x) for x, d in zip(xs, gpus)]
+recv = [on(d, np.zeros(count, np.float32)) for d in gpus]
 with comm.group():
     for c, s, r in zip(ranks, send, recv):
         c.all_reduce(s, r)
@@ -252,7 +255,8 @@ for d in gpus:
     runtime.Device(d).synchronize()
 want = sum(xs)
 for r, buf in enumerate(recv):
-    wrong = int(np.count_nonzero(buf.numpy() != n * want))
+    with runtime.device(gpus[r]):
+        wrong = int(np.count_nonzero(buf.numpy() != n * want))
     print(f"rank {r} on device {gpus[r]}: {wrong} wrong of {count}")
     if wrong:
         sys.exit(1)
