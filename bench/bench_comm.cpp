@@ -1,5 +1,6 @@
 // bench_comm.cpp — runtime-bench-comm: all_reduce float32 sum over 2 cpu devices in one process, 8 B .. 256 MiB, in
-// nccl-tests' columns, against this run's memory-bandwidth bound (2 * n * S bytes must move for n ranks of S bytes).
+// nccl-tests' columns, against this run's memory-bandwidth bound (2 * n * S bytes must move for n ranks of S bytes);
+// then all_gather, reduce_scatter, broadcast and all_to_all rows on the same ranks.
 //
 // Usage: runtime-bench-comm [--quick] [--max-bytes N]; under mpirun -np N: the MPI mode (bench_comm_mpi.cpp).
 // Each row: size, count, time per all_reduce including the synchronize of both ranks' streams (median of the timed
@@ -86,45 +87,105 @@ int main(int argc, char** argv) {
     std::printf("%12s %12s %8s %12s %10s %10s %7s %12s %10s\n", "size(B)", "count", "type", "time(us)", "algbw(GB/s)",
                 "busbw(GB/s)", "#wrong", "bound(us)", "bound/time");
 
-    for (size_t bytes = 8; bytes <= max_bytes; bytes *= 2) {
-        const size_t count = bytes / 4;
-        auto once = [&] {
-            check(rtGroupStart(), "rtGroupStart");
-            for (int r = 0; r < n; ++r)
-                check(rtAllReduce(send[r], recv[r], count, RT_FLOAT32, RT_REDUCE_SUM, comms[r], streams[r]), "rtAllReduce");
-            check(rtGroupEnd(), "rtGroupEnd");
-            for (int r = 0; r < n; ++r) check(rtStreamSynchronize(streams[r]), "rtStreamSynchronize");
-        };
-        for (int i = 0; i < 3; ++i) once();
-        // Repetitions for about 0.2 s (0.05 s with --quick), at least 5.
-        const auto t0 = Clock::now();
-        once();
-        const double one = seconds_between(t0, Clock::now());
-        const double budget = quick ? 0.05 : 0.2;
-        const int reps = static_cast<int>(std::max(5.0, std::min(20000.0, budget / std::max(one, 1e-7))));
-        std::vector<double> times;
-        times.reserve(static_cast<size_t>(reps));
-        for (int i = 0; i < reps; ++i) {
-            const auto s = Clock::now();
+    // The other collectives, in nccl-tests' terms: size is the larger buffer of a rank (all_gather: the received
+    // n * sendcount elements; reduce_scatter: the sent n * recvcount; all_to_all: n * count each way; broadcast: count),
+    // algbw = size / time, busbw = algbw * factor: (n - 1) / n for all_gather, reduce_scatter and all_to_all, 1 for
+    // broadcast. #wrong: every element a rank received, compared with what the peers sent, after the output was
+    // overwritten with a pattern that no correct result has (0xff bytes: a NaN) and one more run.
+    auto value = [](int rank, size_t i) { return static_cast<float>((i + static_cast<size_t>(rank) * 3) % 11); };
+    struct Row {
+        const char* name;
+        double factor;
+        size_t per_rank;  // size = count * per_rank elements of 4 bytes (count: the call's count argument)
+        size_t received;  // a rank receives count * received elements
+        rtError_t (*call)(void* send, void* recv, size_t count, rtComm_t comm, rtStream_t stream);
+        float (*want)(int rank, size_t i, size_t count, int n, float (*value)(int, size_t));
+    };
+    const Row rows[] = {
+        {"all_reduce", 2.0 * (n - 1) / n, 1, 1,
+         [](void* s, void* r, size_t c, rtComm_t comm, rtStream_t st) {
+             return rtAllReduce(s, r, c, RT_FLOAT32, RT_REDUCE_SUM, comm, st);
+         },
+         [](int, size_t i, size_t, int n, float (*v)(int, size_t)) {
+             float w = 0;
+             for (int k = 0; k < n; ++k) w += v(k, i);
+             return w;
+         }},
+        {"all_gather", 1.0 * (n - 1) / n, static_cast<size_t>(n), static_cast<size_t>(n),
+         [](void* s, void* r, size_t c, rtComm_t comm, rtStream_t st) { return rtAllGather(s, r, c, RT_FLOAT32, comm, st); },
+         [](int, size_t i, size_t c, int, float (*v)(int, size_t)) { return v(static_cast<int>(i / c), i % c); }},
+        {"reduce_scatter", 1.0 * (n - 1) / n, static_cast<size_t>(n), 1,
+         [](void* s, void* r, size_t c, rtComm_t comm, rtStream_t st) {
+             return rtReduceScatter(s, r, c, RT_FLOAT32, RT_REDUCE_SUM, comm, st);
+         },
+         [](int rank, size_t i, size_t c, int n, float (*v)(int, size_t)) {
+             float w = 0;
+             for (int k = 0; k < n; ++k) w += v(k, static_cast<size_t>(rank) * c + i);
+             return w;
+         }},
+        {"broadcast", 1.0, 1, 1,
+         [](void* s, void* r, size_t c, rtComm_t comm, rtStream_t st) { return rtBroadcast(s, r, c, RT_FLOAT32, 0, comm, st); },
+         [](int, size_t i, size_t, int, float (*v)(int, size_t)) { return v(0, i); }},
+        {"all_to_all", 1.0 * (n - 1) / n, static_cast<size_t>(n), static_cast<size_t>(n),
+         [](void* s, void* r, size_t c, rtComm_t comm, rtStream_t st) { return rtAlltoAll(s, r, c, RT_FLOAT32, comm, st); },
+         [](int rank, size_t i, size_t c, int, float (*v)(int, size_t)) {
+             return v(static_cast<int>(i / c), static_cast<size_t>(rank) * c + i % c);
+         }},
+    };
+    for (const Row& row : rows) {
+        const bool first = &row == rows;
+        if (!first) {
+            std::printf("\n# %s float32%s, %d ranks; busbw = algbw * %.2f\n", row.name,
+                        std::strcmp(row.name, "reduce_scatter") == 0 ? " sum" : "", n, row.factor);
+            std::printf("%12s %12s %8s %12s %10s %10s %7s\n", "size(B)", "count", "type", "time(us)", "algbw(GB/s)",
+                        "busbw(GB/s)", "#wrong");
+        }
+        for (size_t bytes = 8; bytes <= max_bytes; bytes *= 2) {
+            const size_t count = bytes / 4 / row.per_rank;
+            if (count == 0) continue;
+            auto once = [&] {
+                check(rtGroupStart(), "rtGroupStart");
+                for (int r = 0; r < n; ++r) check(row.call(send[r], recv[r], count, comms[r], streams[r]), row.name);
+                check(rtGroupEnd(), "rtGroupEnd");
+                for (int r = 0; r < n; ++r) check(rtStreamSynchronize(streams[r]), "rtStreamSynchronize");
+            };
+            for (int i = 0; i < 3; ++i) once();
+            // Repetitions for about 0.2 s (0.05 s with --quick), at least 5.
+            const auto t0 = Clock::now();
             once();
-            times.push_back(seconds_between(s, Clock::now()));
-        }
-        const double t = summarize(times).median;
-        size_t wrong = 0;
-        for (int r = 0; r < n; ++r) {
-            const float* out = static_cast<const float*>(recv[r]);
-            for (size_t i = 0; i < count; ++i) {
-                float want = 0;
-                for (int k = 0; k < n; ++k) want += static_cast<float>((i + static_cast<size_t>(k) * 3) % 11);
-                if (out[i] != want) ++wrong;
+            const double one = seconds_between(t0, Clock::now());
+            const double budget = quick ? 0.05 : 0.2;
+            const int reps = static_cast<int>(std::max(5.0, std::min(20000.0, budget / std::max(one, 1e-7))));
+            std::vector<double> times;
+            times.reserve(static_cast<size_t>(reps));
+            for (int i = 0; i < reps; ++i) {
+                const auto s = Clock::now();
+                once();
+                times.push_back(seconds_between(s, Clock::now()));
             }
+            const double t = summarize(times).median;
+            const size_t received = count * row.received;
+            for (int r = 0; r < n; ++r) std::memset(recv[r], 0xff, received * 4);
+            once();
+            size_t wrong = 0;
+            for (int r = 0; r < n; ++r) {
+                const float* out = static_cast<const float*>(recv[r]);
+                for (size_t i = 0; i < received; ++i)
+                    if (!(out[i] == row.want(r, i, count, n, value))) ++wrong;
+            }
+            const size_t size = count * row.per_rank * 4;
+            const double algbw = static_cast<double>(size) / t / 1e9;
+            const double busbw = algbw * row.factor;
+            if (first) {
+                const double bound = 2.0 * n * static_cast<double>(size) / bw;
+                std::printf("%12zu %12zu %8s %12.2f %10.2f %10.2f %7zu %12.2f %10.2f\n", size, count, "float", t * 1e6,
+                            algbw, busbw, wrong, bound * 1e6, bound / t);
+            } else {
+                std::printf("%12zu %12zu %8s %12.2f %10.2f %10.2f %7zu\n", size, count, "float", t * 1e6, algbw, busbw,
+                            wrong);
+            }
+            std::fflush(stdout);
         }
-        const double algbw = static_cast<double>(bytes) / t / 1e9;
-        const double busbw = algbw * 2.0 * (n - 1) / n;
-        const double bound = 2.0 * n * static_cast<double>(bytes) / bw;
-        std::printf("%12zu %12zu %8s %12.2f %10.2f %10.2f %7zu %12.2f %10.2f\n", bytes, count, "float", t * 1e6, algbw,
-                    busbw, wrong, bound * 1e6, bound / t);
-        std::fflush(stdout);
     }
     for (int r = 0; r < n; ++r) {
         rtFree(send[r]);

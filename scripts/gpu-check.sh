@@ -220,6 +220,50 @@ pytest_cuda() {
   (cd /tmp && RUNTIME_BACKEND=cuda "$py" -m pytest "$root/tests/python" -q -rfEs -p no:cacheprovider \
     --ignore="$root/tests/python/test_bench.py" --ignore="$root/tests/python/test_bench_python.py" "${sel[@]}")
 }
+# NCCL on the GPUs (issue 15): runtime.comm all_reduce float32 sum over every cuda device (NCCL refuses two ranks of one
+# communicator on one GPU), out of place then in place, checked exactly (small integers: any order sums exactly).
+# SKIPPED without libnccl.so.2 (pip's nvidia-nccl-cu12) and in the dry run (the fake driver has no NCCL behind it).
+nccl_check() {
+  test_env
+  [[ $dry == 1 ]] && skip "dry run: no NCCL behind the fake driver"
+  (cd /tmp && "$py" - <<'PY'
+import sys
+import numpy as np
+import runtime
+import runtime.comm as comm
+gpus = [d for d in range(runtime.get_device_count()) if runtime.get_device_properties(d).backend == "cuda"]
+if not gpus:
+    print("no cuda device"); sys.exit(1)
+try:
+    ranks = comm.init_all(gpus)
+except runtime.NotSupportedError as e:
+    print(e); sys.exit(77)
+n, count = len(gpus), 1 << 20
+xs = [((np.arange(count) + 3 * r) % 11).astype(np.float32) for r in range(n)]
+def on(d, host):  # device memory of cuda device d holding `host` (copied with d current)
+    with runtime.device(d):
+        return runtime.to_device(host, device=d)
+send = [on(d, x) for x, d in zip(xs, gpus)]
+recv = [on(d, np.zeros(count, np.float32)) for d in gpus]
+with comm.group():
+    for c, s, r in zip(ranks, send, recv):
+        c.all_reduce(s, r)
+with comm.group():
+    for c, r in zip(ranks, recv):
+        c.all_reduce(r)
+for d in gpus:
+    runtime.Device(d).synchronize()
+want = sum(xs)
+for r, buf in enumerate(recv):
+    with runtime.device(gpus[r]):
+        wrong = int(np.count_nonzero(buf.numpy() != n * want))
+    print(f"rank {r} on device {gpus[r]}: {wrong} wrong of {count}")
+    if wrong:
+        sys.exit(1)
+print(f"NCCL all_reduce over {n} GPU(s): exact")
+PY
+  )
+}
 bench_python() {
   test_env
   "$py" -c 'import cupy' 2>/dev/null || skip "no CuPy: the cuda row of bench_python.py has no peer here"
@@ -243,6 +287,7 @@ if [[ $mode == test || $mode == all ]]; then
   step pytest-devices 25 pytest_devices
   step pytest-cuda 45 pytest_cuda
   step bench-python 25 bench_python
+  step nccl 30 nccl_check
 fi
 echo
 echo "=== gpu-check $mode summary (logs: $logs) ==="

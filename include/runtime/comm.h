@@ -3,8 +3,10 @@
  *
  * Semantics follow NCCL's function of the same shape (ncclCommInitAll, ncclAllReduce, ...); where they differ, the
  * comment says so. What this build has: ranks in one process (threads, or one thread driving several ranks) on
- * devices whose memory the host can address (cpu devices). Ranks in other processes (Open MPI) and cuda devices
- * (NCCL) are not there yet: creating such a communicator returns RT_ERROR_NOT_SUPPORTED saying so.
+ * devices whose memory the host can address (cpu devices), and ranks on cuda devices through NCCL (libnccl.so.2,
+ * opened at run time; without it, RT_ERROR_NOT_SUPPORTED naming it and its PyPI package). Ranks of cpu devices in
+ * other processes (Open MPI) are not there yet: RT_ERROR_NOT_SUPPORTED saying so. On a capturing stream a collective
+ * becomes a graph node, replayed at each launch of the graph (graph.h, docs/graphs.md).
  *
  * Streams. Every collective is queued on `stream` (NULL: the default stream of the communicator's device, not of the
  * calling thread's current device) and returns at once, never waiting for the peers; it runs after the work queued
@@ -53,8 +55,8 @@ extern "C" {
 typedef struct rtComm_st* rtComm_t; /* one rank's handle on a communicator */
 
 /* Names a communicator being created by rtCommInitRank: made by one rank (rtCommGetUniqueId), handed to the others.
- * Opaque bytes; this build's ids name an in-process rendezvous (the creating process must be the process of every
- * rank). */
+ * Opaque bytes. Made with a cpu device current, it names an in-process rendezvous (the creating process must be the
+ * process of every rank); with a cuda device current, it is NCCL's id (ncclGetUniqueId), for ranks on cuda devices. */
 typedef struct rtCommUniqueId {
     char internal[128];
 } rtCommUniqueId;

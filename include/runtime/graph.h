@@ -79,7 +79,11 @@ typedef enum rtGraphNodeType {
     RT_GRAPH_NODE_TYPE_WAIT_EVENT = 6,
     RT_GRAPH_NODE_TYPE_EVENT_RECORD = 7,
     RT_GRAPH_NODE_TYPE_MEM_ALLOC = 10,
-    RT_GRAPH_NODE_TYPE_MEM_FREE = 11
+    RT_GRAPH_NODE_TYPE_MEM_FREE = 11,
+    /* The runtime's own (no CUDA counterpart): a collective of comm.h captured from a stream (a fused group of
+     * sends and receives is one node). Made only by stream capture; replayed at each launch as the rank's next
+     * collective (docs/graphs.md). */
+    RT_GRAPH_NODE_TYPE_COLLECTIVE = 64
 } rtGraphNodeType;
 
 /** A kernel node: what rtLaunchKernelEx takes. The argument values are copied when the node is added (or its

@@ -18,6 +18,9 @@ namespace kernels {
 class Target;
 class ModuleCache;
 }  // namespace kernels
+namespace comm {
+struct Call;
+}  // namespace comm
 namespace graph {
 struct Program;
 }  // namespace graph
@@ -298,6 +301,42 @@ public:
     }
 };
 
+// ---- collectives through a vendor library (NCCL on cuda; docs/comm.md). Devices whose memory the host addresses
+// need none: the core's in-process collectives run on them.
+
+class Device;
+
+/// One rank of a communicator of the library.
+class NativeComm {
+public:
+    virtual ~NativeComm() = default;
+    /// Queues `call` (checked by the core) on `queue`, a queue of the rank's device, as the library call of the same
+    /// shape. Throws naming the library call when it refuses. Called by one thread at a time per communicator.
+    virtual void collective_impl(const comm::Call& call, Queue& queue) = 0;
+    /// Aborts the communicator (returns promptly whatever the peers do). Never throws.
+    virtual void abort_impl() noexcept = 0;
+    /// The library's asynchronous error of this communicator (RT_SUCCESS: none), described in *why.
+    virtual rtError_t async_error_impl(std::string* why) = 0;
+};
+
+/// A backend's collectives library, shared by its devices.
+class NativeCollectives {
+public:
+    virtual ~NativeCollectives() = default;
+    virtual const char* name() const = 0;  ///< "NCCL"
+    /// Rank i on devices[i] (devices of this backend), all in this process.
+    virtual std::vector<std::unique_ptr<NativeComm>> init_all_impl(const std::vector<Device*>& devices) = 0;
+    /// The library's id of a new communicator, `bytes` bytes.
+    virtual void unique_id_impl(void* id, size_t bytes) = 0;
+    /// Joins the communicator of `id` (from unique_id_impl, `bytes` bytes) as `rank` on `device`; blocks until every
+    /// rank has joined, as the library does.
+    virtual std::unique_ptr<NativeComm> init_rank_impl(int nranks, const void* id, size_t bytes, int rank,
+                                                       Device& device) = 0;
+    /// Brackets calls that one thread makes for several ranks, or the sends and receives of an exchange.
+    virtual void group_start_impl() = 0;
+    virtual void group_end_impl() = 0;
+};
+
 /// One device of a backend.
 class Device {
 public:
@@ -347,6 +386,10 @@ public:
     }
     /// `timing`: the event records timestamps. `blocking_sync`: synchronize parks without spinning.
     virtual std::unique_ptr<Event> create_event_impl(bool timing, bool blocking_sync) = 0;
+    /// (optional) The collectives library of this device; throws NOT_SUPPORTED naming what is missing (the library
+    /// file, the package that has it) when the backend has one that cannot be used. Defaults to null: the core's
+    /// in-process collectives, for devices whose memory the host addresses.
+    virtual NativeCollectives* collectives_impl() { return nullptr; }
 };
 
 /// A family of devices (cpu, cuda). Devices are enumerated once, at runtime initialisation.

@@ -72,14 +72,13 @@ void check_overlap(const void* send, size_t send_bytes, const void* recv, size_t
 }
 
 /// Checks `call` for rank `c` and queues it (or keeps it, inside a group).
-void submit(const char* api, rtComm_t handle, Call call, rtStream_t stream_handle) {
+void submit(rtComm_t handle, Call call, rtStream_t stream_handle) {
     auto c = comm::lookup(handle);
     Runtime& r = runtime();
     std::shared_ptr<Stream> s = stream_handle ? r.stream(stream_handle) : c->device().default_stream();
     if (&s->device() != &c->device())
         fail(RT_ERROR_INVALID_VALUE, "the stream belongs to %s, but %s is on %s (queue a rank's collectives on a stream "
              "of its device)", s->device().label().c_str(), c->label().c_str(), c->device().label().c_str());
-    if (s->capture()) graph::refuse_on_capturing(*s, api, "collectives are not captured into graphs yet");
     const int n = c->size();
     const size_t es = comm::element_size(call.type);
     const size_t bytes = checked_mul(call.count, es, "count * the element size");
@@ -260,7 +259,7 @@ RT_API rtError_t rtGroupEnd(void) {
 RT_API rtError_t rtAllReduce(const void* sendbuff, void* recvbuff, size_t count, rtDataType datatype, rtReduceOp op,
                              rtComm_t comm, rtStream_t stream) {
     return capi_call("rtAllReduce", [&] {
-        submit("rtAllReduce", comm, Call{Kind::all_reduce, sendbuff, recvbuff, count, check_type(datatype), check_op(op), 0},
+        submit(comm, Call{Kind::all_reduce, sendbuff, recvbuff, count, check_type(datatype), check_op(op), 0},
                stream);
     });
 }
@@ -268,7 +267,7 @@ RT_API rtError_t rtAllReduce(const void* sendbuff, void* recvbuff, size_t count,
 RT_API rtError_t rtBroadcast(const void* sendbuff, void* recvbuff, size_t count, rtDataType datatype, int root,
                              rtComm_t comm, rtStream_t stream) {
     return capi_call("rtBroadcast", [&] {
-        submit("rtBroadcast", comm, Call{Kind::broadcast, sendbuff, recvbuff, count, check_type(datatype), RT_REDUCE_SUM,
+        submit(comm, Call{Kind::broadcast, sendbuff, recvbuff, count, check_type(datatype), RT_REDUCE_SUM,
                                          root}, stream);
     });
 }
@@ -276,7 +275,7 @@ RT_API rtError_t rtBroadcast(const void* sendbuff, void* recvbuff, size_t count,
 RT_API rtError_t rtReduce(const void* sendbuff, void* recvbuff, size_t count, rtDataType datatype, rtReduceOp op,
                           int root, rtComm_t comm, rtStream_t stream) {
     return capi_call("rtReduce", [&] {
-        submit("rtReduce", comm, Call{Kind::reduce, sendbuff, recvbuff, count, check_type(datatype), check_op(op), root},
+        submit(comm, Call{Kind::reduce, sendbuff, recvbuff, count, check_type(datatype), check_op(op), root},
                stream);
     });
 }
@@ -284,7 +283,7 @@ RT_API rtError_t rtReduce(const void* sendbuff, void* recvbuff, size_t count, rt
 RT_API rtError_t rtAllGather(const void* sendbuff, void* recvbuff, size_t sendcount, rtDataType datatype,
                              rtComm_t comm, rtStream_t stream) {
     return capi_call("rtAllGather", [&] {
-        submit("rtAllGather", comm, Call{Kind::all_gather, sendbuff, recvbuff, sendcount, check_type(datatype),
+        submit(comm, Call{Kind::all_gather, sendbuff, recvbuff, sendcount, check_type(datatype),
                                          RT_REDUCE_SUM, 0}, stream);
     });
 }
@@ -292,7 +291,7 @@ RT_API rtError_t rtAllGather(const void* sendbuff, void* recvbuff, size_t sendco
 RT_API rtError_t rtReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount, rtDataType datatype,
                                  rtReduceOp op, rtComm_t comm, rtStream_t stream) {
     return capi_call("rtReduceScatter", [&] {
-        submit("rtReduceScatter", comm, Call{Kind::reduce_scatter, sendbuff, recvbuff, recvcount, check_type(datatype),
+        submit(comm, Call{Kind::reduce_scatter, sendbuff, recvbuff, recvcount, check_type(datatype),
                                              check_op(op), 0}, stream);
     });
 }
@@ -300,7 +299,7 @@ RT_API rtError_t rtReduceScatter(const void* sendbuff, void* recvbuff, size_t re
 RT_API rtError_t rtAlltoAll(const void* sendbuff, void* recvbuff, size_t count, rtDataType datatype, rtComm_t comm,
                             rtStream_t stream) {
     return capi_call("rtAlltoAll", [&] {
-        submit("rtAlltoAll", comm, Call{Kind::all_to_all, sendbuff, recvbuff, count, check_type(datatype), RT_REDUCE_SUM,
+        submit(comm, Call{Kind::all_to_all, sendbuff, recvbuff, count, check_type(datatype), RT_REDUCE_SUM,
                                         0}, stream);
     });
 }
@@ -308,21 +307,21 @@ RT_API rtError_t rtAlltoAll(const void* sendbuff, void* recvbuff, size_t count, 
 RT_API rtError_t rtSend(const void* sendbuff, size_t count, rtDataType datatype, int peer, rtComm_t comm,
                         rtStream_t stream) {
     return capi_call("rtSend", [&] {
-        submit("rtSend", comm, Call{Kind::send, sendbuff, nullptr, count, check_type(datatype), RT_REDUCE_SUM, peer},
+        submit(comm, Call{Kind::send, sendbuff, nullptr, count, check_type(datatype), RT_REDUCE_SUM, peer},
                stream);
     });
 }
 
 RT_API rtError_t rtRecv(void* recvbuff, size_t count, rtDataType datatype, int peer, rtComm_t comm, rtStream_t stream) {
     return capi_call("rtRecv", [&] {
-        submit("rtRecv", comm, Call{Kind::recv, nullptr, recvbuff, count, check_type(datatype), RT_REDUCE_SUM, peer},
+        submit(comm, Call{Kind::recv, nullptr, recvbuff, count, check_type(datatype), RT_REDUCE_SUM, peer},
                stream);
     });
 }
 
 RT_API rtError_t rtCommBarrier(rtComm_t comm, rtStream_t stream) {
     return capi_call("rtCommBarrier", [&] {
-        submit("rtCommBarrier", comm, Call{Kind::barrier, nullptr, nullptr, 0, RT_INT8, RT_REDUCE_SUM, 0}, stream);
+        submit(comm, Call{Kind::barrier, nullptr, nullptr, 0, RT_INT8, RT_REDUCE_SUM, 0}, stream);
     });
 }
 

@@ -21,6 +21,7 @@
 #include "core/handle_table.hpp"
 #include "core/runtime.hpp"
 #include "core/stream.hpp"
+#include "graph/capture.hpp"
 #include "observe/trace.hpp"
 
 namespace rt::comm {
@@ -164,12 +165,13 @@ public:
         : clique_(std::move(clique)), key_(key), ranks_(std::move(ranks)), number_(number), parts_(ranks_.size()) {}
 
     /// Registers participant `p`'s operands (at submission, before its part is queued).
-    void set_part(int p, const Call& call, Stream& stream, uint64_t stream_op) {
+    void set_part(int p, const Call& call, Stream& stream, uint64_t stream_op, const char* graph_node) {
         std::lock_guard lock(mutex_);
         Part& part = parts_[static_cast<size_t>(p)];
         part.call = call;
         part.slot = &stream.errors();
         part.stream_op = stream_op;
+        if (graph_node) part.graph_node = graph_node;
     }
 
     void arrive_impl(int participant, backend::Workers& workers, std::function<void()> resume) noexcept override;
@@ -185,6 +187,7 @@ private:
         Call call;
         AsyncErrorSlot* slot = nullptr;  // the stream's: valid while its part is queued
         uint64_t stream_op = 0;
+        std::string graph_node;  // the replayed graph node's label; empty: a call
         bool arrived = false;
         bool failed_before = false;  // its stream held an unreported failure when it arrived
         std::function<void()> resume;
@@ -255,7 +258,9 @@ std::string Rendezvous::describe(size_t p) const {
                       part.call.kind == Kind::send ? "to" : "from", part.call.root,
                       static_cast<unsigned long long>(number_), std::get<0>(key_), std::get<1>(key_),
                       static_cast<unsigned long long>(clique_->number()));
-    return what + "; " + backend::describe_operation(part.stream_op, nullptr) + ")";
+    return what + "; " + backend::describe_operation(part.stream_op, part.graph_node.empty() ? nullptr
+                                                                                              : part.graph_node.c_str()) +
+           ")";
 }
 
 void Rendezvous::close_failed(std::unique_lock<std::mutex>& lock, rtError_t code, std::string why) {
@@ -546,7 +551,8 @@ int Communicator::size() const { return clique_->size(); }
 int Communicator::device_index() const { return clique_->device(rank_); }
 CoreDevice& Communicator::device() const { return runtime().device(device_index()); }
 
-std::shared_ptr<Rendezvous> Communicator::join(const Call& call, Stream& stream, uint64_t stream_op, int* participant) {
+std::shared_ptr<Rendezvous> Communicator::join(const Call& call, Stream& stream, uint64_t stream_op, int* participant,
+                                               const char* graph_node) {
     Key key;
     std::vector<int> ranks;
     uint64_t number;
@@ -580,11 +586,14 @@ std::shared_ptr<Rendezvous> Communicator::join(const Call& call, Stream& stream,
         *participant = rank_;
     }
     std::shared_ptr<Rendezvous> r = clique_->open(key, ranks, number);
-    r->set_part(*participant, call, stream, stream_op);
+    r->set_part(*participant, call, stream, stream_op, graph_node);
     return r;
 }
 
 std::shared_ptr<Communicator::SplitWait> Communicator::split(int color, int key) {
+    if (native_)
+        fail(RT_ERROR_NOT_SUPPORTED, "%s: rtCommSplit of a communicator of a collectives library (ncclCommSplit) is "
+             "not in this build", label_.c_str());
     const uint64_t number = ++splits_;
     if (mpi::Group* remote = clique_->remote()) {  // blocks here until every rank has given its color and key
         auto g = std::make_shared<Clique::SplitGathering>(size());
@@ -671,17 +680,63 @@ rtComm_t publish(std::shared_ptr<Communicator> comm) {
 std::shared_ptr<Communicator> unpublish(rtComm_t comm) { return handles().erase(reinterpret_cast<uint64_t>(comm)); }
 
 namespace {
-void require_collective_device(int device) {
+/// The collectives library of `device` (null: the in-process collectives, for devices the host addresses); throws
+/// NOT_SUPPORTED naming the device and what is missing.
+backend::NativeCollectives* library_of(int device) {
     CoreDevice& d = runtime().device(device);
+    try {
+        if (backend::NativeCollectives* lib = d.impl().collectives_impl()) return lib;
+    } catch (const Error& e) {
+        fail(e.code(), "%s: %s", d.label().c_str(), e.what());
+    }
     if (!d.info().host_addressable)
-        fail(RT_ERROR_NOT_SUPPORTED, "%s: collectives on this backend need its vendor library (NCCL for cuda), which "
-             "this build does not use yet; in-process collectives run on devices whose memory the host can address "
-             "(cpu devices)", d.label().c_str());
+        fail(RT_ERROR_NOT_SUPPORTED, "%s: this backend has no collectives library; in-process collectives run on "
+             "devices whose memory the host can address (cpu devices)", d.label().c_str());
+    return nullptr;
+}
+
+/// rtCommInitAll over a library: one clique for the sizes and names, each rank with its library communicator.
+std::vector<std::shared_ptr<Communicator>> create_all_native(backend::NativeCollectives& lib,
+                                                             const std::vector<int>& devices) {
+    std::vector<backend::Device*> impls;
+    for (int d : devices) {
+        if (library_of(d) != &lib)
+            fail(RT_ERROR_NOT_SUPPORTED, "devices[] mixes %s and %s: the ranks of one communicator use one collectives "
+                 "library (%s)", runtime().device(devices[0]).label().c_str(), runtime().device(d).label().c_str(),
+                 lib.name());
+        impls.push_back(&runtime().device(d).impl());
+    }
+    std::vector<std::unique_ptr<backend::NativeComm>> natives = lib.init_all_impl(impls);
+    auto clique = std::make_shared<Clique>(devices, timeout_from_env(), runtime().generation());
+    std::vector<std::shared_ptr<Communicator>> out;
+    for (size_t r = 0; r < devices.size(); ++r) {
+        out.push_back(std::make_shared<Communicator>(clique, static_cast<int>(r)));
+        out.back()->set_native(std::move(natives[r]));
+    }
+    return out;
+}
+
+/// The calls of one rank on a library: its calls in order, bracketed as a group when several (an exchange).
+void queue_native(Communicator& c, Stream& s, const std::vector<Call>& calls) {
+    backend::NativeCollectives* lib = c.device().impl().collectives_impl();
+    if (calls.size() > 1) lib->group_start_impl();
+    try {
+        for (const Call& call : calls) c.native()->collective_impl(call, s.queue());
+    } catch (...) {
+        if (calls.size() > 1) lib->group_end_impl();
+        throw;
+    }
+    if (calls.size() > 1) lib->group_end_impl();
 }
 }  // namespace
 
 std::vector<std::shared_ptr<Communicator>> create_all(const std::vector<int>& devices) {
-    for (int d : devices) require_collective_device(d);
+    if (!devices.empty())
+        if (backend::NativeCollectives* lib = library_of(devices[0])) return create_all_native(*lib, devices);
+    for (int d : devices)
+        if (library_of(d))
+            fail(RT_ERROR_NOT_SUPPORTED, "devices[] mixes %s and %s: the ranks of one communicator use one collectives "
+                 "library", runtime().device(devices[0]).label().c_str(), runtime().device(d).label().c_str());
     auto clique = std::make_shared<Clique>(devices, timeout_from_env(), runtime().generation());
     std::vector<std::shared_ptr<Communicator>> out;
     for (int r = 0; r < static_cast<int>(devices.size()); ++r) out.push_back(std::make_shared<Communicator>(clique, r));
@@ -689,6 +744,10 @@ std::vector<std::shared_ptr<Communicator>> create_all(const std::vector<int>& de
 }
 
 void make_unique_id(rtCommUniqueId* id) {
+    if (backend::NativeCollectives* lib = library_of(current_device_index())) {
+        lib->unique_id_impl(id->internal, sizeof id->internal);
+        return;
+    }
     static std::atomic<uint64_t> counter{0};
     static const uint64_t salt = std::random_device{}();
     std::memset(id, 0, sizeof *id);
@@ -709,6 +768,21 @@ void make_unique_id(rtCommUniqueId* id) {
 std::shared_ptr<Communicator> join_rank(const rtCommUniqueId& id, int nranks, int rank, int device) {
     IdLayout layout;
     std::memcpy(&layout, id.internal, sizeof layout);
+    if (backend::NativeCollectives* lib = library_of(device)) {
+        if (std::memcmp(layout.magic, kIdMagic, sizeof kIdMagic) == 0)
+            fail(RT_ERROR_INVALID_VALUE, "unique_id was made by rtCommGetUniqueId with a device current whose "
+                 "collectives are in-process, but %s uses %s: make the id with a device of that kind current",
+                 runtime().device(device).label().c_str(), lib->name());
+        if (nranks < 1) fail(RT_ERROR_INVALID_VALUE, "nranks %d must be at least 1", nranks);
+        if (rank < 0 || rank >= nranks) fail(RT_ERROR_INVALID_VALUE, "rank %d is out of range (0 .. %d)", rank, nranks - 1);
+        auto native = lib->init_rank_impl(nranks, id.internal, sizeof id.internal, rank, runtime().device(device).impl());
+        std::vector<int> devices(static_cast<size_t>(nranks), -1);  // the other ranks' devices are theirs
+        devices[static_cast<size_t>(rank)] = device;
+        auto c = std::make_shared<Communicator>(
+            std::make_shared<Clique>(std::move(devices), timeout_from_env(), runtime().generation()), rank);
+        c->set_native(std::move(native));
+        return c;
+    }
     if (std::memcmp(layout.magic, kIdMagic, sizeof kIdMagic) != 0)
         fail(RT_ERROR_INVALID_VALUE, "unique_id is not an id made by rtCommGetUniqueId");
     if (layout.transport == static_cast<uint32_t>(Transport::mpi)) {
@@ -731,7 +805,6 @@ std::shared_ptr<Communicator> join_rank(const rtCommUniqueId& id, int nranks, in
              layout.pid, static_cast<int>(::getpid()));
     if (nranks < 1) fail(RT_ERROR_INVALID_VALUE, "nranks %d must be at least 1", nranks);
     if (rank < 0 || rank >= nranks) fail(RT_ERROR_INVALID_VALUE, "rank %d is out of range (0 .. %d)", rank, nranks - 1);
-    require_collective_device(device);
     const double timeout = timeout_from_env();
     std::shared_ptr<InitGathering> g;
     {
@@ -779,11 +852,16 @@ std::shared_ptr<Communicator> join_rank(const rtCommUniqueId& id, int nranks, in
 }
 
 void abort(Communicator& comm) {
+    if (comm.native()) comm.native()->abort_impl();
     comm.clique().fail(RT_ERROR_ILLEGAL_STATE, format("the communicator was aborted by rank %d (rtCommAbort)",
                                                       comm.rank()));
 }
 
-rtError_t async_error(Communicator& comm, std::string* message) { return comm.clique().failure(message); }
+rtError_t async_error(Communicator& comm, std::string* message) {
+    if (comm.native())
+        if (rtError_t e = comm.native()->async_error_impl(message); e != RT_SUCCESS) return e;
+    return comm.clique().failure(message);
+}
 
 // ---------------------------------------------------------------- submission and groups
 
@@ -840,14 +918,13 @@ const char* trace_name(Kind kind) {
 /// This rank's buffer of `call` in bytes (what its span carries): the count the call names, in its type.
 uint64_t call_bytes(const Call& call) { return static_cast<uint64_t>(call.count) * element_size(call.type); }
 
-void enqueue(const std::vector<Pending>& run) {
-    Stream& s = *run.front().stream;
-    Communicator& c = *run.front().comm;
-    const uint64_t op = s.next_op();
-    const Call& first = run.front().call;
-    if (run.size() == 1) {
+/// Queues the rank's `calls` (one, or a fused run of sends and receives) on `s` as operation `op`.
+void queue_calls(Communicator& c, Stream& s, uint64_t op, const std::vector<Call>& calls, const char* graph_node) {
+    if (c.native()) return queue_native(c, s, calls);
+    const Call& first = calls.front();
+    if (calls.size() == 1) {
         int participant = 0;
-        auto r = c.join(first, s, op, &participant);
+        auto r = c.join(first, s, op, &participant, graph_node);
         trace::enqueue([&] { return trace::collective_op(s, op, trace_name(first.kind), call_bytes(first), c.rank(),
                                                          c.size(), r->number(), type_name(first.type)); },
                        [&](const trace::Key& traced) { s.queue().joint_impl(r, participant, traced); });
@@ -856,17 +933,34 @@ void enqueue(const std::vector<Pending>& run) {
     // A fused exchange (sends and receives of one group) is one operation of the stream: one span, its bytes summed.
     auto fused = std::make_shared<Fused>();
     uint64_t bytes = 0;
-    for (const Pending& p : run) {
+    for (const Call& call : calls) {
         int participant = 0;
-        auto r = c.join(p.call, s, op, &participant);
+        auto r = c.join(call, s, op, &participant, graph_node);
         fused->parts.emplace_back(std::move(r), participant);
-        bytes += call_bytes(p.call);
+        bytes += call_bytes(call);
     }
     trace::enqueue([&] { return trace::collective_op(s, op, "send/recv", bytes, c.rank(), c.size(),
                                                      fused->parts.front().first->number(), type_name(first.type)); },
                    [&](const trace::Key& traced) { s.queue().joint_impl(fused, 0, traced); });
 }
+
+void enqueue(const std::vector<Pending>& run) {
+    Stream& s = *run.front().stream;
+    std::vector<Call> calls;
+    calls.reserve(run.size());
+    for (const Pending& p : run) calls.push_back(p.call);
+    if (s.capture()) [[unlikely]] {
+        auto captured = std::make_shared<Collective>(Collective{run.front().comm, std::move(calls)});
+        if (graph::capture_collective(s, captured, api_name(captured->calls.front().kind))) return;
+        calls = captured->calls;  // the capture ended meanwhile: run it
+    }
+    queue_calls(*run.front().comm, s, s.next_op(), calls, nullptr);
+}
 }  // namespace
+
+void queue_collective(const Collective& c, Stream& stream, uint64_t stream_op, const std::string& graph_node) {
+    queue_calls(*c.comm, stream, stream_op, c.calls, graph_node.c_str());
+}
 
 void submit(const std::shared_ptr<Communicator>& comm, const Call& call, const std::shared_ptr<Stream>& stream) {
     if (t_group.depth > 0) {
@@ -890,16 +984,34 @@ void group_end() {
     std::vector<PendingSplit> splits = std::move(t_group.splits);
     t_group.calls.clear();
     t_group.splits.clear();
-    // Consecutive sends/receives of one communicator on one stream go as one step.
-    for (size_t i = 0; i < calls.size();) {
-        size_t j = i + 1;
-        if (point_to_point(calls[i].call.kind))
-            while (j < calls.size() && point_to_point(calls[j].call.kind) && calls[j].comm == calls[i].comm &&
-                   calls[j].stream == calls[i].stream)
-                ++j;
-        enqueue(std::vector<Pending>(calls.begin() + static_cast<ptrdiff_t>(i), calls.begin() + static_cast<ptrdiff_t>(j)));
-        i = j;
+    // Calls on a library's communicators are made inside its group (ncclGroupStart/End): one thread may drive
+    // several ranks, which NCCL only allows in a group.
+    backend::NativeCollectives* lib = nullptr;
+    for (const Pending& p : calls)
+        if (p.comm->native() && !lib) lib = p.comm->device().impl().collectives_impl();
+    if (lib) lib->group_start_impl();
+    try {
+        // Consecutive sends/receives of one communicator on one stream go as one step.
+        for (size_t i = 0; i < calls.size();) {
+            size_t j = i + 1;
+            if (point_to_point(calls[i].call.kind))
+                while (j < calls.size() && point_to_point(calls[j].call.kind) && calls[j].comm == calls[i].comm &&
+                       calls[j].stream == calls[i].stream)
+                    ++j;
+            enqueue(std::vector<Pending>(calls.begin() + static_cast<ptrdiff_t>(i),
+                                         calls.begin() + static_cast<ptrdiff_t>(j)));
+            i = j;
+        }
+    } catch (...) {
+        if (lib) {
+            try {
+                lib->group_end_impl();
+            } catch (...) {  // the first failure is the one to report
+            }
+        }
+        throw;
     }
+    if (lib) lib->group_end_impl();
     std::string first_failure;
     rtError_t code = RT_SUCCESS;
     for (auto& s : splits) {

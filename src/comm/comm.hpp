@@ -33,7 +33,9 @@ enum class Kind : uint8_t { all_reduce, broadcast, reduce, all_gather, reduce_sc
 const char* api_name(Kind kind);
 
 /// The unique id's transports (its field `transport`): which mechanism the rendezvous of rtCommInitRank uses. `mpi`:
-/// ranks in processes of one mpirun job, one rank per process (mpi_transport.hpp).
+/// ranks in processes of one mpirun job, one rank per process (mpi_transport.hpp). An id of a collectives library
+/// (NCCL's 128 bytes) has no field of ours: it is made when the current device has a library (rtCommGetUniqueId on a
+/// cuda device) and read as the library's by rtCommInitRank on such a device.
 enum class Transport : uint32_t { in_process = 1, mpi = 2 };
 
 /// RUNTIME_COMM_TIMEOUT in seconds (default 30); throws INVALID_VALUE for a value that is not a positive number.
@@ -48,6 +50,7 @@ struct Call {
     rtDataType type = RT_INT8;
     rtReduceOp op = RT_REDUCE_SUM;
     int root = 0;  ///< broadcast, reduce: the root; send, recv: the peer
+    bool operator==(const Call&) const = default;
 };
 
 class Clique;
@@ -65,11 +68,18 @@ public:
     /// "communicator 0x43... (rank 1 of 2, cpu:1)" once the handle is known (set_label).
     const std::string& label() const { return label_; }
     void set_label(std::string label) { label_ = std::move(label); }
+    /// The rank's communicator of its device's collectives library (NCCL on cuda), or null: in-process collectives
+    /// (the clique's rendezvous). Set at creation.
+    backend::NativeComm* native() const { return native_.get(); }
+    void set_native(std::unique_ptr<backend::NativeComm> native) { native_ = std::move(native); }
 
     /// The rendezvous of this rank's next call of `call`'s kind (numbered per communicator; sends and receives per
     /// peer and direction), with this rank's part registered as operation `stream_op` of `stream`. Not thread-safe
     /// per communicator (NCCL's rule: one thread at a time drives a rank).
-    std::shared_ptr<Rendezvous> join(const Call& call, Stream& stream, uint64_t stream_op, int* participant);
+    /// `graph_node` (optional): the label of the graph node being replayed ("node 3 (collective rtAllReduce ...)"),
+    /// named in failures.
+    std::shared_ptr<Rendezvous> join(const Call& call, Stream& stream, uint64_t stream_op, int* participant,
+                                     const char* graph_node = nullptr);
     /// rtCommSplit's part for this rank: the split's gathering (waited for by the caller, or by rtGroupEnd).
     struct SplitWait;
     std::shared_ptr<SplitWait> split(int color, int key);
@@ -78,6 +88,7 @@ private:
     std::shared_ptr<Clique> clique_;
     int rank_;
     std::string label_;
+    std::unique_ptr<backend::NativeComm> native_;
     uint64_t collectives_ = 0;              // collectives joined so far (the next one's number - 1)
     uint64_t splits_ = 0;
     std::vector<uint64_t> sent_, received_;  // per peer: sends / receives joined so far
@@ -101,6 +112,17 @@ std::shared_ptr<Communicator> finish_split(const std::shared_ptr<Communicator::S
 /// Queues `call` (checked already) on `stream`; between rtGroupStart and rtGroupEnd it is kept until the outermost
 /// rtGroupEnd.
 void submit(const std::shared_ptr<Communicator>& comm, const Call& call, const std::shared_ptr<Stream>& stream);
+/// A rank's collective captured into a graph (node type COLLECTIVE): its call, or the sends and receives of a group
+/// fused into one step (in call order). Checked when captured; the communicator is kept alive by the graph.
+struct Collective {
+    std::shared_ptr<Communicator> comm;
+    std::vector<Call> calls;
+    bool operator==(const Collective&) const = default;
+};
+/// One replay of a COLLECTIVE command: joins the rank's next rendezvous (numbers advance per launch, as for a call)
+/// and queues it on `stream` as part of operation `stream_op` (the graph launch); `graph_node` is named in failures.
+void queue_collective(const Collective& c, Stream& stream, uint64_t stream_op, const std::string& graph_node);
+
 /// rtCommSplit inside a group: rtGroupEnd waits for `wait` and writes the new handle to *out.
 void keep_split(std::shared_ptr<Communicator::SplitWait> wait, rtComm_t* out);
 

@@ -315,6 +315,15 @@ bool capture_host_call(Stream& stream, rtHostFn_t fn, void* user_data) {
     });
 }
 
+bool capture_collective(Stream& stream, const std::shared_ptr<const comm::Collective>& collective, const char* api) {
+    auto held = lock();
+    return record_operation(stream, api, [&](Capture& c, Capture::Member& m) {
+        auto n = make_node(RT_GRAPH_NODE_TYPE_COLLECTIVE);
+        n->collective = collective;
+        append(c, m, std::move(n));
+    });
+}
+
 bool capture_alloc(Stream& stream, size_t bytes, void** ptr, const char* api) {
     auto held = lock();
     return record_operation(stream, api, [&](Capture& c, Capture::Member& m) {

@@ -23,6 +23,10 @@ class CoreDevice;
 class CoreFunction;
 }  // namespace rt
 
+namespace rt::comm {
+struct Collective;
+}  // namespace rt::comm
+
 namespace rt::graph {
 
 class Graph;
@@ -56,6 +60,9 @@ bool capture_kernel(Stream& stream, const CoreFunction& function, const backend:
                     int num_args, const size_t* arg_sizes);
 /// rtLaunchHostFunc: a HOST node.
 bool capture_host_call(Stream& stream, rtHostFn_t fn, void* user_data);
+/// A collective of comm.h (checked by the caller): a COLLECTIVE node, replayed at each launch as the rank's next
+/// collective. Its buffers are the caller's (memory of an allocation node of the capture is refused before this).
+bool capture_collective(Stream& stream, const std::shared_ptr<const comm::Collective>& collective, const char* api);
 /// rtMallocAsync: a MEM_ALLOC node; `*ptr` receives its provisional address (valid in the graph's nodes).
 bool capture_alloc(Stream& stream, size_t bytes, void** ptr, const char* api);
 /// rtFreeAsync: a MEM_FREE node of an allocation node of the same capture.

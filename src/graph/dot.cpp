@@ -37,6 +37,7 @@ const char* shape_of(rtGraphNodeType type) {
         case RT_GRAPH_NODE_TYPE_EVENT_RECORD: return "diamond";
         case RT_GRAPH_NODE_TYPE_MEM_ALLOC:
         case RT_GRAPH_NODE_TYPE_MEM_FREE: return "cylinder";
+        case RT_GRAPH_NODE_TYPE_COLLECTIVE: return "octagon";
     }
     return "box";
 }

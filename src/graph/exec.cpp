@@ -9,6 +9,7 @@
 #include <new>
 #include <optional>
 
+#include "comm/comm.hpp"
 #include "core/event.hpp"
 #include "core/memory.hpp"
 #include "core/module.hpp"
@@ -69,7 +70,7 @@ GraphExec::GraphExec(std::shared_ptr<Program> program, const char* api)
     try {
         if (!p.unbound_name()) p.apply_relocations(arena_);
         order_event_ = device_->impl().create_event_impl(false, false);
-        if (lower_) lowered_ = device_->impl().compile_graph_impl(program_);
+        if (lower_ && !p.has_collectives) lowered_ = device_->impl().compile_graph_impl(program_);
         program_refs_ = program_.use_count();
         for (const Command& c : p.commands) kernel_nodes_ += c.type == RT_GRAPH_NODE_TYPE_KERNEL;
         for (uint32_t c = 0; c < p.node_handles.size(); ++c)
@@ -208,6 +209,9 @@ void GraphExec::replay(Stream& stream, uint64_t op) {
                     break;
                 case RT_GRAPH_NODE_TYPE_HOST:
                     queue.host_call_impl(backend::HostCall{c.fn, c.user_data, slot, op, p.labels[i].c_str()}, key);
+                    break;
+                case RT_GRAPH_NODE_TYPE_COLLECTIVE:  // traced by the collective itself (a collective span)
+                    comm::queue_collective(*c.collective, stream, op, p.labels[i]);
                     break;
                 default:  // the arena holds allocations; events are waited before and recorded after the launch
                     break;
@@ -411,6 +415,13 @@ rtGraphExecUpdateResult GraphExec::update(const Graph& graph, std::string* why) 
                 if (node.alloc_bytes != old.alloc_bytes) {
                     *why = format("%s allocates %zu bytes in the graph (an allocation's size cannot change)",
                                   label.c_str(), node.alloc_bytes);
+                    return RT_GRAPH_EXEC_UPDATE_ERROR_NOT_SUPPORTED;
+                }
+                break;
+            case RT_GRAPH_NODE_TYPE_COLLECTIVE:
+                if (!node.collective || !old.collective || !(*node.collective == *old.collective)) {
+                    *why = format("%s is another collective in the graph (a collective node's communicator, buffers "
+                                  "and counts cannot change)", label.c_str());
                     return RT_GRAPH_EXEC_UPDATE_ERROR_NOT_SUPPORTED;
                 }
                 break;

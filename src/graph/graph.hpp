@@ -18,6 +18,10 @@ class CoreFunction;
 class Event;
 }  // namespace rt
 
+namespace rt::comm {
+struct Collective;
+}  // namespace rt::comm
+
 namespace rt::graph {
 
 class Graph;
@@ -78,6 +82,7 @@ struct Node {
     std::shared_ptr<Graph> child;         // GRAPH: a copy of the child graph, owned by the node
     size_t alloc_bytes = 0;               // MEM_ALLOC
     void* address = nullptr;              // MEM_ALLOC: the allocation's (provisional) address; MEM_FREE: what it frees
+    std::shared_ptr<const comm::Collective> collective;  // COLLECTIVE: the rank's call(s), checked when captured
 };
 
 /// Addresses handed out by allocation nodes before any memory exists: reserved, never accessible host address space

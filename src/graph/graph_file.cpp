@@ -734,6 +734,11 @@ void save(const Program& p, const std::string& path) {
                      "%s %s an event of this process, which a saved graph cannot hold (record or wait for events "
                      "around the launch of the loaded graph instead)", label.c_str(),
                      c.type == RT_GRAPH_NODE_TYPE_EVENT_RECORD ? "records" : "waits for");
+            case RT_GRAPH_NODE_TYPE_COLLECTIVE:
+                fail(RT_ERROR_NOT_SUPPORTED,
+                     "%s: a collective runs over a communicator of this process (its peers, their buffers), which a "
+                     "saved graph cannot hold (save the graph around it, and queue the collective by itself)",
+                     label.c_str());
             case RT_GRAPH_NODE_TYPE_KERNEL: {
                 const std::shared_ptr<const ModuleOrigin>& origin = c.function->origin();
                 if (!origin)

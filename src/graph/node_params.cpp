@@ -3,6 +3,8 @@
 
 #include <cstring>
 
+#include "comm/comm.hpp"
+#include "comm/reduce.hpp"
 #include "core/error.hpp"
 #include "core/memory.hpp"
 #include "core/module.hpp"
@@ -145,6 +147,7 @@ const char* node_type_name(rtGraphNodeType type) {
         case RT_GRAPH_NODE_TYPE_EVENT_RECORD: return "event record";
         case RT_GRAPH_NODE_TYPE_MEM_ALLOC: return "alloc";
         case RT_GRAPH_NODE_TYPE_MEM_FREE: return "free";
+        case RT_GRAPH_NODE_TYPE_COLLECTIVE: return "collective";
     }
     return "unknown node type";
 }
@@ -184,6 +187,15 @@ std::string node_kind_text(const Node& node) {
             return format("child graph (%zu node%s)", n, n == 1 ? "" : "s");
         }
         case RT_GRAPH_NODE_TYPE_MEM_ALLOC: return format("alloc %zu B", node.alloc_bytes);
+        case RT_GRAPH_NODE_TYPE_COLLECTIVE: {
+            if (!node.collective || node.collective->calls.empty()) return "collective";
+            const comm::Call& first = node.collective->calls.front();
+            if (node.collective->calls.size() > 1)
+                return format("collective: %zu sends/receives of rank %d", node.collective->calls.size(),
+                              node.collective->comm->rank());
+            return format("collective %s %zu x %s, rank %d of %d", comm::api_name(first.kind), first.count,
+                          comm::type_name(first.type), node.collective->comm->rank(), node.collective->comm->size());
+        }
         default: return node_type_name(node.type);
     }
 }

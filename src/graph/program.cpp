@@ -133,6 +133,9 @@ void load_command(Command& c, const Node& n) {
         case RT_GRAPH_NODE_TYPE_MEM_ALLOC:
             c.alloc_bytes = n.alloc_bytes;
             break;
+        case RT_GRAPH_NODE_TYPE_COLLECTIVE:
+            c.collective = n.collective;
+            break;
         default:
             break;
     }
@@ -414,6 +417,7 @@ std::shared_ptr<Program> instantiate(const Graph& graph) {
         p.node_handles[c] = flat.nodes[v].parent == FlatGraph::kTop ? node.handle : 0;
         switch (node.type) {
             case RT_GRAPH_NODE_TYPE_HOST: p.has_host_nodes = true; break;
+            case RT_GRAPH_NODE_TYPE_COLLECTIVE: p.has_collectives = true; break;
             case RT_GRAPH_NODE_TYPE_WAIT_EVENT:
                 if (std::find(p.waits.begin(), p.waits.end(), node.event) == p.waits.end()) p.waits.push_back(node.event);
                 break;

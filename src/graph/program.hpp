@@ -17,6 +17,10 @@ class CoreFunction;
 class Event;
 }  // namespace rt
 
+namespace rt::comm {
+struct Collective;
+}  // namespace rt::comm
+
 namespace rt::graph {
 
 class Graph;
@@ -67,6 +71,8 @@ struct Command {
     void* user_data = nullptr;
     // WAIT_EVENT / EVENT_RECORD
     std::shared_ptr<Event> event;
+    // COLLECTIVE: queued at each replay as the rank's next collective (comm::queue_collective)
+    std::shared_ptr<const comm::Collective> collective;
     // MEM_ALLOC: planned place in the arena (and, relocated, its address in dst, for backends that lower allocations)
     uint64_t arena_offset = 0;
     size_t alloc_bytes = 0;
@@ -112,6 +118,9 @@ struct Program {
     std::vector<std::shared_ptr<Event>> waits;    ///< events the launch waits for before it starts
     std::vector<std::shared_ptr<Event>> records;  ///< events recorded after the launch
     bool has_host_nodes = false;
+    /// COLLECTIVE commands park the stream's queue until the peers arrive, which a backend's lowering (one queue
+    /// operation per launch) cannot: such a program is replayed by the core, command by command.
+    bool has_collectives = false;
     /// The instantiated graph's nodes in flattening order (each node, then the nodes of its child graph, if any):
     /// the command of each, and each one's dependencies as flattening indices (sorted; a child graph's first nodes
     /// depend on the child node's dependencies, the child node itself on the child graph's last nodes). What

@@ -9,81 +9,13 @@
 #include <future>
 #include <random>
 
+#include "comm_test_util.hpp"
 #include "test_util.hpp"
 #include "trace_json.hpp"
 
 using namespace rt_test;
 
 namespace {
-
-/// The cpu devices of the process (RUNTIME_CPU_DEVICES gives several).
-std::vector<int> cpu_devices() {
-    int n = 0;
-    EXPECT_EQ(rtGetDeviceCount(&n), RT_SUCCESS);
-    std::vector<int> out;
-    for (int d = 0; d < n; ++d) {
-        rtDeviceProp p;
-        if (rtGetDeviceProperties(&p, d) == RT_SUCCESS && std::strcmp(p.backend, "cpu") == 0) out.push_back(d);
-    }
-    return out;
-}
-
-/// n ranks from rtCommInitAll, rank i on cpu device i mod (the count), each with a stream of its device.
-struct Ranks {
-    explicit Ranks(int n) {
-        const std::vector<int> cpus = cpu_devices();
-        for (int i = 0; i < n; ++i) devices.push_back(cpus[static_cast<size_t>(i) % cpus.size()]);
-        comms.resize(static_cast<size_t>(n));
-        EXPECT_EQ(rtCommInitAll(comms.data(), n, devices.data()), RT_SUCCESS) << last_message();
-        for (int d : devices) {
-            EXPECT_EQ(rtSetDevice(d), RT_SUCCESS);
-            rtStream_t s = nullptr;
-            EXPECT_EQ(rtStreamCreate(&s), RT_SUCCESS);
-            streams.push_back(s);
-        }
-        rtSetDevice(devices[0]);
-    }
-    ~Ranks() {
-        for (rtComm_t c : comms)
-            if (c) rtCommDestroy(c);
-        for (rtStream_t s : streams) rtStreamDestroy(s);
-    }
-    int size() const { return static_cast<int>(comms.size()); }
-    /// Synchronizes every rank's stream; returns their results.
-    std::vector<rtError_t> sync() const {
-        std::vector<rtError_t> out;
-        for (rtStream_t s : streams) out.push_back(rtStreamSynchronize(s));
-        return out;
-    }
-    std::vector<int> devices;
-    std::vector<rtComm_t> comms;
-    std::vector<rtStream_t> streams;
-};
-
-/// Device memory of `device`, freed at scope end.
-struct Buffer {
-    Buffer(int device, size_t bytes) : size(bytes) {
-        rtSetDevice(device);
-        EXPECT_EQ(rtMalloc(&ptr, bytes ? bytes : 1), RT_SUCCESS);
-    }
-    ~Buffer() { rtFree(ptr); }
-    Buffer(const Buffer&) = delete;
-    Buffer& operator=(const Buffer&) = delete;
-    void* ptr = nullptr;
-    size_t size;
-    void write(const std::vector<uint8_t>& bytes) const {
-        if (!bytes.empty()) {
-            EXPECT_EQ(rtMemcpy(ptr, bytes.data(), bytes.size(), RT_MEMCPY_HOST_TO_DEVICE), RT_SUCCESS);
-        }
-    }
-    std::vector<uint8_t> read(size_t bytes, size_t offset = 0) const {
-        std::vector<uint8_t> out(bytes);
-        if (bytes) {
-            EXPECT_EQ(rtMemcpy(out.data(), static_cast<char*>(ptr) + offset, bytes, RT_MEMCPY_DEVICE_TO_HOST), RT_SUCCESS);
-        }
-        return out;
-    }
-};
 
 const rtDataType kTypes[] = {RT_INT8,   RT_UINT8,   RT_INT32,   RT_UINT32,  RT_INT64,
                              RT_UINT64, RT_FLOAT16, RT_FLOAT32, RT_FLOAT64, RT_BFLOAT16};
@@ -918,31 +850,6 @@ TEST(CommFault, BadTimeoutValueIsRefused) {
     EXPECT_RT_ERROR(RT_ERROR_INVALID_VALUE, rtCommInitAll(&c, 1, nullptr));
     EXPECT_NE(last_message().find("RUNTIME_COMM_TIMEOUT='soon' is not a positive number of seconds"), std::string::npos)
         << last_message();
-}
-
-TEST(CommFault, ACapturingStreamIsRefused) {
-    Ranks ranks(1);
-    Buffer a(ranks.devices[0], 4);
-    ASSERT_RT_OK(rtStreamBeginCapture(ranks.streams[0], RT_STREAM_CAPTURE_MODE_RELAXED));
-    EXPECT_RT_ERROR(RT_ERROR_STREAM_CAPTURE_UNSUPPORTED,
-                    rtAllReduce(a.ptr, a.ptr, 1, RT_INT32, RT_REDUCE_SUM, ranks.comms[0], ranks.streams[0]));
-    EXPECT_NE(last_message().find("collectives are not captured into graphs yet"), std::string::npos) << last_message();
-    rtGraph_t g = nullptr;
-    EXPECT_RT_ERROR(RT_ERROR_STREAM_CAPTURE_INVALIDATED, rtStreamEndCapture(ranks.streams[0], &g));
-}
-
-TEST(CommInit, CudaDevicesNeedNcclWhichIsNotThereYet) {
-    int n = 0;
-    ASSERT_RT_OK(rtGetDeviceCount(&n));
-    int cuda = -1;
-    for (int d = 0; d < n && cuda < 0; ++d) {
-        rtDeviceProp p;
-        if (rtGetDeviceProperties(&p, d) == RT_SUCCESS && std::strcmp(p.backend, "cuda") == 0) cuda = d;
-    }
-    if (cuda < 0) GTEST_SKIP() << "no cuda device (ctest runs this file with the fake driver)";
-    rtComm_t c = nullptr;
-    EXPECT_RT_ERROR(RT_ERROR_NOT_SUPPORTED, rtCommInitAll(&c, 1, &cuda));
-    EXPECT_NE(last_message().find("NCCL"), std::string::npos) << last_message();
 }
 
 TEST(CommExact, LargeAllReduceWrittenPastTheCache) {

@@ -355,3 +355,50 @@ def test_two_cpu_devices_default_streams():
     r = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=60,
                        env=dict(os.environ, RUNTIME_CPU_DEVICES="2"), cwd=os.path.dirname(__file__))
     assert r.returncode == 0 and r.stdout.strip().endswith("ok"), f"stdout:\n{r.stdout}\nstderr:\n{r.stderr}"
+
+
+# ------------------------------------------------------------------------------------------------ graphs
+
+def test_captured_collectives_replay_exactly_at_each_launch(ranks):
+    """Each rank captures all_reduce out of place, then in place, on its own stream; every launch replays both as the
+    rank's next collectives, reading the inputs as they are at the launch (b = 2 * (x0 + x1))."""
+    comms, streams = ranks
+    sends = [dev(np.zeros(N, np.float32)) for _ in comms]
+    recvs = [dev(np.zeros(N, np.float32)) for _ in comms]
+    execs = []
+    for c, s, a, b in zip(comms, streams, sends, recvs):
+        with s.capture() as g:
+            c.all_reduce(a, b, stream=s)
+            c.all_reduce(b, stream=s)
+        execs.append(g.instantiate())
+    assert not recvs[0].numpy().any()  # captured, not run
+    for launch in range(3):
+        xs = [data(r, np.float32) + 10 * launch for r in range(2)]
+        for a, x in zip(sends, xs):
+            runtime.copy(a, x)
+        for e, s in zip(execs, streams):
+            e.launch(s)
+        sync(streams)
+        for r in range(2):
+            np.testing.assert_array_equal(recvs[r].numpy(), 2 * (xs[0] + xs[1]), err_msg=f"rank {r}, launch {launch}")
+
+
+def test_a_rank_that_does_not_launch_its_graph_times_out_naming_it(monkeypatch):
+    skip_unless_host_addressable("numpy checks of collectives")
+    monkeypatch.setenv("RUNTIME_COMM_TIMEOUT", "0.2")
+    comms = comm.init_all([0, 0])
+    streams = [runtime.Stream(0), runtime.Stream(0)]
+    bufs = [dev(np.ones(4, np.float32)) for _ in comms]
+    execs = []
+    for c, s, b in zip(comms, streams, bufs):
+        with s.capture() as g:
+            c.all_reduce(b, stream=s)
+        execs.append(g.instantiate())
+    for e, s in zip(execs, streams):
+        e.launch(s)
+    sync(streams)
+    execs[0].launch(streams[0])  # rank 1 does not launch again
+    with pytest.raises(runtime.CommTimeoutError, match=r"rtAllReduce \(collective #2.*node 0 of the graph.*rank 1"):
+        streams[0].synchronize()
+    for c in comms:
+        c.destroy()

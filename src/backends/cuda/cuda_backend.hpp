@@ -234,6 +234,9 @@ public:
     /// Drops the function kept for naming faults (its name stays).
     void release_kernels_impl() override;
     CUstream handle() const { return stream_; }
+    /// Runs `work` now with the device's context current and this queue's CUstream, for a library that queues its
+    /// own work on it (NCCL): later operations of the queue are ordered after it.
+    void native_work(const std::function<void(CUstream)>& work);
 
 private:
     // The driver calls of the *_impl of the same name, between traced()'s timing events.
@@ -366,6 +369,10 @@ public:
 
     const Driver& driver() const { return d_; }
     CUcontext context() const { return ctx_; }
+    /// NCCL (cuda_nccl.cpp), opened on first use; NOT_SUPPORTED naming libnccl.so.2 and its PyPI package without it.
+    backend::NativeCollectives* collectives_impl() override;
+    /// The CUdevice ordinal (what NCCL's device lists name).
+    int ordinal() const { return ordinal_; }
     /// "sm_90": the NVRTC target for this device's compute capability.
     const std::string& arch() const { return arch_; }
     /// Makes the device's context current; throws DEVICE_LOST if the device was lost to a sticky fault, and
@@ -416,6 +423,7 @@ private:
     [[noreturn]] void fail_call(CUresult r, const char* what) const;
 
     const Driver& d_;
+    int ordinal_ = 0;
     CUdevice dev_ = 0;
     CUcontext ctx_ = nullptr;
     backend::DeviceInfo info_;

@@ -21,7 +21,7 @@ int attribute(const Driver& d, CUdevice dev, CUdevice_attribute a, int fallback)
 
 }  // namespace
 
-CudaDevice::CudaDevice(const Driver& d, int ordinal) : d_(d) {
+CudaDevice::CudaDevice(const Driver& d, int ordinal) : d_(d), ordinal_(ordinal) {
     CU_CHECK(d_, cuDeviceGet(&dev_, ordinal));
     CU_CHECK(d_, cuDevicePrimaryCtxRetain(&ctx_, dev_));
     char name[256] = {};

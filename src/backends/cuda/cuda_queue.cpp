@@ -197,6 +197,12 @@ void CudaQueue::fill_impl(void* dst, uint8_t value, size_t bytes, const trace::K
     enqueued();
 }
 
+void CudaQueue::native_work(const std::function<void(CUstream)>& work) {
+    device_.enter();
+    work(stream_);
+    enqueued();
+}
+
 void CudaQueue::host_call_impl(const backend::HostCall& call, const trace::Key& traced) {
     device_.enter();
     auto work = std::make_unique<HostWork>();
