@@ -788,7 +788,6 @@ std::shared_ptr<Communicator> join_rank(const rtCommUniqueId& id, int nranks, in
     if (layout.transport == static_cast<uint32_t>(Transport::mpi)) {
         if (nranks < 1) fail(RT_ERROR_INVALID_VALUE, "nranks %d must be at least 1", nranks);
         if (rank < 0 || rank >= nranks) fail(RT_ERROR_INVALID_VALUE, "rank %d is out of range (0 .. %d)", rank, nranks - 1);
-        require_collective_device(device);
         const double timeout = timeout_from_env();
         auto group = mpi::join(layout.nonce, layout.creator_world, nranks, rank, device, timeout);
         std::vector<int> devices;
