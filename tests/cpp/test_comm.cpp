@@ -28,7 +28,9 @@ std::vector<int> cpu_devices() {
     return out;
 }
 
-/// n ranks from rtCommInitAll, rank i on cpu device i mod (the count), each with a stream of its device.
+/// n ranks from rtCommInitAll, rank i on cpu device i mod (the count), each with a stream of its device. Non-blocking
+/// streams, as NCCL's users make them: the legacy default stream (Buffer's rtMemcpy) would wait for a collective
+/// parked until a rank that the waiting thread itself is to start.
 struct Ranks {
     explicit Ranks(int n) {
         const std::vector<int> cpus = cpu_devices();
@@ -38,7 +40,7 @@ struct Ranks {
         for (int d : devices) {
             EXPECT_EQ(rtSetDevice(d), RT_SUCCESS);
             rtStream_t s = nullptr;
-            EXPECT_EQ(rtStreamCreate(&s), RT_SUCCESS);
+            EXPECT_EQ(rtStreamCreateWithFlags(&s, RT_STREAM_NON_BLOCKING), RT_SUCCESS);
             streams.push_back(s);
         }
         rtSetDevice(devices[0]);
@@ -251,7 +253,7 @@ TEST(CommInitRank, OneThreadPerRank) {
                 Buffer buf(device, 64 * sizeof(int32_t));
                 buf.write(encoded(RT_INT32, 64, [&](size_t i) { return static_cast<double>(r + 1) * (i + 1); }));
                 rtStream_t s = nullptr;
-                rtStreamCreate(&s);
+                rtStreamCreateWithFlags(&s, RT_STREAM_NON_BLOCKING);  // see Ranks
                 if (rank != r || count != n || dev != device ||
                     rtAllReduce(buf.ptr, buf.ptr, 64, RT_INT32, RT_REDUCE_SUM, c, s) != RT_SUCCESS ||
                     rtStreamSynchronize(s) != RT_SUCCESS)
