@@ -107,6 +107,10 @@ RT_API rtError_t rtGetVersion(int* version);
  *  GPU) the cuda devices come first and device 0 is cuda:0; without a GPU the order stays as it is.
  *  The cuda backend opens the driver at run time (libcuda.so.1, or $RUNTIME_CUDA_DRIVER_LIB): without a
  *  driver or a GPU it has no devices and everything else works.
+ *  default_stream=legacy|per-thread (environment: RUNTIME_DEFAULT_STREAM) says what the NULL stream is:
+ *  legacy (the default) — each device's legacy default stream, as CUDA's (see RT_STREAM_NON_BLOCKING);
+ *  per-thread — each thread's own stream of the device (CUDA's --default-stream per-thread), ordered with no
+ *  other stream, kept until rtFinalize; rtMemcpy/rtMemset then order after the calling thread's work only.
  *  Options given while already initialised with different values: RT_ERROR_INVALID_VALUE. */
 RT_API rtError_t rtInit(const char* options);
 /** Wait for all work, release every resource; handles become invalid. rtInit may follow.
@@ -165,7 +169,14 @@ typedef struct rtStream_st* rtStream_t; /* NULL = the current device's default s
 typedef struct rtEvent_st* rtEvent_t;
 
 #define RT_STREAM_DEFAULT 0x0u
-#define RT_STREAM_NON_BLOCKING 0x1u /* accepted for CUDA compatibility; all streams are independent */
+/* The legacy default stream (CUDA's; rtInit's default_stream=legacy, the default): work on the NULL stream waits for
+ * the work queued before it on every blocking stream of the device (created without RT_STREAM_NON_BLOCKING), and
+ * work queued on a blocking stream waits for the NULL stream's work queued before it. Streams created with
+ * RT_STREAM_NON_BLOCKING take no part. The synchronous calls (rtMemcpy, rtMemset) run on the NULL stream, so they
+ * return the data that the blocking streams' earlier work wrote. A failure that such a wait meets fails the waiting
+ * stream too ("dependency failed", see below). While a blocking stream captures, the NULL stream refuses work
+ * (RT_ERROR_STREAM_CAPTURE_IMPLICIT). */
+#define RT_STREAM_NON_BLOCKING 0x1u
 
 /* Failure semantics (every backend). A stream whose operation fails (a kernel trap, rt_assert, a host function that
  * throws or calls rtHostFuncSetError) keeps the failure until a synchronize or query reports it. Until then it skips
@@ -260,7 +271,8 @@ RT_API rtError_t rtFree(void* ptr);
 RT_API rtError_t rtMallocHost(void** ptr, size_t size);
 /** Frees pinned host memory; returns at once, the memory goes once the work queued before the call has run. */
 RT_API rtError_t rtFreeHost(void* ptr);
-/** Synchronous copy: returns when the bytes have arrived. */
+/** Synchronous copy on the NULL stream: ordered after the work queued before it on the NULL stream and (legacy
+ *  default stream) on every blocking stream of the current device; returns when the bytes have arrived. */
 RT_API rtError_t rtMemcpy(void* dst, const void* src, size_t count, rtMemcpyKind kind);
 RT_API rtError_t rtMemcpyAsync(void* dst, const void* src, size_t count, rtMemcpyKind kind,
                                rtStream_t stream);

@@ -35,7 +35,7 @@ from .core import (alloc_host, empty_cache, enable_memory_reuse, enable_pool_all
 from .jit import (JitKernel, atomic_add, atomic_cas, atomic_exchange, atomic_max, atomic_min, barrier,  # noqa: E402
                   local_array, get_global_id, get_global_size, get_group_id, get_local_id, get_local_size, get_num_groups, jit)
 from .kernel import Function, Module  # noqa: E402
-from .core import zeros  # noqa: E402
+from .core import empty_like, zeros, zeros_like  # noqa: E402
 from .core import thread_capture_mode  # noqa: E402
 from .graph import Graph, GraphExec, GraphMemoryInfo, GraphNode, load_graph  # noqa: E402
 from .interop import from_dlpack  # noqa: E402
@@ -71,7 +71,7 @@ __all__ = [
     "atomic_add", "atomic_min", "atomic_max", "atomic_cas", "atomic_exchange", "barrier", "local_array",
     "bool_", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float32", "float64",
 ]
-__all__ += ["zeros", "from_dlpack", "float16", "complex64", "complex128"]
+__all__ += ["zeros", "empty_like", "zeros_like", "from_dlpack", "float16", "complex64", "complex128"]
 __all__ += ["Graph", "GraphExec", "GraphNode", "GraphMemoryInfo", "load_graph", "thread_capture_mode",
             "StreamCaptureError", "StreamCaptureUnsupportedError", "StreamCaptureInvalidatedError",
             "StreamCaptureUnjoinedError", "StreamCaptureImplicitError", "StreamCaptureWrongThreadError",

@@ -644,6 +644,17 @@ def current_stream() -> Stream:
     return stack[-1] if stack else default_stream()
 
 
+def _entered_stream() -> Optional[Stream]:
+    """The stream of the innermost `with stream:` on this thread unless it is a default stream (None: the
+    synchronous calls take their usual path, the legacy default stream's)."""
+    stack = getattr(_tls, "streams", None)
+    if stack:
+        st = stack[-1]
+        if not st._is_default:
+            return st
+    return None
+
+
 def _busy_streams(index: int) -> list:
     """The live streams of device `index` that still have queued work."""
     return [s for s in list(_live_streams)
@@ -775,8 +786,11 @@ class DeviceMemory:
     agree; view() reinterprets the bytes without copying).
 
     Interop: DLPack (`numpy.from_dlpack(mem)`, `torch.from_dlpack(mem)`: zero-copy, n-d with strides, versioned
-    protocol), `__cuda_array_interface__` v3 on cuda memory, `numpy()` for a host copy. `numpy.asarray(mem)`
-    raises TypeError (as CuPy does): an implicit host copy is never made — call mem.numpy().
+    protocol), `__cuda_array_interface__` v3 on cuda memory, `numpy()` (or `numpy.asarray(mem)`, through __array__) for a host copy.
+
+    Arrays (CuPy's names): `mem[10:20]`, `mem[::2]`, `mem[1:, :3]`, `mem[2]` are views (basic indexing: ints,
+    slices with positive steps, ..., None); `mem[key] = value` fills or copies into such a view; `fill`, `copy`,
+    `astype`; runtime.empty_like / zeros_like. Synchronous operations run on the current stream (`with stream:`).
 
     Freed by runtime.free or when garbage-collected; either never waits (rtFree defers the release of memory that
     queued work still uses until that work has completed). A view keeps its base alive; freeing the base makes
@@ -966,19 +980,137 @@ class DeviceMemory:
         return self._ext
 
     def numpy(self) -> np.ndarray:
-        """A host copy (synchronous: waits for the copy, which the current stream orders after the work queued on
-        it) as a numpy array of this memory's shape and dtype."""
+        """A host copy (synchronous, ordered as runtime.copy: after the work queued on the current stream, or on
+        the legacy default stream and every blocking stream) as a C-contiguous numpy array of this memory's shape
+        and dtype. A strided view copies the bytes its elements span, then gathers them on the host."""
         if not self.is_contiguous:
-            raise make_error(InvalidValueError, f"numpy: {self._describe()} is not contiguous (strides "
-                                                f"{self.strides}); only contiguous memory can be copied")
+            span = np.empty(self.nbytes, dtype=np.uint8)
+            copy(span, self._byte_span())
+            return np.ndarray(self.shape, self.dtype, buffer=span, strides=self.strides).copy()
         out = np.empty(self.shape, dtype=self.dtype)
         copy(out, self)
         return out
 
+    get = numpy  # CuPy's name
+
+    # ---- arrays: views by basic indexing, fills, copies, conversions
+    def _byte_span(self) -> "DeviceMemory":
+        """A flat uint8 view of the bytes from ptr to ptr + nbytes (the span of a strided view's elements)."""
+        return self._make_view(self.ptr, self.nbytes, np.dtype(np.uint8), (self.nbytes,), None)
+
+    def _make_view(self, ptr: int, nbytes: int, dt: np.dtype, shape: tuple, strides: Optional[tuple]) -> "DeviceMemory":
+        root = self._root()
+        ext = _MemExtra()
+        ext.base = root
+        rext = root._own_extra()
+        ext.readonly = rext.readonly
+        ext.foreign_host = rext.foreign_host
+        ext.special = strides is not None or rext.special
+        v = DeviceMemory(ptr, nbytes, self.device, dt, ext, shape, strides)
+        rext.views = [r for r in (rext.views or ()) if r() is not None]
+        rext.views.append(weakref.ref(v))
+        return v
+
+    def __getitem__(self, key: Any) -> "DeviceMemory":
+        """A view of the elements `key` selects (numpy's basic indexing: ints, slices, ..., None). Integer-array,
+        boolean and negative-step indexing are refused (they need a copy, or strides the runtime's copies and
+        kernels do not take)."""
+        ptr = self.ptr  # raises if freed
+        keys = key if isinstance(key, tuple) else (key,)
+        for k in keys:
+            if k is Ellipsis or k is None or isinstance(k, slice):
+                if isinstance(k, slice) and k.step is not None and (not isinstance(k.step, (int, np.integer)) or
+                                                                     isinstance(k.step, (bool, np.bool_)) or k.step < 0):
+                    raise make_error(InvalidValueError,
+                                     f"index {key!r}: step {k.step!r} is not supported (a view takes a positive "
+                                     f"step; reverse on the host: mem.numpy()[::-1])")
+            elif isinstance(k, (bool, np.bool_)) or not isinstance(k, (int, np.integer)):
+                raise make_error(InvalidValueError,
+                                 f"index {key!r}: {type(k).__name__} indices are not supported (a view takes ints, "
+                                 f"slices, ... and None; integer-array and boolean indexing would need a copy)")
+        if Ellipsis not in keys:
+            keys = keys + (Ellipsis,)  # an all-int index gives a 0-d view, never a read of an element
+        # numpy computes the view on a probe of this layout over one byte, never read: offset, shape and strides.
+        probe = np.lib.stride_tricks.as_strided(np.zeros(1, dtype=np.uint8), shape=self.shape, strides=self.strides)
+        try:
+            sub = probe[keys]
+        except IndexError as e:
+            raise make_error(InvalidValueError, f"index {key!r} on {self._describe()}: {e}") from None
+        offset = sub.__array_interface__["data"][0] - probe.__array_interface__["data"][0]
+        shape, strides = tuple(sub.shape), tuple(sub.strides)
+        size = _prod(shape)
+        itemsize = self.itemsize
+        nbytes = 0 if size == 0 else itemsize + sum((n - 1) * st for n, st in zip(shape, strides))
+        if strides == _c_strides(shape, itemsize) or size <= 1:
+            strides_kept = None
+            nbytes = size * itemsize
+        else:
+            strides_kept = strides
+        return self._make_view(ptr + offset, nbytes, self.dtype, shape, strides_kept)
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        """`mem[key] = value`: a scalar fills the view (fill), an array is copied into it (same shape and dtype,
+        ordered as runtime.copy)."""
+        view = self[key]
+        if isinstance(value, (int, float, bool, np.generic)):
+            view.fill(value)
+        else:
+            copy(view, value)
+
+    def fill(self, value: Any) -> None:
+        """Set every element to `value`, converted to this dtype as numpy's astype converts it (1.7 into an int
+        array is 1); an int outside an integer dtype's range is refused. Ordered as runtime.copy: a value whose
+        bytes are all equal (0, -1 for ints, 0.0) is one memset, any other a copy from a host array of the value.
+        A strided view is refused (fill its base, or assign a host array: mem[key] = array)."""
+        if not self.is_contiguous:
+            raise make_error(InvalidValueError, f"fill: {self._describe()} is a strided view (strides "
+                                                f"{self.strides}); fill its base or a contiguous view")
+        if self.readonly:
+            raise make_error(InvalidValueError, f"fill: {self._describe()} is read-only")
+        v = np.asarray(value)
+        if v.ndim != 0 or v.dtype.kind not in "biufc":
+            raise make_error(InvalidValueError, f"fill: expected a number, got {value!r} ({type(value).__name__})")
+        if v.dtype.kind in "iu" and self.dtype.kind in "iu":
+            info = np.iinfo(self.dtype)
+            if not info.min <= int(v) <= info.max:
+                raise make_error(InvalidValueError, f"fill: {int(v)} does not fit {self.dtype} "
+                                                    f"({info.min}..{info.max})")
+        with np.errstate(all="ignore"):
+            item = v.astype(self.dtype)
+        raw = item.tobytes()
+        if raw == raw[:1] * len(raw):
+            memset(self, raw[0])
+        else:
+            copy(self, np.full(self.shape, item, dtype=self.dtype))
+
+    def copy(self) -> "DeviceMemory":
+        """A new C-contiguous device array with this one's contents, shape and dtype, on the same device (ordered
+        as runtime.copy; a strided view is gathered through the host)."""
+        out = empty(self.shape, self.dtype, self.device)
+        if self.is_contiguous:
+            copy(out, self)
+        else:
+            copy(out, self.numpy())
+        return out
+
+    def astype(self, dtype: Any, copy: bool = True) -> "DeviceMemory":
+        """This array converted to `dtype` with numpy's casting rules (float to int truncates; casting="unsafe" as
+        numpy's default). The same dtype with copy=False returns self. The conversion runs on the host: a
+        device-to-host copy, numpy's astype, a host-to-device copy."""
+        dt = _as_dtype(dtype, "astype")
+        if dt == self.dtype:
+            return self.copy() if copy else self
+        return to_device(self.numpy().astype(dt), device=self.device)
+
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
-        raise TypeError("runtime.DeviceMemory does not convert to a numpy array implicitly (no hidden device-to-host "
-                        "copy): call mem.numpy() for a host copy, or numpy.from_dlpack(mem) for a zero-copy view of "
-                        "host-addressable (cpu device) memory")
+        """numpy.asarray(mem) / numpy.array(mem): a host copy, as numpy() (ordered as runtime.copy). copy=False
+        (numpy 2: "never copy") raises ValueError: device memory always needs a copy to reach a numpy array; for a
+        zero-copy view of host-addressable (cpu device) memory use numpy.from_dlpack(mem)."""
+        if copy is False:
+            raise ValueError("runtime.DeviceMemory cannot be converted to a numpy array without a copy (copy=False); "
+                             "use numpy.from_dlpack(mem) for a zero-copy view of cpu device memory")
+        out = self.numpy()
+        return out if dtype is None or np.dtype(dtype) == out.dtype else out.astype(dtype)
 
     def __dlpack_device__(self) -> tuple:
         from . import interop
@@ -1021,8 +1153,19 @@ class DeviceMemory:
                     v._freed = True
             ext.views = None
         if ext.exports:
-            ext.release_pending = True  # the last export's deleter releases it
+            ext.release_pending = True  # the last export's deleter releases it (_deferred_release_done)
+            counts = _deferred.setdefault(self.device.index, [0, 0])
+            counts[0] += 1
+            counts[1] += self.nbytes
             return
+        self._release_now()
+
+    def _deferred_release_done(self) -> None:
+        """The last DLPack consumer let go of memory freed meanwhile: released now, and no longer counted."""
+        counts = _deferred.get(self.device.index)
+        if counts is not None:
+            counts[0] -= 1
+            counts[1] -= self.nbytes
         self._release_now()
 
     def _release_now(self) -> None:
@@ -1200,20 +1343,55 @@ def empty(shape: Any, dtype: Any = np.float32, device: Any = None, stream: Optio
 
 
 def zeros(shape: Any, dtype: Any = np.float32, device: Any = None, stream: Optional["Stream"] = None) -> DeviceMemory:
-    """empty(shape, dtype) filled with zeros (synchronously, or queued on `stream`)."""
+    """empty(shape, dtype) filled with zeros: queued on `stream` (which also orders the allocation), else on the
+    current stream (`with stream:`), else synchronously."""
     mem = empty(shape, dtype, device, stream)
     if mem.nbytes:
-        if stream is None:
+        fill_on = stream if stream is not None else _entered_stream()
+        if fill_on is None:
             with mem.device:
                 _core.memset(mem._ptr, 0, mem.nbytes)
         else:
-            stream.memset(mem, 0)
+            fill_on.memset(mem, 0)
     return mem
+
+
+def _like(a: Any, dtype: Any, shape: Any, what: str) -> tuple:
+    if isinstance(a, DeviceMemory):
+        dt, sh, dev = a.dtype, a.shape, a.device
+    elif isinstance(a, np.ndarray):
+        dt, sh, dev = a.dtype, a.shape, None
+    else:
+        raise make_error(InvalidValueError, f"{what}: expected runtime.DeviceMemory or a numpy array, got "
+                                            f"{type(a).__name__}")
+    return (dt if dtype is None else dtype), (sh if shape is None else shape), dev
+
+
+def empty_like(a: Any, dtype: Any = None, shape: Any = None) -> DeviceMemory:
+    """Uninitialised typed memory with `a`'s dtype and shape (or those given), C order, on `a`'s device (a numpy
+    array: the current device)."""
+    dt, sh, dev = _like(a, dtype, shape, "empty_like")
+    return empty(sh, dt, dev)
+
+
+def zeros_like(a: Any, dtype: Any = None, shape: Any = None) -> DeviceMemory:
+    """empty_like(a) filled with zeros (ordered as zeros())."""
+    dt, sh, dev = _like(a, dtype, shape, "zeros_like")
+    return zeros(sh, dt, dev)
 
 
 def to_device(host: Any, stream: Optional[Stream] = None, device: Any = None) -> DeviceMemory:
     """New device memory holding a C-contiguous copy of the host array `host`, with its shape and dtype (a raw
-    bytes-like object gives untyped memory); synchronous unless `stream`."""
+    bytes-like object gives untyped memory; a list, tuple or scalar is converted by numpy.asarray first, with
+    numpy's dtype: [1, 2, 3] is int64, [1.0] float64); synchronous unless `stream` (ordered as copy())."""
+    if isinstance(host, (list, tuple, int, float, bool, np.generic)) and not isinstance(host, np.ndarray):
+        try:
+            host = np.asarray(host)
+        except ValueError as e:
+            raise make_error(InvalidValueError, f"to_device: host is a list or tuple numpy cannot convert ({e})") from None
+        if host.dtype == object:
+            raise make_error(InvalidValueError, "to_device: host is a list or tuple that numpy converts to an object "
+                                                "array (ragged or not numbers)")
     h = _host_operand(host, "to_device: host", writable=False)
     if h.dtype is not None and not _storage_dtype(h.dtype):
         raise make_error(InvalidValueError, f"to_device: dtype {h.dtype} is not supported (expected "
@@ -1398,7 +1576,16 @@ def copy(dst: Any, src: Any, direction: Optional[str] = None, nbytes: Optional[i
     (inferred); one that contradicts the operands raises InvalidValueError. Without `nbytes` the whole source is
     copied into the whole destination: typed sides must have the same dtype and shape, and the byte counts must be
     equal; with `nbytes`, that many bytes (the dtypes must still agree). Untyped device memory takes the dtype and
-    shape of the first typed source copied into it."""
+    shape of the first typed source copied into it.
+
+    Ordering: on the current stream (`with stream:`), which the copy is queued on and then synchronized (its
+    earlier failures are raised); else on the legacy default stream, after the work queued on it and on every
+    blocking stream of the device (runtime.Stream() unless non_blocking=True)."""
+    st = _entered_stream()
+    if st is not None:
+        st.launch_copy(dst, src, direction, nbytes)
+        st.synchronize()
+        return
     d, s, kind, n = _prepare_copy("copy", dst, src, direction, nbytes)
     if n:
         _core.memcpy(d.ptr, s.ptr, n, kind)
@@ -1422,8 +1609,13 @@ def _check_memset(mem: Any, value: Any, nbytes: Optional[int]) -> int:
 
 
 def memset(mem: DeviceMemory, value: int, nbytes: Optional[int] = None) -> None:
-    """Synchronously set `nbytes` (default all) bytes of `mem` to `value` (0..255)."""
+    """Synchronously set `nbytes` (default all) bytes of `mem` to `value` (0..255), ordered as copy() is."""
     n = _check_memset(mem, value, nbytes)
+    st = _entered_stream()
+    if st is not None:
+        st.memset(mem, value, n)
+        st.synchronize()
+        return
     _core.memset(mem.ptr, int(value), n)
 
 
@@ -1432,6 +1624,8 @@ def memset(mem: DeviceMemory, value: int, nbytes: Optional[int] = None) -> None:
 # the exact per-device statistics of rtMemGetStats. All apply to the current device, or to `device` when given (the
 # current device is switched for the call and restored).
 
+# Per device index: [count, bytes] of frees deferred until the last DLPack consumer lets go (memory_stats).
+_deferred: dict = {}
 _registered: dict = {}  # host pointer -> (object, numpy view, nbytes, device index): kept alive while registered
 
 _STAT_FIELDS = ("allocated_bytes", "reserved_bytes", "peak_allocated_bytes", "peak_reserved_bytes", "num_allocs",
@@ -1491,11 +1685,16 @@ def empty_cache(device: Any = None) -> None:
 def memory_stats(device: Any = None) -> dict:
     """Exact memory statistics of the device: allocated_bytes, reserved_bytes, peak_allocated_bytes,
     peak_reserved_bytes, num_allocs, num_frees, num_cache_hits, num_cache_misses, num_ooms, largest_free_block,
-    pool_size, num_elided_copies, elided_copy_bytes, num_live_allocations, and fragmentation (1 - allocated /
-    reserved: the share of reserved memory not handed out; 0.0 when nothing is reserved)."""
-    with _target(device):
+    pool_size, num_elided_copies, elided_copy_bytes, num_live_allocations, fragmentation (1 - allocated /
+    reserved: the share of reserved memory not handed out; 0.0 when nothing is reserved), and
+    num_deferred_frees / deferred_free_bytes: memory freed while DLPack consumers (numpy.from_dlpack, torch...)
+    still view it, released when the last lets go (until then it stays allocated and counted above)."""
+    dev = _target(device)
+    with dev:
         st = _core.mem_get_stats()
     out = {k: int(st[k]) for k in _STAT_FIELDS}
+    deferred = _deferred.get(dev.index, (0, 0))
+    out["num_deferred_frees"], out["deferred_free_bytes"] = deferred[0], deferred[1]
     reserved = out["reserved_bytes"]
     out["fragmentation"] = max(0.0, 1.0 - out["allocated_bytes"] / reserved) if reserved else 0.0
     return out

@@ -132,7 +132,7 @@ class _Export:
         if ext.exports == 0 and ext.release_pending:
             ext.release_pending = False
             try:
-                self.root._release_now()
+                self.root._deferred_release_done()
             except Exception:
                 pass
 

@@ -10,7 +10,7 @@ import numpy as np
 from . import _core
 from .core import DeviceMemory, Stream, _device_obj, _MemExtra, make_error
 from .errors import InvalidValueError
-from .launch import plan, shape
+from .launch import call, plan, shape
 
 
 class Module:
@@ -108,6 +108,10 @@ class Function:
         # The module stays alive with the arguments until the launch has run: its code must outlive the launch.
         self._plan.launch_shaped(args, stream.handle, glob[0], glob[1], glob[2], local[0], local[1], local[2], True,
                                  self.module)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> None:
+        """f(*args, global_size=None, local_size=None, stream=None): a launch on `stream` or the current stream."""
+        call(self, args, kwargs)
 
     def __repr__(self) -> str:
         return f"<runtime.Function {self.name} ({len(self.param_sizes)} parameters)>"

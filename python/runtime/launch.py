@@ -78,3 +78,22 @@ def shape(name: str, args: tuple, global_size: Any, local_size: Any) -> tuple:
             raise make_error(InvalidValueError, f"kernel '{name}': local_size {local_size!r} has {len(lo)} dims but "
                                                 f"global_size has {ndim}")
     return g + (1,) * (3 - ndim), lo + (1,) * (3 - ndim), ndim
+
+
+def call(kernel: Any, args: tuple, kwargs: dict) -> None:
+    """`kernel(*args, global_size=None, local_size=None, stream=None)`: launch_kernel on `stream`, else on the current
+    stream (`with stream:`, else the current device's default stream); asynchronous, as every launch. The global
+    size defaults to the element count of the first array argument (SPEC §3)."""
+    from .core import Stream, current_stream
+    unknown = set(kwargs) - {"global_size", "local_size", "stream"}
+    if unknown:
+        raise make_error(InvalidValueError, f"{kernel.name}(): unexpected keyword argument(s) "
+                                            f"{', '.join(sorted(unknown))} (expected global_size, local_size, stream; "
+                                            f"kernel arguments are positional)")
+    stream = kwargs.get("stream")
+    if stream is None:
+        stream = current_stream()
+    elif not isinstance(stream, Stream):
+        raise make_error(InvalidValueError, f"{kernel.name}(): stream must be a runtime.Stream or None, got "
+                                            f"{type(stream).__name__}")
+    stream.launch_kernel(kernel, *args, global_size=kwargs.get("global_size"), local_size=kwargs.get("local_size"))

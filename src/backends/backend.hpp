@@ -261,6 +261,10 @@ public:
     virtual uint64_t position_impl() = 0;
     /// True once all work up to `position` has completed. Thread-safe, never blocks.
     virtual bool reached_impl(uint64_t position) = 0;
+    /// (optional) A count that has grown once an operation is in the queue (read after the *_impl call that queued
+    /// it returned, it has changed), for the legacy default stream's ordering, which reads it on every operation of
+    /// a blocking stream: cheap and never blocking. Defaults to position_impl().
+    virtual uint64_t queued_impl() { return position_impl(); }
     /// (optional) Calls notify_timeline() once, from any thread, when all work up to `position` (a value of
     /// position_impl) has completed — at once if it has. Defaults to an internal host call queued now, which
     /// notifies once everything queued so far has completed (later, never earlier).

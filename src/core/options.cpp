@@ -18,7 +18,7 @@ std::string trim(const std::string& s) {
 
 /// Every key rtInit accepts, for the message about an unknown one.
 std::string known_keys(const backend::Registry& reg) {
-    std::string out = "backend, module_cache_limit";
+    std::string out = "backend, module_cache_limit, default_stream";
     for (const backend::BackendEntry& e : reg.entries()) {
         for (const backend::OptionKey& k : e.options) {
             out += ", " + e.name + "." + k.key;
@@ -44,6 +44,10 @@ public:
         }
         if (key == "module_cache_limit") {
             module_cache_limit_ = parse_limit(value, origin_prefix + key);
+            return;
+        }
+        if (key == "default_stream") {
+            per_thread_default_ = parse_default_stream(value, origin_prefix + key);
             return;
         }
         const auto& entries = reg_.entries();
@@ -78,6 +82,8 @@ public:
         }
         if (const char* v = std::getenv("RUNTIME_MODULE_CACHE_LIMIT"); v && *v)
             module_cache_limit_ = parse_limit(trim(v), "RUNTIME_MODULE_CACHE_LIMIT");
+        if (const char* v = std::getenv("RUNTIME_DEFAULT_STREAM"); v && *v)
+            per_thread_default_ = parse_default_stream(trim(v), "RUNTIME_DEFAULT_STREAM");
         const auto& entries = reg_.entries();
         for (size_t i = 0; i < entries.size(); ++i)
             for (const backend::OptionKey& k : entries[i].options)
@@ -90,6 +96,7 @@ public:
         const auto& entries = reg_.entries();
         o.first_backend = first_backend_.empty() && !entries.empty() ? entries.front().name : first_backend_;
         o.module_cache_limit = module_cache_limit_;
+        o.per_thread_default_stream = per_thread_default_;
         for (size_t i = 0; i < entries.size(); ++i)
             if (entries[i].absent_reason.empty()) o.backends.push_back({&entries[i], entries[i].parse(settings_[i])});
         return o;
@@ -101,7 +108,15 @@ private:
         return static_cast<size_t>(backend::parse_count(s, "a count of modules", 0, 1 << 20));
     }
 
+    static bool parse_default_stream(const std::string& value, const std::string& origin) {
+        if (value == "legacy") return false;
+        if (value == "per-thread") return true;
+        fail(RT_ERROR_INVALID_VALUE, "%s='%s' is not a default stream kind (expected legacy or per-thread)",
+             origin.c_str(), value.c_str());
+    }
+
     size_t module_cache_limit_ = kernels::ModuleCache::kDefaultLimit;
+    bool per_thread_default_ = false;
     const backend::Registry& reg_;
     std::vector<std::vector<backend::Setting>> settings_;
     std::string first_backend_;
@@ -111,7 +126,7 @@ private:
 
 bool InitOptions::same_as(const InitOptions& other) const {
     if (first_backend != other.first_backend || backends.size() != other.backends.size() ||
-        module_cache_limit != other.module_cache_limit)
+        module_cache_limit != other.module_cache_limit || per_thread_default_stream != other.per_thread_default_stream)
         return false;
     for (size_t i = 0; i < backends.size(); ++i)
         if (backends[i].entry != other.backends[i].entry || !backends[i].options->same_as(*other.backends[i].options))

@@ -24,6 +24,10 @@ struct InitOptions {
     /// Modules loaded from source kept in process per kernel target (module_cache_limit=, $RUNTIME_MODULE_CACHE_LIMIT;
     /// src/kernels/target.hpp); 0: none kept.
     size_t module_cache_limit = kernels::ModuleCache::kDefaultLimit;
+    /// What the null stream means (default_stream=legacy|per-thread, $RUNTIME_DEFAULT_STREAM): false (legacy, the
+    /// default): each device's legacy default stream, which waits for every blocking stream and they for it; true: a
+    /// stream of the calling thread's own, ordered with no other (CUDA's --default-stream per-thread).
+    bool per_thread_default_stream = false;
     /// Whether runtime-smi's status file is kept ($RUNTIME_SMI; observe/usage.hpp). Environment only.
     bool publish_usage = true;
 
@@ -31,7 +35,7 @@ struct InitOptions {
     bool same_as(const InitOptions& other) const;
 };
 
-/// Parses "key=value;..." over the environment's defaults. Keys: backend and module_cache_limit (the core's), `<backend>.<key>` and the
+/// Parses "key=value;..." over the environment's defaults. Keys: backend, module_cache_limit and default_stream (the core's), `<backend>.<key>` and the
 /// older spellings each backend declares. Throws RT_ERROR_INVALID_VALUE: an unknown key (the message lists the
 /// known ones), an item without '=', a bad value (the backend names the key and what it expects).
 InitOptions parse_options(const char* text);

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <thread>
 
 #include "graph/capture.hpp"
 #include "kernels/target.hpp"
@@ -40,19 +41,52 @@ std::string trim(std::string s) {
 }
 }  // namespace
 
-CoreDevice::CoreDevice(int index, std::unique_ptr<backend::Device> impl)
-    : index_(index), impl_(std::move(impl)) {
+namespace {
+std::atomic<uint64_t> g_device_serials{0};
+}
+
+CoreDevice::CoreDevice(int index, std::unique_ptr<backend::Device> impl, bool per_thread_default)
+    : index_(index), impl_(std::move(impl)), per_thread_default_(per_thread_default), serial_(++g_device_serials) {
     label_ = impl_->info().backend + ":" + std::to_string(impl_->info().backend_ordinal);
     default_stream_ = std::make_shared<Stream>(*this, impl_->create_queue_impl(RT_STREAM_DEFAULT, 0), true);
     default_stream_->errors().set_origin("the default stream of " + label_);
+    if (!per_thread_default_) default_stream_->make_legacy_default();
     streams_.push_back(default_stream_);
     memory_ = std::make_unique<DeviceMemory>(*this);
+}
+
+const std::shared_ptr<Stream>& CoreDevice::thread_default_stream() const {
+    // Cached per thread by the device's serial (a device object of a later runtime may reuse an address).
+    struct Cached {
+        uint64_t serial;
+        const std::shared_ptr<Stream>* stream;
+    };
+    thread_local std::vector<Cached> cache;
+    for (const Cached& c : cache)
+        if (c.serial == serial_) return *c.stream;
+    auto* self = const_cast<CoreDevice*>(this);
+    // Like CUDA's per-thread default stream: an ordinary stream of the thread, with no implicit ordering.
+    auto s = std::make_shared<Stream>(*self, impl_->create_queue_impl(RT_STREAM_NON_BLOCKING), false,
+                                      RT_STREAM_NON_BLOCKING);
+    s->errors().set_origin(format("the default stream of %s for thread %zu", label_.c_str(),
+                                  std::hash<std::thread::id>{}(std::this_thread::get_id())));
+    self->add_stream(s);
+    const std::shared_ptr<Stream>* held;
+    {
+        std::lock_guard lock(thread_streams_mutex_);
+        // A deque's elements stay put as it grows: the cached pointers stay valid until the device goes.
+        thread_streams_.push_back(std::move(s));
+        held = &thread_streams_.back();
+    }
+    cache.push_back({serial_, held});
+    return *held;
 }
 
 // The pool goes before the streams that its pending frees refer to, and before the backend device.
 CoreDevice::~CoreDevice() {
     memory_.reset();
     streams_.clear();
+    thread_streams_.clear();
     default_stream_.reset();
 }
 
@@ -62,8 +96,11 @@ std::vector<std::shared_ptr<Stream>> CoreDevice::streams() const {
 }
 
 void CoreDevice::add_stream(std::shared_ptr<Stream> stream) {
+    const bool joins = !per_thread_default_ && !stream->is_default() && stream->blocking();
+    if (joins) stream->join_legacy(default_stream_.get());
     std::lock_guard lock(streams_mutex_);
     streams_.push_back(std::move(stream));
+    if (joins) legacy_blocking_.fetch_add(1, std::memory_order_relaxed);
 }
 
 void CoreDevice::remove_stream(const Stream* stream) {
@@ -72,6 +109,7 @@ void CoreDevice::remove_stream(const Stream* stream) {
         if (s.get() != stream) return false;
         retired_operations_ += s->operations();
         retired_kernels_ += s->kernels_launched();
+        if (s->joined_legacy()) legacy_blocking_.fetch_sub(1, std::memory_order_relaxed);
         return true;
     });
 }
@@ -114,7 +152,8 @@ Runtime::Runtime(InitOptions options)
     });
     for (auto& b : backends_)
         for (int i = 0; i < b->device_count(); ++i)
-            devices_.push_back(std::make_unique<CoreDevice>(static_cast<int>(devices_.size()), b->create_device(i)));
+            devices_.push_back(std::make_unique<CoreDevice>(static_cast<int>(devices_.size()), b->create_device(i),
+                                                            options_.per_thread_default_stream));
     for (auto& d : devices_) d->impl().kernel_modules().set_limit(options_.module_cache_limit);
     trace::start_from_environment();
 }

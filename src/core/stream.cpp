@@ -69,6 +69,45 @@ void Stream::wait_idle() {
     queue_->synchronize_impl();
 }
 
+// The legacy default stream (CUDA's): a blocking stream's operation waits for the default stream's queued work, and
+// the default stream's for every blocking stream's. Each side waits through the other's internal event, recorded at
+// the moment of the wait, only when the other queued something since the last wait: streams that never meet the
+// default stream pay one look at its queued count. A capturing stream never gets here (its operations are nodes;
+// the default stream refuses work while a blocking stream captures: RT_ERROR_STREAM_CAPTURE_IMPLICIT).
+void Stream::wait_for_queued_work_of(Stream& last) {
+    std::lock_guard lock(last.legacy_mutex_);
+    if (!last.legacy_event_) last.legacy_event_ = last.device_.impl().create_event_impl(false, false);
+    last.queue_->record_impl(*last.legacy_event_, trace::Key{});
+    queue_->wait_impl(*last.legacy_event_, trace::Key{});
+}
+
+void Stream::order_after_legacy_default() {
+    Stream& d = *legacy_default_;
+    // Read before the record: an operation queued meanwhile is waited for now and again next time (never missed).
+    const uint64_t queued = d.queue_->queued_impl();
+    wait_for_queued_work_of(d);
+    legacy_seen_.store(queued, std::memory_order_relaxed);
+}
+
+void Stream::order_after_blocking_streams() {
+    CoreDevice& dev = device_;
+    if (dev.legacy_blocking_streams() == 0) return;
+    // Collected under the list's spin lock, waited for outside it (a record takes the queue's own locks).
+    thread_local std::vector<std::shared_ptr<Stream>> due;
+    due.clear();
+    dev.for_each_stream([&](const std::shared_ptr<Stream>& s) {
+        if (s.get() != this && s->joined_legacy() &&
+            s->queue_->queued_impl() != s->legacy_waited_.load(std::memory_order_relaxed))
+            due.push_back(s);
+    });
+    for (const auto& s : due) {
+        const uint64_t queued = s->queue_->queued_impl();
+        wait_for_queued_work_of(*s);
+        s->legacy_waited_.store(queued, std::memory_order_relaxed);
+    }
+    due.clear();  // no stream kept alive by this thread
+}
+
 namespace {
 /// The failure reported by rtHostFuncSetError inside the host function running on this thread.
 struct HostCallFailure {

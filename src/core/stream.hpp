@@ -4,6 +4,7 @@
 #include <atomic>
 #include <functional>
 #include <memory>
+#include <mutex>
 
 #include "backends/backend.hpp"
 #include "core/error.hpp"
@@ -39,8 +40,27 @@ public:
     /// written by capture only, under its lock.
     graph::Capture* capture() const { return capture_.load(std::memory_order_acquire); }
     void set_capture(graph::Capture* capture) { capture_.store(capture, std::memory_order_release); }
-    /// Numbers the operations queued on this stream, for error messages ("operation #12").
-    uint64_t next_op() { return ops_.fetch_add(1, std::memory_order_relaxed) + 1; }
+    /// Numbers the operations queued on this stream, for error messages ("operation #12"). Called by every enqueue
+    /// path (outside capture) just before it queues the operation, so it is also where the legacy default stream's
+    /// implicit ordering is queued: a blocking stream's operation after the default stream's latest, the default
+    /// stream's after every blocking stream's pending work. A blocking stream pays one look at the default
+    /// stream's queued count (Queue::queued_impl, read after the fact: a count taken before an operation is in the
+    /// queue would let a later operation miss it) when the default stream queued nothing since it last looked.
+    uint64_t next_op() {
+        if (legacy_default_ && legacy_default_->queue_->queued_impl() != legacy_seen_.load(std::memory_order_relaxed))
+            order_after_legacy_default();
+        else if (orders_blocking_)
+            order_after_blocking_streams();
+        return ops_.fetch_add(1, std::memory_order_relaxed) + 1;
+    }
+    /// Makes this (blocking, non-default) stream take part in `legacy_default`'s implicit ordering (CoreDevice,
+    /// before the stream is listed; once).
+    void join_legacy(Stream* legacy_default) { legacy_default_ = legacy_default; }
+    /// Makes this default stream the legacy default stream of its device (CoreDevice's constructor; once).
+    void make_legacy_default() { orders_blocking_ = true; }
+    /// Whether this stream's operations are ordered with the legacy default stream's (a blocking stream of a
+    /// device whose default stream is the legacy one).
+    bool joined_legacy() const { return legacy_default_ != nullptr; }
     /// Counts kernel launches queued (rtDeviceGetUsage): `n` kernel nodes of a graph launch, else one.
     void count_kernels(uint64_t n = 1) { kernels_.fetch_add(n, std::memory_order_relaxed); }
     uint64_t operations() const { return ops_.load(std::memory_order_relaxed); }
@@ -64,6 +84,13 @@ public:
     void wait_idle();
 
 private:
+    /// The slow paths of next_op (stream.cpp).
+    void order_after_legacy_default();
+    void order_after_blocking_streams();
+    /// Queues "work queued on this stream from now on waits for everything queued so far on `last`" through
+    /// `last`'s internal event (its legacy_mutex_ held meanwhile, so the record the wait sees is its own).
+    void wait_for_queued_work_of(Stream& last);
+
     CoreDevice& device_;
     AsyncErrorSlot errors_;  // before queue_: the queue's destructor may still run work that reports into it
     std::unique_ptr<backend::Queue> queue_;
@@ -73,6 +100,16 @@ private:
     bool is_default_;
     unsigned flags_;
     int priority_;
+    // The legacy default stream's implicit ordering (next_op). legacy_default_/orders_blocking_ are set before the
+    // stream is used. legacy_seen_: the default stream's queued_impl() when this stream last ordered itself after
+    // it. legacy_waited_: this stream's queued_impl() when the default stream last ordered itself after it. legacy_event_: created on first
+    // use, recorded and waited for under legacy_mutex_.
+    Stream* legacy_default_ = nullptr;
+    bool orders_blocking_ = false;
+    std::atomic<uint64_t> legacy_seen_{0};
+    std::atomic<uint64_t> legacy_waited_{0};
+    std::mutex legacy_mutex_;
+    std::unique_ptr<backend::Event> legacy_event_;
     const uint32_t trace_track_ = trace::next_track();
 };
 

@@ -100,7 +100,7 @@ void relink_default_stream(CoreDevice& device) {
             linked = c.get();
             break;
         }
-    device.default_stream()->set_capture(linked);
+    device.legacy_stream()->set_capture(linked);
 }
 
 /// The default stream was used while blocking streams of its device capture (lock held): every such capture is

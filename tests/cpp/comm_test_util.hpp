@@ -25,7 +25,9 @@ inline std::vector<int> cpu_devices() {
     return out;
 }
 
-/// n ranks from rtCommInitAll, rank i on cpu device i mod (the count), each with a stream of its device.
+/// n ranks from rtCommInitAll, rank i on cpu device i mod (the count), each with a stream of its device. Non-blocking
+/// streams, as NCCL's users make them: the legacy default stream (Buffer's rtMemcpy) would wait for a collective
+/// parked until a rank that the waiting thread itself is to start.
 struct Ranks {
     explicit Ranks(int n) {
         const std::vector<int> cpus = cpu_devices();
@@ -35,7 +37,7 @@ struct Ranks {
         for (int d : devices) {
             EXPECT_EQ(rtSetDevice(d), RT_SUCCESS);
             rtStream_t s = nullptr;
-            EXPECT_EQ(rtStreamCreate(&s), RT_SUCCESS);
+            EXPECT_EQ(rtStreamCreateWithFlags(&s, RT_STREAM_NON_BLOCKING), RT_SUCCESS);
             streams.push_back(s);
         }
         rtSetDevice(devices[0]);

@@ -183,7 +183,7 @@ TEST(CommInitRank, OneThreadPerRank) {
                 Buffer buf(device, 64 * sizeof(int32_t));
                 buf.write(encoded(RT_INT32, 64, [&](size_t i) { return static_cast<double>(r + 1) * (i + 1); }));
                 rtStream_t s = nullptr;
-                rtStreamCreate(&s);
+                rtStreamCreateWithFlags(&s, RT_STREAM_NON_BLOCKING);  // see Ranks
                 if (rank != r || count != n || dev != device ||
                     rtAllReduce(buf.ptr, buf.ptr, 64, RT_INT32, RT_REDUCE_SUM, c, s) != RT_SUCCESS ||
                     rtStreamSynchronize(s) != RT_SUCCESS)

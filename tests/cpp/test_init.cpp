@@ -24,6 +24,48 @@ TEST_F(Init, ImplicitInitialisationUsesEnvironmentDefaults) {
     EXPECT_EQ(n, env_devices());
 }
 
+TEST_F(Init, PerThreadDefaultStreamOrdersOnlyTheCallingThreadsWork) {
+    ASSERT_RT_OK(rtInit("default_stream=per-thread"));
+    rtStream_t s = nullptr;
+    ASSERT_RT_OK(rtStreamCreate(&s));  // blocking, but there is no legacy default stream to wait for it
+    rt_test::Gate on_stream, on_this_thread;
+    ASSERT_RT_OK(on_stream.launch(s));
+    ASSERT_RT_OK(on_this_thread.launch(nullptr));  // this thread's default stream is held
+    void* d = nullptr;
+    ASSERT_RT_OK(rtMalloc(&d, 64));
+    std::vector<unsigned char> src(64, 9), got(64, 0);
+    std::thread other([&] {  // another thread's NULL stream is its own: neither gate holds it up
+        EXPECT_RT_OK(rtMemcpy(d, src.data(), 64, RT_MEMCPY_HOST_TO_DEVICE));
+        EXPECT_RT_OK(rtMemcpy(got.data(), d, 64, RT_MEMCPY_DEVICE_TO_HOST));
+    });
+    other.join();
+    EXPECT_EQ(got, src);
+    EXPECT_FALSE(on_stream.left());
+    EXPECT_FALSE(on_this_thread.left());
+    EXPECT_RT_ERROR(RT_ERROR_NOT_READY, rtStreamQuery(nullptr)) << "this thread's NULL stream is the held one";
+    on_this_thread.open();
+    on_stream.open();
+    EXPECT_RT_OK(rtStreamSynchronize(nullptr));
+    EXPECT_RT_OK(rtStreamSynchronize(s));
+    EXPECT_RT_OK(rtStreamDestroy(s));
+    EXPECT_RT_OK(rtFree(d));
+}
+
+TEST_F(Init, DefaultStreamOptionIsCheckedAndMustAgree) {
+    EXPECT_RT_ERROR(RT_ERROR_INVALID_VALUE, rtInit("default_stream=per_thread"));
+    const std::string m = rtGetLastErrorMessage();
+    EXPECT_NE(m.find("default_stream='per_thread'"), std::string::npos) << m;
+    EXPECT_NE(m.find("legacy or per-thread"), std::string::npos) << m;
+    ASSERT_RT_OK(rtInit("default_stream=legacy"));
+    EXPECT_RT_ERROR(RT_ERROR_INVALID_VALUE, rtInit("default_stream=per-thread"));  // differs from the live runtime
+    ASSERT_RT_OK(rtFinalize());
+    setenv("RUNTIME_DEFAULT_STREAM", "sometimes", 1);
+    EXPECT_RT_ERROR(RT_ERROR_INVALID_VALUE, rtInit(nullptr));
+    EXPECT_NE(std::string(rtGetLastErrorMessage()).find("RUNTIME_DEFAULT_STREAM"), std::string::npos)
+        << rtGetLastErrorMessage();
+    unsetenv("RUNTIME_DEFAULT_STREAM");
+}
+
 TEST_F(Init, NullAndEmptyOptionsUseDefaults) {
     ASSERT_RT_OK(rtInit(nullptr));
     int n = 0;

@@ -246,7 +246,7 @@ TEST_F(SoundCore, EventRecordedAfterAnUnreportedFailureCarriesIt) {
 // A queued record owns what it writes: the event recorded again (or destroyed) before the record runs must not
 // leave it writing freed memory (found by the fuzzer; ASan reports it).
 TEST_F(SoundCore, EventRecordedAgainOrDestroyedBeforeItsRecordRan) {
-    StreamGuard a;
+    StreamGuard a(RT_STREAM_NON_BLOCKING);  // the default stream's record does not wait for (and carry) a's failure
     Gate gate;
     ASSERT_RT_OK(gate.launch(a));
     rtEvent_t e = nullptr, gone = nullptr;

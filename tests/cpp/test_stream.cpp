@@ -1,4 +1,5 @@
 // test_stream.cpp — rtStreamCreate/WithFlags/Destroy/Synchronize/Query/WaitEvent: success paths, default stream, garbage handles.
+#include "legacy_stream_from_c.h"
 #include "test_util.hpp"
 
 namespace {
@@ -143,10 +144,10 @@ TEST_P(Stream, DefaultStreamCannotBeDestroyed) {
 }
 
 TEST_P(Stream, DefaultStreamIsIndependentOfOtherStreams) {
-    // A blocked created stream does not hold up the default stream (all streams are independent). The default
-    // stream's work is a fill, not a host function: CUDA may run the host functions of all streams one at a time
-    // on one thread, so one blocked host function holds up every other (cuLaunchHostFunc: "may be serialized").
-    rt_test::StreamGuard s;
+    // A blocked non-blocking stream does not hold up the default stream. The default stream's work is a fill, not a
+    // host function: CUDA may run the host functions of all streams one at a time on one thread, so one blocked
+    // host function holds up every other (cuLaunchHostFunc: "may be serialized").
+    rt_test::StreamGuard s(RT_STREAM_NON_BLOCKING);
     ASSERT_RT_OK(s.status());
     rt_test::DevBuf buf(4096);
     Gate gate;
@@ -157,6 +158,111 @@ TEST_P(Stream, DefaultStreamIsIndependentOfOtherStreams) {
     gate.open();
     ASSERT_RT_OK(rtStreamSynchronize(nullptr));
     ASSERT_RT_OK(rtStreamSynchronize(s));
+}
+
+// ---- the legacy default stream (runtime.h, RT_STREAM_NON_BLOCKING): the reproductions and their converse.
+
+std::vector<unsigned char> read_back(const void* d, size_t n) {
+    std::vector<unsigned char> out(n, 0xEE);
+    EXPECT_RT_OK(rtMemcpy(out.data(), d, n, RT_MEMCPY_DEVICE_TO_HOST));
+    return out;
+}
+
+TEST_P(Stream, SynchronousCopyWaitsForEarlierWorkOfABlockingStream) {
+    rt_test::StreamGuard s;
+    ASSERT_RT_OK(s.status());
+    rt_test::DevBuf d(4096);
+    ASSERT_RT_OK(rtMemset(d.get(), 0, 4096));
+    static int delay = 100;  // the fill runs late: a copy that does not wait sees the zeros
+    ASSERT_RT_OK(rtLaunchHostFunc(s, rt_test::sleep_ms, &delay));
+    ASSERT_RT_OK(rtMemsetAsync(d.get(), 7, 4096, s));
+    EXPECT_EQ(read_back(d.get(), 4096), std::vector<unsigned char>(4096, 7)) << "rtMemcpy returned stale data";
+    EXPECT_RT_OK(rtStreamQuery(s)) << "the stream's work had to be complete once the copy returned";
+}
+
+TEST_P(Stream, SynchronousCopyFromCWaitsForABlockingStream) {
+    const char* failed = "";
+    EXPECT_EQ(legacy_c_copy_after_blocking_stream(&failed), 0) << failed << ": " << rtGetLastErrorMessage();
+}
+
+TEST_P(Stream, SynchronousFillWaitsForEarlierWorkOfABlockingStream) {
+    rt_test::StreamGuard s;
+    ASSERT_RT_OK(s.status());
+    rt_test::DevBuf d(4096);
+    static int delay = 100;
+    ASSERT_RT_OK(rtLaunchHostFunc(s, rt_test::sleep_ms, &delay));
+    ASSERT_RT_OK(rtMemsetAsync(d.get(), 7, 4096, s));
+    ASSERT_RT_OK(rtMemset(d.get(), 3, 4096));  // must land after the stream's fill
+    ASSERT_RT_OK(rtStreamSynchronize(s));
+    EXPECT_EQ(read_back(d.get(), 4096), std::vector<unsigned char>(4096, 3));
+}
+
+TEST_P(Stream, BlockingStreamWaitsForEarlierWorkOfTheDefaultStream) {
+    rt_test::StreamGuard s;
+    ASSERT_RT_OK(s.status());
+    rt_test::DevBuf d(4096);
+    ASSERT_RT_OK(rtMemset(d.get(), 0, 4096));
+    rt_test::DevBuf copy(4096);
+    ASSERT_RT_OK(rtMemset(copy.get(), 0, 4096));
+    Gate gate;
+    ASSERT_RT_OK(gate.launch(nullptr));
+    ASSERT_RT_OK(rtMemsetAsync(d.get(), 5, 4096, nullptr));
+    // Device to device: a copy into pageable host memory would block this thread on cuda (docs/cuda.md).
+    ASSERT_RT_OK(rtMemcpyAsync(copy.get(), d.get(), 4096, RT_MEMCPY_DEVICE_TO_DEVICE, s));
+    EXPECT_RT_ERROR(RT_ERROR_NOT_READY, rtStreamQuery(s)) << "the stream's copy did not wait for the default stream";
+    gate.open();
+    ASSERT_RT_OK(rtStreamSynchronize(s));
+    EXPECT_FALSE(gate.timed_out());
+    EXPECT_EQ(read_back(copy.get(), 4096), std::vector<unsigned char>(4096, 5));
+}
+
+// (That it waits for no non-blocking stream: DefaultStreamIsIndependentOfOtherStreams.)
+TEST_P(Stream, DefaultStreamWaitsForEveryBlockingStream) {
+    rt_test::StreamGuard a, b;
+    ASSERT_RT_OK(a.status());
+    ASSERT_RT_OK(b.status());
+    rt_test::DevBuf d(2 * 4096);
+    ASSERT_RT_OK(rtMemset(d.get(), 0, 2 * 4096));
+    static int delay = 50;
+    auto* base = static_cast<unsigned char*>(d.get());
+    ASSERT_RT_OK(rtLaunchHostFunc(a, rt_test::sleep_ms, &delay));
+    ASSERT_RT_OK(rtMemsetAsync(base, 1, 4096, a));
+    ASSERT_RT_OK(rtLaunchHostFunc(b, rt_test::sleep_ms, &delay));
+    ASSERT_RT_OK(rtMemsetAsync(base + 4096, 2, 4096, b));
+    std::vector<unsigned char> want(2 * 4096, 1);
+    std::fill(want.begin() + 4096, want.end(), 2);
+    EXPECT_EQ(read_back(d.get(), 2 * 4096), want);
+}
+
+TEST_P(Stream, EventRecordedOnTheDefaultStreamCoversBlockingStreams) {
+    rt_test::StreamGuard s;
+    ASSERT_RT_OK(s.status());
+    rt_test::EventGuard e;
+    ASSERT_RT_OK(e.status());
+    Gate gate;
+    ASSERT_RT_OK(gate.launch(s));
+    ASSERT_RT_OK(rtEventRecord(e, nullptr));
+    EXPECT_RT_ERROR(RT_ERROR_NOT_READY, rtEventQuery(e)) << "the default stream's record did not wait for the stream";
+    gate.open();
+    EXPECT_RT_OK(rtEventSynchronize(e));
+    EXPECT_FALSE(gate.timed_out());
+}
+
+TEST_P(Stream, AFailureOnABlockingStreamReachesTheSynchronousCopyThatWaitedForIt) {
+    rt_test::StreamGuard s;
+    ASSERT_RT_OK(s.status());
+    rt_test::DevBuf d(64);
+    Gate gate;
+    ASSERT_RT_OK(gate.launch(s));
+    ASSERT_RT_OK(rtLaunchHostFunc(s, [](void*) { rtHostFuncSetError(RT_ERROR_LAUNCH_FAILED, "broke on purpose"); },
+                                  nullptr));
+    gate.open();
+    std::vector<unsigned char> got(64);
+    EXPECT_RT_ERROR(RT_ERROR_LAUNCH_FAILED, rtMemcpy(got.data(), d.get(), 64, RT_MEMCPY_DEVICE_TO_HOST));
+    EXPECT_NE(std::string(rtGetLastErrorMessage()).find("broke on purpose"), std::string::npos)
+        << rtGetLastErrorMessage();
+    EXPECT_RT_ERROR(RT_ERROR_LAUNCH_FAILED, rtStreamSynchronize(s));  // the stream keeps its own report
+    EXPECT_RT_OK(rtMemcpy(got.data(), d.get(), 64, RT_MEMCPY_DEVICE_TO_HOST)) << "reported once, then usable";
 }
 
 TEST_P(Stream, GarbageHandlesAreInvalidHandle) {

@@ -474,6 +474,9 @@ private:
 class StreamGuard {
 public:
     StreamGuard() { err_ = rtStreamCreate(&s_); }
+    /// rtStreamCreateWithFlags: RT_STREAM_NON_BLOCKING for a stream that the legacy default stream (rtMemcpy,
+    /// rtMemset) does not wait for.
+    explicit StreamGuard(unsigned flags) { err_ = rtStreamCreateWithFlags(&s_, flags); }
     ~StreamGuard() {
         if (s_) rtStreamDestroy(s_);
     }

@@ -518,8 +518,9 @@ class JitKernel:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if getattr(_item, "state", None) is not None:  # a device function called by a kernel in the reference mode
             return reference_function(self)(*args, **kwargs)
-        raise make_error(InvalidValueError, f"a @runtime.jit kernel is launched on a stream: "
-                                            f"stream.launch_kernel({self.name}, *args)")
+        # k(*args, global_size=None, local_size=None, stream=None): a launch on the current stream (runtime/launch.py).
+        from ..launch import call
+        return call(self, args, kwargs)
 
     def __repr__(self) -> str:
         return f"<runtime.jit kernel {self.name} ({self.file}:{self.first_line})>"

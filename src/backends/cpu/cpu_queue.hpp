@@ -124,6 +124,7 @@ public:
     void synchronize_impl() override;
     bool query_impl() override;
     uint64_t position_impl() override;
+    uint64_t queued_impl() override { return submitted_.load(std::memory_order_acquire); }
     bool reached_impl(uint64_t position) override { return completed() >= position; }
     void notify_at_impl(uint64_t position) override;
     void bind_error_slot_impl(AsyncErrorSlot* slot) override { slot_ = slot; }

@@ -229,6 +229,7 @@ public:
     bool query_impl() override;
     /// Positions are marker events recorded on the stream (only when work was queued since the last one).
     uint64_t position_impl() override;
+    uint64_t queued_impl() override { return queued_.load(std::memory_order_acquire); }
     bool reached_impl(uint64_t position) override;
     void bind_error_slot_impl(AsyncErrorSlot* slot) override { slot_ = slot; }
     /// Drops the function kept for naming faults (its name stays).
@@ -250,7 +251,10 @@ private:
     /// and marks the device lost when the error is sticky. Never throws (called from destructors too).
     void report_async(CUresult r, const char* what) noexcept;
     /// Every *_impl that queued work calls it last: positions must record a new mark.
-    void enqueued() { dirty_.store(true, std::memory_order_relaxed); }
+    void enqueued() {
+        dirty_.store(true, std::memory_order_relaxed);
+        queued_.fetch_add(1, std::memory_order_release);
+    }
 
     // ---- tracing (docs/observability.md, "cuda spans"): a traced operation's work is queued between two timing
     // events of the queue's pool; the trace writer's resolver reads them once the GPU passed them. No host function.
@@ -338,6 +342,7 @@ private:
     uint64_t next_position_ = 0;
     std::atomic<uint64_t> reached_{0};
     std::atomic<bool> dirty_{false};
+    std::atomic<uint64_t> queued_{0};  // operations queued (enqueued()), for queued_impl
 };
 
 class CudaDevice final : public backend::Device {
