@@ -66,7 +66,7 @@ const std::shared_ptr<Stream>& CoreDevice::thread_default_stream() const {
         if (c.serial == serial_) return *c.stream;
     auto* self = const_cast<CoreDevice*>(this);
     // Like CUDA's per-thread default stream: an ordinary stream of the thread, with no implicit ordering.
-    auto s = std::make_shared<Stream>(*self, impl_->create_queue_impl(RT_STREAM_NON_BLOCKING), false,
+    auto s = std::make_shared<Stream>(*self, impl_->create_queue_impl(RT_STREAM_NON_BLOCKING, 0), false,
                                       RT_STREAM_NON_BLOCKING);
     s->errors().set_origin(format("the default stream of %s for thread %zu", label_.c_str(),
                                   std::hash<std::thread::id>{}(std::this_thread::get_id())));
