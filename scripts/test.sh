@@ -155,7 +155,9 @@ run_fuzz() {
 # simplejpeg: DVPP's references in the tests and peers in its benchmark. pytest-xdist: the tests run in one worker per
 # cpu (`-n`), each a process of its own; a test that needs a private directory or cache makes it (tmp_path).
 # mpi4py: runtime.comm.from_mpi under mpirun (tests/python/test_comm_mpi.py; built against setup.sh's Open MPI).
-python_packages=(numpy nanobind scikit-build-core pytest pytest-xdist matplotlib ml_dtypes opencv-python-headless Pillow scikit-image
+# pytest-timeout: a test that hangs fails after --timeout seconds (its worker's stacks are printed and the worker
+# restarted) instead of holding the whole run until CI's limit, as a deadlocked test once did.
+python_packages=(numpy nanobind scikit-build-core pytest pytest-xdist pytest-timeout matplotlib ml_dtypes opencv-python-headless Pillow scikit-image
                  simplejpeg mpi4py)
 # The wheel is built in build-release's tree (build/: its generator, its cache, the tests, bench and examples kept
 # on), so libruntime is not compiled a second time: only the extension module is.
@@ -169,7 +171,8 @@ build_python() {
 }
 test_python() {
   # A scratch kernel cache: tests never depend on (or pollute) the user's ~/.cache/runtime.
-  RUNTIME_CACHE_DIR="$(mktemp -d "${TMPDIR:-/tmp}/runtime-cache.XXXXXX")" python3 -m pytest tests/python -q -rs -n "$ctest_jobs"
+  RUNTIME_CACHE_DIR="$(mktemp -d "${TMPDIR:-/tmp}/runtime-cache.XXXXXX")" python3 -m pytest tests/python -q -rs -n "$ctest_jobs" \
+    --timeout="${PYTEST_TIMEOUT:-240}" --timeout-method=thread
 }
 
 phase setup setup

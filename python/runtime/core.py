@@ -313,6 +313,7 @@ class Stream:
     def __init__(self, device: Any = None, non_blocking: bool = False, priority: int = 0, *,
                  _default_of: Optional[int] = None) -> None:
         self._handle = 0
+        self._non_blocking = bool(non_blocking) and _default_of is None
         if _default_of is not None:
             self.device = _device_obj(_default_of)
             self._is_default = True
@@ -342,6 +343,12 @@ class Stream:
         if not self._handle:
             raise make_error(InvalidValueError, "the stream was destroyed")
         return self._handle
+
+    @property
+    def non_blocking(self) -> bool:
+        """True for a stream made with non_blocking=True (RT_STREAM_NON_BLOCKING): it is not ordered with the legacy
+        default stream (synchronous copies and fills do not wait for it, and it does not wait for them)."""
+        return self._non_blocking
 
     # ---- operations
     def launch_kernel(self, kernel: Any, *args: Any, global_size: Any = None, local_size: Any = None) -> None:

@@ -70,8 +70,16 @@ def jit_run(mode, kernel, args, **launch):
 
 @pytest.fixture
 def stream():
-    s = runtime.Stream()
+    """A non-blocking stream: tests that hold it behind a host function and then copy synchronously (to_device,
+    numpy()) test the stream's own ordering, not the legacy default stream's wait for blocking streams
+    (test_pyarrays.py tests that)."""
+    s = runtime.Stream(non_blocking=True)
     yield s
+    if s.is_capturing:  # a test that failed inside a capture: end it here, or the thread's capture fails the next tests
+        try:
+            s.end_capture()
+        except runtime.Error:
+            pass
     try:
         s.synchronize()
     finally:

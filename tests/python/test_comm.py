@@ -28,10 +28,12 @@ N = 37  # odd, so no path is a multiple of a vector width
 
 @pytest.fixture
 def ranks():
-    """Two ranks on device 0 (a device may appear twice), each with its own stream."""
+    """Two ranks on device 0 (a device may appear twice), each with its own non-blocking stream: the legacy default
+    stream's synchronous copies (to_device, numpy()) wait for blocking streams, so with both ranks on one device a
+    copy between the two ranks' calls would wait for a collective whose second rank has not been called yet."""
     skip_unless_host_addressable("numpy checks of collectives")
     comms = comm.init_all([0, 0])
-    streams = [runtime.Stream(0), runtime.Stream(0)]
+    streams = [runtime.Stream(0, non_blocking=True), runtime.Stream(0, non_blocking=True)]
     yield comms, streams
     for s in streams:
         s.synchronize()
@@ -211,7 +213,7 @@ def test_init_rank_from_two_threads():
             with runtime.device(0):
                 c = comm.init_rank(2, uid, r)
             assert (c.rank, c.size) == (r, 2)
-            s = runtime.Stream(0)
+            s = runtime.Stream(0, non_blocking=True)
             out = np.zeros(N, np.float32)
             c.all_reduce(data(r, np.float32), out, stream=s)
             s.synchronize()
@@ -301,7 +303,7 @@ def test_timeout_names_the_missing_rank(monkeypatch):
     skip_unless_host_addressable("numpy operands")
     monkeypatch.setenv("RUNTIME_COMM_TIMEOUT", "0.2")
     c0, c1 = comm.init_all([0, 0])
-    s = runtime.Stream(0)
+    s = runtime.Stream(0, non_blocking=True)
     c0.all_reduce(np.zeros(4, np.float32), stream=s)  # rank 1 never calls it
     with pytest.raises(runtime.CommTimeoutError, match="rank 1") as info:
         s.synchronize()
@@ -315,7 +317,7 @@ def test_abort_fails_the_waiting_peer():
     skip_unless_host_addressable("numpy operands")
     c0, c1 = comm.init_all([0, 0])
     assert c0.async_error() is None
-    s = runtime.Stream(0)
+    s = runtime.Stream(0, non_blocking=True)
     c0.all_reduce(np.zeros(4, np.float32), stream=s)  # waits for rank 1 (30 s timeout)
     c1.abort()
     with pytest.raises(runtime.IllegalStateError, match="abort"):
@@ -387,7 +389,7 @@ def test_a_rank_that_does_not_launch_its_graph_times_out_naming_it(monkeypatch):
     skip_unless_host_addressable("numpy checks of collectives")
     monkeypatch.setenv("RUNTIME_COMM_TIMEOUT", "0.2")
     comms = comm.init_all([0, 0])
-    streams = [runtime.Stream(0), runtime.Stream(0)]
+    streams = [runtime.Stream(0, non_blocking=True), runtime.Stream(0, non_blocking=True)]
     bufs = [dev(np.ones(4, np.float32)) for _ in comms]
     execs = []
     for c, s, b in zip(comms, streams, bufs):

@@ -238,8 +238,7 @@ def test_import_numpy_copies_and_kernels_use_it_in_place(stream):
 def test_import_strided_is_not_copied_through():
     h = np.arange(12, dtype=np.float32).reshape(3, 4)[:, ::2]
     d = runtime.from_dlpack(h)
-    with pytest.raises(runtime.InvalidValueError, match="not contiguous"):
-        d.numpy()
+    np.testing.assert_array_equal(d.numpy(), h)  # numpy() gathers a strided memory's elements on the host
     with pytest.raises(runtime.InvalidValueError, match="not contiguous"):
         runtime.copy(d, np.zeros((3, 2), np.float32))
     assert d.view(np.int32).strides == d.strides

@@ -560,7 +560,7 @@ def test_current_stream_is_used():
     skip_unless_kernels_run()
     s = runtime.Stream()
     gate = threading.Event()
-    s.launch_host_func(gate.wait)
+    s.launch_host_func(lambda: gate.wait(30))
     with s:
         out = dvpp.resize(IMG, (5, 4), "nearest")
     assert not s.query()  # queued behind the gate: on s, not on the default stream
@@ -572,9 +572,9 @@ def test_current_stream_is_used():
 
 def test_inputs_stay_alive_until_the_work_ran():
     skip_unless_kernels_run()
-    s = runtime.Stream()
+    s = runtime.Stream(non_blocking=True)  # to_device below must not wait for the gated stream
     gate = threading.Event()
-    s.launch_host_func(gate.wait)
+    s.launch_host_func(lambda: gate.wait(30))
     big = rgb_image(600, 800, seed=14)  # large enough that numpy gives freed memory back to the system
     expected = big[::2, ::2].copy()
     out = dvpp.resize(big.copy(), (400, 300), "nearest", stream=s)  # the only reference to the copy is the call's

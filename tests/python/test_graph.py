@@ -331,15 +331,30 @@ def test_synchronous_calls_are_forbidden_in_a_global_capture(stream):
     quiet.close()
 
 
-def test_the_default_stream_is_unusable_while_a_blocking_stream_captures(stream):
+def test_the_default_stream_is_unusable_while_a_blocking_stream_captures():
     d = runtime.zeros(16, np.uint8)
+    stream = runtime.Stream()  # blocking: the legacy default stream would have to wait for it
+    assert not stream.non_blocking
+    stream.begin_capture()
+    try:
+        with runtime.device(stream.device.index):
+            with pytest.raises(runtime.StreamCaptureImplicitError) as info:
+                runtime.default_stream().memset(d, 1)
+        assert info.value.code == 14
+    finally:
+        with pytest.raises(runtime.StreamCaptureInvalidatedError):
+            stream.end_capture()
+        stream.close()
+
+
+def test_the_default_stream_is_usable_while_a_non_blocking_stream_captures(stream):
+    d = runtime.zeros(16, np.uint8)
+    assert stream.non_blocking
     stream.begin_capture()
     with runtime.device(stream.device.index):
-        with pytest.raises(runtime.StreamCaptureImplicitError) as info:
-            runtime.default_stream().memset(d, 1)
-    assert info.value.code == 14
-    with pytest.raises(runtime.StreamCaptureInvalidatedError):
-        stream.end_capture()
+        runtime.default_stream().memset(d, 1)  # not ordered with a non-blocking stream: not part of its capture
+    stream.end_capture()
+    assert (d.numpy() == 1).all()
 
 
 def test_unjoined_stream_is_named(stream):

@@ -177,6 +177,7 @@ class JitKernel:
             raise make_error(CompileError, f"{self.file}:{self.first_line}: @runtime.jit needs a 'def' function")
         # AST line numbers count from the first line getsourcelines returned (the decorator): error() adds first_line.
         self.tree = tree
+        self._device_function = self._returns_value(tree)
         a = tree.args
         if a.vararg or a.kwarg or a.kwonlyargs or a.posonlyargs or a.defaults:
             raise make_error(CompileError, f"{self.file}:{self.first_line}: @runtime.jit kernel '{self.name}': "
@@ -518,9 +519,26 @@ class JitKernel:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if getattr(_item, "state", None) is not None:  # a device function called by a kernel in the reference mode
             return reference_function(self)(*args, **kwargs)
+        if self._device_function:
+            raise make_error(InvalidValueError, f"@runtime.jit function '{self.name}' returns a value: it is a device "
+                                                f"function, called from kernels; only a kernel (which writes its "
+                                                f"results to buffers) is launched, with k(...) or "
+                                                f"stream.launch_kernel")
         # k(*args, global_size=None, local_size=None, stream=None): a launch on the current stream (runtime/launch.py).
         from ..launch import call
         return call(self, args, kwargs)
+
+    @staticmethod
+    def _returns_value(tree: ast.FunctionDef) -> bool:
+        """Whether the body has a `return <value>` of its own (nested definitions aside): a device function's."""
+        todo = list(tree.body)
+        while todo:
+            n = todo.pop()
+            if isinstance(n, ast.Return) and n.value is not None:
+                return True
+            if not isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+                todo.extend(ast.iter_child_nodes(n))
+        return False
 
     def __repr__(self) -> str:
         return f"<runtime.jit kernel {self.name} ({self.file}:{self.first_line})>"
