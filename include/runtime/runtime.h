@@ -340,6 +340,66 @@ RT_API rtError_t rtMemGetStats(rtMemStats* stats);
 /** Peaks restart from the current values. */
 RT_API rtError_t rtMemResetPeakStats(void);
 
+/* ---------------------------------------------------------------- memory pool objects (issue 20) */
+
+/* A pool of device memory that rtMallocAsync / rtMallocFromPoolAsync allocate from (cudaMemPool_t). Each device has a
+ * default pool — the device's allocator, which rtEnablePoolAllocator, rtEnableMemoryReuse and rtMemEmptyCache
+ * configure — and a current pool (the default one until rtDeviceSetMemPool) that rtMallocAsync uses. A pool made by
+ * rtMemPoolCreate is independent of every other: its own address space, reservation, statistics and release
+ * threshold. rtFreeAsync / rtFree return memory to the pool it came from. */
+typedef struct rtMemPool_st* rtMemPool_t;
+
+typedef enum rtMemAllocationType { RT_MEM_ALLOCATION_TYPE_INVALID = 0, RT_MEM_ALLOCATION_TYPE_PINNED = 1 } rtMemAllocationType;
+typedef enum rtMemLocationType { RT_MEM_LOCATION_TYPE_INVALID = 0, RT_MEM_LOCATION_TYPE_DEVICE = 1 } rtMemLocationType;
+typedef enum rtMemAllocationHandleType { RT_MEM_HANDLE_TYPE_NONE = 0 } rtMemAllocationHandleType;
+
+typedef struct rtMemLocation {
+    rtMemLocationType type; /* RT_MEM_LOCATION_TYPE_DEVICE */
+    int id;                 /* the device index */
+} rtMemLocation;
+
+/* cudaMemPoolProps' fields, in its order. Zero-initialise it, then set what you need: the reserved tail must stay
+ * zero (later fields take its place, and zero will mean "as before"). */
+typedef struct rtMemPoolProps {
+    rtMemAllocationType alloc_type;        /* RT_MEM_ALLOCATION_TYPE_PINNED */
+    rtMemAllocationHandleType handle_types; /* RT_MEM_HANDLE_TYPE_NONE */
+    rtMemLocation location;                /* the device */
+    void* win32_security_attributes;       /* NULL */
+    size_t max_size;                       /* address space the pool may use, in bytes; 0: the device's memory */
+    unsigned short usage;                  /* 0 */
+    unsigned char reserved[54];
+} rtMemPoolProps;
+
+/* cudaMemPoolAttr's numbers. Types: the reuse attributes are int (0 or 1), the others uint64_t. */
+typedef enum rtMemPoolAttr {
+    RT_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES = 1,
+    RT_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC = 2,
+    RT_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES = 3,
+    RT_MEMPOOL_ATTR_RELEASE_THRESHOLD = 4,   /* bytes the pool keeps reserved at a synchronize; more goes back */
+    RT_MEMPOOL_ATTR_RESERVED_MEM_CURRENT = 5, /* bytes held from the system (read only) */
+    RT_MEMPOOL_ATTR_RESERVED_MEM_HIGH = 6,   /* their high-water mark; set 0 to restart it */
+    RT_MEMPOOL_ATTR_USED_MEM_CURRENT = 7,    /* bytes of live allocations, as requested (read only) */
+    RT_MEMPOOL_ATTR_USED_MEM_HIGH = 8        /* their high-water mark; set 0 to restart it */
+} rtMemPoolAttr;
+
+/** A new pool on props->location.id. RT_ERROR_INVALID_VALUE names a field that is not as documented above. */
+RT_API rtError_t rtMemPoolCreate(rtMemPool_t* pool, const rtMemPoolProps* props);
+/** Destroys a created pool (a default pool cannot be). Its handle is invalid at once; memory still allocated from it
+ *  stays valid, and the pool's memory goes back to the system once the last of it is freed (as CUDA does). A device
+ *  whose current pool it was uses its default pool again. */
+RT_API rtError_t rtMemPoolDestroy(rtMemPool_t pool);
+/** `value` points to an int or a uint64_t as rtMemPoolAttr says. */
+RT_API rtError_t rtMemPoolSetAttribute(rtMemPool_t pool, rtMemPoolAttr attr, void* value);
+RT_API rtError_t rtMemPoolGetAttribute(rtMemPool_t pool, rtMemPoolAttr attr, void* value);
+/** Returns unused reserved memory to the system until at most `min_bytes_to_keep` bytes (beyond those in use) stay. */
+RT_API rtError_t rtMemPoolTrimTo(rtMemPool_t pool, size_t min_bytes_to_keep);
+/** rtMallocAsync from `pool`, which must belong to the stream's device. */
+RT_API rtError_t rtMallocFromPoolAsync(void** ptr, size_t size, rtMemPool_t pool, rtStream_t stream);
+/** The pool rtMallocAsync uses on `device` from now on (a pool of that device). */
+RT_API rtError_t rtDeviceSetMemPool(int device, rtMemPool_t pool);
+RT_API rtError_t rtDeviceGetMemPool(rtMemPool_t* pool, int device);
+RT_API rtError_t rtDeviceGetDefaultMemPool(rtMemPool_t* pool, int device);
+
 /* ---------------------------------------------------------------- modules and kernels */
 
 typedef struct rtModule_st* rtModule_t;

@@ -17,6 +17,7 @@
 #include <chrono>
 #include <concepts>
 #include <cstddef>
+#include <cstdint>
 #include <exception>
 #include <initializer_list>
 #include <memory>
@@ -1219,6 +1220,118 @@ private:
 /// Destroys the current device's streams, events, modules and allocations (rtDeviceReset): every RAII object of
 /// them must be gone or abandoned first — their destructors would release handles that no longer exist.
 inline void device_reset() { check(rtDeviceReset()); }
+
+// ---- memory pool objects (rtMemPool_t)
+
+/// What a created pool is made with (rtMemPoolProps).
+struct MemPoolOptions {
+    int device = -1;            ///< -1: the current device
+    std::size_t max_size = 0;   ///< address space it may use; 0: the device's memory
+    std::uint64_t release_threshold = 0;  ///< bytes it keeps reserved at a synchronize (CUDA's default: 0)
+};
+
+/// A memory pool (rtMemPool_t). Made with options, it owns a created pool and destroys it (memory still allocated
+/// from it stays valid; the pool goes once that is freed). default_pool() and current() give views that own nothing.
+/// Move-only.
+class MemPool {
+public:
+    explicit MemPool(MemPoolOptions options = {}) : device_(options.device < 0 ? current_device() : options.device) {
+        rtMemPoolProps props{};
+        props.alloc_type = RT_MEM_ALLOCATION_TYPE_PINNED;
+        props.handle_types = RT_MEM_HANDLE_TYPE_NONE;
+        props.location.type = RT_MEM_LOCATION_TYPE_DEVICE;
+        props.location.id = device_;
+        props.max_size = options.max_size;
+        check(rtMemPoolCreate(&handle_, &props));
+        owned_ = true;
+        if (options.release_threshold) set_release_threshold(options.release_threshold);
+    }
+    /// The device's default pool (the allocator the enable_* switches configure); owns nothing.
+    static MemPool default_pool(int device) {
+        rtMemPool_t h = nullptr;
+        check(rtDeviceGetDefaultMemPool(&h, device));
+        return MemPool(h, device);
+    }
+    /// The pool rtMallocAsync uses on `device` now; owns nothing.
+    static MemPool current(int device) {
+        rtMemPool_t h = nullptr;
+        check(rtDeviceGetMemPool(&h, device));
+        return MemPool(h, device);
+    }
+    MemPool(MemPool&& o) noexcept
+        : handle_(std::exchange(o.handle_, nullptr)), device_(o.device_), owned_(std::exchange(o.owned_, false)) {}
+    MemPool& operator=(MemPool&& o) noexcept {
+        if (this != &o) {
+            reset();
+            handle_ = std::exchange(o.handle_, nullptr);
+            device_ = o.device_;
+            owned_ = std::exchange(o.owned_, false);
+        }
+        return *this;
+    }
+    MemPool(const MemPool&) = delete;
+    MemPool& operator=(const MemPool&) = delete;
+    ~MemPool() { reset(); }
+
+    rtMemPool_t native_handle() const noexcept { return handle_; }
+    int device() const noexcept { return device_; }
+    bool owns() const noexcept { return owned_; }
+
+    /// Stream-ordered allocation from this pool on `stream` (of the pool's device); free it with free_async().
+    void* allocate(std::size_t bytes, Stream& stream);
+    /// Makes this the pool rtMallocAsync uses on its device.
+    void make_current() const { check(rtDeviceSetMemPool(device_, handle_)); }
+    /// Returns unused reserved memory to the system until at most `keep` bytes stay reserved.
+    void trim_to(std::size_t keep) const { check(rtMemPoolTrimTo(handle_, keep)); }
+
+    std::uint64_t release_threshold() const { return u64(RT_MEMPOOL_ATTR_RELEASE_THRESHOLD); }
+    void set_release_threshold(std::uint64_t bytes) const { set_u64(RT_MEMPOOL_ATTR_RELEASE_THRESHOLD, bytes); }
+    std::uint64_t reserved() const { return u64(RT_MEMPOOL_ATTR_RESERVED_MEM_CURRENT); }
+    std::uint64_t reserved_high() const { return u64(RT_MEMPOOL_ATTR_RESERVED_MEM_HIGH); }
+    std::uint64_t used() const { return u64(RT_MEMPOOL_ATTR_USED_MEM_CURRENT); }
+    std::uint64_t used_high() const { return u64(RT_MEMPOOL_ATTR_USED_MEM_HIGH); }
+    /// Both high-water marks restart from the current values.
+    void reset_high_marks() const {
+        set_u64(RT_MEMPOOL_ATTR_RESERVED_MEM_HIGH, 0);
+        set_u64(RT_MEMPOOL_ATTR_USED_MEM_HIGH, 0);
+    }
+    /// One of the reuse attributes (RT_MEMPOOL_ATTR_REUSE_*).
+    bool reuse(rtMemPoolAttr attr) const {
+        int v = 0;
+        check(rtMemPoolGetAttribute(handle_, attr, &v));
+        return v != 0;
+    }
+    void set_reuse(rtMemPoolAttr attr, bool on) const {
+        int v = on ? 1 : 0;
+        check(rtMemPoolSetAttribute(handle_, attr, &v));
+    }
+
+private:
+    MemPool(rtMemPool_t h, int device) noexcept : handle_(h), device_(device) {}
+    std::uint64_t u64(rtMemPoolAttr attr) const {
+        std::uint64_t v = 0;
+        check(rtMemPoolGetAttribute(handle_, attr, &v));
+        return v;
+    }
+    void set_u64(rtMemPoolAttr attr, std::uint64_t v) const { check(rtMemPoolSetAttribute(handle_, attr, &v)); }
+    void reset() noexcept {
+        if (handle_ && owned_) rtMemPoolDestroy(handle_);
+        handle_ = nullptr;
+        owned_ = false;
+    }
+    rtMemPool_t handle_ = nullptr;
+    int device_ = 0;
+    bool owned_ = false;
+};
+
+inline void* MemPool::allocate(std::size_t bytes, Stream& stream) {
+    void* p = nullptr;
+    check(rtMallocFromPoolAsync(&p, bytes, handle_, stream.native_handle()));
+    return p;
+}
+
+/// Stream-ordered free (rtFreeAsync) of memory from a pool: back to the pool it came from.
+inline void free_async(void* ptr, Stream& stream) { check(rtFreeAsync(ptr, stream.native_handle())); }
 
 } // namespace runtime
 

@@ -47,6 +47,7 @@ from .errors import DeviceLostError, NotInitializedError, TimeoutError  # noqa: 
 from .lowlevel import (alloc_managed, alloc_pitch, can_access_peer, copy_2d, copy_peer, device_reset,  # noqa: E402
                        enable_peer_access, get_device_attribute, get_stream_priority_range, pointer_attributes,
                        prefetch)
+from .mempool import MemPool, get_device_mem_pool, set_device_mem_pool  # noqa: E402
 
 # dtypes, for annotations (`def k(a: runtime.float64)`) and alloc(..., dtype=runtime.int32)
 bool_ = _np.bool_
@@ -82,3 +83,4 @@ __all__ += ["device_usage"]
 __all__ += ["TimeoutError", "NotInitializedError", "DeviceLostError", "pointer_attributes", "get_device_attribute",
             "can_access_peer", "enable_peer_access", "copy_peer", "alloc_managed", "prefetch", "alloc_pitch", "copy_2d",
             "get_stream_priority_range", "device_reset"]
+__all__ += ["MemPool", "set_device_mem_pool", "get_device_mem_pool"]

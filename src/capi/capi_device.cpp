@@ -110,6 +110,7 @@ RT_API rtError_t rtDeviceSynchronize(void) {
         auto streams = r.current_device().streams();
         for (auto& s : streams) s->wait_idle();
         r.timeline().run_due();
+        r.current_device().memory().after_synchronize();  // memory pools' release thresholds
         // Every failed stream is reported (and cleared): the code of the first, the messages of all.
         rtError_t first = RT_SUCCESS;
         std::string all;

@@ -61,6 +61,7 @@ RT_API rtError_t rtEventSynchronize(rtEvent_t event) {
         graph::check_event_usable(*e, "rtEventSynchronize");
         if (!e->recorded()) return;
         e->impl().synchronize_impl();
+        e->device().memory().after_synchronize();  // memory pools' release thresholds
         throw_if_failed(*e);
     });
 }

@@ -2,6 +2,7 @@
 #include <cinttypes>
 
 #include "capi/capi_common.hpp"
+#include "core/mem_pool.hpp"
 #include "core/memory.hpp"
 #include "graph/capture.hpp"
 
@@ -83,7 +84,9 @@ RT_API rtError_t rtDeviceReset(void) {
             d.remove_stream(s.get());
         }
         for (const Allocation& a : r.registry.take_device_memory(&d)) {
-            if (a.managed && !d.info().host_addressable)
+            if (a.mem_pool)  // a created pool's: back to it (the pool itself stays, as the memory strategies do)
+                a.mem_pool->release(reinterpret_cast<void*>(a.base), a.size, nullptr);
+            else if (a.managed && !d.info().host_addressable)
                 d.impl().free_impl(reinterpret_cast<void*>(a.base), a.size);  // idle: nothing uses it any more
             else
                 d.memory().release(reinterpret_cast<void*>(a.base), a.size, a.pooled, nullptr);

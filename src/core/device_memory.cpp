@@ -4,6 +4,7 @@
 
 #include "core/device.hpp"
 #include "core/error.hpp"
+#include "core/mem_pool.hpp"
 #include "core/runtime.hpp"
 
 namespace rt {
@@ -16,7 +17,10 @@ constexpr size_t kDefaultBlock = size_t{2} << 20;
 DeviceMemory::~DeviceMemory() = default;
 
 void DeviceMemory::update_peaks() {
-    stats_.reserved_bytes = direct_bytes_ + (pool_ ? pool_->committed_bytes() : 0);
+    const size_t own_reserved = direct_bytes_ + (pool_ ? pool_->committed_bytes() : 0);
+    stats_.reserved_bytes = own_reserved + created_reserved_;
+    default_used_high_ = std::max(default_used_high_, stats_.allocated_bytes - created_used_);
+    default_reserved_high_ = std::max(default_reserved_high_, own_reserved);
     stats_.peak_allocated_bytes = std::max(stats_.peak_allocated_bytes, stats_.allocated_bytes);
     stats_.peak_reserved_bytes = std::max(stats_.peak_reserved_bytes, stats_.reserved_bytes);
     if (trace::on()) [[unlikely]]  // every change of the figures passes here
@@ -78,7 +82,7 @@ void* DeviceMemory::allocate(size_t bytes, Stream* stream, bool* pooled, const c
         ++stats_.num_ooms;
         size_t free_bytes = 0, total = 0;
         device_.impl().mem_info_impl(&free_bytes, &total);
-        size_t reserved = direct_bytes_ + (pool_ ? pool_->committed_bytes() : 0);
+        size_t reserved = stats_.reserved_bytes;
         std::string pool_text = pool_ ? format("; largest free block in the pool %zu bytes of a %zu-byte pool%s",
                                                pool_->largest_free_range(), pool_->size(),
                                                grow_ ? "" : " (the pool does not grow: RT_POOL_GROW)")
@@ -208,6 +212,153 @@ void DeviceMemory::reset_peaks() {
     update_peaks();
     stats_.peak_allocated_bytes = stats_.allocated_bytes;
     stats_.peak_reserved_bytes = stats_.reserved_bytes;
+}
+
+// ---------------------------------------------------------------- memory pool objects
+
+std::shared_ptr<MemPoolObject> DeviceMemory::default_pool() {
+    std::lock_guard lock(pools_mutex_);
+    if (!default_pool_) default_pool_ = std::make_shared<MemPoolObject>(device_);
+    return default_pool_;
+}
+
+std::shared_ptr<MemPoolObject> DeviceMemory::current_pool_locked() {
+    std::lock_guard lock(pools_mutex_);
+    return current_pool_;
+}
+
+void DeviceMemory::set_current_pool(std::shared_ptr<MemPoolObject> pool) {
+    std::lock_guard lock(pools_mutex_);
+    if (pool && pool->is_default()) pool.reset();
+    current_pool_ = std::move(pool);
+    has_current_pool_.store(current_pool_ != nullptr, std::memory_order_release);
+}
+
+std::shared_ptr<MemPoolObject> DeviceMemory::create_pool(size_t max_size) {
+    std::unique_lock lock(pools_mutex_);
+    const uint64_t id = next_pool_id_++;
+    lock.unlock();  // reserving address space may take a while; the id is ours
+    auto pool = std::make_shared<MemPoolObject>(device_, max_size, id);
+    lock.lock();
+    pools_.push_back(pool);
+    sync_work_.store(true, std::memory_order_relaxed);
+    return pool;
+}
+
+std::shared_ptr<MemPoolObject> DeviceMemory::find_pool(uint64_t id) {
+    if (id == 0) return default_pool();
+    std::lock_guard lock(pools_mutex_);
+    for (auto& p : pools_)
+        if (p->id() == id) return p->destroyed() ? nullptr : p;  // a destroyed pool's handle is dead at once
+    return nullptr;
+}
+
+void DeviceMemory::destroy_pool(MemPoolObject& pool) {
+    std::shared_ptr<MemPoolObject> gone;  // released outside the lock: it gives its memory back
+    {
+        std::lock_guard lock(pools_mutex_);
+        if (current_pool_.get() == &pool) {
+            current_pool_.reset();
+            has_current_pool_.store(false, std::memory_order_release);
+        }
+        if (pool.mark_destroyed())
+            for (auto it = pools_.begin(); it != pools_.end(); ++it)
+                if (it->get() == &pool) {
+                    gone = std::move(*it);
+                    pools_.erase(it);
+                    break;
+                }
+    }
+    update_sync_work();
+}
+
+void DeviceMemory::reap_pool(MemPoolObject& pool) {
+    std::shared_ptr<MemPoolObject> gone;
+    {
+        std::lock_guard lock(pools_mutex_);
+        for (auto it = pools_.begin(); it != pools_.end(); ++it)
+            if (it->get() == &pool) {
+                if (pool.finished()) {
+                    gone = std::move(*it);
+                    pools_.erase(it);
+                }
+                break;
+            }
+    }
+    if (gone) update_sync_work();
+}
+
+void DeviceMemory::update_sync_work() {
+    std::shared_ptr<MemPoolObject> def;
+    bool created = false;
+    {
+        std::lock_guard lock(pools_mutex_);
+        created = !pools_.empty();
+        def = default_pool_;
+    }
+    uint64_t threshold = UINT64_MAX;
+    if (def) def->get_attribute(RT_MEMPOOL_ATTR_RELEASE_THRESHOLD, &threshold, "update_sync_work");
+    sync_work_.store(created || threshold != UINT64_MAX, std::memory_order_relaxed);
+}
+
+void DeviceMemory::apply_release_thresholds() {
+    runtime().timeline().run_due();  // frees of the work just waited for are reusable, hence releasable
+    std::vector<std::shared_ptr<MemPoolObject>> pools;
+    {
+        std::lock_guard lock(pools_mutex_);
+        pools = pools_;
+        if (default_pool_) pools.push_back(default_pool_);
+    }
+    for (auto& p : pools) p->apply_release_threshold();
+}
+
+void DeviceMemory::count_pool_allocation(size_t bytes, bool committed_new) {
+    std::lock_guard lock(mutex_);
+    ++stats_.num_allocs;
+    ++stats_.num_live_allocations;
+    if (committed_new) ++stats_.num_cache_misses;
+    else ++stats_.num_cache_hits;
+    stats_.allocated_bytes += bytes;
+    created_used_ += bytes;
+    update_peaks();
+}
+
+void DeviceMemory::count_pool_free(size_t bytes) {
+    std::lock_guard lock(mutex_);
+    ++stats_.num_frees;
+    --stats_.num_live_allocations;
+    stats_.allocated_bytes -= bytes;
+    created_used_ -= bytes;
+    update_peaks();
+}
+
+void DeviceMemory::count_pool_reserved(size_t before, size_t after) {
+    if (before == after) return;
+    std::lock_guard lock(mutex_);
+    created_reserved_ = created_reserved_ - before + after;
+    update_peaks();
+}
+
+void DeviceMemory::default_pool_figures(size_t* used, size_t* used_high, size_t* reserved, size_t* reserved_high) {
+    runtime().timeline().run_due();  // frees whose work completed count as done
+    std::lock_guard lock(mutex_);
+    update_peaks();
+    *used = stats_.allocated_bytes - created_used_;
+    *reserved = stats_.reserved_bytes - created_reserved_;
+    *used_high = default_used_high_;
+    *reserved_high = default_reserved_high_;
+}
+
+void DeviceMemory::reset_default_pool_high(bool reserved) {
+    std::lock_guard lock(mutex_);
+    if (reserved) default_reserved_high_ = stats_.reserved_bytes - created_reserved_;
+    else default_used_high_ = stats_.allocated_bytes - created_used_;
+}
+
+void DeviceMemory::trim_default_pool(size_t keep) {
+    std::lock_guard lock(mutex_);
+    if (pool_) pool_->trim(keep > direct_bytes_ ? keep - direct_bytes_ : 0);
+    update_peaks();
 }
 
 }  // namespace rt

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "core/checked_size.hpp"
+#include "core/mem_pool.hpp"
 #include "core/runtime.hpp"
 #include "graph/capture.hpp"
 #include "graph/graph.hpp"
@@ -105,7 +106,31 @@ Operand check_operand(const char* api, const char* role, const void* ptr, size_t
 
 }  // namespace
 
+/// rtMalloc, or rtMallocAsync from the device's default pool: the device's allocator (DeviceMemory).
+static void* allocate_default(CoreDevice& device, size_t bytes, Stream* stream, const char* api);
+
 void* allocate_device(CoreDevice& device, size_t bytes, Stream* stream, const char* api) {
+    if (stream)  // rtMallocAsync allocates from the device's current pool
+        if (std::shared_ptr<MemPoolObject> pool = device.memory().current_pool())
+            return allocate_from_pool(*pool, bytes, *stream, api);
+    return allocate_default(device, bytes, stream, api);
+}
+
+void* allocate_from_pool(MemPoolObject& pool, size_t bytes, Stream& stream, const char* api) {
+    if (pool.is_default()) return allocate_default(pool.device(), bytes, &stream, api);
+    if (void* p = nullptr; stream.capture() && graph::capture_alloc(stream, bytes, &p, api)) return p;
+    if (bytes == 0) return nullptr;
+    const int64_t traced_from = trace::on() ? trace::now() : 0;
+    void* p = pool.allocate(bytes, &stream, api);
+    Allocation a{reinterpret_cast<uintptr_t>(p), bytes, MemoryKind::device, &pool.device(), true};
+    a.mem_pool = &pool;
+    runtime().registry.insert(a);
+    if (traced_from) [[unlikely]]
+        trace::host_span(stream, trace::Cat::memory, "malloc async", bytes, traced_from);
+    return p;
+}
+
+static void* allocate_default(CoreDevice& device, size_t bytes, Stream* stream, const char* api) {
     if (void* p = nullptr; stream && stream->capture() && graph::capture_alloc(*stream, bytes, &p, api)) return p;
     if (bytes == 0) return nullptr;
     const int64_t traced_from = stream && trace::on() ? trace::now() : 0;
@@ -142,6 +167,11 @@ void free_device(void* ptr, Stream* stream, const char* api) {
     const int64_t traced_from = stream && trace::on() ? trace::now() : 0;
     std::optional<Allocation> a = runtime().registry.erase(reinterpret_cast<uintptr_t>(ptr), MemoryKind::device);
     if (!a) refuse_release(api, ptr, "a pointer returned by rtMalloc or rtMallocAsync");
+    if (a->mem_pool) {  // a created pool's: back to it, whatever the device's current pool is now
+        a->mem_pool->release(ptr, a->size, stream);
+        if (traced_from) [[unlikely]] trace::host_span(*stream, trace::Cat::memory, "free async", a->size, traced_from);
+        return;
+    }
     if (a->managed && !a->device->info().host_addressable) {
         // The backend's managed memory (outside the device's allocator): freed once the queued work has run.
         backend::Device* impl = &a->device->impl();

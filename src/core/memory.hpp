@@ -9,9 +9,14 @@
 
 namespace rt {
 
+class MemPoolObject;
+
 /// Device memory on `device`; 0 bytes gives nullptr. `stream`: stream-ordered (rtMallocAsync) or null.
 /// Throws OUT_OF_MEMORY with the requested, free and reserved figures.
 void* allocate_device(CoreDevice& device, size_t bytes, Stream* stream, const char* api);
+/// rtMallocFromPoolAsync (and rtMallocAsync while the device's current pool is a created one): device memory of
+/// `pool`, ordered on `stream` (a stream of the pool's device); during a capture, the graph's allocation node.
+void* allocate_from_pool(MemPoolObject& pool, size_t bytes, Stream& stream, const char* api);
 /// Frees device memory. `stream` null (rtFree): reusable once all work queued so far is done; otherwise
 /// stream-ordered (rtFreeAsync). Throws INVALID_VALUE for anything but the start of a live device allocation.
 void free_device(void* ptr, Stream* stream, const char* api);

@@ -242,11 +242,11 @@ uint64_t MemoryPool::release(void* p, size_t bytes, const Stream* owner, bool re
     return next_pending_id_;
 }
 
-size_t MemoryPool::trim() {
+size_t MemoryPool::trim(size_t keep) {
     flush_recent();
     if (!virtual_) return 0;
     size_t before = committed_bytes_;
-    for (size_t b = 0; b < committed_.size(); ++b)
+    for (size_t b = committed_.size(); b-- > 0 && committed_bytes_ > keep;)
         if (committed_[b] && used_[b] == 0) {
             device_.decommit_impl(base_ + b * block_, block_);
             committed_[b] = 0;

@@ -60,8 +60,9 @@ public:
     /// Makes what is left of pending free `id` reusable (the owner may have taken some or all of it back).
     void promote(uint64_t id);
     bool has_pending() const { return !pending_.empty(); }
-    /// Decommits every committed block that holds no allocation; returns the bytes decommitted.
-    size_t trim();
+    /// Decommits committed blocks that hold no allocation, highest first, until at most `keep` bytes stay
+    /// committed (0: every such block); returns the bytes decommitted.
+    size_t trim(size_t keep = 0);
     /// With reuse off, a block is decommitted as soon as it holds no allocation.
     void set_reuse(bool reuse) { reuse_ = reuse; }
 

@@ -13,6 +13,7 @@
 namespace rt {
 
 class CoreDevice;
+class MemPoolObject;
 
 enum class MemoryKind : uint8_t {
     device,           ///< rtMalloc / rtMallocAsync
@@ -38,6 +39,9 @@ struct Allocation {
     bool graph_arena = false;
     /// Managed memory (rtMallocManaged; kind device): rtPointerGetAttributes reports it, rtMemPrefetchAsync takes it.
     bool managed = false;
+    /// Served by a created memory pool (rtMemPoolCreate; pooled too): free_device returns it there. The pool stays
+    /// until its last allocation is freed, even once destroyed.
+    MemPoolObject* mem_pool = nullptr;
 };
 
 /// Where a pointer lies: inside a live allocation (with the bytes left from it), or nowhere known.

@@ -16,6 +16,7 @@ void Stream::synchronize() {
     refuse_wait_in_queue_context("rtStreamSynchronize");
     queue_->synchronize_impl();
     runtime().timeline().run_due();  // what waited for this work is done when synchronize returns
+    device().memory().after_synchronize();  // memory pools' release thresholds
     errors_.take_and_throw();
 }
 
@@ -42,6 +43,7 @@ bool Stream::synchronize_for(int64_t timeout_ns) {
     refuse_wait_in_queue_context("rtStreamSynchronizeWithTimeout");
     if (!poll_until([this] { return queue_->query_impl(); }, timeout_ns)) return false;
     runtime().timeline().run_due();
+    device().memory().after_synchronize();
     errors_.take_and_throw();
     return true;
 }
