@@ -13,8 +13,8 @@ from typing import Any, Optional
 import numpy as np
 
 from . import _core
-from .core import (DeviceMemory, Stream, _as_dtype, _check_size, _device_index, _device_obj, _MemExtra,
-                   current_stream, default_stream)
+from .core import (DeviceMemory, Stream, _active_captures, _as_dtype, _check_size, _device_index, _device_obj,
+                   _MemExtra, current_stream, default_stream)
 from .errors import InvalidValueError, make_error
 
 _lock = threading.Lock()
@@ -170,6 +170,7 @@ class MemPool:
             ptr = _core.malloc_from_pool_async(n, h, 0 if stream._is_default else stream.handle)
         ext = _MemExtra()
         ext.stream = weakref.ref(stream)
+        ext.captured = bool(_active_captures) and stream._handle in _active_captures
         return DeviceMemory(ptr, n, stream.device, dt, ext, None)
 
     def destroy(self) -> None:

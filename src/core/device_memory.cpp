@@ -269,6 +269,7 @@ void DeviceMemory::destroy_pool(MemPoolObject& pool) {
                     break;
                 }
     }
+    if (gone) gone->release_reservation();
     update_sync_work();
 }
 
@@ -285,7 +286,10 @@ void DeviceMemory::reap_pool(MemPoolObject& pool) {
                 break;
             }
     }
-    if (gone) update_sync_work();
+    if (gone) {
+        gone->release_reservation();
+        update_sync_work();
+    }
 }
 
 void DeviceMemory::update_sync_work() {

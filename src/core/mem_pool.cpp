@@ -278,6 +278,13 @@ bool MemPoolObject::mark_destroyed() {
     return live_ == 0 && !range_->has_pending();
 }
 
+void MemPoolObject::release_reservation() {
+    std::lock_guard lock(mutex_);
+    const size_t before = range_->committed_bytes();
+    range_->trim();
+    account_reserved(before);
+}
+
 bool MemPoolObject::destroyed() {
     std::lock_guard lock(mutex_);
     return destroyed_;

@@ -52,6 +52,8 @@ public:
     /// Destroyed, with no live allocation and no free waiting for queued work.
     bool finished();
     bool destroyed();
+    /// A finished pool about to go: its whole reservation goes back to the system, and out of the device's figures.
+    void release_reservation();
 
 private:
     /// Created pools: the reservation's figures changed from `reserved_before`: report to the device (mutex_ held).

@@ -196,27 +196,6 @@ TEST_P(MemPoolObjectTest, BadHandlesAttributesAndValuesAreRefused) {
     EXPECT_EQ(p, nullptr);
 }
 
-TEST_P(MemPoolObjectTest, PoolsOfAnotherDeviceAreRefused) {
-    int n = 0;
-    ASSERT_RT_OK(rtGetDeviceCount(&n));
-    if (n < 2) GTEST_SKIP() << "needs two devices (the _2dev rerun has them)";
-    const int other = device() == 0 ? 1 : 0;
-    PoolGuard foreign(other);
-    ASSERT_RT_OK(foreign.status());
-    EXPECT_RT_ERROR(RT_ERROR_INVALID_VALUE, rtDeviceSetMemPool(device(), foreign));
-    EXPECT_TRUE(rt_test::contains(rt_test::last_message(), "not to device " + std::to_string(device())));
-    StreamGuard s;
-    ASSERT_RT_OK(s.status());
-    void* p = nullptr;
-    EXPECT_RT_ERROR(RT_ERROR_INVALID_VALUE, rtMallocFromPoolAsync(&p, 256, foreign, s));
-    EXPECT_TRUE(rt_test::contains(rt_test::last_message(), "expected a pool of the stream's device"));
-    EXPECT_EQ(p, nullptr);
-    rtMemPool_t other_default = nullptr;
-    ASSERT_RT_OK(rtDeviceGetDefaultMemPool(&other_default, other));
-    EXPECT_NE(other_default, default_pool_);
-    EXPECT_RT_ERROR(RT_ERROR_INVALID_VALUE, rtDeviceSetMemPool(device(), other_default));
-}
-
 // ---------------------------------------------------------------- attributes and statistics
 
 TEST_P(MemPoolObjectTest, AttributesStartAsCudaDocumentsThem) {
@@ -376,8 +355,11 @@ TEST_P(MemPoolObjectTest, ReleaseThresholdIsHonouredAtSynchronize) {
             ASSERT_EQ(reserved(pool), 6 * kBlock);
             for (size_t i = 1; i < ptrs.size(); ++i) ASSERT_RT_OK(rtFreeAsync(ptrs[i], s));
             EXPECT_EQ(reserved(pool), 6 * kBlock) << "nothing is released before a synchronize";
-            if (how == 0) ASSERT_RT_OK(rtStreamSynchronize(s));
-            if (how == 1) ASSERT_RT_OK(rtDeviceSynchronize());
+            if (how == 0) {
+                ASSERT_RT_OK(rtStreamSynchronize(s));
+            } else if (how == 1) {
+                ASSERT_RT_OK(rtDeviceSynchronize());
+            }
             if (how == 2) {
                 ASSERT_RT_OK(rtEventRecord(e, s));
                 ASSERT_RT_OK(rtEventSynchronize(e));
@@ -385,7 +367,9 @@ TEST_P(MemPoolObjectTest, ReleaseThresholdIsHonouredAtSynchronize) {
             const uint64_t live = kBlock;
             const uint64_t r = reserved(pool);
             EXPECT_GE(r, live);
-            if (threshold != UINT64_MAX) EXPECT_LE(r, threshold + live);
+            if (threshold != UINT64_MAX) {
+                EXPECT_LE(r, threshold + live);
+            }
             // Blocks go back until the reservation is within the threshold (the live one never).
             EXPECT_EQ(r, threshold == UINT64_MAX ? 6 * kBlock : std::max<uint64_t>(threshold, live));
             ASSERT_RT_OK(rtFreeAsync(ptrs[0], s));
@@ -530,6 +514,23 @@ TEST_P(MemPoolObjectTest, DestroyWithFreesStillQueuedKeepsThePoolUntilTheyRun) {
     EXPECT_EQ(mem_stats().reserved_bytes, before.reserved_bytes);
 }
 
+TEST_P(MemPoolObjectTest, DeviceResetFreesPoolMemoryAndKeepsThePools) {
+    PoolGuard pool(device());
+    ASSERT_RT_OK(pool.status());
+    ASSERT_RT_OK(rtDeviceSetMemPool(device(), pool));
+    void *p = nullptr, *q = nullptr;
+    ASSERT_RT_OK(rtMallocFromPoolAsync(&p, kBlock, pool, nullptr));
+    ASSERT_RT_OK(rtMallocAsync(&q, 4096, nullptr));
+    EXPECT_EQ(used(pool), kBlock + 4096);
+    ASSERT_RT_OK(rtDeviceReset());
+    EXPECT_EQ(used(pool), 0u) << "the reset freed the pool's allocations";
+    EXPECT_RT_ERROR(RT_ERROR_INVALID_VALUE, rtFree(p));
+    rtMemPool_t current = nullptr;
+    ASSERT_RT_OK(rtDeviceGetMemPool(&current, device()));
+    EXPECT_EQ(current, static_cast<rtMemPool_t>(pool)) << "the pools and the current pool stay, as the strategies do";
+    ASSERT_RT_OK(rtDeviceSetMemPool(device(), default_pool_));
+}
+
 // ---------------------------------------------------------------- the default pool and the memory strategies
 
 TEST_P(MemPoolObjectTest, EnableSwitchesConfigureTheDefaultPool) {
@@ -660,6 +661,55 @@ TEST_P(MemPoolObjectTest, ThreadsCreateSetAndDestroyPools) {
 }
 
 RT_INSTANTIATE_DEVICE_TEST(MemPoolObjectTest);
+
+// ---------------------------------------------------------------- two devices
+
+/// Two cpu devices whatever the environment says: the runtime is made again with them, and again with the defaults
+/// at the end (the next test's first call).
+TEST(MemPoolTwoDevices, PoolsOfAnotherDeviceAreRefused) {
+    ASSERT_RT_OK(rtFinalize());
+    ASSERT_RT_OK(rtInit("cpu.devices=2"));
+    int n = 0;
+    ASSERT_RT_OK(rtGetDeviceCount(&n));
+    ASSERT_GE(n, 2);
+    for (int dev = 0; dev < 2; ++dev) {
+        SCOPED_TRACE("device " + std::to_string(dev));
+        ASSERT_RT_OK(rtSetDevice(dev));
+        const int other = 1 - dev;
+        rtMemPool_t own_default = nullptr, other_default = nullptr;
+        ASSERT_RT_OK(rtDeviceGetDefaultMemPool(&own_default, dev));
+        ASSERT_RT_OK(rtDeviceGetDefaultMemPool(&other_default, other));
+        EXPECT_NE(other_default, own_default);
+        {
+            PoolGuard foreign(other);
+            ASSERT_RT_OK(foreign.status());
+            EXPECT_RT_ERROR(RT_ERROR_INVALID_VALUE, rtDeviceSetMemPool(dev, foreign));
+            EXPECT_TRUE(rt_test::contains(rt_test::last_message(), "not to device " + std::to_string(dev)));
+            StreamGuard s;
+            ASSERT_RT_OK(s.status());
+            void* p = nullptr;
+            EXPECT_RT_ERROR(RT_ERROR_INVALID_VALUE, rtMallocFromPoolAsync(&p, 256, foreign, s));
+            EXPECT_TRUE(rt_test::contains(rt_test::last_message(), "expected a pool of the stream's device"));
+            EXPECT_EQ(p, nullptr);
+            EXPECT_RT_ERROR(RT_ERROR_INVALID_VALUE, rtDeviceSetMemPool(dev, other_default));
+            // The pool of the other device serves a stream of its own device, and counts there only.
+            ASSERT_RT_OK(rtSetDevice(other));
+            StreamGuard s_other;
+            ASSERT_RT_OK(s_other.status());
+            ASSERT_RT_OK(rtMallocFromPoolAsync(&p, 4096, foreign, s_other));
+            EXPECT_EQ(used(foreign), 4096u);
+            EXPECT_EQ(mem_stats().allocated_bytes, 4096u);
+            ASSERT_RT_OK(rtSetDevice(dev));
+            EXPECT_EQ(mem_stats().allocated_bytes, 0u);
+            ASSERT_RT_OK(rtFreeAsync(p, s_other));
+            ASSERT_RT_OK(rtStreamSynchronize(s_other));
+        }
+        rtMemPool_t current = nullptr;
+        ASSERT_RT_OK(rtDeviceGetMemPool(&current, dev));
+        EXPECT_EQ(current, own_default);
+    }
+    ASSERT_RT_OK(rtFinalize());
+}
 
 // ---------------------------------------------------------------- C++ face
 
