@@ -391,7 +391,8 @@ RT_API rtError_t rtMemPoolDestroy(rtMemPool_t pool);
 /** `value` points to an int or a uint64_t as rtMemPoolAttr says. */
 RT_API rtError_t rtMemPoolSetAttribute(rtMemPool_t pool, rtMemPoolAttr attr, void* value);
 RT_API rtError_t rtMemPoolGetAttribute(rtMemPool_t pool, rtMemPoolAttr attr, void* value);
-/** Returns unused reserved memory to the system until at most `min_bytes_to_keep` bytes (beyond those in use) stay. */
+/** Returns unused reserved memory to the system until at most `min_bytes_to_keep` reserved bytes stay, or only memory
+ *  in use (or freed on a stream that has not run the free yet) is left. */
 RT_API rtError_t rtMemPoolTrimTo(rtMemPool_t pool, size_t min_bytes_to_keep);
 /** rtMallocAsync from `pool`, which must belong to the stream's device. */
 RT_API rtError_t rtMallocFromPoolAsync(void** ptr, size_t size, rtMemPool_t pool, rtStream_t stream);

@@ -307,13 +307,9 @@ void DeviceMemory::update_sync_work() {
 
 void DeviceMemory::apply_release_thresholds() {
     runtime().timeline().run_due();  // frees of the work just waited for are reusable, hence releasable
-    std::vector<std::shared_ptr<MemPoolObject>> pools;
-    {
-        std::lock_guard lock(pools_mutex_);
-        pools = pools_;
-        if (default_pool_) pools.push_back(default_pool_);
-    }
-    for (auto& p : pools) p->apply_release_threshold();
+    std::lock_guard lock(pools_mutex_);  // then each pool's lock: the documented order
+    for (auto& p : pools_) p->apply_release_threshold();
+    if (default_pool_) default_pool_->apply_release_threshold();
 }
 
 void DeviceMemory::count_pool_allocation(size_t bytes, bool committed_new) {

@@ -14,7 +14,7 @@ namespace rt {
 namespace {
 
 constexpr uint64_t kTag = 0x50;  // 'P'
-constexpr unsigned kIdBits = 40, kDeviceBits = 8;
+constexpr unsigned kIdBits = 32, kDeviceBits = 16;  // handle: tag(8) | runtime generation(8) | device | id
 constexpr size_t kBlock = size_t{2} << 20, kMinBlock = size_t{64} << 10;
 
 /// 2 MiB blocks (the CUDA allocation granularity); a sixteenth of a smaller pool, at least 64 KiB.
