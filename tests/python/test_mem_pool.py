@@ -1,6 +1,9 @@
 """Memory pool objects from Python (issue 20): runtime.MemPool, pool.alloc, set/get_device_mem_pool, attributes,
 release thresholds, trimming, destruction with live memory, and the errors of each."""
 import gc
+import os
+import subprocess
+import sys
 import threading
 
 import numpy as np
@@ -149,13 +152,31 @@ def test_errors_name_what_was_wrong():
         runtime._core.mem_pool_get_u64(handle, runtime._core.MEMPOOL_ATTR_USED_MEM_CURRENT)
     with pytest.raises(runtime.InvalidValueError, match="destroyed"):
         pool.alloc(16)
-    if runtime.get_device_count() > 1:
-        other = runtime.MemPool(device=1)
-        with pytest.raises(runtime.InvalidValueError, match="not to device 0"):
-            runtime.set_device_mem_pool(other, device=0)
-        with pytest.raises(runtime.InvalidValueError, match="stream's device"):
-            other.alloc(16, stream=runtime.Stream(device=0))
-        other.destroy()
+
+
+_TWO_DEVICES = """
+import runtime
+other = runtime.MemPool(device=1)
+for call, words in ((lambda: runtime.set_device_mem_pool(other, device=0), "not to device 0"),
+                    (lambda: other.alloc(16, stream=runtime.Stream(device=0)), "stream's device")):
+    try:
+        call()
+        raise SystemExit("no error")
+    except runtime.InvalidValueError as e:
+        assert words in str(e), str(e)
+m = other.alloc(4096, stream=runtime.Stream(device=1))
+assert other.used == 4096 and runtime.memory_stats(0)["allocated_bytes"] == 0
+m.free()
+other.destroy()
+print("ok")
+"""
+
+
+def test_pools_of_another_device_are_refused():
+    """In a process of its own with two cpu devices, whatever this one has."""
+    env = dict(os.environ, RUNTIME_CPU_DEVICES="2")
+    r = subprocess.run([sys.executable, "-c", _TWO_DEVICES], capture_output=True, text=True, timeout=120, env=env)
+    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stdout + r.stderr
 
 
 def test_threads_share_a_pool():
