@@ -439,3 +439,42 @@ def test_disk_cache_does_not_serve_a_module_compiled_for_another_value(tmp_path)
     assert outs[0] == str([min(v, 3) for v in range(10)])
     assert outs[1] == str([min(v, 6) for v in range(10)])
     assert outs[2] == outs[0]
+
+
+# ------------------------------------------------------------------------------------- operands evaluated once
+
+
+@runtime.jit
+def chain_with_an_atomic(out, counter):
+    i = runtime.get_global_id(0)
+    # Python evaluates the middle operand of a chain once; the atomic's result is 0..n-1, so the chain holds.
+    if -1 < runtime.atomic_add(counter, 0, 1) < 1000:
+        out[i] = 1
+
+
+@runtime.jit
+def chain_that_stops_early(out, counter):
+    i = runtime.get_global_id(0)
+    # The first comparison fails: Python evaluates no further operand, so the atomic never runs.
+    if i < 0 < runtime.atomic_add(counter, 0, 1):
+        out[i] = 1
+
+
+@runtime.jit
+def augmented_store_through_an_atomic_index(out, counter):
+    i = runtime.get_global_id(0)
+    out[runtime.atomic_add(counter, 0, 1)] += i + 1  # each item takes a slot of its own, once
+
+
+# (out first: a launch's default size is its first buffer's element count)
+@pytest.mark.parametrize("interpret", [False, True], ids=["compiled", "reference"])
+def test_operands_with_calls_are_evaluated_once(interpret):
+    n = 64
+    out, counter = _run(chain_with_an_atomic, [np.zeros(n, np.int32), np.zeros(1, np.int32)], interpret)
+    assert counter[0] == n and (out == 1).all()
+    out, counter = _run(chain_that_stops_early, [np.zeros(n, np.int32), np.zeros(1, np.int32)], interpret)
+    assert counter[0] == 0 and (out == 0).all()
+    out, counter = _run(augmented_store_through_an_atomic_index,
+                        [np.zeros(n, np.int32), np.zeros(1, np.int32)], interpret)
+    assert counter[0] == n  # the index was evaluated once per item (twice would have counted 2n)
+    assert sorted(out.tolist()) == list(range(1, n + 1))  # every item's value landed in a slot of its own
