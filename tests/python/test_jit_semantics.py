@@ -478,3 +478,23 @@ def test_operands_with_calls_are_evaluated_once(interpret):
                         [np.zeros(n, np.int32), np.zeros(1, np.int32)], interpret)
     assert counter[0] == n  # the index was evaluated once per item (twice would have counted 2n)
     assert sorted(out.tolist()) == list(range(1, n + 1))  # every item's value landed in a slot of its own
+
+
+@runtime.jit
+def float_floordiv(a, b, out):
+    i = runtime.get_global_id(0)
+    out[i] = a[i] // b[i]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_float_floordiv_is_numpys(dtype):
+    # 1.0 // 0.1: the exact quotient is just below 10 (floor(1.0 / 0.1) would give 10); signs, zeros, infinities.
+    a = np.array([1.0, -1.0, 1.0, -1.0, 7.5, -7.5, 0.0, -0.0, 0.0, 1e30, 3.0, 5.0, 0.0, np.inf, 2.0], dtype)
+    b = np.array([0.1, 0.1, -0.1, -0.1, 2.0, 2.0, 3.0, 3.0, -3.0, 7.0, np.inf, 0.0, 0.0, 2.0, -np.inf], dtype)
+    with np.errstate(all="ignore"):
+        expected = np.floor_divide(a, b)
+    for interpret in (False, True):
+        with np.errstate(all="ignore"):
+            _, _, out = _run(float_floordiv, [a, b, np.zeros_like(a)], interpret)
+        np.testing.assert_array_equal(out, expected)  # nan where NumPy gives nan
+        assert (np.signbit(out) == np.signbit(expected)).all(), (interpret, out, expected)

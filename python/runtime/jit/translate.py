@@ -87,6 +87,18 @@ _HELPERS = {
     if ((T)-1 < (T)0 && r != 0 && ((r < 0) != (b < 0))) r = r + b;  // the sign of the divisor
     return r;
 }""",
+    # NumPy's float floor division (as its divmod): floor(a / b) would round the quotient first (1.0 // 0.1 would
+    # be 10, where the exact quotient 9.99... floors to 9). x // 0 is a / b (inf or nan), a zero keeps its sign.
+    "floordiv_f": """template <class T> RT_DEVICE T rtpy_floordiv_f(T a, T b) {
+    if (b == 0) return a / b;
+    T m = fmod(a, b);
+    T d = (a - m) / b;
+    if (m != 0 && ((b < 0) != (m < 0))) d = d - 1;
+    if (d == 0) return copysign((T)0, a / b);
+    T f = floor(d);
+    if (d - f > (T)0.5) f = f + 1;
+    return f;
+}""",
     "mod_f": """template <class T> RT_DEVICE T rtpy_mod_f(T a, T b) {
     T r = fmod(a, b);
     if (r != 0 && ((r < 0) != (b < 0))) r = r + b;
@@ -933,7 +945,8 @@ class _Translator(ast.NodeVisitor):
         x, y = self.cast(ac, at, t), self.cast(bc, bt, t)
         if op == "//":
             if t.kind == "f":
-                return f"floor({x} / {y})", t
+                self.helpers.add("floordiv_f")
+                return f"rtpy_floordiv_f<{t.c}>({x}, {y})", t
             self.helpers.add("floordiv_i")
             return f"rtpy_floordiv_i<{t.c}, {_wrap_c(t)}>({x}, {y})", t
         if op == "%":
