@@ -161,6 +161,7 @@ public:
         info_.subgroup_size = 1;
         info_.l2_cache_bytes = static_cast<int>(std::min<unsigned long long>(last_level_cache_bytes(), INT32_MAX));
         info_.managed_memory = true;  // device memory is host memory
+        info_.interprocess = true;    // large allocations live in shareable files (cpu_memory.hpp)
         info_.concurrent_managed_access = true;
         info_.greatest_stream_priority = -2;
         make_uuid(ordinal, info_.uuid);
@@ -187,6 +188,13 @@ public:
         heap_.free(ptr, bytes);
         used_.fetch_sub(bytes);
     }
+    void ipc_export_impl(void* base, size_t bytes, unsigned char* payload) override {
+        heap_.export_shared(base, bytes, payload);
+    }
+    void* ipc_open_impl(const unsigned char* payload, int pid, size_t* bytes) override {
+        return DeviceHeap::open_shared(payload, pid, bytes);
+    }
+    void ipc_close_impl(void* ptr, size_t bytes) override { DeviceHeap::close_shared(ptr, bytes); }
     void* allocate_host_impl(size_t bytes) override { return host_allocate(bytes); }
     void free_host_impl(void* ptr, size_t bytes) override { host_free(ptr, bytes); }
     void* reserve_impl(size_t bytes) override {

@@ -3,6 +3,8 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <map>
 #include <mutex>
 #include <vector>
 
@@ -30,6 +32,17 @@ public:
     /// Returns what allocate(bytes) gave, with the same `bytes`.
     void free(void* p, size_t bytes);
 
+    /// From here on an allocation lives in a shareable file (a memfd mapped MAP_SHARED) another process can map
+    /// (rtIpcGetMemHandle); smaller ones are anonymous memory. One file descriptor per such allocation.
+    static constexpr size_t kShareableBytes = size_t{1} << 20;
+    /// Fills an IPC payload (ipc::kPayloadBytes) for the allocation at `p` of `bytes`; throws INVALID_VALUE saying
+    /// why it cannot be shared (too small, no file could be made for it) and what to do.
+    void export_shared(void* p, size_t bytes, unsigned char* payload);
+    /// Maps the allocation another process (`pid`) exported, laid out as it is there (guard pages included).
+    static void* open_shared(const unsigned char* payload, int pid, size_t* bytes);
+    /// Unmaps what open_shared mapped.
+    static void close_shared(void* p, size_t bytes);
+
     /// The slot stride of the size class serving `bytes` (< kLargeBytes): the class's size plus its redzone.
     static size_t slot_bytes(size_t bytes);
     /// The bytes between the end of an allocation of `bytes` and whatever memory follows it (the next slot, or a
@@ -49,6 +62,11 @@ private:
     std::mutex mutex_;
     std::vector<SizeClass> classes_;
     std::vector<std::pair<void*, size_t>> slabs_;  // every slab mapped, released with the heap
+    struct Shared {
+        int fd;
+        uint64_t token;
+    };
+    std::map<void*, Shared> shared_;  // large allocations that live in a shareable file, by address
 };
 
 }  // namespace rt::cpu
