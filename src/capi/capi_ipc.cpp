@@ -87,12 +87,11 @@ RT_API rtError_t rtIpcGetMemHandle(rtIpcMemHandle_t* handle, void* devPtr) {
                           : a.module_global ? "a module's global"
                           : a.graph_arena   ? "memory of an executable graph's allocation nodes"
                           : a.managed       ? "managed memory (rtMallocManaged)"
-                          : a.pooled        ? "memory of the device's pool (enable_pool_allocator, enable_memory_reuse "
-                                              "or rtMallocAsync): turn the pool off and use rtMalloc"
+                          : a.pooled        ? "memory of the device's pool (rtEnablePoolAllocator, rtEnableMemoryReuse)"
                                             : nullptr;
         if (why)
-            fail(RT_ERROR_INVALID_VALUE, "devPtr %p lies in %s, which cannot be exported (expected memory from rtMalloc)",
-                 devPtr, why);
+            fail(RT_ERROR_INVALID_VALUE, "devPtr %p lies in %s, which cannot be exported (expected memory from rtMalloc%s)",
+                 devPtr, why, a.pooled ? " with no pool: rtEnablePoolAllocator(0, 0, 0) removes it" : "");
         Wire w = make_wire(kMemory, *a.device);
         a.device->impl().ipc_export_impl(reinterpret_cast<void*>(a.base), a.size, w.payload);
         std::memcpy(handle, &w, sizeof w);

@@ -270,6 +270,7 @@ public:
         static Watcher watcher;
         return watcher;
     }
+    /// At exit: the streams still parked are let go (their work runs) rather than left to hang the teardown.
     ~Watcher() {
         {
             std::lock_guard lock(mutex_);
@@ -277,6 +278,7 @@ public:
         }
         cv_.notify_all();
         if (thread_.joinable()) thread_.join();
+        for (auto& p : pending_) p.resume();
     }
     void add(Pending p) {
         std::lock_guard lock(mutex_);
@@ -286,10 +288,11 @@ public:
     }
 
 private:
-    static bool due(const Pending& p) {
+    static bool due(const Pending& p, bool check_recorder) {
         const SharedEventState& s = *p.mapping->state;
         if (s.completed.load(std::memory_order_acquire) >= p.target) return true;
         // A recording process that exited never completes its record: the wait ends (docs/memory.md).
+        if (!check_recorder) return false;
         const int32_t recorder = s.recorder.load(std::memory_order_relaxed);
         return recorder > 0 && recorder != getpid() && !process_alive(recorder);
     }
@@ -303,7 +306,8 @@ private:
                 continue;
             }
             std::vector<Pending> ready, waiting;
-            for (auto& p : pending_) (due(p) ? ready : waiting).push_back(std::move(p));
+            const bool check_recorder = ++polls_ % 64 == 0;  // reads /proc: now and then only
+            for (auto& p : pending_) (due(p, check_recorder) ? ready : waiting).push_back(std::move(p));
             pending_ = std::move(waiting);
             if (!ready.empty()) {
                 lock.unlock();
@@ -324,6 +328,7 @@ private:
     std::vector<Pending> pending_;
     std::thread thread_;
     bool stop_ = false;
+    uint64_t polls_ = 0;
 };
 
 class WaitStep final : public backend::JointStep {
@@ -358,7 +363,12 @@ void record(SharedEvent& event, Stream& stream, const char* api) {
     completion->sequence = s.recorded.fetch_add(1, std::memory_order_acq_rel) + 1;
     s.recorder.store(getpid(), std::memory_order_relaxed);
     // Internal (no error slot): runs even behind a failure of the stream, so no other process waits for ever.
-    stream.queue().host_call_impl(backend::HostCall{&Completion::run, completion.get(), nullptr, 0}, trace::Key{});
+    try {
+        stream.queue().host_call_impl(backend::HostCall{&Completion::run, completion.get(), nullptr, 0}, trace::Key{});
+    } catch (...) {
+        Completion::run(completion.release());  // not queued (out of memory): the record must not stay pending
+        throw;
+    }
     completion.release();
 }
 

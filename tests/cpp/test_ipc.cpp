@@ -1,6 +1,8 @@
 // test_ipc.cpp — rtIpc*: memory and events shared with a second process (this binary run again as a child).
 #include "test_util.hpp"
 
+#include <runtime/runtime.hpp>
+
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -196,6 +198,22 @@ int child_main(const std::string& role) {
         CHILD_CHECK(p == nullptr);
         CHILD_CHECK(rtIpcOpenEventHandle(&e, ev) == RT_ERROR_INVALID_VALUE);
         CHILD_CHECK(std::strstr(rtGetLastErrorMessage(), "destroyed") != nullptr);
+        return 0;
+    }
+    if (role == "cpp") {  // the C++ face: IpcMemory and Event::from_ipc_handle
+        try {
+            runtime::IpcMemory m(mem);
+            CHILD_CHECK(m.size() == kBytes);
+            auto e = runtime::Event::from_ipc_handle(ev);
+            runtime::Stream s;
+            CHILD_OK(rtMemsetAsync(m.get(), 0x11, m.size(), s.native_handle()));
+            e.record(s);
+            CHILD_CHECK(e.synchronize_for(std::chrono::milliseconds(kLimitMs)));
+            m.close();
+            CHILD_CHECK(m.get() == nullptr);
+        } catch (const runtime::Error& e) {
+            return fail_child(e.what());
+        }
         return 0;
     }
     std::fprintf(stderr, "ipc child: unknown role %s\n", role.c_str());
@@ -497,6 +515,7 @@ TEST_P(Ipc, BadInputsAreRefusedNamingWhatWasExpected) {
     EXPECT_TRUE(contains(last_message(), "pool"));
     EXPECT_RT_OK(rtFree(pooled));
     ASSERT_RT_OK(rtEnableMemoryReuse(0));
+    ASSERT_RT_OK(rtEnablePoolAllocator(0, 0, 0));  // no pool: rtMalloc is direct again
     // Events: without the interprocess flag; interprocess without DISABLE_TIMING; unknown flags.
     rtIpcEventHandle_t he{};
     ASSERT_RT_OK(rtEventCreateWithFlags(&e, RT_EVENT_DISABLE_TIMING));
@@ -544,6 +563,32 @@ TEST_P(Ipc, InterprocessEventsWorkWithinOneProcessToo) {
     EXPECT_RT_OK(rtStreamDestroy(a));
     EXPECT_RT_OK(rtStreamDestroy(b));
     EXPECT_RT_OK(rtEventDestroy(e));
+}
+
+TEST_P(Ipc, TheCppFaceSharesMemoryAndEvents) {
+    if (!cpu_) GTEST_SKIP() << "cpu only";
+    DevBuf buf(kBytes);
+    ASSERT_RT_OK(rtMemset(buf.get(), 0, kBytes));
+    runtime::EventOptions options;
+    options.enable_timing = false;
+    options.interprocess = true;
+    runtime::Event e(options);
+    const rtIpcEventHandle_t he = e.ipc_handle();
+    try {
+        (void)runtime::Event::from_ipc_handle(he);
+        ADD_FAILURE() << "opening the own event handle did not throw";
+    } catch (const runtime::Error& error) {
+        EXPECT_EQ(error.code(), RT_ERROR_INVALID_VALUE);
+    }
+    Child child("cpp", device(), {"RT_TEST_IPC_MEM=" + to_hex(runtime::ipc_mem_handle(buf.get())),
+                                  "RT_TEST_IPC_EVENT=" + to_hex(he)});
+    ASSERT_TRUE(child.started());
+    ASSERT_EQ(child.wait(), 0) << child.stderr_text();
+    EXPECT_TRUE(e.query());  // the child's record completed
+    std::vector<unsigned char> got(kBytes);
+    ASSERT_RT_OK(rtMemcpy(got.data(), buf.get(), kBytes, RT_MEMCPY_DEVICE_TO_HOST));
+    EXPECT_EQ(got[0], 0x11);
+    EXPECT_EQ(got[kBytes - 1], 0x11);
 }
 
 RT_INSTANTIATE_DEVICE_TEST(Ipc);
