@@ -126,14 +126,13 @@ int open_peer_file(int pid, int fd, uint64_t token, const char* what) {
         fail(RT_ERROR_INVALID_VALUE, "cannot open the %s exported by pid %d (%s: %s)%s", what, pid, path,
              std::strerror(err), err == EACCES || err == EPERM ? ": the opener must run as the same user" : "");
     }
-    // Between the check and the open the exporter may have released it: check the file opened is still the one.
+    // Between the check and the open the exporter may have released it: the file opened must be the one named.
+    std::snprintf(path, sizeof path, "/proc/self/fd/%d", out);
     n = readlink(path, target, sizeof target - 1);
-    if (n < 0 || std::strncmp(target, expected.c_str(), expected.size()) != 0) {
-        struct stat st{};
-        if (fstat(out, &st) != 0 || n < 0) {
-            close(out);
-            fail(RT_ERROR_INVALID_VALUE, "the %s of this handle was released by pid %d while it was opened", what, pid);
-        }
+    if (n < 0 || (target[n] = 0, std::strncmp(target, expected.c_str(), expected.size()) != 0)) {
+        close(out);
+        fail(RT_ERROR_INVALID_VALUE, "the %s of this handle is gone: pid %d freed (or destroyed) it while it was "
+             "being opened", what, pid);
     }
     return out;
 }
