@@ -534,6 +534,14 @@ TEST_P(Ipc, BadInputsAreRefusedNamingWhatWasExpected) {
     EXPECT_TRUE(contains(last_message(), "this process"));
     float ms = 0;
     EXPECT_RT_ERROR(RT_ERROR_INVALID_HANDLE, rtEventElapsedTime(&ms, e, e));
+    // A graph cannot record or wait for an interprocess event.
+    rtGraph_t g = nullptr;
+    rtGraphNode_t node = nullptr;
+    ASSERT_RT_OK(rtGraphCreate(&g, 0));
+    EXPECT_RT_ERROR(RT_ERROR_NOT_SUPPORTED, rtGraphAddEventRecordNode(&node, g, nullptr, 0, e));
+    EXPECT_TRUE(contains(last_message(), "RT_EVENT_INTERPROCESS"));
+    EXPECT_RT_ERROR(RT_ERROR_NOT_SUPPORTED, rtGraphAddEventWaitNode(&node, g, nullptr, 0, e));
+    EXPECT_RT_OK(rtGraphDestroy(g));
     EXPECT_RT_OK(rtEventDestroy(e));
 }
 
