@@ -133,6 +133,16 @@ int child_main(const std::string& role) {
         CHILD_OK(rtModuleUnload(m));
         return 0;
     }
+    if (role == "export-unshareable") {  // started without RUNTIME_CPU_IPC_MEMORY: its memory cannot be exported
+        void* p = nullptr;
+        CHILD_OK(rtMalloc(&p, kBytes));
+        rtIpcMemHandle_t h{};
+        CHILD_CHECK(rtIpcGetMemHandle(&h, p) == RT_ERROR_NOT_SUPPORTED);
+        CHILD_CHECK(std::strstr(rtGetLastErrorMessage(), "RUNTIME_CPU_IPC_MEMORY=1") != nullptr);
+        CHILD_CHECK(std::strstr(rtGetLastErrorMessage(), "cpu.ipc_memory=1") != nullptr);
+        CHILD_OK(rtFree(p));
+        return 0;
+    }
     if (role == "record") {  // fills the memory and records the event behind a gate the parent opens
         void* p = nullptr;
         rtEvent_t e = nullptr;
@@ -242,8 +252,13 @@ public:
         std::string filter = "--gtest_filter=-*";
         err_path_ = ::testing::TempDir() + "rt_ipc_child_" + std::to_string(::getpid()) + "_" + role + ".txt";
         std::vector<std::string> vars;
+        auto overridden = [&](const char* var) {  // a variable `env` sets: the child sees that value only
+            for (const std::string& v : env)
+                if (std::strncmp(var, v.c_str(), v.find('=') + 1) == 0) return true;
+            return false;
+        };
         for (char** e = environ; *e; ++e)
-            if (std::strncmp(*e, "RT_TEST_IPC_", 12) != 0) vars.emplace_back(*e);
+            if (std::strncmp(*e, "RT_TEST_IPC_", 12) != 0 && !overridden(*e)) vars.emplace_back(*e);
         vars.push_back("RT_TEST_IPC_CHILD=" + role);
         vars.push_back("RT_TEST_IPC_DEVICE=" + std::to_string(device));
         vars.push_back("RT_TEST_IPC_IN=" + std::to_string(to_child[0]));
@@ -434,6 +449,15 @@ TEST_P(Ipc, HandlesOfFreedMemoryAndDestroyedEventsAreRefused) {
     ASSERT_RT_OK(rtEventDestroy(e));
     ASSERT_RT_OK(rtDeviceSynchronize());  // the free is done (rtFree defers it behind queued work)
     Child child("open-stale", device(), {"RT_TEST_IPC_MEM=" + to_hex(h), "RT_TEST_IPC_EVENT=" + to_hex(he)});
+    ASSERT_TRUE(child.started());
+    EXPECT_EQ(child.wait(), 0) << child.stderr_text();
+}
+
+TEST_P(Ipc, MemoryIsShareableOnlyWhenTheRuntimeIsStartedSo) {
+    if (!cpu_) GTEST_SKIP() << "cpu only";
+    // This process runs with RUNTIME_CPU_IPC_MEMORY=1 (tests/CMakeLists.txt); a process without it refuses to export,
+    // saying how to turn it on.
+    Child child("export-unshareable", device(), {"RUNTIME_CPU_IPC_MEMORY=0"});
     ASSERT_TRUE(child.started());
     EXPECT_EQ(child.wait(), 0) << child.stderr_text();
 }

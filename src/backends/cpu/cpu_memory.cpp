@@ -38,7 +38,7 @@ constexpr size_t kSlabBytes = size_t{256} << 10;  // at least this much per slab
 
 }  // namespace
 
-DeviceHeap::DeviceHeap() {
+DeviceHeap::DeviceHeap(bool shareable) : shareable_(shareable) {
     for (size_t size : kClasses) {
         SizeClass c;
         c.size = size;
@@ -103,7 +103,8 @@ void* DeviceHeap::allocate(size_t bytes) {
         char* const result = data + (inner - round_up(bytes, kAlignment));
         // Large enough to be worth a file descriptor: shareable with another process (rtIpcGetMemHandle). Without a
         // file (out of descriptors) it is anonymous memory, which rtIpcGetMemHandle refuses saying so.
-        ipc::SharedFile file = bytes >= kShareableBytes ? ipc::create_shared_file(inner) : ipc::SharedFile{};
+        ipc::SharedFile file =
+            shareable_ && bytes >= kShareableBytes ? ipc::create_shared_file(inner) : ipc::SharedFile{};
         if (file.fd >= 0) {
             bool mapped = mmap(data, inner, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, file.fd, 0) != MAP_FAILED;
             if (mapped) {
@@ -142,7 +143,7 @@ void DeviceHeap::free(void* p, size_t bytes) {
         const size_t inner = round_up(bytes, page);
         char* first_page = reinterpret_cast<char*>(reinterpret_cast<uintptr_t>(p) / page * page);
         munmap(first_page - page, inner + 2 * page);
-        if (bytes >= kShareableBytes) {
+        if (shareable_ && bytes >= kShareableBytes) {
             std::lock_guard lock(mutex_);
             if (auto it = shared_.find(p); it != shared_.end()) {
                 close(it->second.fd);  // handles exported for it are stale now: their openers see the name gone
@@ -168,6 +169,11 @@ static_assert(sizeof(SharedPayload) <= ipc::kPayloadBytes);
 }  // namespace
 
 void DeviceHeap::export_shared(void* p, size_t bytes, unsigned char* payload) {
+    if (!shareable_)
+        fail(RT_ERROR_NOT_SUPPORTED, "the memory of cpu devices is not shareable with other processes unless the runtime "
+             "is started with it: set RUNTIME_CPU_IPC_MEMORY=1 (or rtInit option cpu.ipc_memory=1) in the exporting "
+             "process, then allocate the memory (off by default: shareable memory gets no transparent huge pages, "
+             "which slows large copies and kernels)");
     if (bytes < kShareableBytes)
         fail(RT_ERROR_INVALID_VALUE, "the allocation %p has %zu bytes; on cpu devices only allocations of at least "
              "%zu bytes live in memory another process can map: allocate at least that much for memory you export",

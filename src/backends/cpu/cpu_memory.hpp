@@ -22,7 +22,8 @@ public:
     static constexpr size_t kAlignment = 256;
     static constexpr size_t kLargeBytes = size_t{32} << 10;  ///< from here on: a guarded mapping of its own
 
-    DeviceHeap();
+    /// `shareable`: large allocations live in shareable files (rtInit's cpu.ipc_memory).
+    explicit DeviceHeap(bool shareable = false);
     ~DeviceHeap();
     DeviceHeap(const DeviceHeap&) = delete;
     DeviceHeap& operator=(const DeviceHeap&) = delete;
@@ -32,8 +33,9 @@ public:
     /// Returns what allocate(bytes) gave, with the same `bytes`.
     void free(void* p, size_t bytes);
 
-    /// From here on an allocation lives in a shareable file (a memfd mapped MAP_SHARED) another process can map
-    /// (rtIpcGetMemHandle); smaller ones are anonymous memory. One file descriptor per such allocation.
+    /// From here on, when the heap is shareable, an allocation lives in a shareable file (a memfd mapped MAP_SHARED)
+    /// another process can map (rtIpcGetMemHandle); smaller ones, and all of a heap that is not shareable, are
+    /// anonymous memory. One file descriptor per such allocation.
     static constexpr size_t kShareableBytes = size_t{1} << 20;
     /// Fills an IPC payload (ipc::kPayloadBytes) for the allocation at `p` of `bytes`; throws INVALID_VALUE saying
     /// why it cannot be shared (too small, no file could be made for it) and what to do.
@@ -66,7 +68,8 @@ private:
         int fd;
         uint64_t token;
     };
-    std::map<void*, Shared> shared_;  // large allocations that live in a shareable file, by address
+    std::map<void*, Shared> shared_;
+    const bool shareable_;  // large allocations that live in a shareable file, by address
 };
 
 }  // namespace rt::cpu
