@@ -39,6 +39,7 @@ void bind_comm(nb::module_& m, void (*check)(rtError_t, const char*),
                rtError_t (*keep)(rtStream_t, PyObject*));  // comm_bindings.cpp: comm_*, group_* (comm.h)
 void bind_capi20(nb::module_& m, void (*check)(rtError_t, const char*),
                  void (*drain)());  // capi20_bindings.cpp: the CUDA-level calls (runtime.h, issue 20)
+void bind_ipc(nb::module_& m, void (*check)(rtError_t, const char*));  // ipc_bindings.cpp: rtIpc*
 
 namespace {
 
@@ -1284,4 +1285,5 @@ NB_MODULE(_core, m) {
     bind_profiler(m, &check);
     bind_comm(m, &check, &defer_keep);
     bind_capi20(m, &check, [] { drain_parked(); });
+    bind_ipc(m, &check);
 }
