@@ -426,6 +426,10 @@ class _Translator(ast.NodeVisitor):
         reads = self.reads_assigned
         if isinstance(s, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
             targets = s.targets if isinstance(s, ast.Assign) else [s.target]
+            for t in targets:  # refused here, before its names would read as never assigned
+                if isinstance(t, (ast.Tuple, ast.List, ast.Starred)):
+                    raise self.error(s, "unsupported construct 'unpacking assignment' (y, x = ...): assign each name "
+                                        "on a line of its own")
             if s.value is not None:
                 reads(s.value, done)
             for t in targets:
