@@ -238,6 +238,7 @@ RT_API rtError_t rtStreamDeferRelease(rtStream_t stream, rtHostFn_t release, voi
 #define RT_EVENT_DEFAULT 0x0u
 #define RT_EVENT_BLOCKING_SYNC 0x1u  /* synchronize parks instead of spinning first */
 #define RT_EVENT_DISABLE_TIMING 0x2u /* no timestamps: rtEventElapsedTime refuses it */
+#define RT_EVENT_INTERPROCESS 0x4u   /* shareable with other processes (rtIpcGetEventHandle); needs DISABLE_TIMING */
 
 RT_API rtError_t rtEventCreate(rtEvent_t* event);
 RT_API rtError_t rtEventCreateWithFlags(rtEvent_t* event, unsigned int flags);
@@ -724,6 +725,31 @@ RT_API rtError_t rtOccupancyMaxActiveBlocksPerMultiprocessor(int* num_blocks, rt
  *  groups per compute unit times compute units). block_size_limit 0: the device's limit. */
 RT_API rtError_t rtOccupancyMaxPotentialBlockSize(int* min_grid_size, int* block_size, rtFunction_t function,
                                                   size_t dynamic_shared_bytes, int block_size_limit);
+
+/* ---------------------------------------------------------------- inter-process handles (IPC)
+ * CUDA's cudaIpc* calls (docs/memory.md "Sharing memory and events between processes"). A handle is 64 opaque bytes
+ * that another process of the same machine and user opens while the exporting process lives; opening it in the
+ * process that exported it is refused (RT_ERROR_INVALID_VALUE), as in CUDA. */
+
+typedef struct rtIpcMemHandle_st { char reserved[64]; } rtIpcMemHandle_t;
+typedef struct rtIpcEventHandle_st { char reserved[64]; } rtIpcEventHandle_t;
+
+#define RT_IPC_MEM_LAZY_ENABLE_PEER_ACCESS 0x1u /* accepted (as CUDA's); peers are accessible anyway */
+
+/** A handle to the device allocation `devPtr` lies in: a pointer inside an allocation exports the whole allocation
+ *  (opened, it gives the allocation's base). Memory a device cannot share is refused, the message saying why.
+ *  Freeing the allocation ends the handle: opening it afterwards is refused (where it can be detected). */
+RT_API rtError_t rtIpcGetMemHandle(rtIpcMemHandle_t* handle, void* devPtr);
+/** Maps memory exported by another process into this one, as device memory of the current device (copies, kernels
+ *  and rtPointerGetAttributes see it so); `flags` 0 or RT_IPC_MEM_LAZY_ENABLE_PEER_ACCESS. rtFree refuses it. */
+RT_API rtError_t rtIpcOpenMemHandle(void** devPtr, rtIpcMemHandle_t handle, unsigned int flags);
+/** Unmaps memory opened with rtIpcOpenMemHandle (once the work queued so far on every stream has run). */
+RT_API rtError_t rtIpcCloseMemHandle(void* devPtr);
+/** A handle to an event created with RT_EVENT_INTERPROCESS | RT_EVENT_DISABLE_TIMING. */
+RT_API rtError_t rtIpcGetEventHandle(rtIpcEventHandle_t* handle, rtEvent_t event);
+/** An event of this process sharing the exported event's state: a record in either process is what rtEventQuery,
+ *  rtEventSynchronize and rtStreamWaitEvent in both see. Destroy it with rtEventDestroy. */
+RT_API rtError_t rtIpcOpenEventHandle(rtEvent_t* event, rtIpcEventHandle_t handle);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -245,6 +245,7 @@ class Graph;
 struct EventOptions {
     bool enable_timing = true;  ///< timestamps for elapsed_ms (off = cheaper records)
     bool blocking_sync = false; ///< synchronize() parks at once instead of spinning first
+    bool interprocess = false;  ///< shareable with other processes (ipc_handle); needs enable_timing = false
 };
 
 /// A marker in a stream's work; move-only owner of an rtEvent_t.
@@ -255,7 +256,20 @@ public:
         unsigned flags = RT_EVENT_DEFAULT;
         if (!options.enable_timing) flags |= RT_EVENT_DISABLE_TIMING;
         if (options.blocking_sync) flags |= RT_EVENT_BLOCKING_SYNC;
+        if (options.interprocess) flags |= RT_EVENT_INTERPROCESS;
         check(rtEventCreateWithFlags(&handle_, flags));
+    }
+    /// The event another process exported (Event::ipc_handle there): records in either process are seen by both.
+    static Event from_ipc_handle(const rtIpcEventHandle_t& handle) {
+        Event e(nullptr);
+        check(rtIpcOpenEventHandle(&e.handle_, handle));
+        return e;
+    }
+    /// A handle another process opens with from_ipc_handle (an event made with interprocess = true).
+    rtIpcEventHandle_t ipc_handle() const {
+        rtIpcEventHandle_t h{};
+        check(rtIpcGetEventHandle(&h, handle_));
+        return h;
     }
     Event(Event&& o) noexcept : handle_(std::exchange(o.handle_, nullptr)) {}
     Event& operator=(Event&& o) noexcept {
@@ -295,6 +309,7 @@ public:
     }
 
 private:
+    explicit Event(std::nullptr_t) noexcept {}
     void reset() noexcept {
         if (handle_) rtEventDestroy(std::exchange(handle_, nullptr));
     }
@@ -1177,6 +1192,51 @@ inline void enable_peer_access(int peer) { check(rtDeviceEnablePeerAccess(peer, 
 inline void copy_peer(void* dst, int dst_device, const void* src, int src_device, std::size_t bytes) {
     check(rtMemcpyPeer(dst, dst_device, src, src_device, bytes));
 }
+
+// ---- inter-process handles (docs/memory.md "Sharing memory and events between processes")
+
+/// A handle to the device allocation `ptr` lies in, for another process's IpcMemory (rtIpcGetMemHandle).
+inline rtIpcMemHandle_t ipc_mem_handle(void* ptr) {
+    rtIpcMemHandle_t h{};
+    check(rtIpcGetMemHandle(&h, ptr));
+    return h;
+}
+
+/// Device memory another process exported, mapped while this object lives (rtIpcOpenMemHandle; the destructor
+/// closes it). Move-only.
+class IpcMemory {
+public:
+    IpcMemory() noexcept = default;
+    explicit IpcMemory(const rtIpcMemHandle_t& handle, unsigned flags = 0) {
+        check(rtIpcOpenMemHandle(&data_, handle, flags));
+    }
+    IpcMemory(IpcMemory&& o) noexcept : data_(std::exchange(o.data_, nullptr)) {}
+    IpcMemory& operator=(IpcMemory&& o) noexcept {
+        if (this != &o) {
+            reset();
+            data_ = std::exchange(o.data_, nullptr);
+        }
+        return *this;
+    }
+    IpcMemory(const IpcMemory&) = delete;
+    IpcMemory& operator=(const IpcMemory&) = delete;
+    ~IpcMemory() { reset(); }
+
+    /// The allocation's base in this process (null after a move or close).
+    void* get() const noexcept { return data_; }
+    /// Its size in bytes.
+    std::size_t size() const { return data_ ? pointer_attributes(data_).size : 0; }
+    /// Unmaps it now (once the work queued so far has run), reporting a failure.
+    void close() {
+        if (data_) check(rtIpcCloseMemHandle(std::exchange(data_, nullptr)));
+    }
+
+private:
+    void reset() noexcept {
+        if (data_) rtIpcCloseMemHandle(std::exchange(data_, nullptr));
+    }
+    void* data_ = nullptr;
+};
 
 /// A pitched 2-D allocation (rtMallocPitch): `height` rows of `width` bytes, `pitch` apart. Move-only owner.
 class PitchedBuffer {

@@ -44,6 +44,7 @@ from . import comm  # noqa: E402
 from .profiler import PROFILER_DEFAULT, PROFILER_NO_API_CALLS, PROFILER_NO_MEMORY, profile  # noqa: E402
 from .smi import device_usage  # noqa: E402
 from .errors import DeviceLostError, NotInitializedError, TimeoutError  # noqa: E402,A004
+from .ipc import IpcMemory, ipc_get_mem_handle, ipc_open_mem_handle  # noqa: E402
 from .lowlevel import (alloc_managed, alloc_pitch, can_access_peer, copy_2d, copy_peer, device_reset,  # noqa: E402
                        enable_peer_access, get_device_attribute, get_stream_priority_range, pointer_attributes,
                        prefetch)
@@ -84,3 +85,4 @@ __all__ += ["TimeoutError", "NotInitializedError", "DeviceLostError", "pointer_a
             "can_access_peer", "enable_peer_access", "copy_peer", "alloc_managed", "prefetch", "alloc_pitch", "copy_2d",
             "get_stream_priority_range", "device_reset"]
 __all__ += ["MemPool", "set_device_mem_pool", "get_device_mem_pool"]
+__all__ += ["IpcMemory", "ipc_get_mem_handle", "ipc_open_mem_handle"]

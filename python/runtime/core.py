@@ -222,12 +222,17 @@ def _timeout_ms(timeout: Any, what: str) -> Optional[int]:
 
 class Event:
     """A marker in a stream: `stream.record(event)`, `other.wait(event)`, `query()`, `synchronize()`,
-    `elapsed_time(end)` (ms; both events must be recorded, completed and created with enable_timing=True)."""
+    `elapsed_time(end)` (ms; both events must be recorded, completed and created with enable_timing=True).
+    `interprocess=True`: shareable with another process (`ipc_handle()` there, `Event.from_ipc_handle(handle)`
+    here); records in either process are what query, synchronize and waits in both see (no timing)."""
 
-    def __init__(self, enable_timing: bool = False, blocking: bool = False) -> None:
+    def __init__(self, enable_timing: bool = False, blocking: bool = False, interprocess: bool = False) -> None:
         flags = 0 if enable_timing else _core.EVENT_DISABLE_TIMING
         if blocking:
             flags |= _core.EVENT_BLOCKING_SYNC
+        if interprocess:
+            flags |= _core.EVENT_INTERPROCESS
+        self.interprocess = bool(interprocess)
         self.enable_timing = bool(enable_timing)
         self.blocking = bool(blocking)
         self.device = current_device()
@@ -240,6 +245,23 @@ class Event:
         if not self._handle:
             raise make_error(InvalidValueError, "the event was destroyed")
         return self._handle
+
+    def ipc_handle(self) -> bytes:
+        """The 64-byte handle another process opens with Event.from_ipc_handle (rtIpcGetEventHandle)."""
+        return _core.ipc_get_event_handle(self.handle)
+
+    @classmethod
+    def from_ipc_handle(cls, handle: Any) -> "Event":
+        """The event another process exported with ipc_handle(), on the current device (rtIpcOpenEventHandle)."""
+        from .ipc import _check_handle
+        data = _check_handle(handle, "Event.from_ipc_handle")
+        ev = cls.__new__(cls)
+        ev.interprocess, ev.enable_timing, ev.blocking = True, False, False
+        ev.device = current_device()
+        ev._recorded = False
+        ev._handle = 0
+        ev._handle = _core.ipc_open_event_handle(data)
+        return ev
 
     def record(self, stream: Optional["Stream"] = None) -> "Event":
         """Record on `stream` (the current stream if None); returns self."""

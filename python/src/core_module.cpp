@@ -40,6 +40,7 @@ void bind_comm(nb::module_& m, void (*check)(rtError_t, const char*),
 void bind_capi20(nb::module_& m, void (*check)(rtError_t, const char*),
                  void (*drain)());  // capi20_bindings.cpp: the CUDA-level calls (runtime.h, issue 20)
 void bind_mempool(nb::module_& m, void (*check)(rtError_t, const char*));  // mempool_bindings.cpp (rtMemPool_t)
+void bind_ipc(nb::module_& m, void (*check)(rtError_t, const char*));  // ipc_bindings.cpp: rtIpc*
 
 namespace {
 
@@ -1286,4 +1287,5 @@ NB_MODULE(_core, m) {
     bind_comm(m, &check, &defer_keep);
     bind_capi20(m, &check, [] { drain_parked(); });
     bind_mempool(m, &check);
+    bind_ipc(m, &check);
 }

@@ -159,6 +159,9 @@ struct DeviceInfo {
     int total_constant_kib = 64;
     bool concurrent_kernels = true;
     bool managed_memory = false;        ///< rtMallocManaged: allocate_managed_impl gives memory
+    /// IPC handles (rtIpc*): the ipc_*_impl hooks export and open memory, and the queues take joint steps (what an
+    /// interprocess event's waits are made of).
+    bool interprocess = false;
     bool concurrent_managed_access = false;
     /// Stream priorities the device's queues honour: create_queue_impl takes [greatest, 0] (numerically lower is
     /// more urgent); both 0 when it has none.
@@ -390,6 +393,16 @@ public:
     }
     /// `timing`: the event records timestamps. `blocking_sync`: synchronize parks without spinning.
     virtual std::unique_ptr<Event> create_event_impl(bool timing, bool blocking_sync) = 0;
+    /// (optional) rtIpcGetMemHandle: writes into `payload` (ipc::kPayloadBytes, zeroed) what another process needs to
+    /// map the allocation [base, base+bytes) that allocate_impl made, or throws saying why it cannot be shared and what
+    /// to do instead. Thread-safe. Defaults to NOT_SUPPORTED.
+    virtual void ipc_export_impl(void* base, size_t bytes, unsigned char* payload);
+    /// (optional) rtIpcOpenMemHandle: maps what process `pid` exported (its ipc_export_impl's payload); returns the
+    /// allocation's address in this process and its size in *bytes; throws naming what is wrong (the exporter
+    /// exited, the memory was freed). Defaults to NOT_SUPPORTED.
+    virtual void* ipc_open_impl(const unsigned char* payload, int pid, size_t* bytes);
+    /// (optional) Unmaps what ipc_open_impl returned (no queued work uses it any more). Defaults to nothing.
+    virtual void ipc_close_impl(void* ptr, size_t bytes) { (void)ptr, (void)bytes; }
     /// (optional) The collectives library of this device; throws NOT_SUPPORTED naming what is missing (the library
     /// file, the package that has it) when the backend has one that cannot be used. Defaults to null: the core's
     /// in-process collectives, for devices whose memory the host addresses.

@@ -1,5 +1,6 @@
 // C API: events.
 #include "capi/capi_common.hpp"
+#include "core/ipc.hpp"
 #include "graph/capture.hpp"
 
 using namespace rt;
@@ -18,14 +19,18 @@ extern "C" {
 RT_API rtError_t rtEventCreateWithFlags(rtEvent_t* event, unsigned int flags) {
     return capi_call("rtEventCreateWithFlags", [&] {
         require_out(event, "event");
-        if (flags & ~(RT_EVENT_BLOCKING_SYNC | RT_EVENT_DISABLE_TIMING))
+        if (flags & ~(RT_EVENT_BLOCKING_SYNC | RT_EVENT_DISABLE_TIMING | RT_EVENT_INTERPROCESS))
             fail(RT_ERROR_INVALID_VALUE,
-                 "flags 0x%x has unknown bits (expected RT_EVENT_DEFAULT, RT_EVENT_BLOCKING_SYNC, RT_EVENT_DISABLE_TIMING)",
-                 flags);
+                 "flags 0x%x has unknown bits (expected RT_EVENT_DEFAULT, RT_EVENT_BLOCKING_SYNC, RT_EVENT_DISABLE_TIMING, "
+                 "RT_EVENT_INTERPROCESS)", flags);
         Runtime& r = runtime();
         CoreDevice& d = r.current_device();
-        auto impl = d.impl().create_event_impl((flags & RT_EVENT_DISABLE_TIMING) == 0, (flags & RT_EVENT_BLOCKING_SYNC) != 0);
-        *event = reinterpret_cast<rtEvent_t>(r.events.insert(std::make_shared<Event>(d, std::move(impl), flags)));
+        std::unique_ptr<backend::Event> impl;
+        if (flags & RT_EVENT_INTERPROCESS) impl = ipc::create_event(d, flags);  // capi_ipc.cpp
+        else impl = d.impl().create_event_impl((flags & RT_EVENT_DISABLE_TIMING) == 0, (flags & RT_EVENT_BLOCKING_SYNC) != 0);
+        auto e = std::make_shared<Event>(d, std::move(impl), flags);
+        if (flags & RT_EVENT_INTERPROCESS) e->mark_recorded();  // its shared state says whether a record is pending
+        *event = reinterpret_cast<rtEvent_t>(r.events.insert(std::move(e)));
     });
 }
 
@@ -47,6 +52,7 @@ RT_API rtError_t rtEventRecord(rtEvent_t event, rtStream_t stream) {
         auto e = r.event(event);
         auto s = r.stream(stream);
         require_same_backend(s->device(), e->device(), "rtEventRecord");
+        if (e->interprocess()) return ipc::record(static_cast<ipc::SharedEvent&>(e->impl()), *s, "rtEventRecord");
         if (s->capture() && graph::capture_record(*s, e)) return;
         const uint64_t op = s->next_op();
         trace::enqueue([&] { return trace::event_op(*s, op, *e, true); }, [&](const trace::Key& traced) { s->queue().record_impl(e->impl(), traced); });

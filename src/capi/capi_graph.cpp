@@ -39,6 +39,9 @@ std::shared_ptr<Event> event_for(const Graph& g, rtEvent_t event, const char* ap
     if (e->device().info().backend != g.device().info().backend)
         fail(RT_ERROR_INVALID_VALUE, "%s: the event belongs to %s but the graph to %s (events order work of the same "
              "backend only)", api, e->device().label().c_str(), g.device().label().c_str());
+    if (e->interprocess())
+        fail(RT_ERROR_NOT_SUPPORTED, "%s: the event was created with RT_EVENT_INTERPROCESS; a graph cannot record or "
+             "wait for an interprocess event (record it on a stream after the graph launch)", api);
     return e;
 }
 

@@ -2,6 +2,7 @@
 #include <algorithm>
 
 #include "capi/capi_common.hpp"
+#include "core/ipc.hpp"
 #include "graph/capture.hpp"
 #include "observe/trace_dvpp.hpp"
 
@@ -64,6 +65,7 @@ RT_API rtError_t rtStreamWaitEvent(rtStream_t stream, rtEvent_t event) {
         auto s = r.stream(stream);
         auto e = r.event(event);
         require_same_backend(s->device(), e->device(), "rtStreamWaitEvent");
+        if (e->interprocess()) return ipc::wait(static_cast<ipc::SharedEvent&>(e->impl()), *s, "rtStreamWaitEvent");
         if ((s->capture() || e->captured()) && graph::capture_wait(s, e)) return;
         if (!e->recorded()) return;  // never recorded: already complete
         const uint64_t op = s->next_op();

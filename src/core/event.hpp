@@ -23,6 +23,8 @@ public:
     CoreDevice& device() const { return device_; }
     backend::Event& impl() const { return *impl_; }
     bool timing() const { return (flags_ & RT_EVENT_DISABLE_TIMING) == 0; }
+    /// RT_EVENT_INTERPROCESS: impl() is an ipc::SharedEvent (core/ipc.hpp), recorded and waited for by ipc::record/wait.
+    bool interprocess() const { return (flags_ & RT_EVENT_INTERPROCESS) != 0; }
     bool recorded() const { return recorded_.load(std::memory_order_acquire); }
     /// A real record (a stream's, or a graph launch's record of an EVENT_RECORD node): ends a captured record.
     void mark_recorded() {

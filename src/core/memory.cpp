@@ -41,6 +41,10 @@ std::string describe(const void* ptr, const PointerInfo& info) {
         if (a.module_global)
             return format("a module global of %s (rtModuleGetGlobal: %p, %zu bytes)", a.device->label().c_str(),
                           reinterpret_cast<void*>(a.base), a.size);
+        if (a.ipc_opened)
+            return format("memory of process %d opened on %s by rtIpcOpenMemHandle (%p, %zu bytes; "
+                          "rtIpcCloseMemHandle unmaps it)", a.ipc_pid, a.device->label().c_str(),
+                          reinterpret_cast<void*>(a.base), a.size);
         if (a.graph_arena)
             return format("the memory of an executable graph's allocation nodes on %s (its arena %p of %zu bytes, "
                           "freed by rtGraphExecDestroy)", a.device->label().c_str(), reinterpret_cast<void*>(a.base),
@@ -51,6 +55,12 @@ std::string describe(const void* ptr, const PointerInfo& info) {
     if (runtime().registry.recently_freed(ptr)) return "freed memory (it was released by rtFree/rtFreeHost)";
     return "host memory not allocated by the runtime";
 }
+
+}  // namespace
+
+std::string describe_pointer(const void* ptr) { return describe(ptr, runtime().registry.lookup(ptr)); }
+
+namespace {
 
 [[noreturn]] void refuse_release(const char* api, void* ptr, const char* expected) {
     PointerInfo info = runtime().registry.lookup(ptr);

@@ -20,6 +20,8 @@ void* allocate_from_pool(MemPoolObject& pool, size_t bytes, Stream& stream, cons
 /// Frees device memory. `stream` null (rtFree): reusable once all work queued so far is done; otherwise
 /// stream-ordered (rtFreeAsync). Throws INVALID_VALUE for anything but the start of a live device allocation.
 void free_device(void* ptr, Stream* stream, const char* api);
+/// What the registry knows of `ptr`, in words, for error messages ("device memory of cpu:0 (allocation ...)").
+std::string describe_pointer(const void* ptr);
 /// An executable graph's arena: device memory as allocate_device's (not stream-ordered), registered as the graph's
 /// (Allocation::graph_arena) so that free_device refuses it; only free_graph_arena frees it, like free_device with
 /// no stream.

@@ -38,12 +38,22 @@ void MemoryRegistry::release_module_global(uintptr_t base) {
 std::optional<Allocation> MemoryRegistry::erase(uintptr_t base, MemoryKind kind, bool graph_arena) {
     std::lock_guard lock(mutex_);
     auto it = live_.find(base);
-    if (it == live_.end() || it->second.kind != kind || it->second.module_global || it->second.graph_arena != graph_arena)
+    if (it == live_.end() || it->second.kind != kind || it->second.module_global || it->second.graph_arena != graph_arena ||
+        it->second.ipc_opened)
         return std::nullopt;
     Allocation out = it->second;
     if (spare_nodes_.size() < 64) spare_nodes_.push_back(live_.extract(it));
     else live_.erase(it);
     freed_[freed_next_++ % kFreedRing] = base;
+    return out;
+}
+
+std::optional<Allocation> MemoryRegistry::erase_ipc_opened(uintptr_t base) {
+    std::lock_guard lock(mutex_);
+    auto it = live_.find(base);
+    if (it == live_.end() || !it->second.ipc_opened) return std::nullopt;
+    Allocation out = it->second;
+    live_.erase(it);
     return out;
 }
 
@@ -88,7 +98,8 @@ std::vector<Allocation> MemoryRegistry::take_device_memory(const CoreDevice* dev
     std::vector<Allocation> out;
     for (auto it = live_.begin(); it != live_.end();) {
         const Allocation& a = it->second;
-        if (a.device == device && a.kind == MemoryKind::device && !a.module_global && !a.graph_arena) {
+        if (a.device == device && a.kind == MemoryKind::device && !a.module_global && !a.graph_arena &&
+            !a.ipc_opened) {
             out.push_back(a);
             it = live_.erase(it);
         } else {
@@ -109,7 +120,7 @@ std::vector<Allocation> MemoryRegistry::take_all() {
 size_t MemoryRegistry::count(const CoreDevice* device) const {
     std::lock_guard lock(mutex_);
     return static_cast<size_t>(std::count_if(live_.begin(), live_.end(), [&](const auto& kv) {
-        return !kv.second.module_global && (!device || kv.second.device == device);
+        return !kv.second.module_global && !kv.second.ipc_opened && (!device || kv.second.device == device);
     }));
 }
 

@@ -42,6 +42,10 @@ struct Allocation {
     /// Served by a created memory pool (rtMemPoolCreate; pooled too): free_device returns it there. The pool stays
     /// until its last allocation is freed, even once destroyed.
     MemPoolObject* mem_pool = nullptr;
+    /// Memory of another process mapped by rtIpcOpenMemHandle (kind device; `ipc_pid` exported it): copies and kernels
+    /// use it, rtIpcCloseMemHandle unmaps it (rtFree refuses it), statistics do not count it.
+    bool ipc_opened = false;
+    int ipc_pid = 0;
 };
 
 /// Where a pointer lies: inside a live allocation (with the bytes left from it), or nowhere known.
@@ -61,6 +65,8 @@ public:
     /// Removes the allocation starting exactly at `base` (never a module global; an executable graph's arena only
     /// when `graph_arena`, and then only that); returns it, or nullopt if none.
     std::optional<Allocation> erase(uintptr_t base, MemoryKind kind, bool graph_arena = false);
+    /// Removes the memory rtIpcOpenMemHandle mapped at `base`; nullopt if none.
+    std::optional<Allocation> erase_ipc_opened(uintptr_t base);
     PointerInfo lookup(const void* ptr) const;
     /// A live allocation intersecting [ptr, ptr + bytes), if any.
     std::optional<Allocation> find_overlap(const void* ptr, size_t bytes) const;

@@ -196,6 +196,10 @@ Runtime::~Runtime() {
     for (const Allocation& a : registry.take_all()) {
         // Pooled memory goes with its pool; registered host memory belongs to the user.
         if (a.module_global) continue;  // the module's memory, gone with its code
+        if (a.ipc_opened) {             // another process's memory: only this mapping goes
+            a.device->impl().ipc_close_impl(reinterpret_cast<void*>(a.base), a.size);
+            continue;
+        }
         if (a.kind == MemoryKind::device && !a.pooled)
             a.device->impl().free_impl(reinterpret_cast<void*>(a.base), a.size);
         else if (a.kind == MemoryKind::pinned_host)

@@ -240,3 +240,10 @@ def unknown_buffer_attribute(x):
 @runtime.jit
 def bad_shape_dimension(x):
     x[0] = x.shape[3]  # LINE:constant dimension
+
+
+@runtime.jit
+def unpacks_a_tuple(x):
+    i = runtime.get_global_id(0)
+    y, z = i, i  # LINE:unsupported construct 'unpacking assignment'
+    x[y] = z

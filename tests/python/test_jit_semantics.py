@@ -439,3 +439,62 @@ def test_disk_cache_does_not_serve_a_module_compiled_for_another_value(tmp_path)
     assert outs[0] == str([min(v, 3) for v in range(10)])
     assert outs[1] == str([min(v, 6) for v in range(10)])
     assert outs[2] == outs[0]
+
+
+# ------------------------------------------------------------------------------------- operands evaluated once
+
+
+@runtime.jit
+def chain_with_an_atomic(out, counter):
+    i = runtime.get_global_id(0)
+    # Python evaluates the middle operand of a chain once; the atomic's result is 0..n-1, so the chain holds.
+    if -1 < runtime.atomic_add(counter, 0, 1) < 1000:
+        out[i] = 1
+
+
+@runtime.jit
+def chain_that_stops_early(out, counter):
+    i = runtime.get_global_id(0)
+    # The first comparison fails: Python evaluates no further operand, so the atomic never runs.
+    if i < 0 < runtime.atomic_add(counter, 0, 1):
+        out[i] = 1
+
+
+@runtime.jit
+def augmented_store_through_an_atomic_index(out, counter):
+    i = runtime.get_global_id(0)
+    out[runtime.atomic_add(counter, 0, 1)] += i + 1  # each item takes a slot of its own, once
+
+
+# (out first: a launch's default size is its first buffer's element count)
+@pytest.mark.parametrize("interpret", [False, True], ids=["compiled", "reference"])
+def test_operands_with_calls_are_evaluated_once(interpret):
+    n = 64
+    out, counter = _run(chain_with_an_atomic, [np.zeros(n, np.int32), np.zeros(1, np.int32)], interpret)
+    assert counter[0] == n and (out == 1).all()
+    out, counter = _run(chain_that_stops_early, [np.zeros(n, np.int32), np.zeros(1, np.int32)], interpret)
+    assert counter[0] == 0 and (out == 0).all()
+    out, counter = _run(augmented_store_through_an_atomic_index,
+                        [np.zeros(n, np.int32), np.zeros(1, np.int32)], interpret)
+    assert counter[0] == n  # the index was evaluated once per item (twice would have counted 2n)
+    assert sorted(out.tolist()) == list(range(1, n + 1))  # every item's value landed in a slot of its own
+
+
+@runtime.jit
+def float_floordiv(a, b, out):
+    i = runtime.get_global_id(0)
+    out[i] = a[i] // b[i]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_float_floordiv_is_numpys(dtype):
+    # 1.0 // 0.1: the exact quotient is just below 10 (floor(1.0 / 0.1) would give 10); signs, zeros, infinities.
+    a = np.array([1.0, -1.0, 1.0, -1.0, 7.5, -7.5, 0.0, -0.0, 0.0, 1e30, 3.0, 5.0, 0.0, np.inf, 2.0], dtype)
+    b = np.array([0.1, 0.1, -0.1, -0.1, 2.0, 2.0, 3.0, 3.0, -3.0, 7.0, np.inf, 0.0, 0.0, 2.0, -np.inf], dtype)
+    with np.errstate(all="ignore"):
+        expected = np.floor_divide(a, b)
+    for interpret in (False, True):
+        with np.errstate(all="ignore"):
+            _, _, out = _run(float_floordiv, [a, b, np.zeros_like(a)], interpret)
+        np.testing.assert_array_equal(out, expected)  # nan where NumPy gives nan
+        assert (np.signbit(out) == np.signbit(expected)).all(), (interpret, out, expected)

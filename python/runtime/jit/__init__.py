@@ -1,6 +1,8 @@
-"""@runtime.jit: translates a Python function's AST into kernel-dialect C++ (SPEC §4), one source per argument
-signature and target, compiled once per signature and device through rtModuleLoadSource; plus the reference mode
-that runs the body as plain Python over every work-item (RUNTIME_JIT_INTERPRET=1).
+"""@runtime.jit: translates a Python function's AST into kernel-dialect C++, one source per argument signature and
+target, compiled once per signature and device through rtModuleLoadSource; plus the reference mode that runs the
+body as plain Python over every work-item (RUNTIME_JIT_INTERPRET=1). docs/jit.md is the user's reference: the
+subset (types, constructs, built-ins, semantics, errors) with runnable examples, then work-groups, device functions,
+shaped arrays, index checks, print and 16-bit floats; this docstring summarises the same rules for the code.
 
 The package, by responsibility:
   builtins.py    the work-item built-ins and atomics as Python functions (kernels call them; the reference runs them)

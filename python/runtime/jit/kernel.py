@@ -580,7 +580,7 @@ def launch_size_message(kernel: str, param: str, i: int, d: int, size: int, elem
 
 def jit(fn: Optional[Callable] = None, *, options: Optional[str] = None,
         interpret: Optional[bool] = None, boundscheck: Optional[bool] = None) -> Any:
-    """Decorator: compile a Python function into a device kernel (see the module docstring for the subset).
+    """Decorator: compile a Python function into a device kernel (the subset it accepts: docs/jit.md).
     `options` go to the kernel compiler ("-O3", "-DNAME=1"); `interpret=True` forces the reference mode;
     `boundscheck=True` (or RUNTIME_CHECK_BOUNDS=1 for every kernel) checks every buffer access, and a launch with an
     index out of bounds fails at the stream's synchronize naming the kernel, the access, the index, the bound and

@@ -1,5 +1,6 @@
 """The reference mode (RUNTIME_JIT_INTERPRET=1, or @jit(interpret=True)): the kernel body runs as plain Python over
-every work-item, in order, on host views of its buffers; compiled kernels must agree with it (SPEC §4).
+every work-item, in order, on host views of its buffers; compiled kernels must agree with it (docs/jit.md, "The
+reference mode", lists where they may differ).
 
 A kernel that calls runtime.barrier() runs group by group: each item of the group is a generator (its body with
 every barrier statement turned into a `yield`), and the group's items step together from one barrier to the next;

@@ -87,6 +87,18 @@ _HELPERS = {
     if ((T)-1 < (T)0 && r != 0 && ((r < 0) != (b < 0))) r = r + b;  // the sign of the divisor
     return r;
 }""",
+    # NumPy's float floor division (as its divmod): floor(a / b) would round the quotient first (1.0 // 0.1 would
+    # be 10, where the exact quotient 9.99... floors to 9). x // 0 is a / b (inf or nan), a zero keeps its sign.
+    "floordiv_f": """template <class T> RT_DEVICE T rtpy_floordiv_f(T a, T b) {
+    if (b == 0) return a / b;
+    T m = fmod(a, b);
+    T d = (a - m) / b;
+    if (m != 0 && ((b < 0) != (m < 0))) d = d - 1;
+    if (d == 0) return copysign((T)0, a / b);
+    T f = floor(d);
+    if (d - f > (T)0.5) f = f + 1;
+    return f;
+}""",
     "mod_f": """template <class T> RT_DEVICE T rtpy_mod_f(T a, T b) {
     T r = fmod(a, b);
     if (r != 0 && ((r < 0) != (b < 0))) r = r + b;
@@ -114,6 +126,12 @@ _HELPERS = {
 }""",
 }
 
+
+
+def _calls(node: ast.AST) -> bool:
+    """Whether evaluating `node` calls anything (an atomic or a device function may have effects): such an operand
+    must be evaluated exactly once."""
+    return any(isinstance(n, ast.Call) for n in ast.walk(node))
 
 class _Ctx:
     """What the translations of one kernel and of the device functions it calls share: the integer helpers used,
@@ -408,6 +426,10 @@ class _Translator(ast.NodeVisitor):
         reads = self.reads_assigned
         if isinstance(s, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
             targets = s.targets if isinstance(s, ast.Assign) else [s.target]
+            for t in targets:  # refused here, before its names would read as never assigned
+                if isinstance(t, (ast.Tuple, ast.List, ast.Starred)):
+                    raise self.error(s, "unsupported construct 'unpacking assignment' (y, x = ...): assign each name "
+                                        "on a line of its own")
             if s.value is not None:
                 reads(s.value, done)
             for t in targets:
@@ -585,8 +607,19 @@ class _Translator(ast.NodeVisitor):
             self.assign_name(s, s.target.id, vt, code)
         elif isinstance(s.target, ast.Subscript):
             ref, et = self.subscript(s.target)
+            bound = _calls(s.target.slice)
+            if bound:  # the element is read and written: an index that calls something is evaluated once
+                self.tmp += 1
+                name = f"rt_elem{self.tmp}"
+                self.emit("{")
+                self.indent += 1
+                self.emit(f"auto& {name} = {ref};")
+                ref = name
             code, vt = self.binop(s, op, (self.load(ref, et), et), self.expr(s.value), s.value)
             self.element_store(s.target, ref, et, self.to_storage(self.cast(code, vt, et), et))
+            if bound:
+                self.indent -= 1
+                self.emit("}")
         else:
             raise self.unsupported(s.target, " as an assignment target")
 
@@ -916,7 +949,8 @@ class _Translator(ast.NodeVisitor):
         x, y = self.cast(ac, at, t), self.cast(bc, bt, t)
         if op == "//":
             if t.kind == "f":
-                return f"floor({x} / {y})", t
+                self.helpers.add("floordiv_f")
+                return f"rtpy_floordiv_f<{t.c}>({x}, {y})", t
             self.helpers.add("floordiv_i")
             return f"rtpy_floordiv_i<{t.c}, {_wrap_c(t)}>({x}, {y})", t
         if op == "%":
@@ -982,11 +1016,20 @@ class _Translator(ast.NodeVisitor):
     def e_Compare(self, e: ast.Compare) -> tuple:
         left, lnode = self.expr(e.left), e.left
         parts = []
-        for op, right in zip(e.ops, e.comparators):
+        # Python evaluates each operand of a chain once: a middle operand that calls something (an atomic, a device
+        # function) is computed once into a temporary, inside a lambda so the chain stays one expression (a loop's
+        # condition re-evaluates it) and keeps its short circuit.
+        temps = []
+        for i, (op, right) in enumerate(zip(e.ops, e.comparators)):
             c = _CMPOPS.get(type(op))
             if c is None:
                 raise self.error(e, f"unsupported construct '{_construct(op)}'")  # operators carry no line
             r = self.expr(right)
+            if i < len(e.ops) - 1 and _calls(right):
+                self.tmp += 1
+                name = f"rt_cmp{self.tmp}"
+                temps.append((name, r[0], len(parts)))
+                r = (name, r[1])
             t = promote(left[1], r[1])
             a, b = self.cast(left[0], left[1], t), self.cast(r[0], r[1], t)
             if t.kind == "i" and c not in ("==", "!=") and self.nonneg(lnode) and self.nonneg(right):
@@ -995,7 +1038,17 @@ class _Translator(ast.NodeVisitor):
                 a, b = f"(uint64_t)({a})", f"(uint64_t)({b})"
             parts.append(f"({a} {c} {b})")
             left, lnode = r, right
-        return ("(" + " && ".join(parts) + ")" if len(parts) > 1 else parts[0]), BOOL
+        if not temps:
+            return ("(" + " && ".join(parts) + ")" if len(parts) > 1 else parts[0]), BOOL
+        # Each temporary is computed right after the comparisons before it passed: `a < f() < b` runs f() once, and
+        # not at all when the chain stopped earlier.
+        code, done = "", 0
+        for name, value, at in temps:
+            code += "".join(f"if (!{p}) return false; " for p in parts[done:at])
+            code += f"const auto {name} = {value}; "
+            done = at
+        code += f"return {' && '.join(parts[done:])};"
+        return f"([&]() -> bool {{ {code} }}())", BOOL
 
     def e_IfExp(self, e: ast.IfExp) -> tuple:
         c = self.cond(e.test)

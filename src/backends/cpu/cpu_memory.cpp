@@ -2,10 +2,15 @@
 #include "backends/cpu/cpu_memory.hpp"
 
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
+
+#include "core/error.hpp"
+#include "core/ipc.hpp"
 
 namespace rt::cpu {
 
@@ -33,7 +38,7 @@ constexpr size_t kSlabBytes = size_t{256} << 10;  // at least this much per slab
 
 }  // namespace
 
-DeviceHeap::DeviceHeap() {
+DeviceHeap::DeviceHeap(bool shareable) : shareable_(shareable) {
     for (size_t size : kClasses) {
         SizeClass c;
         c.size = size;
@@ -95,14 +100,34 @@ void* DeviceHeap::allocate(size_t bytes) {
         void* base = mmap(nullptr, inner + 2 * page, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (base == MAP_FAILED) return nullptr;
         char* data = static_cast<char*>(base) + page;
-        if (mprotect(data, inner, PROT_READ | PROT_WRITE) != 0) {
+        char* const result = data + (inner - round_up(bytes, kAlignment));
+        // Large enough to be worth a file descriptor: shareable with another process (rtIpcGetMemHandle). Without a
+        // file (out of descriptors) it is anonymous memory, which rtIpcGetMemHandle refuses saying so.
+        ipc::SharedFile file =
+            shareable_ && bytes >= kShareableBytes ? ipc::create_shared_file(inner) : ipc::SharedFile{};
+        if (file.fd >= 0) {
+            bool mapped = mmap(data, inner, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, file.fd, 0) != MAP_FAILED;
+            if (mapped) {
+                try {
+                    std::lock_guard lock(mutex_);
+                    shared_.emplace(result, Shared{file.fd, file.token});
+                } catch (...) {
+                    mapped = false;
+                }
+            }
+            if (!mapped) {
+                close(file.fd);
+                munmap(base, inner + 2 * page);
+                return nullptr;
+            }
+        } else if (mprotect(data, inner, PROT_READ | PROT_WRITE) != 0) {
             munmap(base, inner + 2 * page);
             return nullptr;
         }
 #ifdef MADV_HUGEPAGE
         if (inner >= (size_t{2} << 20)) madvise(data, inner, MADV_HUGEPAGE);  // fewer faults and TLB misses
 #endif
-        return data + (inner - round_up(bytes, kAlignment));  // its end against the trailing guard page
+        return result;  // its end against the trailing guard page
     }
     std::lock_guard lock(mutex_);
     SizeClass& c = classes_[static_cast<size_t>(class_of(bytes))];
@@ -118,11 +143,92 @@ void DeviceHeap::free(void* p, size_t bytes) {
         const size_t inner = round_up(bytes, page);
         char* first_page = reinterpret_cast<char*>(reinterpret_cast<uintptr_t>(p) / page * page);
         munmap(first_page - page, inner + 2 * page);
+        if (shareable_ && bytes >= kShareableBytes) {
+            std::lock_guard lock(mutex_);
+            if (auto it = shared_.find(p); it != shared_.end()) {
+                close(it->second.fd);  // handles exported for it are stale now: their openers see the name gone
+                shared_.erase(it);
+            }
+        }
         return;
     }
     std::lock_guard lock(mutex_);
     // Cannot fail: grow() reserved room for every slot of the class.
     classes_[static_cast<size_t>(class_of(bytes))].free.push_back(p);
+}
+
+namespace {
+/// The payload of a cpu IPC handle.
+struct SharedPayload {
+    int32_t fd;
+    uint32_t reserved;
+    uint64_t token;
+    uint64_t bytes;  // the allocation's size; its file holds round_up(bytes, page)
+};
+static_assert(sizeof(SharedPayload) <= ipc::kPayloadBytes);
+}  // namespace
+
+void DeviceHeap::export_shared(void* p, size_t bytes, unsigned char* payload) {
+    if (!shareable_)
+        fail(RT_ERROR_NOT_SUPPORTED, "the memory of cpu devices is not shareable with other processes unless the runtime "
+             "is started with it: set RUNTIME_CPU_IPC_MEMORY=1 (or rtInit option cpu.ipc_memory=1) in the exporting "
+             "process, then allocate the memory (off by default: shareable memory gets no transparent huge pages, "
+             "which slows large copies and kernels)");
+    if (bytes < kShareableBytes)
+        fail(RT_ERROR_INVALID_VALUE, "the allocation %p has %zu bytes; on cpu devices only allocations of at least "
+             "%zu bytes live in memory another process can map: allocate at least that much for memory you export",
+             p, bytes, kShareableBytes);
+    SharedPayload out{};
+    {
+        std::lock_guard lock(mutex_);
+        auto it = shared_.find(p);
+        if (it == shared_.end())
+            fail(RT_ERROR_INVALID_VALUE, "the allocation %p (%zu bytes) is not shareable: no file could be made for it "
+                 "when it was allocated (out of file descriptors?); raise the limit (ulimit -n) and allocate it again",
+                 p, bytes);
+        out.fd = it->second.fd;
+        out.token = it->second.token;
+    }
+    out.bytes = bytes;
+    std::memcpy(payload, &out, sizeof out);
+}
+
+void* DeviceHeap::open_shared(const unsigned char* payload, int pid, size_t* bytes) {
+    SharedPayload in;
+    std::memcpy(&in, payload, sizeof in);
+    const size_t page = page_bytes();
+    const size_t inner = round_up(in.bytes, page);
+    if (in.bytes < kShareableBytes || inner < in.bytes || inner > SIZE_MAX / 4)
+        fail(RT_ERROR_INVALID_VALUE, "the handle is corrupt: it names an allocation of %llu bytes",
+             static_cast<unsigned long long>(in.bytes));
+    const int fd = ipc::open_peer_file(pid, in.fd, in.token, "memory");
+    struct stat st{};
+    if (fstat(fd, &st) != 0 || static_cast<uint64_t>(st.st_size) < inner) {
+        close(fd);
+        fail(RT_ERROR_INVALID_VALUE, "the memory of the handle (pid %d) is smaller than the %llu bytes it names", pid,
+             static_cast<unsigned long long>(in.bytes));
+    }
+    // The exporter's layout: the allocation's end against a trailing guard page, a guard page before its first page.
+    void* base = mmap(nullptr, inner + 2 * page, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    void* data = base == MAP_FAILED ? MAP_FAILED
+                                    : mmap(static_cast<char*>(base) + page, inner, PROT_READ | PROT_WRITE,
+                                           MAP_SHARED | MAP_FIXED, fd, 0);
+    const int err = errno;
+    close(fd);  // the mapping keeps the file
+    if (data == MAP_FAILED) {
+        if (base != MAP_FAILED) munmap(base, inner + 2 * page);
+        fail(RT_ERROR_OUT_OF_MEMORY, "cannot map the %llu bytes of memory exported by pid %d: %s",
+             static_cast<unsigned long long>(in.bytes), pid, std::strerror(err));
+    }
+    *bytes = in.bytes;
+    return static_cast<char*>(data) + (inner - round_up(in.bytes, kAlignment));
+}
+
+void DeviceHeap::close_shared(void* p, size_t bytes) {
+    const size_t page = page_bytes();
+    const size_t inner = round_up(bytes, page);
+    char* first_page = reinterpret_cast<char*>(reinterpret_cast<uintptr_t>(p) / page * page);
+    munmap(first_page - page, inner + 2 * page);
 }
 
 }  // namespace rt::cpu

@@ -3,6 +3,8 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <map>
 #include <mutex>
 #include <vector>
 
@@ -20,7 +22,8 @@ public:
     static constexpr size_t kAlignment = 256;
     static constexpr size_t kLargeBytes = size_t{32} << 10;  ///< from here on: a guarded mapping of its own
 
-    DeviceHeap();
+    /// `shareable`: large allocations live in shareable files (rtInit's cpu.ipc_memory).
+    explicit DeviceHeap(bool shareable = false);
     ~DeviceHeap();
     DeviceHeap(const DeviceHeap&) = delete;
     DeviceHeap& operator=(const DeviceHeap&) = delete;
@@ -29,6 +32,18 @@ public:
     void* allocate(size_t bytes);
     /// Returns what allocate(bytes) gave, with the same `bytes`.
     void free(void* p, size_t bytes);
+
+    /// From here on, when the heap is shareable, an allocation lives in a shareable file (a memfd mapped MAP_SHARED)
+    /// another process can map (rtIpcGetMemHandle); smaller ones, and all of a heap that is not shareable, are
+    /// anonymous memory. One file descriptor per such allocation.
+    static constexpr size_t kShareableBytes = size_t{1} << 20;
+    /// Fills an IPC payload (ipc::kPayloadBytes) for the allocation at `p` of `bytes`; throws INVALID_VALUE saying
+    /// why it cannot be shared (too small, no file could be made for it) and what to do.
+    void export_shared(void* p, size_t bytes, unsigned char* payload);
+    /// Maps the allocation another process (`pid`) exported, laid out as it is there (guard pages included).
+    static void* open_shared(const unsigned char* payload, int pid, size_t* bytes);
+    /// Unmaps what open_shared mapped.
+    static void close_shared(void* p, size_t bytes);
 
     /// The slot stride of the size class serving `bytes` (< kLargeBytes): the class's size plus its redzone.
     static size_t slot_bytes(size_t bytes);
@@ -49,6 +64,12 @@ private:
     std::mutex mutex_;
     std::vector<SizeClass> classes_;
     std::vector<std::pair<void*, size_t>> slabs_;  // every slab mapped, released with the heap
+    struct Shared {
+        int fd;
+        uint64_t token;
+    };
+    std::map<void*, Shared> shared_;
+    const bool shareable_;  // large allocations that live in a shareable file, by address
 };
 
 }  // namespace rt::cpu
