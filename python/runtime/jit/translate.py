@@ -44,7 +44,6 @@ _MATH1 = {"sqrt", "exp", "exp2", "expm1", "log2", "log10", "log1p", "sin", "cos"
 _MATH2 = {"pow", "atan2", "fmod", "hypot", "copysign"}
 _MATH_TO_INT = {"floor", "ceil", "trunc"}
 _MATH_PRED = {"isnan", "isinf", "isfinite"}
-_MATH_CONST = {"pi": math.pi, "e": math.e, "tau": math.tau, "inf": math.inf, "nan": math.nan}
 
 _CONSTRUCTS = {
     "ListComp": "list comprehension", "SetComp": "set comprehension", "DictComp": "dict comprehension",
@@ -1138,8 +1137,8 @@ class _Translator(ast.NodeVisitor):
         if type(fn).__name__ == "JitKernel":
             return self.call_device(e, fn)
         if fn is print or fn is barrier or fn is local_array:
-            raise self.error(e, f"{'runtime.' if fn is not print else ''}{fname}() is a statement of its own "
-                                f"{'(tile = runtime.local_array(shape, dtype))' if fn is local_array else ''}")
+            hint = " (tile = runtime.local_array(shape, dtype))" if fn is local_array else ""
+            raise self.error(e, f"{'runtime.' if fn is not print else ''}{fname}() is a statement of its own{hint}")
         if fn in _ID_BUILTINS:
             return self.call_id(e, fn)
         if fn in _ATOMICS:
