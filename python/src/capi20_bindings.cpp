@@ -13,22 +13,17 @@
 #include <cstdint>
 #include <string>
 
+#include "bindings_common.hpp"
+
+using rt_bindings::CheckFn;
+using rt_bindings::g_check;
+using rt_bindings::nogil;
+
 namespace nb = nanobind;
 
 namespace {
 
-using CheckFn = void (*)(rtError_t, const char*);
-CheckFn g_check = nullptr;
 void (*g_drain)() = nullptr;  // core_module.cpp's drain_parked: releases of completed work (after a wait)
-
-template <class F> void nogil(const char* api, F&& f) {
-    rtError_t e;
-    {
-        nb::gil_scoped_release r;
-        e = f();
-    }
-    g_check(e, api);
-}
 
 template <class T> T* as(uintptr_t h) { return reinterpret_cast<T*>(h); }
 void* ptr(uintptr_t p) { return reinterpret_cast<void*>(p); }

@@ -19,25 +19,20 @@
 #include <string>
 #include <vector>
 
+#include "bindings_common.hpp"
+
+using rt_bindings::CheckFn;
+using rt_bindings::g_check;
+using rt_bindings::nogil;
+
 namespace nb = nanobind;
 
 namespace {
 
-using CheckFn = void (*)(rtError_t, const char*);
 using KeepFn = rtError_t (*)(rtStream_t, PyObject*);
-CheckFn g_check = nullptr;  // core_module.cpp's check(): raises the registered class for a failed call
 KeepFn g_keep = nullptr;    // core_module.cpp's defer_keep(): hands a reference to rtStreamDeferRelease
 
 rtComm_t as_comm(uintptr_t h) { return reinterpret_cast<rtComm_t>(h); }
-
-template <class F> void nogil(const char* api, F&& f) {
-    rtError_t e;
-    {
-        nb::gil_scoped_release r;
-        e = f();
-    }
-    g_check(e, api);
-}
 
 int comm_int(const char* api, rtError_t (*get)(rtComm_t, int*), uintptr_t h) {
     int v = 0;

@@ -22,14 +22,18 @@
 #include <string>
 #include <vector>
 
+#include "bindings_common.hpp"
+
+using rt_bindings::CheckFn;
+using rt_bindings::g_check;
+using rt_bindings::nogil;
+
 namespace nb = nanobind;
 
 namespace {
 
-using CheckFn = void (*)(rtError_t, const char*);
 using RaiseFn = void (*)(rtError_t, const std::string&);
 using KeepFn = rtError_t (*)(rtStream_t, PyObject*);
-CheckFn g_check = nullptr;  // core_module.cpp's check(): raises the registered class for a failed call
 RaiseFn g_raise = nullptr;  // raises the registered class for `code` with "RT_ERROR_NAME: detail" (never returns)
 KeepFn g_keep = nullptr;    // core_module.cpp's defer_keep(): hands a reference to rtStreamDeferRelease
 
@@ -52,14 +56,6 @@ bool libruntime_exports(const std::string& name) {
 }
 
 // Runs `f` (an rt* call) with the GIL released and raises its failure.
-template <class F> void nogil(const char* api, F&& f) {
-    rtError_t e;
-    {
-        nb::gil_scoped_release r;
-        e = f();
-    }
-    g_check(e, api);
-}
 
 // An enqueue `f` followed, on success, by the deferred release of `keep` (the GIL released across both); raises.
 template <class F> void enqueue(const char* api, uintptr_t stream, nb::handle keep, F&& f) {

@@ -10,21 +10,15 @@
 #include <cstring>
 #include <string>
 
+#include "bindings_common.hpp"
+
+using rt_bindings::CheckFn;
+using rt_bindings::g_check;
+using rt_bindings::nogil;
+
 namespace nb = nanobind;
 
 namespace {
-
-using CheckFn = void (*)(rtError_t, const char*);
-CheckFn g_check = nullptr;
-
-template <class F> void nogil(const char* api, F&& f) {
-    rtError_t e;
-    {
-        nb::gil_scoped_release r;
-        e = f();
-    }
-    g_check(e, api);
-}
 
 /// The 64 bytes of a handle from Python bytes; anything else is refused naming what was expected.
 template <class Handle> Handle handle_from(nb::bytes b, const char* what) {

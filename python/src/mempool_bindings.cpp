@@ -8,21 +8,15 @@
 #include <cstdint>
 #include <cstring>
 
+#include "bindings_common.hpp"
+
+using rt_bindings::CheckFn;
+using rt_bindings::g_check;
+using rt_bindings::nogil;
+
 namespace nb = nanobind;
 
 namespace {
-
-using CheckFn = void (*)(rtError_t, const char*);
-CheckFn g_check = nullptr;
-
-template <class F> void nogil(const char* api, F&& f) {
-    rtError_t e;
-    {
-        nb::gil_scoped_release r;
-        e = f();
-    }
-    g_check(e, api);
-}
 
 rtMemPool_t pool_of(uintptr_t h) { return reinterpret_cast<rtMemPool_t>(h); }
 uintptr_t as_int(const void* p) { return reinterpret_cast<uintptr_t>(p); }
