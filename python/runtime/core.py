@@ -601,7 +601,7 @@ def _free_deferred() -> None:
     while _deferred_frees and not _free_forbidden():
         mem = _deferred_frees.pop()
         try:
-            mem._release()
+            mem._release(finalizing=True)
         except Exception:
             pass
 
@@ -787,7 +787,7 @@ class _MemExtra:
     copy fast path (read-only, non-contiguous, foreign host memory)."""
 
     __slots__ = ("stream", "host", "host_registered", "mapped", "base", "views", "exports", "release_pending",
-                 "imported", "foreign_host", "readonly", "special", "cai", "captured")
+                 "imported", "foreign_host", "readonly", "special", "cai", "captured", "cai_exported")
 
     def __init__(self) -> None:
         self.stream: Optional[weakref.ref] = None
@@ -804,6 +804,10 @@ class _MemExtra:
         self.special = False  # off the launch_copy fast path
         self.cai: Optional[dict] = None  # the __cuda_array_interface__ dict, made on first use (cuda memory)
         self.captured = False  # alloc(stream=s) while s was capturing: an allocation node's memory, the graph's
+        # The owner's memory (or a view of it) went out through __cuda_array_interface__: its consumers (CuPy, Numba,
+        # PyTorch) keep the exporting object alive instead of calling back, so free() leaves the release to the owner's
+        # finalisation, when the last of them has let go.
+        self.cai_exported = False
 
 
 class DeviceMemory:
@@ -1165,8 +1169,9 @@ class DeviceMemory:
         return interop.cuda_array_interface(self)
 
     # ---- release
-    def _release(self) -> None:
-        """Give the memory back (never waits), or, while DLPack consumers hold it, once the last lets go."""
+    def _release(self, finalizing: bool = False) -> None:
+        """Give the memory back (never waits), or, while DLPack consumers hold it, once the last lets go; memory
+        exported through __cuda_array_interface__, once this object is finalised (`finalizing`: it is)."""
         self._freed = True
         ext = self._ext
         if ext is None:
@@ -1181,8 +1186,10 @@ class DeviceMemory:
                 if v is not None:
                     v._freed = True
             ext.views = None
-        if ext.exports:
-            ext.release_pending = True  # the last export's deleter releases it (_deferred_release_done)
+        if ext.exports or (ext.cai_exported and not finalizing):
+            # The last DLPack export's deleter releases it (_deferred_release_done), or, after __cuda_array_interface__
+            # exports, __del__ once no consumer holds this object.
+            ext.release_pending = True
             counts = _deferred.setdefault(self.device.index, [0, 0])
             counts[0] += 1
             counts[1] += self.nbytes
@@ -1235,14 +1242,22 @@ class DeviceMemory:
         self._release()
 
     def __del__(self) -> None:
-        if not self._freed:
-            try:
-                if _active_captures and _free_forbidden():
-                    _deferred_frees.append(self)  # freed when the capture ends (see _active_captures)
-                    return
-                self._release()
-            except Exception:
-                pass
+        ext = self._ext
+        if self._freed:
+            if ext is not None and ext.release_pending:  # freed while __cuda_array_interface__ consumers held it
+                ext.release_pending = False
+                try:
+                    self._deferred_release_done()
+                except Exception:
+                    pass
+            return
+        try:
+            if _active_captures and _free_forbidden():
+                _deferred_frees.append(self)  # freed when the capture ends (see _active_captures)
+                return
+            self._release(finalizing=True)
+        except Exception:
+            pass
 
 
 def _parse_view_shape(shape: Any, nbytes: int, dt: np.dtype, mem: DeviceMemory) -> tuple:
@@ -1436,7 +1451,8 @@ def to_device(host: Any, stream: Optional[Stream] = None, device: Any = None) ->
 def free(mem: DeviceMemory) -> None:
     """Free device memory from alloc (or a map_host mapping, or memory imported by from_dlpack: its producer is let
     go). Never waits: memory still used by queued work is released by the runtime once that work has completed,
-    and memory exported through DLPack once its consumer lets go."""
+    memory exported through DLPack once its consumer lets go, and memory exported through __cuda_array_interface__
+    once no consumer holds the exporting object (the interface has no release call: consumers keep that object)."""
     if type(mem) is DeviceMemory and mem._ext is None and not mem._freed:
         mem._freed = True  # the common case, inlined: a plain allocation
         _core.free(mem._ptr)

@@ -129,7 +129,7 @@ class _Export:
     def __del__(self) -> None:
         ext = self.root._ext
         ext.exports -= 1
-        if ext.exports == 0 and ext.release_pending:
+        if ext.exports == 0 and ext.release_pending and not ext.cai_exported:  # else the owner's __del__ releases
             ext.release_pending = False
             try:
                 self.root._deferred_release_done()
@@ -226,6 +226,7 @@ def cuda_array_interface(mem: DeviceMemory) -> dict:
                              f"(this is {mem.device.name} memory)")
     ptr = mem.ptr  # raises if freed
     ext = mem._own_extra()
+    mem._root()._own_extra().cai_exported = True  # free() now leaves the release to the owner's finalisation
     cai = ext.cai
     if cai is None:
         dt = mem.dtype

@@ -108,6 +108,45 @@ CHECKS = {
             runtime.free(m)
             runtime.free(d)
     """,
+    "cuda_array_interface_consumers_keep_freed_memory": """
+        import gc
+        with dev:
+            class Consumer:  # as CuPy's UnownedMemory and Numba's arrays: the pointer, and the exporting object kept
+                def __init__(self, obj):
+                    self.owner = obj
+                    self.ptr = obj.__cuda_array_interface__["data"][0]
+
+            before = runtime.memory_stats()
+            d = runtime.to_device(np.arange(1024, dtype=np.float32))
+            c = Consumer(d[256:])  # through a view: the allocation it views is held
+            runtime.free(d)
+            st = runtime.memory_stats()
+            assert st["num_deferred_frees"] == before["num_deferred_frees"] + 1, st
+            assert st["deferred_free_bytes"] == before["deferred_free_bytes"] + 4096, st
+            assert st["allocated_bytes"] == before["allocated_bytes"] + 4096, st  # still allocated
+            assert runtime.pointer_attributes(c.ptr)["type"] == "device"
+            try:
+                d.numpy()
+            except runtime.InvalidValueError as e:
+                assert "freed" in str(e), e
+            else:
+                raise AssertionError("freed memory read")
+            del d
+            gc.collect()
+            assert runtime.memory_stats()["num_deferred_frees"] == st["num_deferred_frees"]  # the consumer holds it
+            del c
+            gc.collect()
+            after = runtime.memory_stats()
+            assert after["num_deferred_frees"] == before["num_deferred_frees"], after
+            assert after["deferred_free_bytes"] == before["deferred_free_bytes"], after
+            assert after["allocated_bytes"] == before["allocated_bytes"], after
+            # An exported allocation nobody freed is released when its last holder goes, as any other.
+            e = runtime.to_device(np.ones(256, dtype=np.float32))
+            c = Consumer(e)
+            del e, c
+            gc.collect()
+            assert runtime.memory_stats()["allocated_bytes"] == before["allocated_bytes"]
+    """,
     "cuda_array_interface_export_is_cached_and_refuses_bfloat16": """
         import ml_dtypes
         from runtime import _core
