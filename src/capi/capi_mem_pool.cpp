@@ -20,15 +20,15 @@ CoreDevice& device_arg(int index, const char* api, const char* what) {
 
 void check_props(const rtMemPoolProps* props, const char* api) {
     if (!props) fail(RT_ERROR_INVALID_VALUE, "%s: props is NULL (expected a pointer to an rtMemPoolProps)", api);
-    if (props->alloc_type != RT_MEM_ALLOCATION_TYPE_PINNED)
+    if (enum_value(props->alloc_type) != RT_MEM_ALLOCATION_TYPE_PINNED)
         fail(RT_ERROR_INVALID_VALUE, "%s: props->alloc_type is %d (expected RT_MEM_ALLOCATION_TYPE_PINNED)", api,
-             static_cast<int>(props->alloc_type));
-    if (props->handle_types != RT_MEM_HANDLE_TYPE_NONE)
+             enum_value(props->alloc_type));
+    if (enum_value(props->handle_types) != RT_MEM_HANDLE_TYPE_NONE)
         fail(RT_ERROR_INVALID_VALUE, "%s: props->handle_types is %d (expected RT_MEM_HANDLE_TYPE_NONE: pools cannot be "
-             "exported)", api, static_cast<int>(props->handle_types));
-    if (props->location.type != RT_MEM_LOCATION_TYPE_DEVICE)
+             "exported)", api, enum_value(props->handle_types));
+    if (enum_value(props->location.type) != RT_MEM_LOCATION_TYPE_DEVICE)
         fail(RT_ERROR_INVALID_VALUE, "%s: props->location.type is %d (expected RT_MEM_LOCATION_TYPE_DEVICE)", api,
-             static_cast<int>(props->location.type));
+             enum_value(props->location.type));
     if (props->win32_security_attributes)
         fail(RT_ERROR_INVALID_VALUE, "%s: props->win32_security_attributes is not NULL (expected NULL)", api);
     if (props->usage != 0) fail(RT_ERROR_INVALID_VALUE, "%s: props->usage is %u (expected 0)", api, props->usage);
@@ -64,14 +64,14 @@ RT_API rtError_t rtMemPoolDestroy(rtMemPool_t pool) {
 
 RT_API rtError_t rtMemPoolSetAttribute(rtMemPool_t pool, rtMemPoolAttr attr, void* value) {
     return capi_call("rtMemPoolSetAttribute", [&] {
-        find_mem_pool(pool, "rtMemPoolSetAttribute")->set_attribute(static_cast<int>(attr), value,
+        find_mem_pool(pool, "rtMemPoolSetAttribute")->set_attribute(enum_value(attr), value,
                                                                     "rtMemPoolSetAttribute");
     });
 }
 
 RT_API rtError_t rtMemPoolGetAttribute(rtMemPool_t pool, rtMemPoolAttr attr, void* value) {
     return capi_call("rtMemPoolGetAttribute", [&] {
-        find_mem_pool(pool, "rtMemPoolGetAttribute")->get_attribute(static_cast<int>(attr), value,
+        find_mem_pool(pool, "rtMemPoolGetAttribute")->get_attribute(enum_value(attr), value,
                                                                     "rtMemPoolGetAttribute");
     });
 }
