@@ -413,7 +413,8 @@ typedef struct rtDim3 {
 
 /** Compile kernel-dialect source (include/runtime/kernel.h is prepended) for the current device.
  *  `options`: NULL or space-separated -O0..-O3, -g, -fwrapv (signed overflow wraps; ignored on cuda),
- *  -DNAME[=V], -UNAME, -I<dir>. Compiled modules are cached
+ *  -mprefer-vector-width=128|256|512 (the vector width the cpu compiler prefers where the machine has it; x86's
+ *  compilers prefer 256 by default; ignored on cuda), -DNAME[=V], -UNAME, -I<dir>. Compiled modules are cached
  *  in memory and on disk (RUNTIME_CACHE_DIR, default ~/.cache/runtime). A compile error returns
  *  RT_ERROR_COMPILE_FAILED with the compiler's diagnostics (lines of `source`) in rtGetLastErrorMessage().
  *  The in-memory cache keeps the `module_cache_limit` (rtInit option; environment: RUNTIME_MODULE_CACHE_LIMIT)

@@ -376,7 +376,8 @@ TEST(KernelCompiler, InvalidSourcesAndOptions) {
     EXPECT_EQ(e.code(), RT_ERROR_INVALID_VALUE);
     EXPECT_NE(std::string(e.what()).find("no kernel"), std::string::npos) << e.what();
 
-    for (const char* bad : {"-fopenmp", "-O9", "-D1X=2", "-o /tmp/x", "; rm -rf /", "-D", "-Wl,-rpath"}) {
+    for (const char* bad : {"-fopenmp", "-O9", "-D1X=2", "-o /tmp/x", "; rm -rf /", "-D", "-Wl,-rpath",
+                            "-mprefer-vector-width=1024", "-mprefer-vector-width=", "-mprefer-vector-width"}) {
         rt::Error b = expect_error([&] { load_source(kScale, bad); });
         EXPECT_EQ(b.code(), RT_ERROR_INVALID_VALUE) << bad;
     }
@@ -385,6 +386,17 @@ TEST(KernelCompiler, InvalidSourcesAndOptions) {
 
     rt::Error dup = expect_error([] { rt::kernels::find_kernel_names("RT_KERNEL void a() {}\nRT_KERNEL void a(int) {}\n"); });
     EXPECT_EQ(dup.code(), RT_ERROR_INVALID_VALUE);
+
+    rt::Error width = expect_error([] { load_source(kScale, "-mprefer-vector-width=64"); });
+    EXPECT_NE(std::string(width.what()).find("the width must be 128, 256 or 512"), std::string::npos) << width.what();
+    // The vector-width hint reaches the compiler and changes nothing the kernel computes.
+    for (const char* w : {"-mprefer-vector-width=128", "-mprefer-vector-width=512"}) {
+        auto hinted = load_source("RT_KERNEL void k(int* o) { o[get_global_id(0)] = 3 * (int)get_global_id(0); }\n", w);
+        std::vector<int> out(1000, -1);
+        int* po = out.data();
+        run(hinted->find("k"), {1}, {1000}, {&po});
+        for (int i = 0; i < 1000; ++i) ASSERT_EQ(out[i], 3 * i) << w << " at " << i;
+    }
 
     // A user macro from the options reaches the source.
     auto m = load_source("RT_KERNEL void k(int* o) { o[0] = VALUE; }\n", "-DVALUE=42");

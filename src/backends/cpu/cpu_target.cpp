@@ -402,7 +402,12 @@ double CpuTarget::build(const kernels::Program& program, const std::string& out)
         std::vector<std::string> args = {hc.path};
         args.insert(args.end(), default_flags().begin(), default_flags().end());
         args.push_back("-march=" + isa_[i]);
-        args.insert(args.end(), program.options.begin(), program.options.end());
+        for (const std::string& o : program.options) {
+#if !defined(__x86_64__) && !defined(__i386__)
+            if (o.rfind("-mprefer-vector-width=", 0) == 0) continue;  // an x86 option of GCC's
+#endif
+            args.push_back(o);
+        }
         args.push_back(n == 1 ? "-shared" : "-c");
         if (n == 1 && no_cxx_runtime) args.push_back("-nostdlib++");
         args.insert(args.end(), {"-o", runs[i].object, runs[i].source});

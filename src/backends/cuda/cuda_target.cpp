@@ -300,7 +300,7 @@ std::vector<std::string> CudaTarget::nvrtc_arguments(const kernels::Program& pro
     const std::string& toolkit = toolkit_include();
     for (const std::string& o : program.options) {
         if (o == "-g") args.push_back("-lineinfo");
-        else if (o.rfind("-O", 0) == 0 || o == "-fwrapv") continue;
+        else if (o.rfind("-O", 0) == 0 || o == "-fwrapv" || o.rfind("-mprefer-vector-width=", 0) == 0) continue;
         else args.push_back(o);
     }
     if (!toolkit.empty()) args.push_back("-I" + toolkit);

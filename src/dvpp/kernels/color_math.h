@@ -7,12 +7,21 @@
 //     Y = Kr R + Kg G + Kb B,   U = 128 + (B - Y) / (2 (1 - Kb)),   V = 128 + (R - Y) / (2 (1 - Kr)),
 //     R = Y + 2 (1 - Kr) V',    G = Y - (2 Kb (1 - Kb) U' + 2 Kr (1 - Kr) V') / Kg,   B = Y + 2 (1 - Kb) U'
 // with U' = U - 128, V' = V - 128. Limited range scales Y by 219/255 around 16 and U, V by 224/255 around 128 (and
-// the inverse by 255/219 and 255/224). Each coefficient is held as an integer scaled by 2^13, rounded to nearest;
-// a value is an int32 sum of products rounded once ((sum + 2^12) >> 13, an arithmetic shift) and saturated to 0..255.
-// The RGB -> YUV weights of Y add up exactly to 2^13 (full range: white stays 255) and those of U and V to 0 (grey
-// stays 128), the green weight taking the rounding. Limited-range Y below 16 (footroom) is black: YUV -> RGB takes
-// max(Y - 16, 0), as OpenCV does. Chroma of 4:2:0 is point-sampled both ways: YUV -> RGB gives the four pixels of a
-// 2x2 block their one U, V; RGB -> YUV takes U, V of a block from its top-left pixel (OpenCV's COLOR_RGB2YUV_I420).
+// the inverse by 255/219 and 255/224). Limited-range Y below 16 (footroom) is black: YUV -> RGB takes max(Y - 16, 0),
+// as OpenCV does. Chroma of 4:2:0 is point-sampled both ways: YUV -> RGB gives the four pixels of a 2x2 block their
+// one U, V; RGB -> YUV takes U, V of a block from its top-left pixel (OpenCV's COLOR_RGB2YUV_I420).
+//
+// RGB -> YUV: each coefficient an integer scaled by 2^13, rounded to nearest; a value is an int32 sum of products
+// rounded once ((sum + 2^12) >> 13) and saturated to 0..255. The weights of Y add up exactly to 2^13 (full range:
+// white stays 255) and those of U and V to 0 (grey stays 128), the green weight taking the rounding.
+//
+// YUV -> RGB (the hot direction: NV12 is what decoders and cameras produce) is computed in unsigned 16-bit values at
+// 2^6, so a vectorising target works in 16-bit lanes, twice as many per instruction as int32 (the cpu target's
+// NV12 -> RGB is bound by its arithmetic): the coefficients are held at 2^14, each term is the high half of a
+// 16 x 16-bit product (floor(c x) at 2^6), and every negative term is folded into a constant bias that a saturating
+// subtraction removes (a result below 0 stops at 0), so no intermediate leaves 0..65535 for any matrix.
+// Over all 2^24 Y, U, V triples every matrix stays within 1 of its exact real formula, and BT.601 limited within 1
+// of cv2.cvtColor (whose own coefficients are at 2^20).
 //
 // Grey from RGB is the BT.601 luma at 2^15, (9798 R + 19235 G + 3735 B + 2^14) >> 15: cv2.cvtColor(COLOR_RGB2GRAY)
 // of OpenCV 5 exactly (OpenCV 4's weights at 2^14 are within 1 of it).
@@ -23,20 +32,30 @@
 #ifndef DVPP_COLOR_MATH_H
 #define DVPP_COLOR_MATH_H
 
-/* 2^13: every coefficient fits in 15 bits (so a target may multiply in 16-bit lanes when the matrix is known at
- * compile time); the results stay within 1 of the exact real formulas. */
+/* RGB -> YUV at 2^13: every coefficient fits in 15 bits (so a target may multiply in 16-bit lanes when the matrix
+ * is known at compile time); the results stay within 1 of the exact real formulas. */
 #define DVPP_COLOR_SHIFT 13
 #define DVPP_COLOR_HALF (1 << (DVPP_COLOR_SHIFT - 1))
 /* A real coefficient as a rounded integer scaled by 2^13 (a constant expression). */
 #define DVPP_FIX(v) ((int)((v) * (double)(1 << DVPP_COLOR_SHIFT) + ((v) < 0 ? -0.5 : 0.5)))
-/* The YUV -> RGB coefficients of luma weights kr, kb, full range (lim 0) or limited (lim 1). */
+/* YUV -> RGB: values at 2^6 in 16 bits, every coefficient at 2^14 (DVPP_FIX14: a positive real, rounded); a term
+ * c x is the high half of the 16 x 16-bit product (x << 8) * c, i.e. floor(c x 2^6). */
+#define DVPP_YUV_SHIFT 6
+#define DVPP_YUV_HALF (1 << (DVPP_YUV_SHIFT - 1))
+#define DVPP_FIX14(v) ((int)((v) * 16384.0 + 0.5))
 #define DVPP_Y_TO_RGB(lim) ((lim) ? 255.0 / 219.0 : 1.0)
 #define DVPP_C_TO_RGB(lim) ((lim) ? 255.0 / 224.0 : 1.0)
-#define DVPP_TO_RGB(kr, kb, lim)                                                                       \
-    {DVPP_FIX(DVPP_Y_TO_RGB(lim)), DVPP_FIX(2.0 * (1.0 - (kr)) * DVPP_C_TO_RGB(lim)),                  \
-     DVPP_FIX(-2.0 * (kb) * (1.0 - (kb)) / (1.0 - (kr) - (kb)) * DVPP_C_TO_RGB(lim)),                  \
-     DVPP_FIX(-2.0 * (kr) * (1.0 - (kr)) / (1.0 - (kr) - (kb)) * DVPP_C_TO_RGB(lim)),                  \
-     DVPP_FIX(2.0 * (1.0 - (kb)) * DVPP_C_TO_RGB(lim)), (lim) ? 16 : 0}
+#define DVPP_V_R(kr, lim) DVPP_FIX14(2.0 * (1.0 - (kr)) * DVPP_C_TO_RGB(lim))
+#define DVPP_U_G(kr, kb, lim) DVPP_FIX14(2.0 * (kb) * (1.0 - (kb)) / (1.0 - (kr) - (kb)) * DVPP_C_TO_RGB(lim))
+#define DVPP_V_G(kr, kb, lim) DVPP_FIX14(2.0 * (kr) * (1.0 - (kr)) / (1.0 - (kr) - (kb)) * DVPP_C_TO_RGB(lim))
+#define DVPP_U_B(kb, lim) DVPP_FIX14(2.0 * (1.0 - (kb)) * DVPP_C_TO_RGB(lim))
+/* The YUV -> RGB coefficients of luma weights kr, kb, full range (lim 0) or limited (lim 1), and the biases that
+ * take the place of the negative terms (the term of 128 is c >> 1): R = Y' + t(V_R, V) - (t(V_R, 128) - half),
+ * G = Y' + (half + t(U_G, 128) + t(V_G, 128)) - (t(U_G, U) + t(V_G, V)), B = Y' + t(U_B, U) - (t(U_B, 128) - half). */
+#define DVPP_TO_RGB(kr, kb, lim)                                                                        \
+    {DVPP_FIX14(DVPP_Y_TO_RGB(lim)), (lim) ? 16 : 0, DVPP_V_R(kr, lim), DVPP_U_G(kr, kb, lim),          \
+     DVPP_V_G(kr, kb, lim), DVPP_U_B(kb, lim), (DVPP_V_R(kr, lim) >> 1) - DVPP_YUV_HALF,               \
+     DVPP_YUV_HALF + (DVPP_U_G(kr, kb, lim) >> 1) + (DVPP_V_G(kr, kb, lim) >> 1), (DVPP_U_B(kb, lim) >> 1) - DVPP_YUV_HALF}
 /* The RGB -> YUV coefficients, likewise; the green weights take the rounding. */
 #define DVPP_Y_TO_YUV(lim) ((lim) ? 219.0 / 255.0 : 1.0)
 #define DVPP_C_TO_YUV(lim) ((lim) ? 224.0 / 255.0 : 1.0)
@@ -56,20 +75,19 @@
 #define DVPP_BT709_FULL 2
 #define DVPP_BT709_LIMITED 3
 
-/// YUV -> RGB coefficients of one matrix, scaled by 2^13, and the footroom of its Y (16 limited, 0 full).
+/// YUV -> RGB coefficients of one matrix (DVPP_TO_RGB): the luma gain, the footroom of Y (16 limited, 0 full), the
+/// chroma coefficients (magnitudes; G's are subtracted), all at 2^14, and the three biases at 2^6.
 struct DvppYuvToRgb {
-    int y_scale, v_r, u_g, v_g, u_b;
-    int y_offset;
+    uint16_t y_gain, y_offset, v_r, u_g, v_g, u_b, bias_r, bias_g, bias_b;
 };
 /// RGB -> YUV coefficients of one matrix, scaled by 2^13, and the offset of its Y (16 limited, 0 full).
 struct DvppRgbToYuv {
     int r_y, g_y, b_y, r_u, g_u, b_u, r_v, g_v, b_v;
     int y_offset;
 };
-/// The chroma part of YUV -> RGB for one U, V: the terms added to every Y of the pixels that share it, with the
-/// rounding half already in.
+/// The chroma part of YUV -> RGB for one U, V (at 2^6, before the biases): what the pixels that share it add.
 struct DvppChroma {
-    int r, g, b;
+    uint16_t r, g, b;
 };
 
 RT_DEVICE DvppYuvToRgb dvpp_yuv_to_rgb_coeffs(int matrix) {
@@ -97,23 +115,38 @@ RT_DEVICE DvppRgbToYuv dvpp_rgb_to_yuv_coeffs(int matrix) {
 /// 0..255 from a rounded fixed-point sum.
 RT_DEVICE uint8_t dvpp_color_descale(int sum) { return dvpp_sat_u8(sum >> DVPP_COLOR_SHIFT); }
 
+/// a - b, or 0 when b > a (the saturating subtraction of 16-bit lanes).
+RT_DEVICE uint16_t dvpp_sub_sat_u16(uint16_t a, uint16_t b) { return (uint16_t)(a > b ? a - b : 0); }
+/// 0..255 of a value at 2^6 whose rounding half is already in.
+RT_DEVICE uint8_t dvpp_yuv_descale(uint16_t v) {
+    const uint16_t s = (uint16_t)(v >> DVPP_YUV_SHIFT);
+    return (uint8_t)(s > 255 ? 255 : s);
+}
+
+/// floor(c x / 2^8) for a coefficient c at 2^14 and x in 0..255: c x at 2^6. Computed as x (c >> 8) +
+/// ((x (c & 255)) >> 8), which is exact and keeps every product within 16 bits.
+RT_DEVICE uint16_t dvpp_yuv_term(uint16_t c, int x) {
+    const uint16_t x16 = (uint8_t)x;
+    return (uint16_t)(x16 * (uint16_t)(c >> 8) + (uint16_t)((uint16_t)(x16 * (uint16_t)(c & 255)) >> 8));
+}
+
 RT_DEVICE DvppChroma dvpp_chroma_terms(const DvppYuvToRgb& k, int u, int v) {
-    const int du = u - 128, dv = v - 128;
     DvppChroma t;
-    t.r = DVPP_COLOR_HALF + k.v_r * dv;
-    t.g = DVPP_COLOR_HALF + k.u_g * du + k.v_g * dv;
-    t.b = DVPP_COLOR_HALF + k.u_b * du;
+    t.r = dvpp_yuv_term(k.v_r, v);
+    t.g = (uint16_t)(dvpp_yuv_term(k.u_g, u) + dvpp_yuv_term(k.v_g, v));
+    t.b = dvpp_yuv_term(k.u_b, u);
     return t;
 }
 
-/// One pixel of YUV -> RGB: its Y and the chroma terms of its U, V.
+/// One pixel of YUV -> RGB: its Y and the chroma terms of its U, V. Every sum stays below 2^16 (Y' <= 255 * 1.17 at
+/// 2^6; a chroma term <= 255 * 2.12 at 2^6).
 RT_DEVICE void dvpp_yuv_pixel_to_rgb(const DvppYuvToRgb& k, int y, const DvppChroma& t, uint8_t& r, uint8_t& g,
                                      uint8_t& b) {
-    const int dy = y - k.y_offset;
-    const int ys = (dy < 0 ? 0 : dy) * k.y_scale;
-    r = dvpp_color_descale(ys + t.r);
-    g = dvpp_color_descale(ys + t.g);
-    b = dvpp_color_descale(ys + t.b);
+    const uint8_t y8 = (uint8_t)y, dy = (uint8_t)(y8 > k.y_offset ? y8 - k.y_offset : 0);
+    const uint16_t ys = dvpp_yuv_term(k.y_gain, dy);
+    r = dvpp_yuv_descale(dvpp_sub_sat_u16((uint16_t)(ys + t.r), k.bias_r));
+    g = dvpp_yuv_descale(dvpp_sub_sat_u16((uint16_t)(ys + k.bias_g), t.g));
+    b = dvpp_yuv_descale(dvpp_sub_sat_u16((uint16_t)(ys + t.b), k.bias_b));
 }
 
 RT_DEVICE uint8_t dvpp_rgb_to_y(const DvppRgbToYuv& k, int r, int g, int b) {
