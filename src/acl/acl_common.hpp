@@ -30,6 +30,10 @@ inline bool initialised() noexcept { return g_initialised.load(std::memory_order
 /// ACL_ERROR_UNINITIALIZE for `api`, with a message saying aclInit must come first.
 [[gnu::cold]] ACL_FUNC_VISIBILITY aclError not_initialised(const char* api) noexcept;
 
+/// Registers `fn` to run at every aclFinalize, before the runtime is finalised (libhccl and libacl_dvpp drop their
+/// handle tables there). Registering the same function twice runs it once.
+ACL_FUNC_VISIBILITY void on_finalize(void (*fn)()) noexcept;
+
 /// The C ABI may pass any integer as an enum argument: read its bytes, never load it as the enum (a value outside the
 /// enum's range is undefined behaviour to load, and UBSan says so).
 template <class E> inline int enum_value(const E& e) noexcept {
