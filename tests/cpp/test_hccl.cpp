@@ -161,7 +161,8 @@ TEST_F(HcclTwoRanks, BroadcastReduceGatherScatterAndAlltoAllExact) {
         EXPECT_EQ(k.download<int32_t>(rr, 3), r == 0 ? (std::vector<int32_t>{6, 9, 25})
                                                      : (std::vector<int32_t>{-1, -1, -1}));
         EXPECT_EQ(k.download<uint8_t>(gr, 4), (std::vector<uint8_t>{10, 20, 11, 21}));
-        EXPECT_EQ(k.download<float>(sr, 2), r == 0 ? (std::vector<float>{1.0f, -1.0f}) : (std::vector<float>{3.0f, 0.5f}));
+        EXPECT_EQ(k.download<float>(sr, 2),
+                  r == 0 ? (std::vector<float>{1.0f, -1.0f}) : (std::vector<float>{3.0f, 0.5f}));
         EXPECT_EQ(k.download<int32_t>(ar, 2), (std::vector<int32_t>{0 + r, 100 + r}));
     });
 }
