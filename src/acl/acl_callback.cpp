@@ -3,7 +3,8 @@
 //
 // The launch path (aclrtLaunchCallback) takes no lock and allocates nothing: the stream's subscription is found in a
 // fixed open-addressing table read with atomic loads, the callback's record comes from a fixed pool (a lock-free
-// stack with a tag against ABA), and rtLaunchHostFunc queues a trampoline. When the stream gets there, the trampoline
+// stack that each launching thread empties into a cache of its own), and rtLaunchHostFunc queues a trampoline. When
+// the stream gets there, the trampoline
 // (on a runtime thread) hands the record to the report thread's queue and, for ACL_CALLBACK_BLOCK, waits until the
 // callback has returned — that wait is the blocking AscendCL asks for: the stream's later work waits behind it.
 #include <pthread.h>
@@ -47,20 +48,30 @@ namespace {
 
 constexpr uint32_t kPoolSize = 4096;
 CallbackRecord g_pool[kPoolSize];
-// Head of the free stack: tag (high 32 bits, bumped by every change against ABA) | index + 1 (0: empty).
+// Head of the free stack: tag (high 32 bits, bumped by every change) | index + 1 (0: empty).
 std::atomic<uint64_t> g_free_head{0};
 
+// Each launching thread pops from a cache of its own (no atomic operation per launch) and refills it by taking the
+// whole free stack in one exchange; releases (by report threads and trampolines) push onto the shared stack. Taking
+// everything at once means no thread ever pops a single node from the shared stack, so the tag only orders pushes.
+std::atomic<uint64_t> g_session{0};  // bumped by every aclInit: caches of an earlier session are dropped
+thread_local uint32_t t_cache = 0;   // index + 1 of this thread's first cached record, 0: empty
+thread_local uint64_t t_cache_session = 0;
+
 CallbackRecord* pool_pop() noexcept {
-    uint64_t head = g_free_head.load(std::memory_order_acquire);
-    for (;;) {
-        const uint32_t index = static_cast<uint32_t>(head);
-        if (index == 0) return nullptr;
-        const uint32_t next = g_pool[index - 1].next.load(std::memory_order_relaxed);
-        const uint64_t replacement = ((head >> 32) + 1) << 32 | next;
-        if (g_free_head.compare_exchange_weak(head, replacement, std::memory_order_acq_rel,
-                                              std::memory_order_acquire))
-            return &g_pool[index - 1];
+    const uint64_t session = g_session.load(std::memory_order_relaxed);
+    if (t_cache == 0 || t_cache_session != session) [[unlikely]] {
+        t_cache_session = session;
+        uint64_t head = g_free_head.load(std::memory_order_relaxed);
+        while (!g_free_head.compare_exchange_weak(head, ((head >> 32) + 1) << 32, std::memory_order_acq_rel,
+                                                  std::memory_order_relaxed)) {
+        }
+        t_cache = static_cast<uint32_t>(head);
+        if (t_cache == 0) return nullptr;
     }
+    CallbackRecord* r = &g_pool[t_cache - 1];
+    t_cache = r->next.load(std::memory_order_relaxed);
+    return r;
 }
 
 void pool_push(CallbackRecord* r) noexcept {
@@ -186,6 +197,7 @@ void trampoline(void* user_data) {
 }  // namespace
 
 void init_callbacks() noexcept {
+    g_session.fetch_add(1, std::memory_order_relaxed);
     // Link the whole pool (nothing is in flight before aclInit or after aclFinalize).
     for (uint32_t i = 0; i < kPoolSize; ++i) g_pool[i].next.store(i + 2 <= kPoolSize ? i + 2 : 0);
     g_free_head.store(1, std::memory_order_release);
