@@ -4,9 +4,9 @@
 // The launch path (aclrtLaunchCallback) takes no lock and allocates nothing: the stream's subscription is found in a
 // fixed open-addressing table read with atomic loads, the callback's record comes from a fixed pool (a lock-free
 // stack that each launching thread empties into a cache of its own), and rtLaunchHostFunc queues a trampoline. When
-// the stream gets there, the trampoline
-// (on a runtime thread) hands the record to the report thread's queue and, for ACL_CALLBACK_BLOCK, waits until the
-// callback has returned — that wait is the blocking AscendCL asks for: the stream's later work waits behind it.
+// the stream gets there, the trampoline (on a runtime thread) hands the record to the report thread's queue and, for
+// ACL_CALLBACK_BLOCK, waits until the callback has returned — that wait is the blocking AscendCL asks for: the
+// stream's later work waits behind it.
 #include <pthread.h>
 
 #include <chrono>
