@@ -225,7 +225,7 @@ def memcpy_async(dst, dest_max, src, count, kind, stream):
     return _f.aclrtMemcpyAsync(dst, dest_max, src, count, kind, stream)
 
 
-def memcpy_2d(dst, dpitch, src, spitch, width, height, kind):
+def memcpy2d(dst, dpitch, src, spitch, width, height, kind):
     return _f.aclrtMemcpy2d(dst, dpitch, src, spitch, width, height, kind)
 
 
