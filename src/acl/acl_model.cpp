@@ -1,0 +1,257 @@
+// acl_model.cpp — model run instances (aclmdlRI*) over the Graph Executor: a capture of a stream becomes a graph
+// (rtStreamBeginCapture / rtStreamEndCapture), instantiated once into an executable graph that each execute replays
+// (rtGraphLaunch).
+#include <cstdio>
+#include <new>
+#include <unordered_set>
+
+#include "acl/acl.h"
+#include "acl_internal.hpp"
+
+namespace acl {
+
+namespace {
+
+std::mutex g_models_mutex;
+std::unordered_set<Model*> g_models;  // live instances (captured or capturing)
+
+/// `modelRI` as a live model (g_models_mutex held), or nullptr after recording the failure.
+Model* live_model_locked(aclmdlRI modelRI, const char* api) {
+    if (modelRI == nullptr) {
+        fail(ACL_ERROR_INVALID_PARAM, api, "modelRI is NULL");
+        return nullptr;
+    }
+    auto* m = static_cast<Model*>(modelRI);
+    if (g_models.count(m) == 0 || m->exec == nullptr) {
+        fail(ACL_ERROR_INVALID_PARAM, api, "%p is not a model run instance (destroyed, still being captured, or never "
+             "made by aclmdlRICaptureEnd)", modelRI);
+        return nullptr;
+    }
+    return m;
+}
+
+void destroy_model(Model* m) {
+    if (m->exec != nullptr) rtGraphExecDestroy(m->exec);
+    if (m->graph != nullptr) rtGraphDestroy(m->graph);
+    m->magic = 0;
+    delete m;
+}
+
+const char* node_type_name(rtGraphNodeType t) {
+    switch (t) {
+    case RT_GRAPH_NODE_TYPE_KERNEL: return "kernel";
+    case RT_GRAPH_NODE_TYPE_MEMCPY: return "memcpy";
+    case RT_GRAPH_NODE_TYPE_MEMSET: return "memset";
+    case RT_GRAPH_NODE_TYPE_HOST: return "host function (callback)";
+    case RT_GRAPH_NODE_TYPE_GRAPH: return "child graph";
+    case RT_GRAPH_NODE_TYPE_EMPTY: return "empty";
+    case RT_GRAPH_NODE_TYPE_WAIT_EVENT: return "event wait";
+    case RT_GRAPH_NODE_TYPE_EVENT_RECORD: return "event record";
+    case RT_GRAPH_NODE_TYPE_MEM_ALLOC: return "memory allocation";
+    case RT_GRAPH_NODE_TYPE_MEM_FREE: return "memory free";
+    case RT_GRAPH_NODE_TYPE_COLLECTIVE: return "collective";
+    default: return "other";
+    }
+}
+
+}  // namespace
+
+void reset_models() noexcept {
+    // After rtFinalize: the runtime's graphs are gone with it; only our objects remain.
+    std::lock_guard lock(g_models_mutex);
+    for (Model* m : g_models) {
+        free_model_records(m);
+        m->magic = 0;
+        delete m;
+    }
+    g_models.clear();
+}
+
+}  // namespace acl
+
+using acl::Model;
+
+extern "C" {
+
+aclError aclmdlRICaptureBegin(aclrtStream stream, aclmdlRICaptureMode mode) {
+    const char* api = "aclmdlRICaptureBegin";
+    ACL_REQUIRE_INIT(api);
+    if (stream == nullptr)
+        return acl::fail(ACL_ERROR_RT_STREAM_CAPTURE_IMPLICIT, api, "the default stream cannot be captured: capture "
+                         "a stream made by aclrtCreateStream");
+    const int m = acl::enum_value(mode);
+    if (m < ACL_MODEL_RI_CAPTURE_MODE_GLOBAL || m > ACL_MODEL_RI_CAPTURE_MODE_RELAXED)
+        return acl::fail(ACL_ERROR_INVALID_PARAM, api, "mode %d is not an aclmdlRICaptureMode (0 GLOBAL, "
+                         "1 THREAD_LOCAL, 2 RELAXED)", m);
+    auto* model = new (std::nothrow) Model;
+    if (model == nullptr) return acl::fail(ACL_ERROR_BAD_ALLOC, api, "out of host memory for a model run instance");
+    rtError_t e = rtStreamBeginCapture(static_cast<rtStream_t>(stream), static_cast<rtStreamCaptureMode>(m));
+    if (e != RT_SUCCESS) {
+        delete model;
+        return acl::fail_rt(e, api, e == RT_ERROR_ILLEGAL_STATE ? ACL_ERROR_RT_STREAM_CAPTURED : 0);
+    }
+    rtStreamCaptureStatus status = RT_STREAM_CAPTURE_STATUS_NONE;
+    rtStreamGetCaptureInfo(static_cast<rtStream_t>(stream), &status, &model->capture_id);
+    model->origin = stream;
+    if (!acl::set_stream_capture(stream, model)) {
+        rtGraph_t graph = nullptr;
+        if (rtStreamEndCapture(static_cast<rtStream_t>(stream), &graph) == RT_SUCCESS) rtGraphDestroy(graph);
+        delete model;
+        return acl::fail(ACL_ERROR_RT_OVER_LIMIT, api, "too many streams subscribed or capturing at once");
+    }
+    std::lock_guard lock(acl::g_models_mutex);
+    acl::g_models.insert(model);
+    return ACL_SUCCESS;
+}
+
+aclError aclmdlRICaptureGetInfo(aclrtStream stream, aclmdlRICaptureStatus* status, aclmdlRI* modelRI) {
+    const char* api = "aclmdlRICaptureGetInfo";
+    ACL_REQUIRE_INIT(api);
+    ACL_REQUIRE_NOT_NULL(api, status);
+    if (stream == nullptr) ACL_REQUIRE_CONTEXT(api);
+    rtStreamCaptureStatus st = RT_STREAM_CAPTURE_STATUS_NONE;
+    unsigned long long id = 0;
+    if (rtError_t e = rtStreamGetCaptureInfo(static_cast<rtStream_t>(stream), &st, &id); e != RT_SUCCESS)
+        return acl::fail_rt(e, api);
+    *status = st == RT_STREAM_CAPTURE_STATUS_ACTIVE        ? ACL_MODEL_RI_CAPTURE_STATUS_ACTIVE
+              : st == RT_STREAM_CAPTURE_STATUS_INVALIDATED ? ACL_MODEL_RI_CAPTURE_STATUS_INVALIDATED
+                                                           : ACL_MODEL_RI_CAPTURE_STATUS_NONE;
+    if (modelRI != nullptr) {
+        *modelRI = nullptr;
+        if (st != RT_STREAM_CAPTURE_STATUS_NONE) {
+            // The instance of the capture the stream takes part in (the stream it began on, or one joined to it).
+            std::lock_guard lock(acl::g_models_mutex);
+            for (Model* m : acl::g_models) {
+                if (m->exec == nullptr && m->capture_id == id) {
+                    *modelRI = m;
+                    break;
+                }
+            }
+        }
+    }
+    return ACL_SUCCESS;
+}
+
+aclError aclmdlRICaptureEnd(aclrtStream stream, aclmdlRI* modelRI) {
+    const char* api = "aclmdlRICaptureEnd";
+    ACL_REQUIRE_INIT(api);
+    ACL_REQUIRE_NOT_NULL(api, modelRI);
+    *modelRI = nullptr;
+    Model* model = stream != nullptr ? acl::stream_capture(stream) : nullptr;
+    if (model == nullptr) {
+        return acl::fail(ACL_ERROR_RT_STREAM_NOT_CAPTURED, api, "stream %p is not capturing (no aclmdlRICaptureBegin "
+                         "on it)", stream);
+    }
+    rtGraph_t graph = nullptr;
+    rtError_t e = rtStreamEndCapture(static_cast<rtStream_t>(stream), &graph);
+    if (e == RT_ERROR_STREAM_CAPTURE_WRONG_THREAD) return acl::fail_rt(e, api);  // the capture goes on
+    acl::set_stream_capture(stream, nullptr);
+    {
+        std::lock_guard lock(acl::g_models_mutex);
+        acl::g_models.erase(model);
+    }
+    if (e == RT_SUCCESS) {
+        model->graph = graph;
+        e = rtGraphInstantiate(&model->exec, graph, 0);
+    }
+    if (e != RT_SUCCESS) {
+        acl::free_model_records(model);
+        acl::destroy_model(model);
+        return acl::fail_rt(e, api);
+    }
+    std::lock_guard lock(acl::g_models_mutex);
+    acl::g_models.insert(model);
+    *modelRI = model;
+    return ACL_SUCCESS;
+}
+
+aclError aclmdlRICaptureThreadExchangeMode(aclmdlRICaptureMode* mode) {
+    const char* api = "aclmdlRICaptureThreadExchangeMode";
+    ACL_REQUIRE_INIT(api);
+    ACL_REQUIRE_NOT_NULL(api, mode);
+    const int m = acl::enum_value(*mode);
+    if (m < ACL_MODEL_RI_CAPTURE_MODE_GLOBAL || m > ACL_MODEL_RI_CAPTURE_MODE_RELAXED)
+        return acl::fail(ACL_ERROR_INVALID_PARAM, api, "*mode %d is not an aclmdlRICaptureMode (0 GLOBAL, "
+                         "1 THREAD_LOCAL, 2 RELAXED)", m);
+    auto rt_mode = static_cast<rtStreamCaptureMode>(m);
+    if (rtError_t e = rtThreadExchangeStreamCaptureMode(&rt_mode); e != RT_SUCCESS) return acl::fail_rt(e, api);
+    *mode = static_cast<aclmdlRICaptureMode>(rt_mode);
+    return ACL_SUCCESS;
+}
+
+aclError aclmdlRIExecuteAsync(aclmdlRI modelRI, aclrtStream stream) {
+    const char* api = "aclmdlRIExecuteAsync";
+    ACL_REQUIRE_INIT(api);
+    if (stream == nullptr) ACL_REQUIRE_CONTEXT(api);
+    rtGraphExec_t exec;
+    {
+        std::lock_guard lock(acl::g_models_mutex);
+        Model* m = acl::live_model_locked(modelRI, api);
+        if (m == nullptr) return ACL_ERROR_INVALID_PARAM;
+        exec = m->exec;
+    }
+    if (rtError_t e = rtGraphLaunch(exec, static_cast<rtStream_t>(stream)); e != RT_SUCCESS)
+        return acl::fail_rt(e, api);
+    return ACL_SUCCESS;
+}
+
+aclError aclmdlRIExecute(aclmdlRI modelRI, int32_t timeout) {
+    const char* api = "aclmdlRIExecute";
+    ACL_REQUIRE_INIT(api);
+    ACL_REQUIRE_CONTEXT(api);
+    if (timeout != -1 && timeout <= 0)
+        return acl::fail(ACL_ERROR_INVALID_PARAM, api, "timeout %d ms is invalid: -1 (wait without limit) or a "
+                         "positive number of milliseconds", timeout);
+    rtGraphExec_t exec;
+    {
+        std::lock_guard lock(acl::g_models_mutex);
+        Model* m = acl::live_model_locked(modelRI, api);
+        if (m == nullptr) return ACL_ERROR_INVALID_PARAM;
+        exec = m->exec;
+    }
+    if (rtError_t e = rtGraphLaunch(exec, nullptr); e != RT_SUCCESS) return acl::fail_rt(e, api);
+    rtError_t e = rtStreamSynchronizeWithTimeout(nullptr, timeout);
+    if (e == RT_ERROR_TIMEOUT) return acl::fail_rt(e, api, ACL_ERROR_RT_STREAM_SYNC_TIMEOUT);
+    if (e != RT_SUCCESS) return acl::fail_rt(e, api, ACL_ERROR_RT_MODEL_EXECUTE);
+    return ACL_SUCCESS;
+}
+
+aclError aclmdlRIDestroy(aclmdlRI modelRI) {
+    const char* api = "aclmdlRIDestroy";
+    ACL_REQUIRE_INIT(api);
+    Model* m;
+    {
+        std::lock_guard lock(acl::g_models_mutex);
+        m = acl::live_model_locked(modelRI, api);
+        if (m == nullptr) return ACL_ERROR_INVALID_PARAM;
+        acl::g_models.erase(m);
+    }
+    acl::retire_model_records(m);
+    acl::destroy_model(m);
+    return ACL_SUCCESS;
+}
+
+aclError aclmdlRIDebugPrint(aclmdlRI modelRI) {
+    const char* api = "aclmdlRIDebugPrint";
+    ACL_REQUIRE_INIT(api);
+    std::lock_guard lock(acl::g_models_mutex);
+    Model* m = acl::live_model_locked(modelRI, api);
+    if (m == nullptr) return ACL_ERROR_INVALID_PARAM;
+    size_t count = 0;
+    if (rtError_t e = rtGraphGetNodes(m->graph, nullptr, &count); e != RT_SUCCESS) return acl::fail_rt(e, api);
+    std::vector<rtGraphNode_t> nodes(count);
+    if (count > 0) {
+        if (rtError_t e = rtGraphGetNodes(m->graph, nodes.data(), &count); e != RT_SUCCESS)
+            return acl::fail_rt(e, api);
+    }
+    std::printf("aclmdlRI %p: %zu task(s)\n", modelRI, count);
+    for (size_t i = 0; i < count; ++i) {
+        rtGraphNodeType type = RT_GRAPH_NODE_TYPE_EMPTY;
+        rtGraphNodeGetType(nodes[i], &type);
+        std::printf("  task %zu: %s\n", i, acl::node_type_name(type));
+    }
+    std::fflush(stdout);
+    return ACL_SUCCESS;
+}
+
+}  // extern "C"

@@ -1,0 +1,152 @@
+// test_acl_model.cpp — model run instances from stream capture (aclmdlRICaptureBegin/GetInfo/End, execute async and
+// sync, thread mode exchange, destroy): replays compute the right results; AscendCL's codes on misuse.
+#include <pthread.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "test_acl_util.hpp"
+
+/// This file's fixture (its own name keeps CTest's test names unique across the acl test files).
+class AclModel : public acl_test::AclTest {};
+
+namespace {
+
+void count_call(void* p) { static_cast<std::atomic<int>*>(p)->fetch_add(1); }
+
+}  // namespace
+
+TEST_F(AclModel, CaptureAndReplay) {
+    constexpr size_t n = 256;
+    aclrtStream s = nullptr, run = nullptr;
+    ASSERT_ACL_OK(aclrtCreateStream(&s));
+    ASSERT_ACL_OK(aclrtCreateStream(&run));
+    void *in = nullptr, *out = nullptr, *d = nullptr, *tail = nullptr;
+    ASSERT_ACL_OK(aclrtMallocHost(&in, n));
+    ASSERT_ACL_OK(aclrtMallocHost(&out, n));
+    ASSERT_ACL_OK(aclrtMalloc(&d, n, ACL_MEM_MALLOC_HUGE_FIRST));
+    ASSERT_ACL_OK(aclrtMalloc(&tail, n, ACL_MEM_MALLOC_HUGE_FIRST));
+    std::atomic<int> host_calls{0};
+
+    aclmdlRICaptureStatus status = ACL_MODEL_RI_CAPTURE_STATUS_ACTIVE;
+    aclmdlRI during = nullptr;
+    ASSERT_ACL_OK(aclmdlRICaptureGetInfo(s, &status, &during));
+    EXPECT_EQ(status, ACL_MODEL_RI_CAPTURE_STATUS_NONE);
+    EXPECT_EQ(during, nullptr);
+
+    ASSERT_ACL_OK(aclmdlRICaptureBegin(s, ACL_MODEL_RI_CAPTURE_MODE_GLOBAL));
+    // in -> d, the last quarter of d overwritten with 0xEE, d -> out; and a host function.
+    ASSERT_ACL_OK(aclrtMemcpyAsync(d, n, in, n, ACL_MEMCPY_HOST_TO_DEVICE, s));
+    ASSERT_ACL_OK(aclrtMemsetAsync(tail, n, 0xEE, n / 4, s));
+    ASSERT_ACL_OK(aclrtMemcpyAsync(static_cast<char*>(d) + 3 * n / 4, n / 4, tail, n / 4,
+                                   ACL_MEMCPY_DEVICE_TO_DEVICE, s));
+    ASSERT_ACL_OK(aclrtMemcpyAsync(out, n, d, n, ACL_MEMCPY_DEVICE_TO_HOST, s));
+    ASSERT_ACL_OK(aclrtLaunchHostFunc(s, count_call, &host_calls));
+    ASSERT_ACL_OK(aclmdlRICaptureGetInfo(s, &status, &during));
+    EXPECT_EQ(status, ACL_MODEL_RI_CAPTURE_STATUS_ACTIVE);
+    EXPECT_NE(during, nullptr);
+    aclmdlRI model = nullptr;
+    ASSERT_ACL_OK(aclmdlRICaptureEnd(s, &model));
+    ASSERT_NE(model, nullptr);
+    EXPECT_EQ(model, during);
+    EXPECT_EQ(host_calls.load(), 0);  // captured, not run
+    ASSERT_ACL_OK(aclmdlRICaptureGetInfo(s, &status, nullptr));
+    EXPECT_EQ(status, ACL_MODEL_RI_CAPTURE_STATUS_NONE);
+
+    // Each replay reads the input as it is then.
+    for (int round = 0; round < 3; ++round) {
+        std::memset(in, 10 + round, n);
+        std::memset(out, 0, n);
+        if (round < 2) {
+            ASSERT_ACL_OK(aclmdlRIExecuteAsync(model, run));
+            ASSERT_ACL_OK(aclrtSynchronizeStream(run));
+        } else {
+            ASSERT_ACL_OK(aclmdlRIExecute(model, -1));
+        }
+        auto* o = static_cast<unsigned char*>(out);
+        for (size_t i = 0; i < n; ++i)
+            ASSERT_EQ(o[i], i < 3 * n / 4 ? 10 + round : 0xEE) << "round " << round << " byte " << i;
+        EXPECT_EQ(host_calls.load(), round + 1);
+    }
+    ASSERT_ACL_OK(aclmdlRIDebugPrint(model));
+    ASSERT_ACL_OK(aclmdlRIDestroy(model));
+    EXPECT_ACL(ACL_ERROR_INVALID_PARAM, aclmdlRIDestroy(model));
+    EXPECT_ACL(ACL_ERROR_INVALID_PARAM, aclmdlRIExecuteAsync(model, run));
+    EXPECT_ACL(ACL_ERROR_INVALID_PARAM, aclmdlRIExecute(nullptr, -1));
+    EXPECT_ACL_OK(aclrtFreeHost(in));
+    EXPECT_ACL_OK(aclrtFreeHost(out));
+}
+
+TEST_F(AclModel, CapturedCallbackRunsAtEveryReplay) {
+    std::atomic<bool> stop{false};
+    std::atomic<uint64_t> id{0};
+    std::thread reporter([&] {
+        id.store(static_cast<uint64_t>(pthread_self()));
+        while (!stop.load()) aclrtProcessReport(10);
+    });
+    while (id.load() == 0) std::this_thread::yield();
+    aclrtStream s = nullptr;
+    ASSERT_ACL_OK(aclrtCreateStream(&s));
+    ASSERT_ACL_OK(aclrtSubscribeReport(id.load(), s));
+    std::atomic<int> calls{0};
+    ASSERT_ACL_OK(aclmdlRICaptureBegin(s, ACL_MODEL_RI_CAPTURE_MODE_RELAXED));
+    ASSERT_ACL_OK(aclrtLaunchCallback(count_call, &calls, ACL_CALLBACK_BLOCK, s));
+    aclmdlRI model = nullptr;
+    ASSERT_ACL_OK(aclmdlRICaptureEnd(s, &model));
+    for (int i = 1; i <= 3; ++i) {
+        ASSERT_ACL_OK(aclmdlRIExecuteAsync(model, s));
+        ASSERT_ACL_OK(aclrtSynchronizeStream(s));
+        EXPECT_EQ(calls.load(), i);  // BLOCK: done when the replay is
+    }
+    ASSERT_ACL_OK(aclmdlRIDestroy(model));
+    ASSERT_ACL_OK(aclrtUnSubscribeReport(id.load(), s));
+    stop.store(true);
+    reporter.join();
+}
+
+TEST_F(AclModel, CaptureMisuse) {
+    aclrtStream s = nullptr;
+    ASSERT_ACL_OK(aclrtCreateStream(&s));
+    aclmdlRI model = nullptr;
+    EXPECT_ACL(ACL_ERROR_RT_STREAM_CAPTURE_IMPLICIT, aclmdlRICaptureBegin(nullptr, ACL_MODEL_RI_CAPTURE_MODE_GLOBAL));
+    aclmdlRICaptureMode bad;
+    int v = 3;
+    std::memcpy(&bad, &v, sizeof v);
+    EXPECT_ACL(ACL_ERROR_INVALID_PARAM, aclmdlRICaptureBegin(s, bad));
+    EXPECT_ACL(ACL_ERROR_RT_STREAM_NOT_CAPTURED, aclmdlRICaptureEnd(s, &model));
+    EXPECT_ACL(ACL_ERROR_INVALID_PARAM, aclmdlRICaptureEnd(s, nullptr));
+
+    // An unsafe call during a GLOBAL capture fails and invalidates the capture.
+    ASSERT_ACL_OK(aclmdlRICaptureBegin(s, ACL_MODEL_RI_CAPTURE_MODE_GLOBAL));
+    EXPECT_ACL(ACL_ERROR_RT_STREAM_CAPTURED, aclmdlRICaptureBegin(s, ACL_MODEL_RI_CAPTURE_MODE_GLOBAL));
+    void* d = nullptr;
+    EXPECT_ACL(ACL_ERROR_RT_CAPTURE_MODE_NOT_SUPPORT, aclrtMalloc(&d, 64, ACL_MEM_MALLOC_HUGE_FIRST));
+    aclmdlRICaptureStatus status = ACL_MODEL_RI_CAPTURE_STATUS_NONE;
+    ASSERT_ACL_OK(aclmdlRICaptureGetInfo(s, &status, nullptr));
+    EXPECT_EQ(status, ACL_MODEL_RI_CAPTURE_STATUS_INVALIDATED);
+    EXPECT_ACL(ACL_ERROR_RT_STREAM_CAPTURE_INVALIDATED, aclmdlRICaptureEnd(s, &model));
+    EXPECT_EQ(model, nullptr);
+
+    // RELAXED in this thread lets the unsafe call through; the capture stays valid.
+    ASSERT_ACL_OK(aclmdlRICaptureBegin(s, ACL_MODEL_RI_CAPTURE_MODE_THREAD_LOCAL));
+    aclmdlRICaptureMode mode = ACL_MODEL_RI_CAPTURE_MODE_RELAXED;
+    ASSERT_ACL_OK(aclmdlRICaptureThreadExchangeMode(&mode));
+    EXPECT_EQ(mode, ACL_MODEL_RI_CAPTURE_MODE_GLOBAL);  // the thread's initial mode
+    ASSERT_ACL_OK(aclrtMalloc(&d, 64, ACL_MEM_MALLOC_HUGE_FIRST));
+    ASSERT_ACL_OK(aclrtMemsetAsync(d, 64, 1, 64, s));
+    ASSERT_ACL_OK(aclmdlRICaptureThreadExchangeMode(&mode));
+    EXPECT_EQ(mode, ACL_MODEL_RI_CAPTURE_MODE_RELAXED);
+    EXPECT_ACL(ACL_ERROR_INVALID_PARAM, aclmdlRICaptureThreadExchangeMode(nullptr));
+    // The capture ends in the thread that began it.
+    aclError other_thread = ACL_SUCCESS;
+    std::thread([&] { other_thread = aclmdlRICaptureEnd(s, &model); }).join();
+    EXPECT_ACL(ACL_ERROR_RT_STREAM_CAPTURE_WRONG_THREAD, other_thread);
+    ASSERT_ACL_OK(aclmdlRICaptureEnd(s, &model));
+    ASSERT_ACL_OK(aclmdlRIExecute(model, 60000));
+    EXPECT_ACL(ACL_ERROR_INVALID_PARAM, aclmdlRIExecute(model, 0));
+    ASSERT_ACL_OK(aclmdlRIDestroy(model));
+    EXPECT_ACL_OK(aclrtFree(d));
+}
