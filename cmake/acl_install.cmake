@@ -11,14 +11,12 @@
 #     acllib -> runtime                                          (the older samples' spelling of the same)
 #     python/site-packages/acl/   the pyACL-compatible module (pure Python over libascendcl, python/acl/)
 #     opp/                        empty: ASCEND_OPP_PATH points here; this runtime loads no operator packages
-# The default RUNTIME_ACL_TOOLKIT_DIR, Ascend/ascend-toolkit, puts the toolkit where CANN's installer does relative to
-# its prefix (/usr/local/Ascend/ascend-toolkit, $HOME/Ascend/ascend-toolkit), so a sample's default DDK_PATH matches.
+# RUNTIME_ACL_TOOLKIT_DIR (defined in the top-level CMakeLists.txt: tests/acl_samples uses it too), by default
+# Ascend/ascend-toolkit, puts the toolkit where CANN's installer does relative to its prefix
+# (/usr/local/Ascend/ascend-toolkit, $HOME/Ascend/ascend-toolkit), so a sample's default DDK_PATH matches.
 # The libraries' RUNPATH is $ORIGIN (their neighbours in lib64/) and $ORIGIN/../runtime (the Python wheel's layout,
 # python/CMakeLists.txt: site-packages/acl/ beside site-packages/runtime/). libruntime is linked, not copied, so a
 # process that uses both the rt* API (P/lib) and the acl* API loads one runtime.
-set(RUNTIME_ACL_TOOLKIT_DIR "Ascend/ascend-toolkit" CACHE STRING
-    "Where `cmake --install` puts the CANN-shaped AscendCL tree, relative to the install prefix")
-
 if(NOT TARGET ascendcl)
   return()  # the AscendCL libraries are not part of this build (src/acl absent)
 endif()
