@@ -76,7 +76,8 @@ sanitizer_build() { # DIR SANITIZER [TARGET...]: tests only (no bench/examples);
 tsan_targets=(test_concurrency_stress test_sound_core test_stream test_event test_memcpy test_host_func test_stream_ordering
               test_kernel_launch test_kernel_staging test_memory_pool test_executor_idle test_cpp_api test_cuda_shim test_cuda_fake
               test_module_unload test_kernel_groups test_graph_capture test_graph_cpu test_graph_exec test_graph_cuda_fake
-              test_dvpp_codec test_trace test_trace_cuda_fake test_usage test_log test_comm test_ipc test_mem_pool_objects fake_cuda)
+              test_dvpp_codec test_trace test_trace_cuda_fake test_usage test_log test_comm test_ipc test_mem_pool_objects
+              test_acl_rt test_acl_callback test_hccl fake_cuda)
 build_tsan() { sanitizer_build build-tsan thread "${tsan_targets[@]}"; }
 build_asan() { sanitizer_build build-asan address; }
 
@@ -107,7 +108,7 @@ test_tsan() {
   export TSAN_OPTIONS="${TSAN_OPTIONS:-second_deadlock_stack=1}"
   (cd build-tsan &&
     "${tsan_launcher[@]}" ctest --output-on-failure -j"$ctest_jobs" \
-      -R '^test_(concurrency_stress|sound_core|stream|event|memcpy|host_func|stream_ordering|kernel_launch|memory_pool|executor_idle|cpp_api|cuda_shim|cuda_fake|graph_cuda_fake|module_unload|kernel_groups|graph_capture|graph_cpu|graph_exec|dvpp_codec|trace|trace_cuda_fake|usage|log|comm|ipc|mem_pool_objects)_2dev$')
+      -R '^test_(concurrency_stress|sound_core|stream|event|memcpy|host_func|stream_ordering|kernel_launch|memory_pool|executor_idle|cpp_api|cuda_shim|cuda_fake|graph_cuda_fake|module_unload|kernel_groups|graph_capture|graph_cpu|graph_exec|dvpp_codec|trace|trace_cuda_fake|usage|log|comm|ipc|mem_pool_objects|acl_rt|acl_callback|hccl)_2dev$')
 }
 # intercept_tls_get_addr=0: up to GCC 13 and LLVM 16 the sanitizers' __tls_get_addr interceptor takes a dynamic TLS
 # block whose address is 16 past a page boundary for one with a pre-2.25 glibc header and reads the words before it;
