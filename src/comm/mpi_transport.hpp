@@ -110,6 +110,7 @@ private:
     int tag_base_ = 0;
     std::unique_ptr<Lanes> lanes_;
     std::unique_ptr<shm::Segment> segment_;
+    bool oversubscribed_ = false;  // more ranks on this host than cores: waits yield between polls
     mutable std::mutex mutex_;
     rtError_t code_ = RT_SUCCESS;
     std::string why_;
