@@ -2,7 +2,6 @@
 // send and receive of the cross-process communicators as nonblocking point-to-point messages.
 #include "comm/mpi_transport.hpp"
 
-#include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -732,14 +731,14 @@ Group::Group(uint64_t token, int rank, std::vector<Member> members, double timeo
     const int lo = a.tag_ub / 2;
     const uint64_t blocks = static_cast<uint64_t>((a.tag_ub - lo) / kTagsPerComm);
     tag_base_ = lo + static_cast<int>(mix(token) % blocks) * kTagsPerComm;
-    // More ranks on this host than cores this process may run on: a rank that spins takes the core a peer it waits
+    // More ranks on this host than cores: a rank that spins takes the core a peer it waits
     // for needs, so waits yield the core between polls (Open MPI's yield_when_idle does the same when oversubscribed).
     int local = 0;
     for (const Member& m : members_) local += m.host == members_[static_cast<size_t>(rank_)].host;
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    const int cpus = ::sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
-    oversubscribed_ = local > cpus;
+    // The host's cores, not this process' affinity: mpirun binds each of 2 processes to a core of its own, which does
+    // not make them compete.
+    const long cpus = ::sysconf(_SC_NPROCESSORS_ONLN);
+    oversubscribed_ = cpus > 0 && local > cpus;
     // The backends' host threads spin less from now on, in this process (the hint stays for the process' life).
     if (oversubscribed_) backend::set_host_oversubscribed(true);
 }
