@@ -5,7 +5,8 @@
 // clique's rendezvous (comm.cpp) once the local rank's stream has reached them; the progress thread runs them as
 // nonblocking MPI calls, polled against the communicator's deadline, and calls `done` from that thread. Messages use
 // MPI_COMM_WORLD with four tags reserved per communicator (derived from the unique id's token), so no MPI collective
-// over all world ranks is ever needed.
+// over all world ranks is ever needed. When every rank is on one host, the collectives go through a shared segment
+// instead (shm.hpp), polled by the same machinery; sends and receives stay MPI messages.
 #pragma once
 
 #include <cstdint>
