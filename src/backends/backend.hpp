@@ -203,6 +203,12 @@ struct Key {
 
 namespace backend {
 
+/// Whether more threads than cores compete on this host (set by the collectives across processes when more ranks than
+/// cores share it). Backends whose host threads spin-wait before parking (executors, synchronize) then spin only
+/// briefly: a spinning thread holds the core that the peer it waits for needs. Any thread; a hint, never required.
+void set_host_oversubscribed(bool yes) noexcept;
+bool host_oversubscribed() noexcept;
+
 /// Threads of a device's backend that a queued step may spread its work over.
 class Workers {
 public:

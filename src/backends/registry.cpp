@@ -1,7 +1,8 @@
-// The backend registry and the option-value parsers the backends share.
+// The backend registry, the option-value parsers the backends share, and the host-oversubscription hint.
 #include "backends/registry.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cassert>
 #include <cctype>
 #include <cerrno>
@@ -11,6 +12,13 @@
 #include "core/error.hpp"
 
 namespace rt::backend {
+
+namespace {
+std::atomic<bool> g_host_oversubscribed{false};
+}  // namespace
+
+void set_host_oversubscribed(bool yes) noexcept { g_host_oversubscribed.store(yes, std::memory_order_relaxed); }
+bool host_oversubscribed() noexcept { return g_host_oversubscribed.load(std::memory_order_relaxed); }
 
 void Registry::add(BackendEntry entry) {
     assert(!find(entry.name) && "a backend is registered twice");

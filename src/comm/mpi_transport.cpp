@@ -23,6 +23,59 @@ namespace rt::comm::mpi {
 
 using Clock = std::chrono::steady_clock;
 
+std::string rank_list(const std::vector<int>& ranks) {
+    std::string s;
+    for (size_t i = 0; i < ranks.size(); ++i) s += (i ? ", " : "") + std::to_string(ranks[i]);
+    return s;
+}
+
+std::string timeout_text(double timeout, std::vector<int> missing) {
+    std::sort(missing.begin(), missing.end());
+    missing.erase(std::unique(missing.begin(), missing.end()), missing.end());
+    return format("timed out after %g s waiting for rank%s %s (RUNTIME_COMM_TIMEOUT)", timeout,
+                  missing.size() > 1 ? "s" : "", rank_list(missing).c_str());
+}
+
+Header header_of(const Op& op, int rank) {
+    const Call& c = op.call;
+    return Header{kHeaderMagic, static_cast<uint8_t>(c.kind == Kind::recv ? Kind::send : c.kind),
+                  static_cast<uint8_t>(c.type), static_cast<uint8_t>(c.op), static_cast<uint8_t>(op.failed_before),
+                  c.root, rank, c.count, op.number};
+}
+
+std::string header_mismatch(const Op& op, int me, int q, const Header& h) {
+    const Call& c = op.call;
+    const Header mine = header_of(op, me);
+    const bool collective = c.kind != Kind::send && c.kind != Kind::recv;
+    std::string why;
+    const Kind hk = static_cast<Kind>(h.kind), mk = static_cast<Kind>(mine.kind);
+    if (!collective) {
+        if (h.count != c.count || h.type != mine.type)
+            why = format("rank %d sends %llu elements of %s but rank %d receives %zu elements of %s (a send and its "
+                         "receive must agree)", q, static_cast<unsigned long long>(h.count),
+                         type_name(static_cast<rtDataType>(h.type)), me, c.count, type_name(c.type));
+    } else if (hk != mk) {
+        why = format("rank %d called %s but rank %d called %s (every rank must call the same collectives in the "
+                     "same order)", me, api_name(mk), q, api_name(hk));
+    } else if (h.count != c.count) {
+        why = format("rank %d passed count %zu but rank %d passed count %llu (every rank must pass the same)", me,
+                     c.count, q, static_cast<unsigned long long>(h.count));
+    } else if (h.type != mine.type) {
+        why = format("rank %d passed datatype %s but rank %d passed %s (every rank must pass the same)", me,
+                     type_name(c.type), q, type_name(static_cast<rtDataType>(h.type)));
+    } else if ((mk == Kind::all_reduce || mk == Kind::reduce || mk == Kind::reduce_scatter) && h.op != mine.op) {
+        why = format("rank %d passed op %s but rank %d passed %s (every rank must pass the same)", me,
+                     op_name(c.op), q, op_name(static_cast<rtReduceOp>(h.op)));
+    } else if ((mk == Kind::broadcast || mk == Kind::reduce) && h.root != c.root) {
+        why = format("rank %d passed root %d but rank %d passed root %d (every rank must pass the same)", me,
+                     c.root, q, h.root);
+    }
+    if (why.empty() && h.number != op.number)
+        why = format("rank %d is at operation #%llu of this kind but rank %d at #%llu", me,
+                     static_cast<unsigned long long>(op.number), q, static_cast<unsigned long long>(h.number));
+    return why;
+}
+
 namespace {
 
 // The four tags of a communicator, from its tag base.
@@ -44,32 +97,9 @@ constexpr int kInlineMicroseconds = 40;
 /// MPI counts are ints: longer messages go in pieces.
 constexpr size_t kMaxMessage = size_t{1} << 30;
 
-constexpr uint32_t kHeaderMagic = 0x72746d31;  // "rtm1"
-struct Header {
-    uint32_t magic;
-    uint8_t kind, type, op, flags;  // flags bit 0: the sender's stream had failed before (nothing of it moves)
-    int32_t root;
-    int32_t rank;
-    uint64_t count;
-    uint64_t number;
-};
-static_assert(sizeof(Header) == 32);
 
 Clock::time_point deadline_after(double seconds) {
     return Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
-}
-
-std::string rank_list(const std::vector<int>& ranks) {
-    std::string s;
-    for (size_t i = 0; i < ranks.size(); ++i) s += (i ? ", " : "") + std::to_string(ranks[i]);
-    return s;
-}
-
-std::string timeout_text(double timeout, std::vector<int> missing) {
-    std::sort(missing.begin(), missing.end());
-    missing.erase(std::unique(missing.begin(), missing.end()), missing.end());
-    return format("timed out after %g s waiting for rank%s %s (RUNTIME_COMM_TIMEOUT)", timeout,
-                  missing.size() > 1 ? "s" : "", rank_list(missing).c_str());
 }
 
 /// A 64-bit mix (splitmix64's finaliser): tag blocks and split tokens from tokens.
@@ -142,6 +172,14 @@ struct Wire {
     int32_t magic;
     int32_t rank, nranks, world, device, pid;
     char host[64];
+    int32_t flags;  // bit 0: this rank allows the shared segment (RUNTIME_COMM_SHM is not 0)
+};
+constexpr int32_t kWireShm = 1;
+
+/// The creator's offer of a shared segment, after the table in its reply (fd -1: none; MPI messages).
+struct ShmOffer {
+    int32_t pid, fd;
+    uint64_t bytes;
 };
 constexpr int32_t kWireMagic = 0x72746231;
 
@@ -184,7 +222,7 @@ public:
 
 private:
     void main();
-    bool poll_group(Group& g);
+    bool poll_group(Group& g, bool* progressed);
     std::mutex mutex_;
     std::condition_variable cv_;
     std::deque<std::function<void()>> inbox_;
@@ -201,19 +239,16 @@ void stop_progress() { Engine::get().stop(); }
 
 namespace {
 
-class Exchange {
+class Exchange final : public Job {
 public:
     Exchange(std::shared_ptr<Group> g, Op op) : g_(std::move(g)), op_(std::move(op)), a_(api()) {}
-    ~Exchange() = default;
+    ~Exchange() override = default;
     int peer_of_p2p() const { return op_.call.root; }
     bool is_send() const { return op_.call.kind == Kind::send; }
     bool started() const { return started_; }
-    /// Counts what poll() has seen complete (messages, stages): a caller polling it can tell a stall from progress.
-    uint64_t events() const { return events_; }
-    /// Makes progress; true once `done` was called.
-    bool poll();
-    /// Fails now (the group failed, or the thread stops).
-    void fail(rtError_t code, const std::string& why, bool fatal) { finish(code, why, fatal); }
+    /// Counts what poll() has seen complete (messages, stages).
+    uint64_t events() const override { return events_; }
+    bool poll() override;
 
 private:
     struct Msg {
@@ -291,9 +326,7 @@ void Exchange::start() {
     started_ = true;
     deadline_ = deadline_after(g_->timeout());
     const Call& c = op_.call;
-    mine_ = Header{kHeaderMagic, static_cast<uint8_t>(c.kind == Kind::recv ? Kind::send : c.kind),
-                   static_cast<uint8_t>(c.type), static_cast<uint8_t>(c.op), static_cast<uint8_t>(op_.failed_before),
-                   c.root, me(), c.count, op_.number};
+    mine_ = header_of(op_, me());
     // Headers: collectives exchange them between all ranks (every rank sees every rank's operands and state); a send
     // carries one to its receiver.
     std::vector<int> to, from;
@@ -451,32 +484,7 @@ bool Exchange::check_headers() {
                                                   q, buf.size(), tag()), true);
             return false;
         }
-        std::string why;
-        const Kind hk = static_cast<Kind>(h.kind), mk = static_cast<Kind>(mine_.kind);
-        if (!collective()) {
-            if (h.count != c.count || h.type != mine_.type)
-                why = format("rank %d sends %llu elements of %s but rank %d receives %zu elements of %s (a send and its "
-                             "receive must agree)", q, static_cast<unsigned long long>(h.count),
-                             type_name(static_cast<rtDataType>(h.type)), me(), c.count, type_name(c.type));
-        } else if (hk != mk) {
-            why = format("rank %d called %s but rank %d called %s (every rank must call the same collectives in the "
-                         "same order)", me(), api_name(mk), q, api_name(hk));
-        } else if (h.count != c.count) {
-            why = format("rank %d passed count %zu but rank %d passed count %llu (every rank must pass the same)", me(),
-                         c.count, q, static_cast<unsigned long long>(h.count));
-        } else if (h.type != mine_.type) {
-            why = format("rank %d passed datatype %s but rank %d passed %s (every rank must pass the same)", me(),
-                         type_name(c.type), q, type_name(static_cast<rtDataType>(h.type)));
-        } else if ((mk == Kind::all_reduce || mk == Kind::reduce || mk == Kind::reduce_scatter) && h.op != mine_.op) {
-            why = format("rank %d passed op %s but rank %d passed %s (every rank must pass the same)", me(),
-                         op_name(c.op), q, op_name(static_cast<rtReduceOp>(h.op)));
-        } else if ((mk == Kind::broadcast || mk == Kind::reduce) && h.root != c.root) {
-            why = format("rank %d passed root %d but rank %d passed root %d (every rank must pass the same)", me(),
-                         c.root, q, h.root);
-        }
-        if (why.empty() && h.number != op_.number)
-            why = format("rank %d is at operation #%llu of this kind but rank %d at #%llu", me(),
-                         static_cast<unsigned long long>(op_.number), q, static_cast<unsigned long long>(h.number));
+        const std::string why = header_mismatch(op_, me(), q, h);
         if (!why.empty()) {
             finish(RT_ERROR_INVALID_VALUE, why, true);
             return false;
@@ -706,9 +714,9 @@ void Exchange::plan_data() {
 
 struct Group::Lanes {
     std::mutex mutex;  // taken by the progress thread while it polls them, and by submit's first attempt
-    std::deque<std::unique_ptr<Exchange>> collectives;              // one at a time, in order
-    std::map<int, std::deque<std::unique_ptr<Exchange>>> receives;  // per peer: one at a time, in order
-    std::vector<std::unique_ptr<Exchange>> sends;                   // all at once (MPI keeps their order)
+    std::deque<std::unique_ptr<Job>> collectives;              // one at a time, in order
+    std::map<int, std::deque<std::unique_ptr<Job>>> receives;  // per peer: one at a time, in order
+    std::vector<std::unique_ptr<Job>> sends;                   // all at once (MPI keeps their order)
     bool empty() const {
         if (!collectives.empty() || !sends.empty()) return false;
         for (auto& [q, d] : receives)
@@ -723,6 +731,16 @@ Group::Group(uint64_t token, int rank, std::vector<Member> members, double timeo
     const int lo = a.tag_ub / 2;
     const uint64_t blocks = static_cast<uint64_t>((a.tag_ub - lo) / kTagsPerComm);
     tag_base_ = lo + static_cast<int>(mix(token) % blocks) * kTagsPerComm;
+    // More ranks on this host than cores: a rank that spins takes the core a peer it waits
+    // for needs, so waits yield the core between polls (Open MPI's yield_when_idle does the same when oversubscribed).
+    int local = 0;
+    for (const Member& m : members_) local += m.host == members_[static_cast<size_t>(rank_)].host;
+    // The host's cores, not this process' affinity: mpirun binds each of 2 processes to a core of its own, which does
+    // not make them compete.
+    const long cpus = ::sysconf(_SC_NPROCESSORS_ONLN);
+    oversubscribed_ = cpus > 0 && local > cpus;
+    // The backends' host threads spin less from now on, in this process (the hint stays for the process' life).
+    if (oversubscribed_) backend::set_host_oversubscribed(true);
 }
 
 Group::~Group() = default;
@@ -731,7 +749,11 @@ void Group::submit(Op op) {
     auto self = shared_from_this();
     const Kind kind = op.call.kind;
     const int peer = op.call.root;
-    auto x = std::make_unique<Exchange>(self, std::move(op));
+    // Collectives go through the shared segment when there is one (every rank then does: the choice was made at
+    // init for the whole communicator); sends and receives stay MPI messages.
+    std::unique_ptr<Job> x;
+    if (segment_ && kind != Kind::send && kind != Kind::recv) x = shm::make_job(self, std::move(op));
+    else x = std::make_unique<Exchange>(self, std::move(op));
     Lanes& l = lanes();
     {
         std::lock_guard lock(l.mutex);
@@ -747,6 +769,7 @@ void Group::submit(Op op) {
             auto until = Clock::now() + std::chrono::microseconds(kInlineMicroseconds);
             for (uint64_t seen = x->events();;) {
                 if (x->poll()) return;
+                if (oversubscribed_) std::this_thread::yield();
                 const auto now = Clock::now();
                 if (x->events() != seen) {
                     seen = x->events();
@@ -802,6 +825,8 @@ void Group::fail(rtError_t code, const std::string& why) {
         code_ = code;
         why_ = why;
     }
+    // The shared segment's failure record first: peers waiting on it see it at their next poll, without MPI.
+    if (segment_) segment_->set_failure(rank_, code, why);
     // Tell the peers (their own operations on this communicator then fail at once rather than at their timeout).
     auto self = shared_from_this();
     Engine::get().post([self, code, why] {
@@ -826,7 +851,7 @@ void Group::fail(rtError_t code, const std::string& why) {
 namespace {
 
 void Engine::main() {
-    auto idle_since = Clock::now();
+    auto idle_since = Clock::now(), progress_at = Clock::now();
     for (;;) {
         std::deque<std::function<void()>> tasks;
         {
@@ -845,24 +870,39 @@ void Engine::main() {
             tasks.swap(inbox_);
         }
         for (auto& t : tasks) t();
+        bool progressed = !tasks.empty();
         for (auto it = active_.begin(); it != active_.end();) {
-            if (poll_group(**it)) it = active_.erase(it);
+            if (poll_group(**it, &progressed)) it = active_.erase(it);
             else ++it;
         }
-        if (!active_.empty()) std::this_thread::yield();
+        const auto now = Clock::now();
+        if (progressed) progress_at = now;
+        if (!active_.empty()) {
+            // Operations wait for peers: yield the core to them (more processes than cores is common), and after a
+            // stall of a few milliseconds (a peer descheduled or stopped) sleep between polls rather than spin.
+            if (now - progress_at < std::chrono::milliseconds(2)) std::this_thread::yield();
+            else std::this_thread::sleep_for(std::chrono::microseconds(50));
+        }
         idle_since = Clock::now();
     }
 }
 
-/// Polls a group's notices and the fronts of its lanes; true once its lanes are empty.
-bool Engine::poll_group(Group& g) {
+/// Polls a group's notices and the fronts of its lanes; true once its lanes are empty. Sets *progressed when an
+/// operation moved or finished.
+bool Engine::poll_group(Group& g, bool* progressed) {
     g.poll_notices();
     Group::Lanes& l = g.lanes();
     std::lock_guard lock(l.mutex);
-    while (!l.collectives.empty() && l.collectives.front()->poll()) l.collectives.pop_front();
+    auto step = [progressed](Job& j) {
+        const uint64_t before = j.events();
+        const bool finished = j.poll();
+        if (finished || j.events() != before) *progressed = true;
+        return finished;
+    };
+    while (!l.collectives.empty() && step(*l.collectives.front())) l.collectives.pop_front();
     for (auto& [q, d] : l.receives)
-        while (!d.empty() && d.front()->poll()) d.pop_front();
-    l.sends.erase(std::remove_if(l.sends.begin(), l.sends.end(), [](auto& x) { return x->poll(); }), l.sends.end());
+        while (!d.empty() && step(*d.front())) d.pop_front();
+    l.sends.erase(std::remove_if(l.sends.begin(), l.sends.end(), [&](auto& x) { return step(*x); }), l.sends.end());
     return l.empty();
 }
 
@@ -885,11 +925,63 @@ std::vector<char> bytes_of(const T& v) {
 
 }  // namespace
 
+namespace {
+
+/// Whether every rank of `table` runs on this host (same host name) and allows the shared segment.
+bool all_local(const std::vector<Wire>& table) {
+    for (const Wire& x : table)
+        if (!(x.flags & kWireShm) || strnlen(x.host, sizeof x.host) != strnlen(table[0].host, sizeof x.host) ||
+            std::strncmp(x.host, table[0].host, sizeof x.host) != 0)
+            return false;
+    return table.size() > 1;
+}
+
+/// The second round of a bootstrap that offered a segment: every other rank tells the creator whether it mapped it,
+/// and the creator tells every rank whether all did (then all use it; otherwise none does and each unmaps it).
+/// Returns whether the segment is used; throws TIMEOUT when a rank does not answer in time.
+bool settle_segment(Api& a, bool creator_side, int creator, const std::vector<Wire>& table, int self_world, int tag,
+                    bool mapped, Clock::time_point deadline, double timeout) {
+    auto word = [](int32_t v) { return bytes_of(v); };
+    if (!creator_side) {
+        if (!blocking_send(a, word(mapped ? 1 : 0), creator, tag, deadline))
+            fail(RT_ERROR_TIMEOUT, "rtCommInitRank timed out after %g s: the process that made the unique id (world "
+                 "rank %d) did not take this rank's answer about the shared segment (RUNTIME_COMM_TIMEOUT)", timeout,
+                 creator);
+        std::vector<char> m;
+        if (!blocking_recv(a, creator, tag, deadline, &m, nullptr))
+            fail(RT_ERROR_TIMEOUT, "rtCommInitRank timed out after %g s waiting for the process that made the unique "
+                 "id (world rank %d) to settle the shared segment (RUNTIME_COMM_TIMEOUT)", timeout, creator);
+        int32_t v = 0;
+        if (m.size() == sizeof v) std::memcpy(&v, m.data(), sizeof v);
+        return v == 1;
+    }
+    bool all = mapped;
+    std::vector<int> missing;
+    for (size_t r = 0; r < table.size(); ++r) {
+        if (table[r].world == self_world) continue;
+        std::vector<char> m;
+        if (!blocking_recv(a, table[r].world, tag, deadline, &m, nullptr)) {
+            missing.push_back(static_cast<int>(r));
+            continue;
+        }
+        int32_t v = 0;
+        if (m.size() == sizeof v) std::memcpy(&v, m.data(), sizeof v);
+        all = all && v == 1;
+    }
+    if (!missing.empty()) fail(RT_ERROR_TIMEOUT, "rtCommInitRank (the shared segment) %s", timeout_text(timeout, missing).c_str());
+    for (const Wire& x : table)
+        if (x.world != self_world) blocking_send(a, word(all ? 1 : 0), x.world, tag, deadline_after(timeout));
+    return all;
+}
+
+}  // namespace
+
 std::shared_ptr<Group> join(uint64_t token, int creator, int nranks, int rank, int device, double timeout) {
     Api& a = api();
     if (creator < 0 || creator >= a.world_size)
         fail(RT_ERROR_INVALID_VALUE, "unique_id was made by world rank %d, but MPI_COMM_WORLD has %d processes (an id "
              "of another mpirun job?)", creator, a.world_size);
+    const bool shm_allowed = shm::enabled_from_env();
     {
         std::lock_guard lock(g_joins_mutex);
         if (!g_joins.insert(token).second)
@@ -908,10 +1000,12 @@ std::shared_ptr<Group> join(uint64_t token, int creator, int nranks, int rank, i
     } forget{token};
     const int tag = tag_base_of(token) + kTagControl;
     const auto deadline = deadline_after(timeout);
-    Wire w{kWireMagic, rank, nranks, a.world_rank, device, static_cast<int32_t>(::getpid()), {}};
+    Wire w{kWireMagic, rank, nranks, a.world_rank, device, static_cast<int32_t>(::getpid()), {}, shm_allowed ? kWireShm : 0};
     const std::string host = host_name();
     std::strncpy(w.host, host.c_str(), sizeof w.host - 1);
     std::vector<Wire> table(static_cast<size_t>(nranks));
+    std::unique_ptr<shm::Segment> segment;
+    bool offered = false;
     if (a.world_rank == creator) {
         // The maker of the id gathers every rank's entry, checks that they agree, and sends the table back.
         std::vector<bool> have(static_cast<size_t>(nranks), false);
@@ -942,6 +1036,7 @@ std::shared_ptr<Group> join(uint64_t token, int creator, int nranks, int rank, i
                              "which made the id) passed %d", x.rank, x.world, x.nranks, rank, a.world_rank, nranks);
                 break;
             }
+            if (x.rank < 0 || x.rank >= nranks) continue;  // checked by its sender: not the runtime's message
             if (have[static_cast<size_t>(x.rank)]) {
                 code = RT_ERROR_INVALID_VALUE;
                 why = format("rtCommInitRank: rank %d joined this unique id twice (world ranks %d and %d); each rank "
@@ -952,17 +1047,26 @@ std::shared_ptr<Group> join(uint64_t token, int creator, int nranks, int rank, i
             table[static_cast<size_t>(x.rank)] = x;
             ++count;
         }
+        // Every rank on this host: offer a shared segment (when the system gives one; else MPI messages).
+        ShmOffer offer{0, -1, 0};
+        if (code == RT_SUCCESS && all_local(table)) {
+            std::string ignored;
+            segment = shm::Segment::create(token, nranks, &ignored);
+            if (segment) offer = ShmOffer{static_cast<int32_t>(::getpid()), segment->fd(), segment->bytes()};
+        }
         std::vector<char> reply(sizeof(int32_t));
         const int32_t status = code;
         std::memcpy(reply.data(), &status, sizeof status);
         if (code == RT_SUCCESS) {
-            reply.resize(sizeof(int32_t) + table.size() * sizeof(Wire));
+            reply.resize(sizeof(int32_t) + table.size() * sizeof(Wire) + sizeof offer);
             std::memcpy(reply.data() + sizeof(int32_t), table.data(), table.size() * sizeof(Wire));
+            std::memcpy(reply.data() + sizeof(int32_t) + table.size() * sizeof(Wire), &offer, sizeof offer);
         } else {
             reply.insert(reply.end(), why.begin(), why.end());
         }
         for (int world : joined) blocking_send(a, reply, world, tag, deadline_after(timeout));
         if (code != RT_SUCCESS) fail(code, "%s", why.c_str());
+        offered = offer.fd >= 0;
     } else {
         if (!blocking_send(a, bytes_of(w), creator, tag, deadline))
             fail(RT_ERROR_TIMEOUT, "rtCommInitRank timed out after %g s: the process that made the unique id (world "
@@ -978,15 +1082,31 @@ std::shared_ptr<Group> join(uint64_t token, int creator, int nranks, int rank, i
             fail(static_cast<rtError_t>(status), "%s",
                  m.size() > sizeof status ? std::string(m.data() + sizeof status, m.size() - sizeof status).c_str()
                                           : "rtCommInitRank failed at the process that made the id");
-        if (m.size() != sizeof(int32_t) + table.size() * sizeof(Wire))
+        const size_t expected = sizeof(int32_t) + table.size() * sizeof(Wire) + sizeof(ShmOffer);
+        if (m.size() != expected)
             fail(RT_ERROR_INVALID_VALUE, "rtCommInitRank: the table of ranks from world rank %d has %zu bytes, expected "
-                 "%zu (nranks differ?)", creator, m.size(), sizeof(int32_t) + table.size() * sizeof(Wire));
+                 "%zu (nranks differ?)", creator, m.size(), expected);
         std::memcpy(table.data(), m.data() + sizeof(int32_t), table.size() * sizeof(Wire));
+        ShmOffer offer{};
+        std::memcpy(&offer, m.data() + sizeof(int32_t) + table.size() * sizeof(Wire), sizeof offer);
+        if (offer.fd >= 0) {
+            offered = true;
+            std::string ignored;  // not mapped: the creator hears so, and every rank stays on MPI messages
+            segment = shm::Segment::open(offer.pid, offer.fd, offer.bytes, token, nranks, &ignored);
+        }
+    }
+    if (offered) {
+        const bool use = settle_segment(a, a.world_rank == creator, creator, table, a.world_rank, tag,
+                                        segment != nullptr, deadline, timeout);
+        if (!use) segment.reset();
+        else if (a.world_rank == creator) segment->close_fd();  // every rank maps it: the mappings keep it alive
     }
     std::vector<Member> members;
     for (const Wire& x : table) members.push_back({x.world, x.device, x.pid, std::string(x.host, strnlen(x.host, sizeof x.host))});
     forget.keep = true;
-    return std::make_shared<Group>(token, rank, std::move(members), timeout);
+    auto g = std::make_shared<Group>(token, rank, std::move(members), timeout);
+    g->set_segment(std::move(segment));
+    return g;
 }
 
 std::shared_ptr<Group> Group::split(uint64_t number, int color, int key, int* new_rank) {

@@ -5,7 +5,8 @@
 // clique's rendezvous (comm.cpp) once the local rank's stream has reached them; the progress thread runs them as
 // nonblocking MPI calls, polled against the communicator's deadline, and calls `done` from that thread. Messages use
 // MPI_COMM_WORLD with four tags reserved per communicator (derived from the unique id's token), so no MPI collective
-// over all world ranks is ever needed.
+// over all world ranks is ever needed. When every rank is on one host, the collectives go through a shared segment
+// instead (shm.hpp), polled by the same machinery; sends and receives stay MPI messages.
 #pragma once
 
 #include <cstdint>
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "comm/comm.hpp"
+#include "comm/shm.hpp"
 
 namespace rt::comm::mpi {
 
@@ -34,6 +36,37 @@ struct Op {
     /// Called once from the progress thread: RT_SUCCESS, or the failure (`why` without the operation's name) and
     /// whether the communicator is dead after it (`fatal`: the message streams of the ranks can no longer agree).
     std::function<void(rtError_t code, const std::string& why, bool fatal)> done;
+};
+
+/// What every rank of a collective tells every other before any data moves (an MPI message, or the rank's control
+/// block of the shared segment): its operands, so that calls that differ are reported on every rank.
+struct Header {
+    uint32_t magic;
+    uint8_t kind, type, op, flags;  // flags bit 0: the sender's stream had failed before (nothing of it moves)
+    int32_t root;
+    int32_t rank;
+    uint64_t count;
+    uint64_t number;
+};
+static_assert(sizeof(Header) == 32);
+inline constexpr uint32_t kHeaderMagic = 0x72746d31;  // "rtm1"
+/// This rank's header of `op`.
+Header header_of(const Op& op, int rank);
+/// Why rank `q`'s header `h` does not match this rank's (`me`) operation `op` (empty: it matches).
+std::string header_mismatch(const Op& op, int me, int q, const Header& h);
+/// "timed out after 2 s waiting for rank 1 (RUNTIME_COMM_TIMEOUT)" (the ranks sorted, each once).
+std::string timeout_text(double timeout, std::vector<int> missing);
+std::string rank_list(const std::vector<int>& ranks);
+
+/// One operation in flight on the progress thread: an exchange of MPI messages, or a collective through the shared
+/// segment. poll() never blocks; it calls the operation's `done` once and then returns true.
+class Job {
+public:
+    virtual ~Job() = default;
+    /// Makes what progress is possible now; true once finished (done was called).
+    virtual bool poll() = 0;
+    /// Counts the steps poll() has seen complete: a caller polling it can tell a stall from progress.
+    virtual uint64_t events() const = 0;
 };
 
 class Group : public std::enable_shared_from_this<Group> {
@@ -59,6 +92,10 @@ public:
     /// Returns the new group (null for RT_COMM_SPLIT_NOCOLOR) and this rank's rank in it.
     std::shared_ptr<Group> split(uint64_t number, int color, int key, int* new_rank);
 
+    /// The shared segment when every rank is on this host (join made and mapped it), else null: MPI messages.
+    shm::Segment* segment() const { return segment_.get(); }
+    void set_segment(std::unique_ptr<shm::Segment> s) { segment_ = std::move(s); }
+
     struct Lanes;  // the progress thread's queues of this group's operations
     Lanes& lanes() { return *lanes_; }
     /// Marks the group failed by a peer's notice.
@@ -73,6 +110,8 @@ private:
     const double timeout_;
     int tag_base_ = 0;
     std::unique_ptr<Lanes> lanes_;
+    std::unique_ptr<shm::Segment> segment_;
+    bool oversubscribed_ = false;  // more ranks on this host than cores: waits yield between polls
     mutable std::mutex mutex_;
     rtError_t code_ = RT_SUCCESS;
     std::string why_;
@@ -84,6 +123,8 @@ public:
 /// rtCommInitRank with an id of the MPI transport: exchanges (world rank, host, device, pid) with the other ranks
 /// through the id's creator (world rank `creator`), blocking until all `nranks` have joined or the timeout passes
 /// (naming the missing ranks). Refuses a second rank of the same id in this process (one rank per process).
+/// When every rank is on one host and none set RUNTIME_COMM_SHM=0, the creator makes the shared segment and every
+/// rank maps it (a second round: all ranks use it, or — when any could not map it — none does).
 std::shared_ptr<Group> join(uint64_t token, int creator, int nranks, int rank, int device, double timeout);
 
 }  // namespace rt::comm::mpi

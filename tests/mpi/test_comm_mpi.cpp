@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <random>
@@ -133,6 +134,26 @@ struct Buf {
 
 const rtDataType kTypes[] = {RT_INT8, RT_UINT8, RT_INT32, RT_UINT32, RT_INT64, RT_UINT64, RT_FLOAT16, RT_BFLOAT16, RT_FLOAT32, RT_FLOAT64};
 const rtReduceOp kOps[] = {RT_REDUCE_SUM, RT_REDUCE_PROD, RT_REDUCE_MAX, RT_REDUCE_MIN, RT_REDUCE_AVG};
+
+bool contains(const char* s, const char* part) { return s && std::strstr(s, part); }
+
+/// Whether this process maps a communicator's shared segment (a memfd named "rt-comm-<token>").
+int shared_segments() {
+    FILE* f = std::fopen("/proc/self/maps", "r");
+    if (!f) return -1;
+    char line[512];
+    int n = 0;
+    while (std::fgets(line, sizeof line, f))
+        if (contains(line, "memfd:rt-comm-")) ++n;
+    std::fclose(f);
+    return n;
+}
+
+/// RUNTIME_COMM_SHM=0: the run without the shared segment (collectives as MPI messages).
+bool shm_off() {
+    const char* v = std::getenv("RUNTIME_COMM_SHM");
+    return v && std::strcmp(v, "0") == 0;
+}
 
 rtComm_t make_comm(int nranks_override = 0) {
     rtCommUniqueId id{};
@@ -326,7 +347,6 @@ void bitwise(rtComm_t comm, rtStream_t s) {
             }
 }
 
-bool contains(const char* s, const char* part) { return s && std::strstr(s, part); }
 
 void faults(rtStream_t s) {
     // RUNTIME_COMM_TIMEOUT is small here (set by the test's environment).
@@ -420,6 +440,20 @@ void faults(rtStream_t s) {
         CHECK(e == RT_ERROR_INVALID_VALUE && contains(rtGetLastErrorMessage(), "nranks"), "nranks mismatch: %d (%s)", e,
               rtGetLastErrorMessage());
     }
+    {  // RUNTIME_COMM_SHM other than 0 or 1: refused on every rank (read before the bootstrap), naming the variable
+        const char* old = std::getenv("RUNTIME_COMM_SHM");
+        const std::string saved = old ? old : "";
+        setenv("RUNTIME_COMM_SHM", "yes please", 1);
+        rtCommUniqueId id{};
+        if (g_rank == 0) OK(rtCommGetUniqueId(&id));
+        MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD);
+        rtComm_t c = nullptr;
+        const rtError_t e = rtCommInitRank(&c, g_size, id, g_rank);
+        CHECK(e == RT_ERROR_INVALID_VALUE && contains(rtGetLastErrorMessage(), "RUNTIME_COMM_SHM"),
+              "RUNTIME_COMM_SHM=\"yes please\": %d (%s)", e, rtGetLastErrorMessage());
+        if (old) setenv("RUNTIME_COMM_SHM", saved.c_str(), 1);
+        else unsetenv("RUNTIME_COMM_SHM");
+    }
     {  // split: even and odd ranks
         rtComm_t c = make_comm(), half = nullptr;
         OK(rtCommSplit(c, g_rank % 2, -g_rank, &half));
@@ -457,6 +491,10 @@ int main(int argc, char** argv) {
         OK(rtCommCount(comm, &count));
         OK(rtCommUserRank(comm, &rank));
         CHECK(count == g_size && rank == g_rank, "count %d rank %d", count, rank);
+        // Every rank is on this host: the collectives go through a shared segment, unless RUNTIME_COMM_SHM=0.
+        const int segments = shared_segments();
+        CHECK(segments == (shm_off() ? 0 : 1), "shared segments mapped: %d (RUNTIME_COMM_SHM=%s)", segments,
+              shm_off() ? "0" : "unset");
         collectives(comm, s);
         bitwise(comm, s);
         OK(rtCommDestroy(comm));

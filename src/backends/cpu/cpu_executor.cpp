@@ -14,6 +14,8 @@ int64_t now_ns() {
         .count();
 }
 
+int64_t spin_nanoseconds() { return backend::host_oversubscribed() ? 2'000 : kSpinNanoseconds; }
+
 Executor::Executor(int threads) {
     threads_.reserve(static_cast<size_t>(threads));
     for (int i = 0; i < threads; ++i)
@@ -193,7 +195,7 @@ void Executor::idle_wait() {
     // At most one executor spins: with the host thread spinning in synchronize, that already fills 2 cores.
     int expected = 0;
     if (spinners_.compare_exchange_strong(expected, 1)) {
-        int64_t until = now_ns() + kSpinNanoseconds;
+        int64_t until = now_ns() + spin_nanoseconds();
         bool changed = false;
         while (!(changed = epoch_.load() != seen) && now_ns() < until)
             for (int i = 0; i < 32; ++i) cpu_relax();

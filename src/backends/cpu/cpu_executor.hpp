@@ -41,6 +41,9 @@ inline void cpu_relax() {
 /// Spin budget before a waiting thread parks: covers a cross-thread hand-off (~1 µs) many times over,
 /// far shorter than a futex sleep/wake on a VM (tens of µs).
 inline constexpr int64_t kSpinNanoseconds = 50'000;
+/// The budget in effect: kSpinNanoseconds, or 2 µs while the host is oversubscribed (backend::host_oversubscribed:
+/// with 4 processes of collectives on 2 cores, 50 µs spins made a small all-reduce take ~400 µs instead of ~30).
+int64_t spin_nanoseconds();
 
 int64_t now_ns();
 

@@ -322,7 +322,7 @@ void CpuGraph::wake_launcher() noexcept {
 
 void CpuGraph::wait_for_work() noexcept {
     // Helpers run the last chains: spin briefly (a node's successors may become ready at once), then park.
-    const int64_t until = now_ns() + kSpinNanoseconds;
+    const int64_t until = now_ns() + spin_nanoseconds();
     while (ready_count_.load(std::memory_order_relaxed) == 0 && unfinished_.load(std::memory_order_relaxed) != 0) {
         if (now_ns() >= until) {
             parked_.store(true);

@@ -519,7 +519,7 @@ void CpuQueue::wait_until(uint64_t target, bool park_at_once) {
         if (executor_.help_job(reached)) continue;
         uint32_t seen = signal_.load();
         if (!park_at_once) {
-            int64_t until = now_ns() + kSpinNanoseconds;
+            int64_t until = now_ns() + spin_nanoseconds();
             while (completed_.load(std::memory_order_acquire) < target && now_ns() < until)
                 for (int i = 0; i < 16; ++i) cpu_relax();
             if (completed_.load(std::memory_order_acquire) >= target) return;

@@ -1,0 +1,543 @@
+// The same-host shared-memory path of the MPI transport (see shm.hpp): the segment, and the collectives through it as
+// pollable jobs of the progress thread.
+//
+// Protocol. Each rank owns a control block of monotonic counters (written by it alone, read by the others with
+// acquire loads; stores are releases) and an input slot of kDepth chunk buffers; one output ring of kDepth buffers is
+// shared. A collective numbered N first publishes the rank's header (operands and state) in header slot N % 2 and then
+// `header = N`; every rank compares every header before any data is read, so calls that differ fail on every rank with
+// the MPI path's words. Data moves in chunks numbered over the segment's life (all ranks agree on the numbers because
+// their headers agree). For chunk g (buffer g % kDepth) a rank
+//   1. posts: copies its contribution into its input buffer, then `posted = g + 1`          (needs middle[q] > g - D)
+//   2. middle: reads the peers' input buffers — all-reduce/reduce: reduces its slice of the chunk, **in rank order
+//      0..n-1**, into the output buffer (the in-process kernel, so the result is bitwise the in-process one); others
+//      copy straight into the caller's buffer — then `middle = g + 1`   (needs posted[q] > g; ring: done[q] > g - D)
+//   3. done: all-reduce (and the root of a reduce) copies the other slices of the output buffer into its result,
+//      then `done = g + 1`                                                                   (needs middle[q] > g)
+// so up to kDepth chunks are in flight (a rank posts chunk g+1 while its peers still reduce chunk g). Posting may start
+// before the headers are checked (it only touches the rank's own slot); the other steps wait for them.
+//
+// Waiting: a job never blocks. poll() does every step that is ready and returns; the progress machinery (the
+// submitting executor for a bounded moment, then the progress thread, which yields and then sleeps briefly between
+// rounds) polls again. Every poll checks the communicator's own failure, the failure record in the segment (a peer's
+// abort or timeout; MPI notices also still arrive) and the RUNTIME_COMM_TIMEOUT deadline, which names the ranks whose
+// counters the rank is waiting for.
+#include "comm/shm.hpp"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <vector>
+
+#include "comm/mpi_transport.hpp"
+#include "comm/reduce.hpp"
+#include "core/error.hpp"
+
+namespace rt::comm::shm {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr uint64_t kMagic = 0x72742d73686d3031ull;  // "rt-shm01"
+/// Chunk buffers per input slot and in the output ring: how many chunks may be in flight.
+constexpr uint64_t kDepth = 4;
+/// Bytes of one chunk buffer: large enough that the per-chunk handshakes cost little next to the copies, small enough
+/// that the buffers in flight stay in the caches (ranks x kDepth x kChunk, plus the ring).
+constexpr uint64_t kChunk = 128 * 1024;
+/// The most ranks that get a segment (more: MPI messages). Keeps chunks of all-to-all/reduce-scatter (one sub-chunk per
+/// rank) at least a cache line per rank.
+constexpr int kMaxRanks = 256;
+constexpr uint64_t kLine = 64;
+
+struct Failure {
+    std::atomic<uint32_t> state;  // 0: none; 1: being written; 2: written (rank, code, why valid)
+    int32_t rank;
+    int32_t code;
+    char why[500];
+};
+
+struct alignas(kLine) Head {
+    uint64_t magic, token;
+    uint32_t nranks, depth;
+    uint64_t chunk, bytes;
+    alignas(kLine) Failure failure;
+};
+
+/// One rank's control block. Counters on their own line (written by their rank only; read by all); the headers on the
+/// next one.
+struct alignas(kLine) Control {
+    std::atomic<uint64_t> header;  // the number of the last collective whose header is published
+    std::atomic<uint64_t> posted;  // chunks whose input this rank has written
+    std::atomic<uint64_t> middle;  // chunks whose middle step this rank has finished
+    std::atomic<uint64_t> done;    // chunks this rank has finished (it no longer reads the output ring for them)
+    alignas(kLine) mpi::Header headers[2];
+};
+static_assert(std::atomic<uint64_t>::is_always_lock_free && std::atomic<uint32_t>::is_always_lock_free,
+              "counters in shared memory must be lock-free (address-free) atomics");
+
+uint64_t round_up(uint64_t x, uint64_t to) { return (x + to - 1) / to * to; }
+
+struct Layout {
+    uint64_t control, data, bytes;
+    explicit Layout(int n) {
+        control = round_up(sizeof(Head), kLine);
+        data = round_up(control + static_cast<uint64_t>(n) * sizeof(Control), 4096);
+        bytes = data + (static_cast<uint64_t>(n) + 1) * kDepth * kChunk;
+    }
+};
+
+}  // namespace
+
+bool enabled_from_env() {
+    const char* v = std::getenv("RUNTIME_COMM_SHM");
+    if (!v || !*v || std::strcmp(v, "1") == 0) return true;
+    if (std::strcmp(v, "0") == 0) return false;
+    fail(RT_ERROR_INVALID_VALUE, "RUNTIME_COMM_SHM=\"%.40s\": expected 0 (collectives across processes as MPI messages "
+         "only) or 1 (a shared segment when every rank is on one host; the default)", v);
+}
+
+std::unique_ptr<Segment> Segment::create(uint64_t token, int nranks, std::string* why) {
+    if (nranks < 2 || nranks > kMaxRanks) {
+        *why = format("%d ranks: a shared segment serves 2 .. %d", nranks, kMaxRanks);
+        return nullptr;
+    }
+    const Layout l(nranks);
+    char name[64];
+    std::snprintf(name, sizeof name, "rt-comm-%016llx", static_cast<unsigned long long>(token));
+    const int fd = ::memfd_create(name, MFD_CLOEXEC);
+    if (fd < 0) {
+        *why = format("memfd_create: %s", std::strerror(errno));
+        return nullptr;
+    }
+    if (::ftruncate(fd, static_cast<off_t>(l.bytes)) != 0) {
+        *why = format("ftruncate(%llu): %s", static_cast<unsigned long long>(l.bytes), std::strerror(errno));
+        ::close(fd);
+        return nullptr;
+    }
+    void* p = ::mmap(nullptr, l.bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (p == MAP_FAILED) {
+        *why = format("mmap(%llu): %s", static_cast<unsigned long long>(l.bytes), std::strerror(errno));
+        ::close(fd);
+        return nullptr;
+    }
+    // The file is zeroed: every counter starts at 0, the failure record empty. Construct the atomics in place.
+    char* base = static_cast<char*>(p);
+    Head* h = new (base) Head{};
+    for (int r = 0; r < nranks; ++r) new (base + l.control + static_cast<uint64_t>(r) * sizeof(Control)) Control{};
+    h->token = token;
+    h->nranks = static_cast<uint32_t>(nranks);
+    h->depth = kDepth;
+    h->chunk = kChunk;
+    h->bytes = l.bytes;
+    std::atomic_thread_fence(std::memory_order_release);
+    h->magic = kMagic;  // the others read it after the creator's MPI reply (which orders it)
+    return std::unique_ptr<Segment>(new Segment(base, l.bytes, fd));
+}
+
+std::unique_ptr<Segment> Segment::open(int pid, int fd, uint64_t bytes, uint64_t token, int nranks, std::string* why) {
+    if (nranks < 2 || nranks > kMaxRanks || bytes != Layout(nranks).bytes || pid <= 0 || fd < 0) {
+        *why = "the offer does not describe a segment of this communicator";
+        return nullptr;
+    }
+    char path[64];
+    std::snprintf(path, sizeof path, "/proc/%d/fd/%d", pid, fd);
+    const int f = ::open(path, O_RDWR | O_CLOEXEC);
+    if (f < 0) {
+        *why = format("open(%s): %s", path, std::strerror(errno));
+        return nullptr;
+    }
+    struct stat st{};
+    if (::fstat(f, &st) != 0 || static_cast<uint64_t>(st.st_size) != bytes) {
+        *why = format("%s is not the segment (%lld bytes, expected %llu)", path, static_cast<long long>(st.st_size),
+                      static_cast<unsigned long long>(bytes));
+        ::close(f);
+        return nullptr;
+    }
+    void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, f, 0);
+    ::close(f);  // the mapping keeps the memory
+    if (p == MAP_FAILED) {
+        *why = format("mmap(%s): %s", path, std::strerror(errno));
+        return nullptr;
+    }
+    const Head* h = static_cast<const Head*>(p);
+    if (h->magic != kMagic || h->token != token || h->nranks != static_cast<uint32_t>(nranks) || h->depth != kDepth ||
+        h->chunk != kChunk || h->bytes != bytes) {
+        *why = format("%s is not this communicator's segment", path);
+        ::munmap(p, bytes);
+        return nullptr;
+    }
+    return std::unique_ptr<Segment>(new Segment(static_cast<char*>(p), bytes, -1));
+}
+
+Segment::~Segment() {
+    close_fd();
+    ::munmap(base_, bytes_);
+}
+
+void Segment::close_fd() {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+}
+
+void Segment::set_failure(int rank, rtError_t code, const std::string& why) {
+    Failure& f = reinterpret_cast<Head*>(base_)->failure;
+    uint32_t expected = 0;
+    if (!f.state.compare_exchange_strong(expected, 1, std::memory_order_acq_rel)) return;  // the first is kept
+    f.rank = rank;
+    f.code = static_cast<int32_t>(code);
+    const size_t n = std::min(why.size(), sizeof f.why - 1);
+    std::memcpy(f.why, why.data(), n);
+    f.why[n] = '\0';
+    f.state.store(2, std::memory_order_release);
+}
+
+bool Segment::failure(int* rank, rtError_t* code, std::string* why) const {
+    const Failure& f = reinterpret_cast<const Head*>(base_)->failure;
+    if (f.state.load(std::memory_order_acquire) != 2) return false;
+    *rank = f.rank;
+    *code = static_cast<rtError_t>(f.code);
+    *why = std::string(f.why, strnlen(f.why, sizeof f.why));
+    return true;
+}
+
+// ---------------------------------------------------------------- a collective through the segment
+
+namespace {
+
+class Job final : public mpi::Job {
+public:
+    Job(std::shared_ptr<mpi::Group> g, mpi::Op op)
+        : g_(std::move(g)), seg_(*g_->segment()), op_(std::move(op)), n_(g_->size()), me_(g_->rank()),
+          es_(element_size(op_.call.type)) {
+        const Layout l(n_);
+        control_ = seg_.base() + l.control;
+        data_ = seg_.base() + l.data;
+        const Kind k = op_.call.kind;
+        per_chunk_ = k == Kind::barrier ? 1
+                     : k == Kind::reduce_scatter || k == Kind::all_to_all
+                         ? std::max<size_t>(1, kChunk / (static_cast<size_t>(n_) * es_))
+                         : kChunk / es_;
+        chunks_ = k == Kind::barrier ? 0 : (op_.call.count + per_chunk_ - 1) / per_chunk_;
+    }
+    bool poll() override;
+    uint64_t events() const override { return events_; }
+
+private:
+    Control& ctl(int r) const { return *reinterpret_cast<Control*>(control_ + static_cast<size_t>(r) * sizeof(Control)); }
+    char* input(int r, uint64_t g) const {
+        return data_ + (static_cast<uint64_t>(r) * kDepth + g % kDepth) * kChunk;
+    }
+    char* output(uint64_t g) const { return data_ + (static_cast<uint64_t>(n_) * kDepth + g % kDepth) * kChunk; }
+    /// Elements [*begin, *begin + len) of the operation in local chunk k.
+    size_t range(uint64_t k, size_t* len) const {
+        const size_t b = static_cast<size_t>(k) * per_chunk_;
+        *len = std::min(per_chunk_, op_.call.count - b);
+        return b;
+    }
+    /// Rank q's slice of a chunk of `len` elements, in whole cache lines where the type allows.
+    size_t slice(int q, size_t len, size_t* slen) const {
+        const size_t unit = std::max<size_t>(1, kLine / es_), units = (len + unit - 1) / unit;
+        const size_t b = std::min(len, unit * (units * static_cast<size_t>(q) / static_cast<size_t>(n_)));
+        const size_t e = std::min(len, unit * (units * static_cast<size_t>(q + 1) / static_cast<size_t>(n_)));
+        *slen = e - b;
+        return b;
+    }
+    bool reduces() const { return op_.call.kind == Kind::all_reduce || op_.call.kind == Kind::reduce; }
+    /// Whether this rank writes an input buffer for each chunk (broadcast: the root alone).
+    bool contributes() const { return op_.call.kind != Kind::broadcast || me_ == op_.call.root; }
+    /// Whether this rank reads the output ring in step 3.
+    bool gathers() const {
+        return op_.call.kind == Kind::all_reduce || (op_.call.kind == Kind::reduce && me_ == op_.call.root);
+    }
+    /// True when every rank's `counter` > `above` (as a signed comparison: `above` may be negative); else adds the
+    /// ranks behind to waiting_.
+    bool all_past(std::atomic<uint64_t> Control::*counter, int64_t above) {
+        if (above < 0) return true;
+        bool ok = true;
+        for (int q = 0; q < n_; ++q)
+            if ((ctl(q).*counter).load(std::memory_order_acquire) <= static_cast<uint64_t>(above)) {
+                if (q != me_) waiting_.push_back(q);  // this rank's own lag is always behind a peer's
+                ok = false;
+            }
+        return ok;
+    }
+    bool check_headers();
+    void post(uint64_t k);
+    void middle(uint64_t k);
+    void gather(uint64_t k);
+    void finish(rtError_t code, const std::string& why, bool fatal);
+
+    std::shared_ptr<mpi::Group> g_;
+    Segment& seg_;
+    mpi::Op op_;
+    const int n_, me_;
+    const size_t es_;
+    char* control_ = nullptr;
+    char* data_ = nullptr;
+    size_t per_chunk_ = 1;
+    uint64_t chunks_ = 0, base_ = 0;
+    uint64_t posted_ = 0, middled_ = 0, done_ = 0;  // local chunks through each step
+    bool started_ = false, checked_ = false, finished_ = false;
+    uint64_t events_ = 0;
+    Clock::time_point deadline_;
+    std::vector<int> waiting_;  // the ranks the last attempt waited for
+};
+
+void Job::finish(rtError_t code, const std::string& why, bool fatal) {
+    if (finished_) return;
+    finished_ = true;
+    auto done = std::move(op_.done);
+    done(code, why, fatal);
+}
+
+bool Job::check_headers() {
+    const uint64_t number = op_.number;
+    std::vector<int> failed;
+    if (op_.failed_before) failed.push_back(me_);
+    for (int q = 0; q < n_; ++q) {
+        if (q == me_) continue;
+        mpi::Header h;
+        std::memcpy(&h, &ctl(q).headers[number % 2], sizeof h);
+        std::string why = h.magic != mpi::kHeaderMagic
+                              ? format("rank %d's header in the shared segment is not the runtime's", q)
+                              : mpi::header_mismatch(op_, me_, q, h);
+        if (!why.empty()) {
+            finish(RT_ERROR_INVALID_VALUE, why, true);
+            return false;
+        }
+        if (h.flags & 1) failed.push_back(q);
+    }
+    if (failed.empty()) return true;
+    // A rank's stream had failed: nothing moves, and every rank (all see the same headers) skips the operation's chunks
+    // alike — its counters jump past them, so the next operation's chunk numbers agree.
+    seg_.chunks = base_ + chunks_;
+    Control& mine = ctl(me_);
+    mine.posted.store(seg_.chunks, std::memory_order_release);
+    mine.middle.store(seg_.chunks, std::memory_order_release);
+    mine.done.store(seg_.chunks, std::memory_order_release);
+    std::sort(failed.begin(), failed.end());
+    std::vector<int> others;
+    for (int r : failed)
+        if (r != me_) others.push_back(r);
+    if (others.empty()) finish(RT_SUCCESS, {}, false);
+    else
+        finish(RT_ERROR_LAUNCH_FAILED,
+               format("the stream of rank%s %s held an unreported failure when it reached this operation; nothing was "
+                      "moved", others.size() > 1 ? "s" : "", mpi::rank_list(others).c_str()), false);
+    return false;
+}
+
+void Job::post(uint64_t k) {
+    const Call& c = op_.call;
+    size_t len = 0;
+    const size_t b = range(k, &len);
+    char* in = input(me_, base_ + k);
+    const char* send = static_cast<const char*>(c.send);
+    switch (c.kind) {
+        case Kind::all_reduce:
+        case Kind::reduce:
+        case Kind::all_gather:
+            std::memcpy(in, send + b * es_, len * es_);
+            break;
+        case Kind::broadcast:
+            if (me_ == c.root) std::memcpy(in, send + b * es_, len * es_);
+            break;
+        case Kind::reduce_scatter:
+        case Kind::all_to_all: {  // sub-chunk q: what rank q takes (this rank's own block is read from `send` itself)
+            const size_t B = c.count * es_;
+            for (int q = 0; q < n_; ++q)
+                if (q != me_)
+                    std::memcpy(in + static_cast<size_t>(q) * per_chunk_ * es_, send + static_cast<size_t>(q) * B + b * es_,
+                                len * es_);
+            break;
+        }
+        default: break;
+    }
+}
+
+void Job::middle(uint64_t k) {
+    const Call& c = op_.call;
+    size_t len = 0;
+    const size_t b = range(k, &len);
+    const uint64_t g = base_ + k;
+    const char* send = static_cast<const char*>(c.send);
+    char* recv = static_cast<char*>(c.recv);
+    std::vector<const void*> src(static_cast<size_t>(n_));
+    switch (c.kind) {
+        case Kind::all_reduce:
+        case Kind::reduce: {
+            // This rank's slice of the chunk, from every rank's contribution in rank order (its own straight from
+            // `send`): into the output ring for the others, and into its own result where it has one.
+            size_t slen = 0;
+            const size_t s = slice(me_, len, &slen);
+            if (!slen) break;
+            for (int q = 0; q < n_; ++q)
+                src[static_cast<size_t>(q)] = q == me_ ? static_cast<const void*>(send + b * es_) : input(q, g);
+            // All-reduce: both; reduce: the root its result only (nobody reads its slice from the ring), the others
+            // the ring only (their `recv` is not used).
+            void* dst[2];
+            int ndst = 0;
+            if (c.kind == Kind::all_reduce || me_ != c.root) dst[ndst++] = output(g);
+            if (c.kind == Kind::all_reduce || me_ == c.root) dst[ndst++] = recv + b * es_;
+            reduce_range(c.type, c.op, src.data(), n_, dst, ndst, s, s + slen, n_);
+            break;
+        }
+        case Kind::broadcast:
+            if (me_ != c.root) std::memcpy(recv + b * es_, input(c.root, g), len * es_);
+            else if (recv != send) std::memcpy(recv + b * es_, send + b * es_, len * es_);
+            break;
+        case Kind::all_gather: {
+            const size_t B = c.count * es_;
+            for (int q = 0; q < n_; ++q) {
+                char* to = recv + static_cast<size_t>(q) * B + b * es_;
+                const char* from = q == me_ ? send + b * es_ : input(q, g);
+                if (to != from) std::memcpy(to, from, len * es_);
+            }
+            break;
+        }
+        case Kind::reduce_scatter: {
+            const size_t B = c.count * es_;
+            for (int q = 0; q < n_; ++q)
+                src[static_cast<size_t>(q)] = q == me_ ? static_cast<const void*>(send + static_cast<size_t>(me_) * B + b * es_)
+                                                       : input(q, g) + static_cast<size_t>(me_) * per_chunk_ * es_;
+            void* dst = recv + b * es_;
+            reduce_range(c.type, c.op, src.data(), n_, &dst, 1, 0, len, n_);
+            break;
+        }
+        case Kind::all_to_all: {
+            const size_t B = c.count * es_;
+            for (int q = 0; q < n_; ++q) {
+                char* to = recv + static_cast<size_t>(q) * B + b * es_;
+                const char* from = q == me_ ? send + static_cast<size_t>(me_) * B + b * es_
+                                            : input(q, g) + static_cast<size_t>(me_) * per_chunk_ * es_;
+                if (to != from) std::memcpy(to, from, len * es_);
+            }
+            break;
+        }
+        default: break;
+    }
+}
+
+void Job::gather(uint64_t k) {
+    // The other ranks' slices of the reduced chunk (this rank's own went straight to `recv` in step 2).
+    size_t len = 0;
+    const size_t b = range(k, &len);
+    const char* out = output(base_ + k);
+    char* recv = static_cast<char*>(op_.call.recv) + b * es_;
+    size_t slen = 0;
+    const size_t s = slice(me_, len, &slen);
+    if (s) std::memcpy(recv, out, s * es_);
+    if (s + slen < len) std::memcpy(recv + (s + slen) * es_, out + (s + slen) * es_, (len - s - slen) * es_);
+}
+
+bool Job::poll() {
+    if (finished_) return true;
+    Control& mine = ctl(me_);
+    if (!started_) {
+        started_ = true;
+        deadline_ = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(g_->timeout()));
+        const mpi::Header h = mpi::header_of(op_, me_);
+        std::memcpy(&mine.headers[op_.number % 2], &h, sizeof h);
+        mine.header.store(op_.number, std::memory_order_release);
+        base_ = seg_.chunks;  // the previous collective has finished: its chunks are counted
+    }
+    std::string why;
+    if (rtError_t code = g_->failure(&why); code != RT_SUCCESS) {
+        finish(code, "the communicator failed: " + why, true);
+        return true;
+    }
+    int rank = -1;
+    rtError_t code = RT_SUCCESS;
+    if (seg_.failure(&rank, &code, &why) && rank != me_) {  // a peer failed (its MPI notice may come later)
+        g_->fail_from_peer(code, format("rank %d: %s", rank, why.c_str()));
+        g_->failure(&why);
+        finish(code, "the communicator failed: " + why, true);
+        return true;
+    }
+    const int64_t D = static_cast<int64_t>(kDepth);
+    for (;;) {
+        waiting_.clear();
+        bool moved = false;
+        if (!checked_) {
+            bool all = true;
+            for (int q = 0; q < n_; ++q)
+                if (ctl(q).header.load(std::memory_order_acquire) < op_.number) {
+                    waiting_.push_back(q);
+                    all = false;
+                }
+            if (all) {
+                checked_ = moved = true;
+                if (!check_headers()) return true;
+            }
+        }
+        // 1. Post (also before the headers are checked: it only writes this rank's own slot). Not when this rank's
+        //    stream had failed: nothing of it moves.
+        if (posted_ < chunks_ && !op_.failed_before &&
+            all_past(&Control::middle, static_cast<int64_t>(base_ + posted_) - D)) {
+            if (contributes()) post(posted_);
+            ++posted_;
+            mine.posted.store(base_ + posted_, std::memory_order_release);
+            moved = true;
+        }
+        if (checked_) {
+            // 2. Middle: the sources of the chunk are posted (and, reducing, its output buffer is free).
+            if (middled_ < posted_) {
+                const uint64_t g = base_ + middled_;
+                bool ready;
+                if (op_.call.kind == Kind::broadcast) {
+                    ready = ctl(op_.call.root).posted.load(std::memory_order_acquire) > g;
+                    if (!ready) waiting_.push_back(op_.call.root);
+                } else {
+                    ready = all_past(&Control::posted, static_cast<int64_t>(g));
+                }
+                if (ready && reduces()) ready = all_past(&Control::done, static_cast<int64_t>(g) - D);
+                if (ready) {
+                    middle(middled_);
+                    ++middled_;
+                    mine.middle.store(base_ + middled_, std::memory_order_release);
+                    moved = true;
+                }
+            }
+            // 3. Done: a rank that gathers from the ring waits for every slice of the chunk.
+            if (done_ < middled_) {
+                const uint64_t g = base_ + done_;
+                if (!gathers() || all_past(&Control::middle, static_cast<int64_t>(g))) {
+                    if (gathers()) gather(done_);
+                    ++done_;
+                    mine.done.store(base_ + done_, std::memory_order_release);
+                    moved = true;
+                }
+            }
+            if (done_ == chunks_) {
+                seg_.chunks = base_ + chunks_;
+                finish(RT_SUCCESS, {}, false);
+                return true;
+            }
+        }
+        if (!moved) break;
+        ++events_;
+    }
+    if (Clock::now() > deadline_) {
+        if (waiting_.empty())  // cannot happen (something is always awaited); name every peer rather than none
+            for (int q = 0; q < n_; ++q)
+                if (q != me_) waiting_.push_back(q);
+        finish(RT_ERROR_TIMEOUT, mpi::timeout_text(g_->timeout(), waiting_), true);
+        return true;
+    }
+    return false;
+}
+
+}  // namespace
+
+std::unique_ptr<mpi::Job> make_job(std::shared_ptr<mpi::Group> g, mpi::Op op) {
+    return std::make_unique<Job>(std::move(g), std::move(op));
+}
+
+}  // namespace rt::comm::shm
