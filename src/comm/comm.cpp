@@ -111,7 +111,8 @@ using Key = std::tuple<int, int, uint64_t>;
 
 class Clique : public std::enable_shared_from_this<Clique> {
 public:
-    /// `remote`: the ranks are in other processes too (one per process), reached through that MPI group.
+    /// `remote`: the ranks are in other processes too, reached through that MPI group (this process holds the ranks
+    /// of its member).
     Clique(std::vector<int> devices, double timeout, uint64_t generation, std::shared_ptr<mpi::Group> remote = nullptr)
         : devices_(std::move(devices)), timeout_(timeout), generation_(generation), number_(++g_cliques),
           remote_(std::move(remote)) {}
@@ -123,7 +124,8 @@ public:
     uint64_t number() const { return number_; }
 
     /// The rendezvous `key` of `ranks` (participant i is rank ranks[i]), created by the first rank that joins it.
-    std::shared_ptr<Rendezvous> open(const Key& key, const std::vector<int>& ranks, uint64_t number);
+    /// `across`: once the ranks here have arrived, the operation goes to the MPI transport (other processes take part).
+    std::shared_ptr<Rendezvous> open(const Key& key, const std::vector<int>& ranks, uint64_t number, bool across);
     /// A closed rendezvous leaves the table.
     void forget(const Key& key, const Rendezvous* r) {
         std::lock_guard lock(mutex_);
@@ -161,8 +163,9 @@ private:
 
 class Rendezvous final : public backend::JointStep, public std::enable_shared_from_this<Rendezvous> {
 public:
-    Rendezvous(std::shared_ptr<Clique> clique, Key key, std::vector<int> ranks, uint64_t number)
-        : clique_(std::move(clique)), key_(key), ranks_(std::move(ranks)), number_(number), parts_(ranks_.size()) {}
+    Rendezvous(std::shared_ptr<Clique> clique, Key key, std::vector<int> ranks, uint64_t number, bool across)
+        : clique_(std::move(clique)), key_(key), ranks_(std::move(ranks)), number_(number), across_(across),
+          parts_(ranks_.size()) {}
 
     /// Registers participant `p`'s operands (at submission, before its part is queued).
     void set_part(int p, const Call& call, Stream& stream, uint64_t stream_op, const char* graph_node) {
@@ -199,7 +202,8 @@ private:
     void close_failed(std::unique_lock<std::mutex>& lock, rtError_t code, std::string why);
     /// Every part arrived and the rendezvous is closed: checks, moves the data, resumes everyone.
     void complete(backend::Workers& workers);
-    /// complete() of a clique across processes: its one local part goes to the MPI transport, which resumes it.
+    /// complete() of an operation across processes: this process' parts (its ranks of a collective, or one end of a
+    /// message) go to the MPI transport as one operation, which resumes them.
     void complete_remote(mpi::Group& group);
     /// Why the parts do not match (empty: they do).
     std::string mismatch() const;
@@ -215,6 +219,7 @@ private:
     const Key key_;
     const std::vector<int> ranks_;
     const uint64_t number_;
+    const bool across_;
     std::mutex mutex_;
     std::vector<Part> parts_;
     size_t arrived_ = 0;
@@ -223,10 +228,10 @@ private:
     std::string why_;
 };
 
-std::shared_ptr<Rendezvous> Clique::open(const Key& key, const std::vector<int>& ranks, uint64_t number) {
+std::shared_ptr<Rendezvous> Clique::open(const Key& key, const std::vector<int>& ranks, uint64_t number, bool across) {
     std::lock_guard lock(mutex_);
     auto& slot = open_[key];
-    if (!slot) slot = std::make_shared<Rendezvous>(shared_from_this(), key, ranks, number);
+    if (!slot) slot = std::make_shared<Rendezvous>(shared_from_this(), key, ranks, number, across);
     return slot;
 }
 
@@ -370,7 +375,7 @@ std::string Rendezvous::mismatch() const {
 }
 
 void Rendezvous::complete(backend::Workers& workers) {
-    if (mpi::Group* remote = clique_->remote()) return complete_remote(*remote);
+    if (across_) return complete_remote(*clique_->remote());
     // Closed with every part arrived: this thread alone touches the parts until it resumes them.
     std::string why;
     try {
@@ -409,16 +414,59 @@ void Rendezvous::complete(backend::Workers& workers) {
 }
 
 void Rendezvous::complete_remote(mpi::Group& group) {
-    Part& part = parts_[0];
+    // Every local part arrived and the rendezvous is closed: this thread alone touches the parts until the transport
+    // resumes them. Local ranks that differ fail the communicator everywhere (its peers would wait for a call that never
+    // comes): every local part fails now, the other processes at their next poll.
+    std::string why;
+    try {
+        why = mismatch();
+    } catch (...) {
+        why = "a collective ran out of host memory";
+    }
+    auto resume_all = [this] {
+        for (auto& part : parts_) {
+            std::function<void()> resume = std::move(part.resume);
+            resume();
+        }
+        clique_->forget(key_, this);
+    };
+    if (!why.empty()) {
+        for (size_t p = 0; p < parts_.size(); ++p) fail_part(parts_[p], RT_ERROR_INVALID_VALUE, describe(p) + ": " + why);
+        clique_->fail(RT_ERROR_INVALID_VALUE, format("collective #%llu: %s", static_cast<unsigned long long>(number_),
+                                                     why.c_str()));
+        return resume_all();
+    }
     mpi::Op op;
-    op.call = part.call;
-    op.number = number_;
-    op.failed_before = part.failed_before;
-    op.done = [self = shared_from_this()](rtError_t code, const std::string& why, bool fatal) {
-        Part& p = self->parts_[0];
-        if (p.failed_before) p.slot->count_skipped();
-        else if (code != RT_SUCCESS) fail_part(p, code, self->describe(0) + ": " + why);
-        if (fatal) {  // the ranks' message streams no longer agree: the communicator is failed from now on
+    std::vector<int> failed;  // local ranks whose streams had failed
+    try {
+        op.call = parts_[0].call;
+        op.number = number_;
+        op.rank = rank_of(0);
+        for (size_t p = 0; p < parts_.size(); ++p)
+            if (parts_[p].failed_before) failed.push_back(rank_of(p));
+        if (!failed.empty()) {
+            op.failed_before = true;
+            op.rank = failed.front();
+        }
+        if (group.hierarchical() && std::get<0>(key_) < 0)
+            for (const Part& part : parts_) op.locals.push_back(part.call);
+    } catch (...) {
+        for (auto& part : parts_) fail_part(part, RT_ERROR_OUT_OF_MEMORY, "a collective ran out of host memory");
+        return resume_all();
+    }
+    op.done = [self = shared_from_this(), failed](rtError_t code, const std::string& why, bool fatal) {
+        for (size_t p = 0; p < self->parts_.size(); ++p) {
+            Part& part = self->parts_[p];
+            if (part.failed_before) part.slot->count_skipped();
+            else if (code != RT_SUCCESS) fail_part(part, code, self->describe(p) + ": " + why);
+            else if (!failed.empty())  // a local rank's stream had failed: nothing moved for any rank
+                fail_part(part, RT_ERROR_LAUNCH_FAILED,
+                          self->describe(p) + ": " +
+                              format("the stream of rank%s %s held an unreported failure when it reached this "
+                                     "operation; nothing was moved", failed.size() > 1 ? "s" : "",
+                                     rank_list(failed).c_str()));
+        }
+        if (fatal) {  // the processes' message streams no longer agree: the communicator is failed from now on
             const Key& k = self->key_;
             self->clique_->fail(code, std::get<0>(k) < 0
                                           ? format("collective #%llu: %s", static_cast<unsigned long long>(self->number_), why.c_str())
@@ -426,17 +474,17 @@ void Rendezvous::complete_remote(mpi::Group& group) {
                                                    static_cast<unsigned long long>(self->number_), std::get<0>(k),
                                                    std::get<1>(k), why.c_str()));
         }
-        std::function<void()> resume = std::move(p.resume);
-        resume();
+        for (auto& part : self->parts_) {
+            std::function<void()> resume = std::move(part.resume);
+            resume();
+        }
         self->clique_->forget(self->key_, self.get());
     };
     try {
         group.submit(std::move(op));
     } catch (...) {
-        fail_part(part, RT_ERROR_OUT_OF_MEMORY, "a collective ran out of host memory");
-        std::function<void()> resume = std::move(part.resume);
-        resume();
-        clique_->forget(key_, this);
+        for (auto& part : parts_) fail_part(part, RT_ERROR_OUT_OF_MEMORY, "a collective ran out of host memory");
+        resume_all();
     }
 }
 
@@ -556,19 +604,32 @@ std::shared_ptr<Rendezvous> Communicator::join(const Call& call, Stream& stream,
     Key key;
     std::vector<int> ranks;
     uint64_t number;
-    if (clique_->remote()) {  // one rank per process: the rendezvous has this rank alone, the transport the others
-        if (call.kind == Kind::send) {
-            number = ++sent_[static_cast<size_t>(call.root)];
-            key = {rank_, call.root, number};
-        } else if (call.kind == Kind::recv) {
-            number = ++received_[static_cast<size_t>(call.root)];
-            key = {call.root, rank_, number};
-        } else {
+    bool across = false;
+    if (mpi::Group* g = clique_->remote()) {
+        // Across processes: a collective meets this process' ranks here and then the other processes through the
+        // transport; a message to or from a rank of another process has its local end alone here; a message between
+        // two ranks of this process is an in-process rendezvous (below).
+        const bool p2p = call.kind == Kind::send || call.kind == Kind::recv;
+        if (!p2p) {
             number = ++collectives_;
             key = {-1, -1, number};
+            ranks = g->member(g->rank()).ranks;
+            *participant = g->local_index(rank_);
+            across = true;
+        } else if (g->participant_of(call.root) != g->rank()) {
+            if (call.kind == Kind::send) {
+                number = ++sent_[static_cast<size_t>(call.root)];
+                key = {rank_, call.root, number};
+            } else {
+                number = ++received_[static_cast<size_t>(call.root)];
+                key = {call.root, rank_, number};
+            }
+            ranks = {rank_};
+            *participant = 0;
+            across = true;
         }
-        ranks = {rank_};
-        *participant = 0;
+    }
+    if (across) {
     } else if (call.kind == Kind::send) {
         number = ++sent_[static_cast<size_t>(call.root)];
         key = {rank_, call.root, number};
@@ -585,7 +646,7 @@ std::shared_ptr<Rendezvous> Communicator::join(const Call& call, Stream& stream,
         for (int r = 0; r < size(); ++r) ranks.push_back(r);
         *participant = rank_;
     }
-    std::shared_ptr<Rendezvous> r = clique_->open(key, ranks, number);
+    std::shared_ptr<Rendezvous> r = clique_->open(key, ranks, number, across);
     r->set_part(*participant, call, stream, stream_op, graph_node);
     return r;
 }
@@ -596,11 +657,15 @@ std::shared_ptr<Communicator::SplitWait> Communicator::split(int color, int key)
              "not in this build", label_.c_str());
     const uint64_t number = ++splits_;
     if (mpi::Group* remote = clique_->remote()) {  // blocks here until every rank has given its color and key
+        if (remote->hierarchical())
+            fail(RT_ERROR_NOT_SUPPORTED, "%s: rtCommSplit of a communicator across processes with several ranks in one "
+                 "process is not in this build (one rank per process splits; or split the in-process ranks with "
+                 "rtCommInitAll's communicators)", label_.c_str());
         auto g = std::make_shared<Clique::SplitGathering>(size());
         int new_rank = -1;
         if (auto ng = remote->split(number, color, key, &new_rank)) {
             std::vector<int> devices;
-            for (int r = 0; r < ng->size(); ++r) devices.push_back(ng->member(r).device);
+            for (int r = 0; r < ng->nranks(); ++r) devices.push_back(ng->device(r));
             g->cliques[static_cast<size_t>(rank_)] =
                 std::make_shared<Clique>(std::move(devices), clique_->timeout(), clique_->generation(), std::move(ng));
             g->ranks[static_cast<size_t>(rank_)] = new_rank;
@@ -790,10 +855,21 @@ std::shared_ptr<Communicator> join_rank(const rtCommUniqueId& id, int nranks, in
         if (rank < 0 || rank >= nranks) fail(RT_ERROR_INVALID_VALUE, "rank %d is out of range (0 .. %d)", rank, nranks - 1);
         const double timeout = timeout_from_env();
         auto group = mpi::join(layout.nonce, layout.creator_world, nranks, rank, device, timeout);
-        std::vector<int> devices;
-        for (int r = 0; r < nranks; ++r) devices.push_back(group->member(r).device);
-        return std::make_shared<Communicator>(
-            std::make_shared<Clique>(std::move(devices), timeout, runtime().generation(), std::move(group)), rank);
+        // This process' ranks share one clique over the group: the first to get here makes it, the last takes the
+        // entry away.
+        static std::mutex cliques_mutex;
+        static std::map<const mpi::Group*, std::pair<std::shared_ptr<Clique>, size_t>> cliques;
+        std::lock_guard lock(cliques_mutex);
+        auto& [clique, left] = cliques[group.get()];
+        if (!clique) {
+            std::vector<int> devices;
+            for (int r = 0; r < group->nranks(); ++r) devices.push_back(group->device(r));
+            left = group->member(group->rank()).ranks.size();
+            clique = std::make_shared<Clique>(std::move(devices), timeout, runtime().generation(), group);
+        }
+        auto c = std::make_shared<Communicator>(clique, rank);
+        if (--left == 0) cliques.erase(group.get());
+        return c;
     }
     if (layout.transport != static_cast<uint32_t>(Transport::in_process))
         fail(RT_ERROR_NOT_SUPPORTED, "unique_id names transport %u, which this build does not have (it has the "

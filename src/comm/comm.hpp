@@ -4,9 +4,9 @@
 // operations (the n-th collective of every rank, the n-th send a→b with the n-th receive on b from a) into a
 // Rendezvous: a backend::JointStep queued on each rank's stream. When every rank's stream has reached it, the last
 // arriver moves the data (local.cpp: each piece reduces its slice of elements straight from every rank's buffer,
-// in rank order) and resumes every rank's queue. A clique across processes (transport mpi of the unique id, one rank
-// per process) has a rendezvous of its local rank alone: when it is reached, the operation goes to the MPI transport
-// (mpi_transport.hpp), which exchanges with the other processes and then resumes the rank.
+// in rank order) and resumes every rank's queue. A clique across processes (transport mpi of the unique id) has
+// rendezvous of this process' ranks (one or several): once they have all arrived, the process' operation goes to the
+// MPI transport (mpi_transport.hpp), which exchanges with the other processes and then resumes them.
 #pragma once
 
 #include <cstdint>
@@ -33,7 +33,7 @@ enum class Kind : uint8_t { all_reduce, broadcast, reduce, all_gather, reduce_sc
 const char* api_name(Kind kind);
 
 /// The unique id's transports (its field `transport`): which mechanism the rendezvous of rtCommInitRank uses. `mpi`:
-/// ranks in processes of one mpirun job, one rank per process (mpi_transport.hpp). An id of a collectives library
+/// ranks in processes of one mpirun job, one or several per process (mpi_transport.hpp). An id of a collectives library
 /// (NCCL's 128 bytes) has no field of ours: it is made when the current device has a library (rtCommGetUniqueId on a
 /// cuda device) and read as the library's by rtCommInitRank on such a device.
 enum class Transport : uint32_t { in_process = 1, mpi = 2 };

@@ -36,16 +36,17 @@ std::string timeout_text(double timeout, std::vector<int> missing) {
                   missing.size() > 1 ? "s" : "", rank_list(missing).c_str());
 }
 
-Header header_of(const Op& op, int rank) {
+Header header_of(const Op& op) {
     const Call& c = op.call;
     return Header{kHeaderMagic, static_cast<uint8_t>(c.kind == Kind::recv ? Kind::send : c.kind),
                   static_cast<uint8_t>(c.type), static_cast<uint8_t>(c.op), static_cast<uint8_t>(op.failed_before),
-                  c.root, rank, c.count, op.number};
+                  c.root, op.rank, c.count, op.number};
 }
 
-std::string header_mismatch(const Op& op, int me, int q, const Header& h) {
+std::string header_mismatch(const Op& op, const Header& h) {
     const Call& c = op.call;
-    const Header mine = header_of(op, me);
+    const Header mine = header_of(op);
+    const int me = op.rank, q = h.rank;
     const bool collective = c.kind != Kind::send && c.kind != Kind::recv;
     std::string why;
     const Kind hk = static_cast<Kind>(h.kind), mk = static_cast<Kind>(mine.kind);
@@ -83,7 +84,8 @@ constexpr int kTagControl = 0;  // bootstrap and split exchanges (the blocking c
 constexpr int kTagCollective = 1;
 constexpr int kTagP2P = 2;
 constexpr int kTagNotice = 3;  // "this rank's communicator failed: why"
-constexpr int kTagsPerComm = 4;
+constexpr int kTagPairs = 4;   // hierarchical groups: kTagPairs + from's local index * kMaxLocalRanks + to's
+constexpr int kTagsPerComm = kTagPairs + kMaxLocalRanks * kMaxLocalRanks;
 
 /// Per-peer payloads up to this travel inside the header's message (one message per peer and collective); larger
 /// ones after a header exchange, in messages straight from and into the caller's buffers.
@@ -108,6 +110,14 @@ uint64_t mix(uint64_t x) {
     x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
     x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
     return x ^ (x >> 31);
+}
+
+/// The first of a communicator's kTagsPerComm tags (upper half of MPI_TAG_UB, drawn by the token).
+int tag_base_of(uint64_t token) {
+    Api& a = api();
+    const int lo = a.tag_ub / 2;
+    const uint64_t blocks = std::max<uint64_t>(1, static_cast<uint64_t>((a.tag_ub - lo) / kTagsPerComm));
+    return lo + static_cast<int>(mix(token) % blocks) * kTagsPerComm;
 }
 
 /// Memory MPI may still touch after an operation was given up (a send to a stopped peer): kept until exit.
@@ -243,7 +253,6 @@ class Exchange final : public Job {
 public:
     Exchange(std::shared_ptr<Group> g, Op op) : g_(std::move(g)), op_(std::move(op)), a_(api()) {}
     ~Exchange() override = default;
-    int peer_of_p2p() const { return op_.call.root; }
     bool is_send() const { return op_.call.kind == Kind::send; }
     bool started() const { return started_; }
     /// Counts what poll() has seen complete (messages, stages).
@@ -266,12 +275,17 @@ private:
         bool receive;
     };
 
-    int n() const { return g_->size(); }
+    int n() const { return g_->size(); }    // participants (processes)
     int me() const { return g_->rank(); }
     size_t es() const { return element_size(op_.call.type); }
     size_t bytes() const { return op_.call.count * es(); }
     bool collective() const { return op_.call.kind != Kind::send && op_.call.kind != Kind::recv; }
-    int tag() const { return g_->tag(collective() ? kTagCollective : kTagP2P); }
+    /// A send's or receive's peer process.
+    int peer() const { return g_->participant_of(op_.call.root); }
+    int tag() const {
+        if (collective()) return g_->tag(kTagCollective);
+        return is_send() ? g_->p2p_tag(op_.rank, op_.call.root) : g_->p2p_tag(op_.call.root, op_.rank);
+    }
 
     void start();
     bool fused() const;
@@ -298,9 +312,12 @@ private:
     bool posted_ = false;
     std::vector<Pending> pending_;
     std::vector<char> tmp_, red_, sink_;
+    std::unique_ptr<Plan> plan_;  // a collective of a hierarchical group
 };
 
 bool Exchange::fused() const {
+    // Hierarchical collectives: headers first, then the plan's blocks (their sizes differ per pair of processes).
+    if (g_->hierarchical() && collective()) return op_.call.kind == Kind::barrier;
     switch (op_.call.kind) {
         case Kind::all_reduce:
         case Kind::all_gather:
@@ -326,7 +343,7 @@ void Exchange::start() {
     started_ = true;
     deadline_ = deadline_after(g_->timeout());
     const Call& c = op_.call;
-    mine_ = header_of(op_, me());
+    mine_ = header_of(op_);
     // Headers: collectives exchange them between all ranks (every rank sees every rank's operands and state); a send
     // carries one to its receiver.
     std::vector<int> to, from;
@@ -334,9 +351,9 @@ void Exchange::start() {
         for (int q = 0; q < n(); ++q)
             if (q != me()) to.push_back(q), from.push_back(q);
     } else if (is_send()) {
-        to.push_back(c.root);
+        to.push_back(peer());
     } else {
-        from.push_back(c.root);
+        from.push_back(peer());
     }
     const bool with_payload = fused() && c.kind != Kind::barrier;
     Stage s;
@@ -374,10 +391,11 @@ void Exchange::post(const Stage& s) {
 }
 
 std::vector<int> Exchange::missing() const {
+    if (!collective()) return {op_.call.root};
     std::vector<int> m = probing_;
     for (const Pending& p : pending_)
         if (p.req != a_.request_null) m.push_back(p.peer);
-    return m;
+    return g_->ranks_of(m);
 }
 
 void Exchange::finish(rtError_t code, const std::string& why, bool fatal) {
@@ -394,6 +412,7 @@ void Exchange::finish(rtError_t code, const std::string& why, bool fatal) {
         bury(std::move(tmp_));
         bury(std::move(red_));
         bury(std::move(sink_));
+        if (plan_) bury(std::move(plan_->packed)), bury(std::move(plan_->staged));
     }
     auto done = std::move(op_.done);
     done(code, why, fatal);
@@ -475,8 +494,8 @@ bool Exchange::poll() {
 
 bool Exchange::check_headers() {
     const Call& c = op_.call;
-    std::vector<int> failed;
-    if (op_.failed_before) failed.push_back(me());
+    std::vector<int> failed;  // global ranks
+    if (op_.failed_before) failed.push_back(op_.rank);
     for (auto& [q, buf] : hr_) {
         Header h{};
         if (buf.size() < sizeof(Header) || (std::memcpy(&h, buf.data(), sizeof h), h.magic != kHeaderMagic)) {
@@ -484,12 +503,12 @@ bool Exchange::check_headers() {
                                                   q, buf.size(), tag()), true);
             return false;
         }
-        const std::string why = header_mismatch(op_, me(), q, h);
+        const std::string why = header_mismatch(op_, h);
         if (!why.empty()) {
             finish(RT_ERROR_INVALID_VALUE, why, true);
             return false;
         }
-        if (h.flags & 1) failed.push_back(q);
+        if (h.flags & 1) failed.push_back(h.rank);
         else if (fused() && buf.size() != sizeof(Header) + (c.kind == Kind::barrier ? 0 : bytes())) {
             finish(RT_ERROR_LAUNCH_FAILED, format("rank %d sent %zu bytes, expected %zu", q, buf.size(),
                                                   sizeof(Header) + bytes()), true);
@@ -498,12 +517,12 @@ bool Exchange::check_headers() {
     }
     if (!failed.empty()) {
         std::sort(failed.begin(), failed.end());
-        const bool peer_failed = !(failed.size() == 1 && failed[0] == me() && op_.failed_before);
+        const bool peer_failed = !(failed.size() == 1 && failed[0] == op_.rank && op_.failed_before);
         // A receive whose own stream failed still takes the sender's data (else the next message would meet it).
         if (c.kind == Kind::recv && op_.failed_before && !hr_.empty() && !(failed.size() > 1) && !fused()) {
             sink_.resize(bytes());
             Stage s;
-            s.recvs.push_back({c.root, sink_.data(), bytes()});
+            s.recvs.push_back({peer(), sink_.data(), bytes()});
             stages_.push_back(std::move(s));
             return true;
         }
@@ -512,7 +531,7 @@ bool Exchange::check_headers() {
         } else {
             std::vector<int> others;
             for (int r : failed)
-                if (r != me()) others.push_back(r);
+                if (r != op_.rank) others.push_back(r);
             finish(RT_ERROR_LAUNCH_FAILED,
                    format("the stream of rank%s %s held an unreported failure when it reached this operation; nothing "
                           "was moved", others.size() > 1 ? "s" : "", rank_list(others).c_str()), false);
@@ -530,6 +549,19 @@ void Exchange::plan_data() {
     const char* send = static_cast<const char*>(c.send);
     char* recv = static_cast<char*>(c.recv);
     auto payload = [this](int q) { return hr_[q].data() + sizeof(Header); };
+    if (g_->hierarchical() && collective() && c.kind != Kind::barrier) {
+        // The plan's blocks between the processes, then every local rank's result in rank order.
+        plan_ = make_plan(*g_, op_);
+        Stage s;
+        for (int q = 0; q < N; ++q) {
+            if (q == r) continue;
+            if (plan_->to_bytes[static_cast<size_t>(q)]) s.sends.push_back({q, plan_->to[static_cast<size_t>(q)], plan_->to_bytes[static_cast<size_t>(q)]});
+            if (plan_->from_bytes[static_cast<size_t>(q)]) s.recvs.push_back({q, plan_->from[static_cast<size_t>(q)], plan_->from_bytes[static_cast<size_t>(q)]});
+        }
+        s.after = [this] { plan_->finish(); };
+        stages_.push_back(std::move(s));
+        return;
+    }
     if (fused()) {
         // Every peer's data came with its header.
         Stage s;
@@ -557,7 +589,7 @@ void Exchange::plan_data() {
                 break;
             case Kind::recv:
                 s.after = [recv, B, payload, this] {
-                    if (B) std::memcpy(recv, payload(op_.call.root), B);
+                    if (B) std::memcpy(recv, payload(peer()), B);
                 };
                 break;
             default: break;
@@ -694,13 +726,13 @@ void Exchange::plan_data() {
         }
         case Kind::send: {
             Stage s;
-            s.sends.push_back({c.root, send, B});
+            s.sends.push_back({peer(), send, B});
             stages_.push_back(std::move(s));
             break;
         }
         case Kind::recv: {
             Stage s;
-            s.recvs.push_back({c.root, recv, B});
+            s.recvs.push_back({peer(), recv, B});
             stages_.push_back(std::move(s));
             break;
         }
@@ -715,7 +747,7 @@ void Exchange::plan_data() {
 struct Group::Lanes {
     std::mutex mutex;  // taken by the progress thread while it polls them, and by submit's first attempt
     std::deque<std::unique_ptr<Job>> collectives;              // one at a time, in order
-    std::map<int, std::deque<std::unique_ptr<Job>>> receives;  // per peer: one at a time, in order
+    std::map<int64_t, std::deque<std::unique_ptr<Job>>> receives;  // per (sender, receiver): one at a time, in order
     std::vector<std::unique_ptr<Job>> sends;                   // all at once (MPI keeps their order)
     bool empty() const {
         if (!collectives.empty() || !sends.empty()) return false;
@@ -725,16 +757,21 @@ struct Group::Lanes {
     }
 };
 
-Group::Group(uint64_t token, int rank, std::vector<Member> members, double timeout)
-    : token_(token), rank_(rank), members_(std::move(members)), timeout_(timeout), lanes_(std::make_unique<Lanes>()) {
-    Api& a = api();
-    const int lo = a.tag_ub / 2;
-    const uint64_t blocks = static_cast<uint64_t>((a.tag_ub - lo) / kTagsPerComm);
-    tag_base_ = lo + static_cast<int>(mix(token) % blocks) * kTagsPerComm;
+Group::Group(uint64_t token, int me, std::vector<Member> members, std::vector<int> devices, double timeout)
+    : token_(token), rank_(me), members_(std::move(members)), devices_(std::move(devices)), timeout_(timeout),
+      lanes_(std::make_unique<Lanes>()) {
+    where_.assign(devices_.size(), {0, 0});
+    for (size_t p = 0; p < members_.size(); ++p) {
+        hierarchical_ = hierarchical_ || members_[p].ranks.size() > 1;
+        for (size_t i = 0; i < members_[p].ranks.size(); ++i)
+            where_[static_cast<size_t>(members_[p].ranks[i])] = {static_cast<int>(p), static_cast<int>(i)};
+    }
+    tag_base_ = tag_base_of(token);
     // More ranks on this host than cores: a rank that spins takes the core a peer it waits
     // for needs, so waits yield the core between polls (Open MPI's yield_when_idle does the same when oversubscribed).
     int local = 0;
-    for (const Member& m : members_) local += m.host == members_[static_cast<size_t>(rank_)].host;
+    for (const Member& m : members_)
+        if (m.host == members_[static_cast<size_t>(rank_)].host) local += static_cast<int>(m.ranks.size());
     // The host's cores, not this process' affinity: mpirun binds each of 2 processes to a core of its own, which does
     // not make them compete.
     const long cpus = ::sysconf(_SC_NPROCESSORS_ONLN);
@@ -745,10 +782,27 @@ Group::Group(uint64_t token, int rank, std::vector<Member> members, double timeo
 
 Group::~Group() = default;
 
+std::vector<int> Group::ranks_of(const std::vector<int>& ps) const {
+    std::vector<int> out;
+    for (int p : ps) {
+        const auto& r = members_[static_cast<size_t>(p)].ranks;
+        out.insert(out.end(), r.begin(), r.end());
+    }
+    std::sort(out.begin(), out.end());
+    out.erase(std::unique(out.begin(), out.end()), out.end());
+    return out;
+}
+
+int Group::p2p_tag(int from, int to) const {
+    if (!hierarchical_) return tag(kTagP2P);
+    return tag(kTagPairs + local_index(from) * kMaxLocalRanks + local_index(to));
+}
+
 void Group::submit(Op op) {
     auto self = shared_from_this();
     const Kind kind = op.call.kind;
-    const int peer = op.call.root;
+    // Receives are ordered per (sender, receiver): one tag per pair when hierarchical, so pairs never meet.
+    const int64_t peer = static_cast<int64_t>(op.call.root) * nranks() + op.rank;
     // Collectives go through the shared segment when there is one (every rank then does: the choice was made at
     // init for the whole communicator); sends and receives stay MPI messages.
     std::unique_ptr<Job> x;
@@ -826,7 +880,7 @@ void Group::fail(rtError_t code, const std::string& why) {
         why_ = why;
     }
     // The shared segment's failure record first: peers waiting on it see it at their next poll, without MPI.
-    if (segment_) segment_->set_failure(rank_, code, why);
+    if (segment_) segment_->set_failure(leader(), code, why);
     // Tell the peers (their own operations on this communicator then fail at once rather than at their timeout).
     auto self = shared_from_this();
     Engine::get().post([self, code, why] {
@@ -834,7 +888,7 @@ void Group::fail(rtError_t code, const std::string& why) {
         for (int q = 0; q < self->size(); ++q) {
             if (q == self->rank()) continue;
             std::vector<char> m(sizeof(int32_t) * 2 + why.size());
-            const int32_t head[2] = {static_cast<int32_t>(code), self->rank()};
+            const int32_t head[2] = {static_cast<int32_t>(code), self->leader()};
             std::memcpy(m.data(), head, sizeof head);
             std::memcpy(m.data() + sizeof head, why.data(), why.size());
             Request req = a.request_null;
@@ -906,15 +960,6 @@ bool Engine::poll_group(Group& g, bool* progressed) {
     return l.empty();
 }
 
-std::mutex g_joins_mutex;
-std::set<uint64_t> g_joins;  // tokens this process is joining or joined
-
-int tag_base_of(uint64_t token) {
-    Api& a = api();
-    const int lo = a.tag_ub / 2;
-    const uint64_t blocks = static_cast<uint64_t>((a.tag_ub - lo) / kTagsPerComm);
-    return lo + static_cast<int>(mix(token) % blocks) * kTagsPerComm;
-}
 
 template <class T>
 std::vector<char> bytes_of(const T& v) {
@@ -927,25 +972,44 @@ std::vector<char> bytes_of(const T& v) {
 
 namespace {
 
-/// Whether every rank of `table` runs on this host (same host name) and allows the shared segment.
+/// Whether every rank of `table` runs on this host (same host name) and allows the shared segment, in more than one
+/// process.
 bool all_local(const std::vector<Wire>& table) {
-    for (const Wire& x : table)
+    std::set<int> worlds;
+    for (const Wire& x : table) {
+        worlds.insert(x.world);
         if (!(x.flags & kWireShm) || strnlen(x.host, sizeof x.host) != strnlen(table[0].host, sizeof x.host) ||
             std::strncmp(x.host, table[0].host, sizeof x.host) != 0)
             return false;
-    return table.size() > 1;
+    }
+    return worlds.size() > 1;
 }
 
-/// The second round of a bootstrap that offered a segment: every other rank tells the creator whether it mapped it,
-/// and the creator tells every rank whether all did (then all use it; otherwise none does and each unmaps it).
-/// Returns whether the segment is used; throws TIMEOUT when a rank does not answer in time.
-bool settle_segment(Api& a, bool creator_side, int creator, const std::vector<Wire>& table, int self_world, int tag,
+/// The processes of a table of ranks, ordered by their first rank (so with one rank per process, participant ==
+/// rank), and the index of the process `self_world`.
+std::vector<Member> members_of(const std::vector<Wire>& table, int self_world, int* me) {
+    std::vector<Member> members;
+    std::map<int, size_t> at;  // world -> index in members
+    for (size_t r = 0; r < table.size(); ++r) {
+        const Wire& x = table[r];
+        auto [it, fresh] = at.emplace(x.world, members.size());
+        if (fresh) members.push_back({x.world, x.pid, std::string(x.host, strnlen(x.host, sizeof x.host)), {}});
+        members[it->second].ranks.push_back(static_cast<int>(r));
+    }
+    *me = static_cast<int>(at.count(self_world) ? at[self_world] : 0);
+    return members;
+}
+
+/// The second round of a bootstrap that offered a segment, between processes: every other process tells the creator
+/// whether it mapped it, and the creator tells every process whether all did (then all use it; otherwise none does
+/// and each unmaps it). Returns whether the segment is used; throws TIMEOUT when a process does not answer in time.
+bool settle_segment(Api& a, bool creator_side, int creator, const std::vector<Member>& members, int self_world, int tag,
                     bool mapped, Clock::time_point deadline, double timeout) {
     auto word = [](int32_t v) { return bytes_of(v); };
     if (!creator_side) {
         if (!blocking_send(a, word(mapped ? 1 : 0), creator, tag, deadline))
             fail(RT_ERROR_TIMEOUT, "rtCommInitRank timed out after %g s: the process that made the unique id (world "
-                 "rank %d) did not take this rank's answer about the shared segment (RUNTIME_COMM_TIMEOUT)", timeout,
+                 "rank %d) did not take this process' answer about the shared segment (RUNTIME_COMM_TIMEOUT)", timeout,
                  creator);
         std::vector<char> m;
         if (!blocking_recv(a, creator, tag, deadline, &m, nullptr))
@@ -957,11 +1021,11 @@ bool settle_segment(Api& a, bool creator_side, int creator, const std::vector<Wi
     }
     bool all = mapped;
     std::vector<int> missing;
-    for (size_t r = 0; r < table.size(); ++r) {
-        if (table[r].world == self_world) continue;
+    for (const Member& x : members) {
+        if (x.world == self_world) continue;
         std::vector<char> m;
-        if (!blocking_recv(a, table[r].world, tag, deadline, &m, nullptr)) {
-            missing.push_back(static_cast<int>(r));
+        if (!blocking_recv(a, x.world, tag, deadline, &m, nullptr)) {
+            missing.insert(missing.end(), x.ranks.begin(), x.ranks.end());
             continue;
         }
         int32_t v = 0;
@@ -969,49 +1033,41 @@ bool settle_segment(Api& a, bool creator_side, int creator, const std::vector<Wi
         all = all && v == 1;
     }
     if (!missing.empty()) fail(RT_ERROR_TIMEOUT, "rtCommInitRank (the shared segment) %s", timeout_text(timeout, missing).c_str());
-    for (const Wire& x : table)
+    for (const Member& x : members)
         if (x.world != self_world) blocking_send(a, word(all ? 1 : 0), x.world, tag, deadline_after(timeout));
     return all;
 }
 
-}  // namespace
+/// This process' side of one MPI id's bootstrap. Its ranks join from their own threads; the first to arrive runs the
+/// exchange for the whole process (in the creator's process: gathers every rank's entry), the others wait for its
+/// outcome. Kept for the process' life: a later join of a finished id is refused at once.
+struct LocalJoin {
+    std::mutex mutex;
+    std::condition_variable cv;
+    std::set<int> ranks;  // this process' ranks that joined
+    bool running = false, finished = false;
+    rtError_t code = RT_SUCCESS;
+    std::string why;
+    std::shared_ptr<Group> group;
+};
+std::mutex g_joins_mutex;
+std::map<uint64_t, std::shared_ptr<LocalJoin>> g_joins;  // by token
 
-std::shared_ptr<Group> join(uint64_t token, int creator, int nranks, int rank, int device, double timeout) {
-    Api& a = api();
-    if (creator < 0 || creator >= a.world_size)
-        fail(RT_ERROR_INVALID_VALUE, "unique_id was made by world rank %d, but MPI_COMM_WORLD has %d processes (an id "
-             "of another mpirun job?)", creator, a.world_size);
-    const bool shm_allowed = shm::enabled_from_env();
-    {
-        std::lock_guard lock(g_joins_mutex);
-        if (!g_joins.insert(token).second)
-            fail(RT_ERROR_NOT_SUPPORTED, "rtCommInitRank: this process already joined this unique id as another rank; "
-                 "a communicator across processes has one rank per process in this build (several ranks in one "
-                 "process: rtCommInitAll, or an id made outside mpirun)");
-    }
-    struct Forget {
-        uint64_t token;
-        bool keep = false;
-        ~Forget() {
-            if (keep) return;
-            std::lock_guard lock(g_joins_mutex);
-            g_joins.erase(token);
-        }
-    } forget{token};
+/// The exchange of rtCommInitRank for this process (run by its first rank to join): the table of every rank and the
+/// shared segment's settlement. Returns the process' group.
+std::shared_ptr<Group> bootstrap(Api& a, uint64_t token, int creator, int nranks, const Wire& w,
+                                 Clock::time_point deadline, double timeout) {
     const int tag = tag_base_of(token) + kTagControl;
-    const auto deadline = deadline_after(timeout);
-    Wire w{kWireMagic, rank, nranks, a.world_rank, device, static_cast<int32_t>(::getpid()), {}, shm_allowed ? kWireShm : 0};
-    const std::string host = host_name();
-    std::strncpy(w.host, host.c_str(), sizeof w.host - 1);
     std::vector<Wire> table(static_cast<size_t>(nranks));
     std::unique_ptr<shm::Segment> segment;
     bool offered = false;
     if (a.world_rank == creator) {
-        // The maker of the id gathers every rank's entry, checks that they agree, and sends the table back.
+        // The maker of the id gathers every rank's entry (this process' other ranks send theirs too), checks that
+        // they agree, and sends the table back to every other process.
         std::vector<bool> have(static_cast<size_t>(nranks), false);
-        have[static_cast<size_t>(rank)] = true;
-        table[static_cast<size_t>(rank)] = w;
-        std::vector<int> joined;
+        have[static_cast<size_t>(w.rank)] = true;
+        table[static_cast<size_t>(w.rank)] = w;
+        std::set<int> joined;  // worlds of the other processes that sent an entry
         rtError_t code = RT_SUCCESS;
         std::string why;
         for (int count = 1; count < nranks;) {
@@ -1029,11 +1085,11 @@ std::shared_ptr<Group> join(uint64_t token, int creator, int nranks, int rank, i
             if (m.size() != sizeof x) continue;
             std::memcpy(&x, m.data(), sizeof x);
             if (x.magic != kWireMagic) continue;
-            joined.push_back(x.world);
+            if (x.world != a.world_rank) joined.insert(x.world);
             if (x.nranks != nranks) {
                 code = RT_ERROR_INVALID_VALUE;
-                why = format("rtCommInitRank: rank %d (world rank %d) passed nranks %d, but rank %d (world rank %d, "
-                             "which made the id) passed %d", x.rank, x.world, x.nranks, rank, a.world_rank, nranks);
+                why = format("rtCommInitRank: rank %d (world rank %d) passed nranks %d, but rank %d (world rank %d) "
+                             "passed %d", x.rank, x.world, x.nranks, w.rank, a.world_rank, nranks);
                 break;
             }
             if (x.rank < 0 || x.rank >= nranks) continue;  // checked by its sender: not the runtime's message
@@ -1047,11 +1103,24 @@ std::shared_ptr<Group> join(uint64_t token, int creator, int nranks, int rank, i
             table[static_cast<size_t>(x.rank)] = x;
             ++count;
         }
-        // Every rank on this host: offer a shared segment (when the system gives one; else MPI messages).
+        if (code == RT_SUCCESS) {
+            std::map<int, int> per_process;
+            for (const Wire& x : table)
+                if (++per_process[x.world] > kMaxLocalRanks) {
+                    code = RT_ERROR_NOT_SUPPORTED;
+                    why = format("rtCommInitRank: world rank %d holds more than %d ranks of this communicator (the most "
+                                 "per process across processes)", x.world, kMaxLocalRanks);
+                    break;
+                }
+        }
+        // Every rank on this host, in several processes: offer a shared segment, one slot per process (when the
+        // system gives one; else MPI messages).
         ShmOffer offer{0, -1, 0};
         if (code == RT_SUCCESS && all_local(table)) {
+            int me = 0;
+            const size_t processes = members_of(table, a.world_rank, &me).size();
             std::string ignored;
-            segment = shm::Segment::create(token, nranks, &ignored);
+            segment = shm::Segment::create(token, static_cast<int>(processes), &ignored);
             if (segment) offer = ShmOffer{static_cast<int32_t>(::getpid()), segment->fd(), segment->bytes()};
         }
         std::vector<char> reply(sizeof(int32_t));
@@ -1068,9 +1137,6 @@ std::shared_ptr<Group> join(uint64_t token, int creator, int nranks, int rank, i
         if (code != RT_SUCCESS) fail(code, "%s", why.c_str());
         offered = offer.fd >= 0;
     } else {
-        if (!blocking_send(a, bytes_of(w), creator, tag, deadline))
-            fail(RT_ERROR_TIMEOUT, "rtCommInitRank timed out after %g s: the process that made the unique id (world "
-                 "rank %d) did not take this rank's entry (RUNTIME_COMM_TIMEOUT)", timeout, creator);
         std::vector<char> m;
         if (!blocking_recv(a, creator, tag, deadline, &m, nullptr))
             fail(RT_ERROR_TIMEOUT, "rtCommInitRank timed out after %g s waiting for the other ranks (the process that "
@@ -1091,21 +1157,105 @@ std::shared_ptr<Group> join(uint64_t token, int creator, int nranks, int rank, i
         std::memcpy(&offer, m.data() + sizeof(int32_t) + table.size() * sizeof(Wire), sizeof offer);
         if (offer.fd >= 0) {
             offered = true;
-            std::string ignored;  // not mapped: the creator hears so, and every rank stays on MPI messages
-            segment = shm::Segment::open(offer.pid, offer.fd, offer.bytes, token, nranks, &ignored);
+            int me = 0;
+            const size_t processes = members_of(table, a.world_rank, &me).size();
+            std::string ignored;  // not mapped: the creator hears so, and every process stays on MPI messages
+            segment = shm::Segment::open(offer.pid, offer.fd, offer.bytes, token, static_cast<int>(processes), &ignored);
         }
     }
+    int me = 0;
+    std::vector<Member> members = members_of(table, a.world_rank, &me);
     if (offered) {
-        const bool use = settle_segment(a, a.world_rank == creator, creator, table, a.world_rank, tag,
+        const bool use = settle_segment(a, a.world_rank == creator, creator, members, a.world_rank, tag,
                                         segment != nullptr, deadline, timeout);
         if (!use) segment.reset();
-        else if (a.world_rank == creator) segment->close_fd();  // every rank maps it: the mappings keep it alive
+        else if (a.world_rank == creator) segment->close_fd();  // every process maps it: the mappings keep it alive
     }
-    std::vector<Member> members;
-    for (const Wire& x : table) members.push_back({x.world, x.device, x.pid, std::string(x.host, strnlen(x.host, sizeof x.host))});
-    forget.keep = true;
-    auto g = std::make_shared<Group>(token, rank, std::move(members), timeout);
+    std::vector<int> devices;
+    for (const Wire& x : table) devices.push_back(x.device);
+    auto g = std::make_shared<Group>(token, me, std::move(members), std::move(devices), timeout);
     g->set_segment(std::move(segment));
+    return g;
+}
+
+}  // namespace
+
+std::shared_ptr<Group> join(uint64_t token, int creator, int nranks, int rank, int device, double timeout) {
+    Api& a = api();
+    if (creator < 0 || creator >= a.world_size)
+        fail(RT_ERROR_INVALID_VALUE, "unique_id was made by world rank %d, but MPI_COMM_WORLD has %d processes (an id "
+             "of another mpirun job?)", creator, a.world_size);
+    const bool shm_allowed = shm::enabled_from_env();
+    std::shared_ptr<LocalJoin> lj;
+    {
+        std::lock_guard lock(g_joins_mutex);
+        auto& slot = g_joins[token];
+        if (!slot) slot = std::make_shared<LocalJoin>();
+        lj = slot;
+    }
+    bool runner = false;
+    {
+        std::lock_guard lock(lj->mutex);
+        if (lj->finished && lj->code == RT_SUCCESS)
+            fail(RT_ERROR_INVALID_VALUE, "rtCommInitRank: rank %d: every rank of this unique id has joined already "
+                 "(this process holds ranks of its communicator; each rank joins once)", rank);
+        if (lj->finished) fail(lj->code, "%s", lj->why.c_str());
+        if (!lj->ranks.insert(rank).second)
+            fail(RT_ERROR_INVALID_VALUE, "rtCommInitRank: rank %d already joined this unique id in this process (each "
+                 "rank joins once)", rank);
+        runner = !lj->running;
+        lj->running = true;
+    }
+    const auto deadline = deadline_after(timeout);
+    Wire w{kWireMagic, rank, nranks, a.world_rank, device, static_cast<int32_t>(::getpid()), {}, shm_allowed ? kWireShm : 0};
+    const std::string host = host_name();
+    std::strncpy(w.host, host.c_str(), sizeof w.host - 1);
+    // Every rank's entry goes to the creator (its own process' included), except the creator-process runner's own,
+    // which it holds.
+    if (!(runner && a.world_rank == creator)) {
+        if (!blocking_send(a, bytes_of(w), creator, tag_base_of(token) + kTagControl, deadline)) {
+            const std::string why = format("rtCommInitRank timed out after %g s: the process that made the unique id "
+                                           "(world rank %d) did not take rank %d's entry (RUNTIME_COMM_TIMEOUT)", timeout,
+                                           creator, rank);
+            if (!runner) fail(RT_ERROR_TIMEOUT, "%s", why.c_str());
+            std::lock_guard lock(lj->mutex);
+            lj->finished = true, lj->code = RT_ERROR_TIMEOUT, lj->why = why;
+            lj->cv.notify_all();
+            fail(RT_ERROR_TIMEOUT, "%s", why.c_str());
+        }
+    }
+    std::shared_ptr<Group> g;
+    if (runner) {
+        try {
+            g = bootstrap(a, token, creator, nranks, w, deadline, timeout);
+        } catch (const Error& e) {
+            std::lock_guard lock(lj->mutex);
+            lj->finished = true, lj->code = e.code(), lj->why = e.what();
+            lj->cv.notify_all();
+            throw;
+        } catch (...) {
+            std::lock_guard lock(lj->mutex);
+            lj->finished = true, lj->code = RT_ERROR_OUT_OF_MEMORY, lj->why = "rtCommInitRank ran out of host memory";
+            lj->cv.notify_all();
+            throw;
+        }
+        std::lock_guard lock(lj->mutex);
+        lj->finished = true;
+        lj->group = g;
+        lj->cv.notify_all();
+    } else {
+        // The runner ends by its own deadline (each of its waits is bounded by it); the margin covers its last sends.
+        std::unique_lock lock(lj->mutex);
+        if (!lj->cv.wait_until(lock, deadline_after(2 * timeout), [&] { return lj->finished; }))
+            fail(RT_ERROR_TIMEOUT, "rtCommInitRank timed out after %g s waiting for this process' bootstrap "
+                 "(RUNTIME_COMM_TIMEOUT)", 2 * timeout);
+        if (lj->code != RT_SUCCESS) fail(lj->code, "%s", lj->why.c_str());
+        g = lj->group;
+    }
+    // The table must place this rank in this process (a rank that another process also claimed was refused above).
+    if (g->nranks() != nranks || g->participant_of(rank) != g->rank())
+        fail(RT_ERROR_INVALID_VALUE, "rtCommInitRank: rank %d passed nranks %d but the communicator has %d ranks, rank "
+             "%d in world rank %d", rank, nranks, g->nranks(), rank, g->member(g->participant_of(rank)).world);
     return g;
 }
 
@@ -1146,12 +1296,16 @@ std::shared_ptr<Group> Group::split(uint64_t number, int color, int key, int* ne
     std::stable_sort(list.begin(), list.end(),
                      [&](int x, int y) { return all[static_cast<size_t>(x)].key < all[static_cast<size_t>(y)].key; });
     std::vector<Member> members;
+    std::vector<int> devices;
     for (size_t i = 0; i < list.size(); ++i) {
-        members.push_back(member(list[i]));
+        Member m = member(list[i]);
+        m.ranks = {static_cast<int>(i)};
+        members.push_back(std::move(m));
+        devices.push_back(device(list[i]));
         if (list[i] == rank_) *new_rank = static_cast<int>(i);
     }
     const uint64_t token = mix(token_ ^ mix(number) ^ mix(static_cast<uint64_t>(static_cast<uint32_t>(color)) << 1));
-    return std::make_shared<Group>(token, *new_rank, std::move(members), timeout_);
+    return std::make_shared<Group>(token, *new_rank, std::move(members), std::move(devices), timeout_);
 }
 
 }  // namespace rt::comm::mpi

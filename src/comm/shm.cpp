@@ -220,6 +220,12 @@ public:
         control_ = seg_.base() + l.control;
         data_ = seg_.base() + l.data;
         const Kind k = op_.call.kind;
+        if (g_->hierarchical()) {
+            // The plan's blocks, chunk by chunk: sub-chunk q of a process' input buffer carries its block for q.
+            // chunks_: known once the plan is made (after the headers).
+            sub_ = kChunk / static_cast<uint64_t>(n_) / kLine * kLine;
+            return;
+        }
         per_chunk_ = k == Kind::barrier ? 1
                      : k == Kind::reduce_scatter || k == Kind::all_to_all
                          ? std::max<size_t>(1, kChunk / (static_cast<size_t>(n_) * es_))
@@ -249,12 +255,12 @@ private:
         *slen = e - b;
         return b;
     }
-    bool reduces() const { return op_.call.kind == Kind::all_reduce || op_.call.kind == Kind::reduce; }
+    bool reduces() const { return !plan_ && (op_.call.kind == Kind::all_reduce || op_.call.kind == Kind::reduce); }
     /// Whether this rank writes an input buffer for each chunk (broadcast: the root alone).
-    bool contributes() const { return op_.call.kind != Kind::broadcast || me_ == op_.call.root; }
+    bool contributes() const { return plan_ || op_.call.kind != Kind::broadcast || me_ == op_.call.root; }
     /// Whether this rank reads the output ring in step 3.
     bool gathers() const {
-        return op_.call.kind == Kind::all_reduce || (op_.call.kind == Kind::reduce && me_ == op_.call.root);
+        return !plan_ && (op_.call.kind == Kind::all_reduce || (op_.call.kind == Kind::reduce && me_ == op_.call.root));
     }
     /// True when every rank's `counter` > `above` (as a signed comparison: `above` may be negative); else adds the
     /// ranks behind to waiting_.
@@ -283,6 +289,8 @@ private:
     char* data_ = nullptr;
     size_t per_chunk_ = 1;
     uint64_t chunks_ = 0, base_ = 0;
+    uint64_t sub_ = 0;                    // hierarchical: bytes per process in a chunk
+    std::unique_ptr<mpi::Plan> plan_;     // hierarchical: made when the headers agree
     uint64_t posted_ = 0, middled_ = 0, done_ = 0;  // local chunks through each step
     bool started_ = false, checked_ = false, finished_ = false;
     uint64_t events_ = 0;
@@ -299,22 +307,28 @@ void Job::finish(rtError_t code, const std::string& why, bool fatal) {
 
 bool Job::check_headers() {
     const uint64_t number = op_.number;
-    std::vector<int> failed;
-    if (op_.failed_before) failed.push_back(me_);
+    std::vector<int> failed;  // global ranks
+    if (op_.failed_before) failed.push_back(op_.rank);
     for (int q = 0; q < n_; ++q) {
         if (q == me_) continue;
         mpi::Header h;
         std::memcpy(&h, &ctl(q).headers[number % 2], sizeof h);
         std::string why = h.magic != mpi::kHeaderMagic
                               ? format("rank %d's header in the shared segment is not the runtime's", q)
-                              : mpi::header_mismatch(op_, me_, q, h);
+                              : mpi::header_mismatch(op_, h);
         if (!why.empty()) {
             finish(RT_ERROR_INVALID_VALUE, why, true);
             return false;
         }
-        if (h.flags & 1) failed.push_back(q);
+        if (h.flags & 1) failed.push_back(h.rank);
     }
-    if (failed.empty()) return true;
+    if (failed.empty()) {
+        if (g_->hierarchical() && op_.call.kind != Kind::barrier) {
+            plan_ = mpi::make_plan(*g_, op_);
+            chunks_ = (plan_->max_block + sub_ - 1) / sub_;
+        }
+        return true;
+    }
     // A rank's stream had failed: nothing moves, and every rank (all see the same headers) skips the operation's chunks
     // alike — its counters jump past them, so the next operation's chunk numbers agree.
     seg_.chunks = base_ + chunks_;
@@ -325,7 +339,7 @@ bool Job::check_headers() {
     std::sort(failed.begin(), failed.end());
     std::vector<int> others;
     for (int r : failed)
-        if (r != me_) others.push_back(r);
+        if (r != op_.rank) others.push_back(r);
     if (others.empty()) finish(RT_SUCCESS, {}, false);
     else
         finish(RT_ERROR_LAUNCH_FAILED,
@@ -336,6 +350,16 @@ bool Job::check_headers() {
 
 void Job::post(uint64_t k) {
     const Call& c = op_.call;
+    if (plan_) {
+        const uint64_t g = base_ + k;
+        for (int q = 0; q < n_; ++q) {
+            const size_t bytes = plan_->to_bytes[static_cast<size_t>(q)];
+            if (q == me_ || bytes <= k * sub_) continue;
+            std::memcpy(input(me_, g) + static_cast<uint64_t>(q) * sub_, plan_->to[static_cast<size_t>(q)] + k * sub_,
+                        std::min<uint64_t>(sub_, bytes - k * sub_));
+        }
+        return;
+    }
     size_t len = 0;
     const size_t b = range(k, &len);
     char* in = input(me_, base_ + k);
@@ -364,6 +388,16 @@ void Job::post(uint64_t k) {
 
 void Job::middle(uint64_t k) {
     const Call& c = op_.call;
+    if (plan_) {
+        const uint64_t g = base_ + k;
+        for (int q = 0; q < n_; ++q) {
+            const size_t bytes = plan_->from_bytes[static_cast<size_t>(q)];
+            if (q == me_ || bytes <= k * sub_) continue;
+            std::memcpy(plan_->from[static_cast<size_t>(q)] + k * sub_, input(q, g) + static_cast<uint64_t>(me_) * sub_,
+                        std::min<uint64_t>(sub_, bytes - k * sub_));
+        }
+        return;
+    }
     size_t len = 0;
     const size_t b = range(k, &len);
     const uint64_t g = base_ + k;
@@ -443,7 +477,7 @@ bool Job::poll() {
     if (!started_) {
         started_ = true;
         deadline_ = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(g_->timeout()));
-        const mpi::Header h = mpi::header_of(op_, me_);
+        const mpi::Header h = mpi::header_of(op_);
         std::memcpy(&mine.headers[op_.number % 2], &h, sizeof h);
         mine.header.store(op_.number, std::memory_order_release);
         base_ = seg_.chunks;  // the previous collective has finished: its chunks are counted
@@ -455,7 +489,7 @@ bool Job::poll() {
     }
     int rank = -1;
     rtError_t code = RT_SUCCESS;
-    if (seg_.failure(&rank, &code, &why) && rank != me_) {  // a peer failed (its MPI notice may come later)
+    if (seg_.failure(&rank, &code, &why) && rank != g_->leader()) {  // a peer failed (its MPI notice may come later)
         g_->fail_from_peer(code, format("rank %d: %s", rank, why.c_str()));
         g_->failure(&why);
         finish(code, "the communicator failed: " + why, true);
@@ -517,6 +551,7 @@ bool Job::poll() {
             }
             if (done_ == chunks_) {
                 seg_.chunks = base_ + chunks_;
+                if (plan_) plan_->finish();
                 finish(RT_SUCCESS, {}, false);
                 return true;
             }
@@ -528,7 +563,7 @@ bool Job::poll() {
         if (waiting_.empty())  // cannot happen (something is always awaited); name every peer rather than none
             for (int q = 0; q < n_; ++q)
                 if (q != me_) waiting_.push_back(q);
-        finish(RT_ERROR_TIMEOUT, mpi::timeout_text(g_->timeout(), waiting_), true);
+        finish(RT_ERROR_TIMEOUT, mpi::timeout_text(g_->timeout(), g_->ranks_of(waiting_)), true);
         return true;
     }
     return false;

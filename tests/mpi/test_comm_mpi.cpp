@@ -1,11 +1,14 @@
 // Collectives across processes (the MPI transport), run under mpirun -np 2 / -np 4: exact checks of every
 // collective x data type x op, bitwise equality with the in-process result, faults (a stopped rank, abort,
 // mismatched calls) and bad input. Prints each failed check and exits non-zero.
-//   test_comm_mpi collectives | faults
+//   test_comm_mpi collectives | faults | hierarchical
+// hierarchical: 2 ranks per process, each driven by its own thread on its own cpu device (rank = local * processes +
+// world rank, so every process' ranks interleave with the others').
 #include <mpi.h>
 #include <signal.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -23,7 +26,9 @@
 
 namespace {
 
-int g_rank = 0, g_size = 1, g_failures = 0;
+// The communicator rank and size of the calling thread (hierarchical: one thread per rank), and its device.
+thread_local int g_rank = 0, g_size = 1, g_device = 0;
+std::atomic<int> g_failures{0};
 
 #define CHECK(cond, ...)                                                            \
     do {                                                                            \
@@ -171,10 +176,13 @@ int wrong(const std::vector<char>& got, rtDataType t, size_t n, const std::funct
     return bad;
 }
 
-void collectives(rtComm_t comm, rtStream_t s) {
+/// Every collective for `types` x `ops` at counts 0, 1, 37, 300001, in and out of place; sends and receives between
+/// rank r and r + stride for each of `strides`.
+void collectives(rtComm_t comm, rtStream_t s, const std::vector<rtDataType>& types, const std::vector<rtReduceOp>& ops,
+                 const std::vector<int>& strides) {
     const int n = g_size, r = g_rank;
     const size_t counts[] = {0, 1, 37, 300001};  // the last: past one message, several rounds of the large path
-    for (rtDataType t : kTypes)
+    for (rtDataType t : types)
         for (size_t count : counts) {
             const size_t es = esize(t), B = count * es;
             auto fill = [&](rtReduceOp op, size_t elems, auto idx) {
@@ -184,7 +192,7 @@ void collectives(rtComm_t comm, rtStream_t s) {
             };
             for (int inplace = 0; inplace < 2; ++inplace) {
                 const char* where = inplace ? "in place" : "out of place";
-                for (rtReduceOp op : kOps) {
+                for (rtReduceOp op : ops) {
                     auto same = [](size_t i) { return i; };
                     {  // all_reduce
                         Buf a(B), b(B);
@@ -259,19 +267,19 @@ void collectives(rtComm_t comm, rtStream_t s) {
                     CHECK(w == 0, "rtAlltoAll type %d count %zu %s: %d wrong", t, count, where, w);
                 }
             }
-            {  // send/recv around the ring, in a group (every rank sends and receives)
+            for (int stride : strides) {  // send/recv around the ring, in a group (every rank sends and receives)
                 Buf a(B), b(B);
                 std::vector<char> h(B);
                 for (size_t i = 0; i < count; ++i) put(t, h.data(), i, static_cast<double>((r + i) % 9));
                 a.load(h);
-                const int to = (r + 1) % n, from = (r + n - 1) % n;
+                const int to = (r + stride) % n, from = (r + n - stride) % n;
                 OK(rtGroupStart());
                 OK(rtSend(a.d, count, t, to, comm, s));
                 OK(rtRecv(b.d, count, t, from, comm, s));
                 OK(rtGroupEnd());
                 OK(rtStreamSynchronize(s));
                 const int w = wrong(b.read(B), t, count, [&](size_t i) { return static_cast<double>((from + i) % 9); });
-                CHECK(w == 0, "rtSend/rtRecv type %d count %zu: %d wrong", t, count, w);
+                CHECK(w == 0, "rtSend/rtRecv type %d count %zu stride %d: %d wrong", t, count, stride, w);
             }
         }
     OK(rtCommBarrier(comm, s));
@@ -327,7 +335,7 @@ void bitwise(rtComm_t comm, rtStream_t s) {
                 std::vector<rtStream_t> streams(static_cast<size_t>(g_size));
                 for (int k = 0; k < g_size; ++k) {
                     OK(rtSetDevice(k));
-                    OK(rtStreamCreate(&streams[k]));
+                    OK(rtStreamCreateWithFlags(&streams[k], RT_STREAM_NON_BLOCKING));
                     OK(rtMalloc(&bufs[k], B));
                     auto h = input(k);
                     OK(rtMemcpy(bufs[k], h.data(), B, RT_MEMCPY_HOST_TO_DEVICE));
@@ -343,10 +351,85 @@ void bitwise(rtComm_t comm, rtStream_t s) {
                     rtStreamDestroy(streams[k]);
                     rtCommDestroy(local[k]);
                 }
-                OK(rtSetDevice(0));
+                OK(rtSetDevice(g_device));
             }
 }
 
+
+/// 2 ranks per process from 2 threads: the collectives and bitwise checks of `collectives` mode, a send/receive
+/// between the two ranks of one process too, and rtCommSplit refused clearly.
+void hierarchical() {
+    const int processes = g_size, world = g_rank;
+    constexpr int kLocal = 2;
+    rtCommUniqueId id{};
+    if (world == 0) OK(rtCommGetUniqueId(&id));
+    MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD);
+    auto rank_main = [&](int local) {
+        g_rank = local * processes + world;
+        g_size = kLocal * processes;
+        g_device = local;
+        OK(rtSetDevice(local));
+        // Non-blocking: the other thread's synchronous copies (the legacy default stream of this device, in the
+        // in-process reference of `bitwise`) must not wait for this rank's collectives, which wait for that thread.
+        rtStream_t s = nullptr;
+        OK(rtStreamCreateWithFlags(&s, RT_STREAM_NON_BLOCKING));
+        rtComm_t comm = nullptr;
+        OK(rtCommInitRank(&comm, g_size, id, g_rank));
+        if (!comm) return;
+        int count = 0, rank = -1;
+        OK(rtCommCount(comm, &count));
+        OK(rtCommUserRank(comm, &rank));
+        CHECK(count == g_size && rank == g_rank, "count %d rank %d", count, rank);
+        // One segment per process (its leader takes part for both ranks), unless RUNTIME_COMM_SHM=0.
+        const int segments = shared_segments();
+        CHECK(segments == (shm_off() ? 0 : 1), "shared segments mapped: %d (RUNTIME_COMM_SHM=%s)", segments,
+              shm_off() ? "0" : "unset");
+        collectives(comm, s, {RT_INT32, RT_FLOAT16, RT_BFLOAT16, RT_FLOAT32}, {RT_REDUCE_SUM, RT_REDUCE_MAX, RT_REDUCE_AVG},
+                    {1, processes});
+        bitwise(comm, s);
+        rtComm_t half = nullptr;
+        CHECK(rtCommSplit(comm, 0, 0, &half) == RT_ERROR_NOT_SUPPORTED &&
+                  contains(rtGetLastErrorMessage(), "several ranks in one process"),
+              "rtCommSplit of a hierarchical communicator: %s", rtGetLastErrorMessage());
+        OK(rtCommDestroy(comm));
+        OK(rtStreamDestroy(s));
+    };
+    std::vector<std::thread> threads;
+    for (int l = 0; l < kLocal; ++l) threads.emplace_back(rank_main, l);
+    for (auto& t : threads) t.join();
+    threads.clear();
+
+    // A missing local rank: the last rank (a local rank of the last process) never calls the all-reduce. Its process'
+    // other rank fails naming it (the local watchdog), and so do the other processes (the notice, or their own
+    // timeout naming that process' ranks). RUNTIME_COMM_TIMEOUT is read at creation: 1 s for this communicator.
+    MPI_Barrier(MPI_COMM_WORLD);
+    setenv("RUNTIME_COMM_TIMEOUT", "1", 1);
+    if (world == 0) OK(rtCommGetUniqueId(&id));
+    MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD);
+    auto missing_main = [&](int local) {
+        g_rank = local * processes + world;
+        g_size = kLocal * processes;
+        OK(rtSetDevice(local));
+        rtStream_t s = nullptr;
+        OK(rtStreamCreateWithFlags(&s, RT_STREAM_NON_BLOCKING));
+        rtComm_t comm = nullptr;
+        OK(rtCommInitRank(&comm, g_size, id, g_rank));
+        if (!comm) return;
+        Buf a(sizeof(float));
+        if (g_rank != g_size - 1) {
+            OK(rtAllReduce(a.d, a.d, 1, RT_FLOAT32, RT_REDUCE_SUM, comm, s));
+            const rtError_t e = rtStreamSynchronize(s);
+            const char* m = rtGetLastErrorMessage();
+            CHECK(e == RT_ERROR_TIMEOUT && contains(m, "rtAllReduce") && contains(m, "3 (RUNTIME_COMM_TIMEOUT)"),
+                  "a missing local rank: got %d (%s)", e, m);
+        }
+        OK(rtCommDestroy(comm));
+        OK(rtStreamDestroy(s));
+    };
+    for (int l = 0; l < kLocal; ++l) threads.emplace_back(missing_main, l);
+    for (auto& t : threads) t.join();
+    unsetenv("RUNTIME_COMM_TIMEOUT");
+}
 
 void faults(rtStream_t s) {
     // RUNTIME_COMM_TIMEOUT is small here (set by the test's environment).
@@ -495,15 +578,18 @@ int main(int argc, char** argv) {
         const int segments = shared_segments();
         CHECK(segments == (shm_off() ? 0 : 1), "shared segments mapped: %d (RUNTIME_COMM_SHM=%s)", segments,
               shm_off() ? "0" : "unset");
-        collectives(comm, s);
+        collectives(comm, s, std::vector<rtDataType>(std::begin(kTypes), std::end(kTypes)),
+                    std::vector<rtReduceOp>(std::begin(kOps), std::end(kOps)), {1});
         bitwise(comm, s);
         OK(rtCommDestroy(comm));
     } else if (mode == "faults") {
         faults(s);
+    } else if (mode == "hierarchical") {
+        hierarchical();
     }
     rtStreamDestroy(s);
-    int total = 0;
-    MPI_Allreduce(&g_failures, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    int total = 0, mine = g_failures.load();
+    MPI_Allreduce(&mine, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     if (g_rank == 0) std::printf("test_comm_mpi %s on %d processes: %s (%d failed checks)\n", mode.c_str(), g_size, total ? "FAILED" : "ok", total);
     MPI_Finalize();
     return total ? 1 : 0;
