@@ -19,8 +19,10 @@
 #include <condition_variable>
 #include <deque>
 #include <memory>
+#include <mutex>
 #include <new>
 #include <unordered_map>
+#include <vector>
 
 #include "acl/acl.h"
 #include "acl_internal.hpp"

@@ -1,12 +1,10 @@
 // acl_internal.hpp — libascendcl's own shared state between its files: the calling thread's current context (with the
-// lock-free check the hot paths use), the per-stream table of report subscriptions and captures, and the steps of
-// aclFinalize. Not used by libhccl or libacl_dvpp (they see acl_common.hpp only).
+// lock-free check the hot paths use), model run instances, stream subscriptions, the shared argument checks and the
+// steps of aclFinalize. Not used by libhccl or libacl_dvpp (they see acl_common.hpp only).
 #pragma once
 
 #include <atomic>
 #include <cstdint>
-#include <mutex>
-#include <vector>
 
 #include "acl/acl_rt.h"
 #include "acl_common.hpp"
@@ -58,8 +56,6 @@ aclError check_timeout(int32_t timeout, const char* api) noexcept;
             return ::acl::no_context(api);                                                                             \
     } while (0)
 
-// ---- per-stream subscriptions (acl_callback.cpp): read without locks on the launch path
-
 /// A model run instance (aclmdlRI): the graph captured from a stream and its executable graph. Callbacks captured
 /// into it are kept by the capture's graph (rtStreamDeferRelease), not by this object.
 struct Model {
@@ -69,7 +65,7 @@ struct Model {
     rtGraphExec_t exec = nullptr;       // nullptr while the capture goes on
 };
 
-/// Ends any subscription of `stream` (aclrtDestroyStream).
+/// Ends any subscription of `stream` (aclrtDestroyStream; acl_callback.cpp).
 void forget_stream(aclrtStream stream) noexcept;
 
 // ---- aclFinalize's steps, in this order
@@ -78,7 +74,8 @@ void forget_stream(aclrtStream stream) noexcept;
 void close_report_queues() noexcept;
 /// Undoes close_report_queues (rtFinalize refused to run).
 void reopen_report_queues() noexcept;
-/// Drops every subscription, queue, callback record and model; every context and device reference.
+/// Drop every subscription and queue (callback records return to the pool); every model; every context and device
+/// reference; every event's recorded flags.
 void reset_callbacks() noexcept;
 void reset_models() noexcept;
 void reset_contexts() noexcept;

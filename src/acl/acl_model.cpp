@@ -2,8 +2,10 @@
 // (rtStreamBeginCapture / rtStreamEndCapture), instantiated once into an executable graph that each execute replays
 // (rtGraphLaunch).
 #include <cstdio>
+#include <mutex>
 #include <new>
 #include <unordered_set>
+#include <vector>
 
 #include "acl/acl.h"
 #include "acl_internal.hpp"

@@ -2,6 +2,7 @@
 // the hot calls (aclrtRecordEvent, aclrtStreamWaitEvent) are a check of the init flag, of the context for the NULL
 // stream, and the rt* call.
 #include <cstring>
+#include <mutex>
 #include <shared_mutex>
 #include <unordered_map>
 
