@@ -180,8 +180,16 @@ TEST_F(AclModel, CallbackOnAStreamThatJoinedTheCaptureRunsAtEveryReplay) {
         ASSERT_ACL_OK(aclmdlRIExecuteAsync(model, origin));
         ASSERT_ACL_OK(aclrtSynchronizeStream(origin));
         EXPECT_EQ(captured.load(), i);
-        // Callbacks launched outside the capture reuse the pool's records: the captured one must not be among them.
-        for (int k = 0; k < 64; ++k) ASSERT_ACL_OK(aclrtLaunchCallback(count_call, &other, ACL_CALLBACK_BLOCK, joined));
+        // Callbacks launched outside the capture, by a new thread, take records freed lately: the captured callback
+        // must not be one of them (it would then count `other` at the next replay).
+        aclError launched = ACL_ERROR_INTERNAL_ERROR;
+        std::thread([&] {
+            for (int k = 0; k < 64; ++k) {
+                launched = aclrtLaunchCallback(count_call, &other, ACL_CALLBACK_BLOCK, joined);
+                if (launched != ACL_SUCCESS) return;
+            }
+        }).join();
+        ASSERT_ACL_OK(launched);
         ASSERT_ACL_OK(aclrtSynchronizeStream(joined));
         EXPECT_EQ(other.load(), 64 * i);
     }
