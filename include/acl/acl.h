@@ -18,7 +18,8 @@ extern "C" {
 ACL_FUNC_VISIBILITY aclError aclInit(const char* configPath);
 /** Waits for all work, releases every device, context, stream, event, allocation and model instance, and stops
  *  AscendCL. Not initialised: ACL_ERROR_REPEAT_FINALIZE after an earlier aclFinalize, else ACL_ERROR_UNINITIALIZE.
- *  Not to be called while other threads make AscendCL calls. */
+ *  Called from a host function or a callback (work the wait would include): ACL_ERROR_RT_NO_PERMISSION, and nothing
+ *  changes. Not to be called while other threads make AscendCL calls. */
 ACL_FUNC_VISIBILITY aclError aclFinalize(void);
 
 /** The version of this library (the ACL_*_VERSION of acl_rt.h it was built with). Needs no aclInit. */

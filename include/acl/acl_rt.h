@@ -20,7 +20,7 @@ extern "C" {
 #define ACL_PATCH_VERSION 0
 
 /* aclrtCreateEventWithFlag flags. */
-#define ACL_EVENT_SYNC 0x00000001U                    /* for ordering streams (every event here can) */
+#define ACL_EVENT_SYNC 0x00000001U                    /* may be waited for by a stream and reset */
 #define ACL_EVENT_CAPTURE_STREAM_PROGRESS 0x00000002U /* accepted: recorded in a capture, as any event */
 #define ACL_EVENT_TIME_LINE 0x00000008U               /* takes timestamps (aclrtEventElapsedTime) */
 #define ACL_EVENT_DEVICE_USE_ONLY 0x00000010U         /* ACL_ERROR_FEATURE_UNSUPPORTED */
@@ -80,7 +80,7 @@ typedef enum aclrtMemcpyKind {
     ACL_MEMCPY_DEVICE_TO_HOST,
     ACL_MEMCPY_DEVICE_TO_DEVICE,
     ACL_MEMCPY_DEFAULT,                /* inferred from the operands */
-    ACL_MEMCPY_HOST_TO_BUF_TO_DEVICE,  /* copied as HOST_TO_DEVICE */
+    ACL_MEMCPY_HOST_TO_BUF_TO_DEVICE,  /* async: the source is copied during the call, and may be reused at once */
     ACL_MEMCPY_INNER_DEVICE_TO_DEVICE, /* copied as DEVICE_TO_DEVICE */
     ACL_MEMCPY_INTER_DEVICE_TO_DEVICE  /* copied as DEVICE_TO_DEVICE (between devices) */
 } aclrtMemcpyKind;
@@ -201,7 +201,9 @@ ACL_FUNC_VISIBILITY aclError aclrtSynchronizeStream(aclrtStream stream);
  *  ACL_ERROR_RT_STREAM_SYNC_TIMEOUT, the work staying queued. */
 ACL_FUNC_VISIBILITY aclError aclrtSynchronizeStreamWithTimeout(aclrtStream stream, int32_t timeout);
 ACL_FUNC_VISIBILITY aclError aclrtStreamQuery(aclrtStream stream, aclrtStreamStatus* status);
-/** Work queued on `stream` afterwards waits for the event's latest record. Never blocks the host. */
+/** Work queued on `stream` afterwards waits for the event's latest record at the time of this call; an event not
+ *  recorded yet is complete (the wait is then no wait: record before waiting). Never blocks the host. An event made
+ *  without ACL_EVENT_SYNC: ACL_ERROR_INVALID_PARAM. */
 ACL_FUNC_VISIBILITY aclError aclrtStreamWaitEvent(aclrtStream stream, aclrtEvent event);
 
 /* ---------------------------------------------------------------- events */
@@ -215,7 +217,9 @@ ACL_FUNC_VISIBILITY aclError aclrtCreateEventExWithFlag(aclrtEvent* event, uint3
 ACL_FUNC_VISIBILITY aclError aclrtDestroyEvent(aclrtEvent event);
 ACL_FUNC_VISIBILITY aclError aclrtRecordEvent(aclrtEvent event, aclrtStream stream);
 /** Accepted for the NPU's sake, where a waited-for event must be reset before it is recorded again: events here
- *  keep their latest record and any record replaces it, so there is nothing to clear. Checks its handles. */
+ *  keep their latest record and any record replaces it, so there is nothing to clear. Checks its handles without
+ *  clearing the stream's pending failure. An event made without ACL_EVENT_SYNC, or by aclrtCreateEventExWithFlag:
+ *  ACL_ERROR_INVALID_PARAM. */
 ACL_FUNC_VISIBILITY aclError aclrtResetEvent(aclrtEvent event, aclrtStream stream);
 ACL_FUNC_VISIBILITY aclError aclrtQueryEvent(aclrtEvent event, aclrtEventStatus* status);
 /** COMPLETE once the work before the latest record has run (an event never recorded: COMPLETE). */
@@ -260,7 +264,11 @@ ACL_FUNC_VISIBILITY aclError aclrtGetMemInfo(aclrtMemAttr attr, size_t* free, si
  *  inside its aclrtProcessReport. A stream bound already: ACL_ERROR_RT_STREAM_SUBSCRIBE. */
 ACL_FUNC_VISIBILITY aclError aclrtSubscribeReport(uint64_t threadId, aclrtStream stream);
 /** Queues `fn(userData)` on `stream`: when the stream gets there, the subscribed thread runs it (see
- *  aclrtCallbackBlockType). A stream nobody subscribed: ACL_ERROR_RT_STREAM_NO_CB_REG. */
+ *  aclrtCallbackBlockType). A stream nobody subscribed: ACL_ERROR_RT_STREAM_NO_CB_REG. On a capturing stream (the
+ *  one a capture began on, or one that joined it) the callback belongs to the model and runs at every replay.
+ *  ACL_CALLBACK_BLOCK holds one of the runtime's threads while the callback waits for and runs in its report thread:
+ *  as many streams as the runtime has threads (RUNTIME_EXECUTORS) can be held at once, and further streams' work
+ *  waits for one to be released. aclFinalize releases every held stream (callbacks not yet run are dropped). */
 ACL_FUNC_VISIBILITY aclError aclrtLaunchCallback(aclrtCallback fn, void* userData, aclrtCallbackBlockType blockType,
                                                  aclrtStream stream);
 /** Run from a subscribed thread: waits up to `timeout` ms (-1: without limit; 0 or below -1:

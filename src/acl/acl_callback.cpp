@@ -1,25 +1,35 @@
 // acl_callback.cpp — callbacks run by report threads (aclrtSubscribeReport, aclrtLaunchCallback, aclrtProcessReport,
-// aclrtUnSubscribeReport), aclrtLaunchHostFunc, and the per-stream table they share with capture (acl_model.cpp).
+// aclrtUnSubscribeReport), aclrtLaunchHostFunc, and the per-stream subscription table.
 //
-// The launch path (aclrtLaunchCallback) takes no lock and allocates nothing: the stream's subscription is found in a
-// fixed open-addressing table read with atomic loads, the callback's record comes from a fixed pool (a lock-free
-// stack that each launching thread empties into a cache of its own), and rtLaunchHostFunc queues a trampoline. When
-// the stream gets there, the trampoline (on a runtime thread) hands the record to the report thread's queue and, for
-// ACL_CALLBACK_BLOCK, waits until the callback has returned — that wait is the blocking AscendCL asks for: the
-// stream's later work waits behind it.
+// The launch path (aclrtLaunchCallback) takes no lock: the stream's subscription is found in a fixed open-addressing
+// table read with atomic loads, the callback's record comes from a pool (a lock-free stack of indices that each
+// launching thread takes from in bounded batches), and rtLaunchHostFunc queues a trampoline. When the stream gets
+// there, the trampoline (on a runtime thread) hands the record to the report thread's queue and, for
+// ACL_CALLBACK_BLOCK, waits until the callback has returned: the stream's later work waits behind it. That wait holds
+// a runtime thread (the runtime has no operation that makes a stream wait for a signal given later from outside);
+// aclFinalize ends it (acl_rt.h, docs/ascendcl.md).
+//
+// A callback launched on a capturing stream (the stream that began the capture or one that joined it) belongs to the
+// capture's graph: its description is released by the runtime when the graph and its executable graphs are gone
+// (rtStreamDeferRelease), and each replay runs it with a record of its own taken from the pool.
 #include <pthread.h>
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <memory>
+#include <mutex>
 #include <new>
 #include <unordered_map>
+#include <vector>
 
 #include "acl/acl.h"
 #include "acl_internal.hpp"
 
 namespace acl {
+
+struct CallbackRecord;
 
 struct ReportQueue {
     uint64_t thread_id = 0;
@@ -31,74 +41,145 @@ struct ReportQueue {
     std::atomic<int> streams{0};  // streams subscribed to the thread (changed under g_table_mutex)
 };
 
+/// Where a record is between its trampoline and its report thread (guarded by its queue's mutex). A NO_BLOCK record
+/// belongs to the queue once queued and is released by whoever takes it out; a BLOCK record is released by its
+/// trampoline once kDone, or by the report thread when the trampoline gave up waiting (kAbandoned, at aclFinalize).
+enum class RecordState : uint8_t { kQueued, kTaken, kDone, kAbandoned };
+
 struct CallbackRecord {
     aclrtCallback fn = nullptr;
     void* user_data = nullptr;
     ReportQueue* queue = nullptr;
     bool block = false;
-    bool from_heap = false;   // the pool was empty: allocated, deleted when released
-    bool persistent = false;  // captured into a model: run at every replay, released with the model
-    bool done = false;        // a blocking run has returned (guarded by queue->mutex)
+    RecordState state = RecordState::kQueued;
+    uint64_t session = 0;           // the aclInit session it was taken from the pool in
+    uint32_t index1 = 0;            // its own index + 1 in the pool
     std::atomic<uint32_t> next{0};  // pool link: index + 1 of the next free record, 0 at the end
+};
+
+/// A callback captured into a model: what every replay runs. Owned by the capture's graph (rtStreamDeferRelease).
+struct CapturedCallback {
+    aclrtCallback fn;
+    void* user_data;
+    ReportQueue* queue;
+    bool block;
 };
 
 namespace {
 
-// ---- the record pool
+// ---- the record pool: chunks of records addressed by index + 1, never freed (a record's memory stays valid for the
+// lock-free stack's readers); a chunk is added when the pool runs dry.
 
-constexpr uint32_t kPoolSize = 4096;
-CallbackRecord g_pool[kPoolSize];
-// Head of the free stack: tag (high 32 bits, bumped by every change) | index + 1 (0: empty).
+constexpr uint32_t kChunk = 1024;
+constexpr uint32_t kMaxChunks = 4096;  // at most 4M callbacks in flight at once
+constexpr uint32_t kBatch = 32;        // records a thread takes from the shared stack at once
+std::atomic<CallbackRecord*> g_chunks[kMaxChunks];
+std::atomic<uint32_t> g_chunk_count{0};
+std::mutex g_pool_mutex;  // serialises growth, the relinking at aclInit and returns of exiting threads' caches
+// Head of the free stack: tag (high 32 bits, bumped by every change: no ABA) | index + 1 (0: empty).
 std::atomic<uint64_t> g_free_head{0};
+std::atomic<uint64_t> g_session{0};  // bumped by every aclInit, which relinks the whole pool
 
-// Each launching thread pops from a cache of its own (no atomic operation per launch) and refills it by taking the
-// whole free stack in one exchange; releases (by report threads and trampolines) push onto the shared stack. Taking
-// everything at once means no thread ever pops a single node from the shared stack, so the tag only orders pushes.
-std::atomic<uint64_t> g_session{0};  // bumped by every aclInit: caches of an earlier session are dropped
-thread_local uint32_t t_cache = 0;   // index + 1 of this thread's first cached record, 0: empty
-thread_local uint64_t t_cache_session = 0;
-
-CallbackRecord* pool_pop() noexcept {
-    const uint64_t session = g_session.load(std::memory_order_relaxed);
-    if (t_cache == 0 || t_cache_session != session) [[unlikely]] {
-        t_cache_session = session;
-        uint64_t head = g_free_head.load(std::memory_order_relaxed);
-        while (!g_free_head.compare_exchange_weak(head, ((head >> 32) + 1) << 32, std::memory_order_acq_rel,
-                                                  std::memory_order_relaxed)) {
-        }
-        t_cache = static_cast<uint32_t>(head);
-        if (t_cache == 0) return nullptr;
-    }
-    CallbackRecord* r = &g_pool[t_cache - 1];
-    t_cache = r->next.load(std::memory_order_relaxed);
-    return r;
+inline CallbackRecord& record_at(uint32_t index1) noexcept {
+    const uint32_t i = index1 - 1;
+    return g_chunks[i / kChunk].load(std::memory_order_acquire)[i % kChunk];
 }
 
-void pool_push(CallbackRecord* r) noexcept {
-    const uint32_t index = static_cast<uint32_t>(r - g_pool) + 1;
+/// Pushes the list first .. last (linked through next) onto the shared stack.
+void push_list(uint32_t first, uint32_t last) noexcept {
     uint64_t head = g_free_head.load(std::memory_order_relaxed);
     for (;;) {
-        r->next.store(static_cast<uint32_t>(head), std::memory_order_relaxed);
-        const uint64_t replacement = ((head >> 32) + 1) << 32 | index;
-        if (g_free_head.compare_exchange_weak(head, replacement, std::memory_order_release,
-                                              std::memory_order_relaxed))
+        record_at(last).next.store(static_cast<uint32_t>(head), std::memory_order_relaxed);
+        const uint64_t replacement = ((head >> 32) + 1) << 32 | first;
+        if (g_free_head.compare_exchange_weak(head, replacement, std::memory_order_release, std::memory_order_relaxed))
             return;
     }
 }
 
-CallbackRecord* acquire_record() noexcept {
-    if (CallbackRecord* r = pool_pop()) [[likely]] {
-        r->from_heap = false;
-        return r;
+/// Pops one record's index + 1 from the shared stack (0: empty). A popped record's next may be read after another
+/// thread took it: the tag makes that CAS fail, and the memory is never freed.
+uint32_t pop_shared() noexcept {
+    uint64_t head = g_free_head.load(std::memory_order_acquire);
+    for (;;) {
+        const uint32_t index1 = static_cast<uint32_t>(head);
+        if (index1 == 0) return 0;
+        const uint32_t next = record_at(index1).next.load(std::memory_order_relaxed);
+        if (g_free_head.compare_exchange_weak(head, ((head >> 32) + 1) << 32 | next, std::memory_order_acq_rel,
+                                              std::memory_order_acquire))
+            return index1;
     }
-    auto* r = new (std::nothrow) CallbackRecord;
-    if (r != nullptr) r->from_heap = true;
+}
+
+/// Links the records of chunk `c` into one list and pushes it (g_pool_mutex held).
+void push_chunk_locked(uint32_t c) noexcept {
+    CallbackRecord* base = g_chunks[c].load(std::memory_order_relaxed);
+    const uint32_t first = c * kChunk + 1;
+    for (uint32_t i = 0; i + 1 < kChunk; ++i) base[i].next.store(first + i + 1, std::memory_order_relaxed);
+    push_list(first, first + kChunk - 1);
+}
+
+/// Adds a chunk to the pool; false when the pool is at its bound or out of memory.
+bool grow() noexcept {
+    std::lock_guard lock(g_pool_mutex);
+    if (g_free_head.load(std::memory_order_acquire) & 0xFFFFFFFFu) return true;  // another thread refilled it
+    const uint32_t c = g_chunk_count.load(std::memory_order_relaxed);
+    if (c == kMaxChunks) return false;
+    auto* chunk = new (std::nothrow) CallbackRecord[kChunk];
+    if (chunk == nullptr) return false;
+    for (uint32_t i = 0; i < kChunk; ++i) chunk[i].index1 = c * kChunk + i + 1;
+    g_chunks[c].store(chunk, std::memory_order_release);
+    g_chunk_count.store(c + 1, std::memory_order_release);
+    push_chunk_locked(c);
+    return true;
+}
+
+/// The calling thread's records taken from the shared stack: launching pops from here without an atomic operation.
+/// Returned to the shared stack when the thread exits (unless an aclInit has relinked the pool since).
+struct ThreadCache {
+    uint32_t head = 0;  // index + 1 of the first cached record, 0: empty
+    uint64_t session = 0;
+    ~ThreadCache() {
+        if (head == 0) return;
+        std::lock_guard lock(g_pool_mutex);
+        if (session != g_session.load(std::memory_order_relaxed)) return;
+        uint32_t last = head;
+        while (uint32_t n = record_at(last).next.load(std::memory_order_relaxed)) last = n;
+        push_list(head, last);
+    }
+};
+thread_local ThreadCache t_cache;
+
+CallbackRecord* acquire_record() noexcept {
+    ThreadCache& cache = t_cache;
+    const uint64_t session = g_session.load(std::memory_order_relaxed);
+    if (cache.head == 0 || cache.session != session) [[unlikely]] {
+        cache.session = session;
+        cache.head = 0;
+        uint32_t last = 0;
+        for (int attempt = 0; attempt < 2 && cache.head == 0; ++attempt) {
+            for (uint32_t n = 0; n < kBatch; ++n) {
+                const uint32_t index1 = pop_shared();
+                if (index1 == 0) break;
+                record_at(index1).next.store(0, std::memory_order_relaxed);
+                if (last == 0) cache.head = index1;
+                else record_at(last).next.store(index1, std::memory_order_relaxed);
+                last = index1;
+            }
+            if (cache.head == 0 && !grow()) return nullptr;
+        }
+        if (cache.head == 0) return nullptr;
+    }
+    CallbackRecord* r = &record_at(cache.head);
+    cache.head = r->next.load(std::memory_order_relaxed);
+    r->session = session;
     return r;
 }
 
 void release_record(CallbackRecord* r) noexcept {
-    if (r->from_heap) delete r;
-    else pool_push(r);
+    // A record of an earlier session is free already: aclInit relinked the whole pool.
+    if (r->session != g_session.load(std::memory_order_relaxed)) return;
+    r->next.store(0, std::memory_order_relaxed);
+    push_list(r->index1, r->index1);
 }
 
 // ---- the per-stream table: key = the stream handle's value (0 empty, 1 a removed entry)
@@ -109,7 +190,6 @@ constexpr uintptr_t kEmpty = 0, kRemoved = 1;
 struct StreamEntry {
     std::atomic<uintptr_t> key{kEmpty};
     std::atomic<ReportQueue*> queue{nullptr};  // the subscribed thread's queue
-    std::atomic<Model*> capture{nullptr};      // the model the stream is capturing into
 };
 StreamEntry g_table[kTableSize];
 std::mutex g_table_mutex;  // serialises writers; readers take no lock
@@ -139,7 +219,6 @@ StreamEntry* find_or_add_entry_locked(aclrtStream stream) noexcept {
         const uintptr_t k = g_table[i].key.load(std::memory_order_relaxed);
         if (k == kEmpty || k == kRemoved) {
             g_table[i].queue.store(nullptr, std::memory_order_relaxed);
-            g_table[i].capture.store(nullptr, std::memory_order_relaxed);
             g_table[i].key.store(key, std::memory_order_release);
             return &g_table[i];
         }
@@ -147,11 +226,6 @@ StreamEntry* find_or_add_entry_locked(aclrtStream stream) noexcept {
     return nullptr;
 }
 
-/// Removes an entry that has neither a subscription nor a capture (g_table_mutex held).
-void drop_if_unused_locked(StreamEntry* e) noexcept {
-    if (e->queue.load(std::memory_order_relaxed) == nullptr && e->capture.load(std::memory_order_relaxed) == nullptr)
-        e->key.store(kRemoved, std::memory_order_release);
-}
 
 // ---- report queues, one per subscribed thread; kept until aclFinalize (records in flight point at them)
 
@@ -160,47 +234,74 @@ std::unordered_map<uint64_t, std::unique_ptr<ReportQueue>> g_queues;
 // Queues of earlier sessions: a report thread may still be inside aclrtProcessReport on one when aclFinalize runs (it
 // wakes, finds the queue closed and returns), so they are never freed. A few per aclInit/aclFinalize cycle.
 std::vector<std::unique_ptr<ReportQueue>> g_closed_queues;
-// Records of destroyed models: replays may still be queued, so they are freed at aclFinalize.
-std::vector<CallbackRecord*> g_retired;
-
 inline uint64_t this_thread_id() noexcept { return static_cast<uint64_t>(pthread_self()); }
 
-/// Runs on a runtime thread when the stream reaches the callback: hands the record to the report thread.
-void trampoline(void* user_data) {
-    auto* r = static_cast<CallbackRecord*>(user_data);
+/// Hands `r` to its report thread and, for a BLOCK callback, waits until it has returned or aclFinalize closed the
+/// queue. Runs on a runtime thread when the stream reaches the callback.
+void deliver(CallbackRecord* r) noexcept {
     ReportQueue* q = r->queue;
     const bool block = r->block;
-    const bool persistent = r->persistent;
-    {
-        std::unique_lock lock(q->mutex);
-        if (q->closed) {
-            lock.unlock();
-            if (!persistent) release_record(r);
-            return;
-        }
-        r->done = false;
-        q->items.push_back(r);
-    }
-    q->arrived.notify_one();
-    if (!block) return;  // the report thread releases it
     std::unique_lock lock(q->mutex);
-    q->ran.wait(lock, [&] { return r->done || q->closed; });
+    if (q->closed) {
+        lock.unlock();
+        release_record(r);
+        return;
+    }
+    r->state = RecordState::kQueued;
+    try {
+        q->items.push_back(r);
+    } catch (...) {
+        lock.unlock();
+        release_record(r);
+        rtHostFuncSetError(RT_ERROR_OUT_OF_MEMORY, "aclrtLaunchCallback: out of host memory to queue the callback");
+        return;
+    }
     lock.unlock();
-    if (!persistent) release_record(r);
+    q->arrived.notify_one();
+    if (!block) return;  // the queue owns it now
+    lock.lock();
+    q->ran.wait(lock, [&] { return r->state == RecordState::kDone || q->closed; });
+    switch (r->state) {
+    case RecordState::kDone: break;
+    case RecordState::kQueued:  // closed before a report thread took it: it never runs
+        q->items.erase(std::find(q->items.begin(), q->items.end(), r));
+        break;
+    default:  // closed while its callback runs: the report thread releases it when the callback returns
+        r->state = RecordState::kAbandoned;
+        return;
+    }
+    lock.unlock();
+    release_record(r);
 }
 
-[[gnu::cold]] aclError check_report_timeout(int32_t timeout) {
-    return fail(ACL_ERROR_INVALID_PARAM, "aclrtProcessReport", "timeout %d ms is invalid: -1 (wait without limit) "
-                "or a positive number of milliseconds", timeout);
+void trampoline(void* user_data) { deliver(static_cast<CallbackRecord*>(user_data)); }
+
+/// A replay of a captured callback: a record of its own for this run.
+void captured_trampoline(void* user_data) {
+    const auto* c = static_cast<const CapturedCallback*>(user_data);
+    CallbackRecord* r = acquire_record();
+    if (r == nullptr) {
+        rtHostFuncSetError(RT_ERROR_OUT_OF_MEMORY, "aclrtLaunchCallback: out of host memory for a captured callback");
+        return;
+    }
+    r->fn = c->fn;
+    r->user_data = c->user_data;
+    r->queue = c->queue;
+    r->block = c->block;
+    deliver(r);
 }
+
+void delete_captured(void* user_data) { delete static_cast<CapturedCallback*>(user_data); }
 
 }  // namespace
 
 void init_callbacks() noexcept {
+    // Every record is free before aclInit (aclFinalize has drained every stream): relink them all into one stack.
+    std::lock_guard lock(g_pool_mutex);
     g_session.fetch_add(1, std::memory_order_relaxed);
-    // Link the whole pool (nothing is in flight before aclInit or after aclFinalize).
-    for (uint32_t i = 0; i < kPoolSize; ++i) g_pool[i].next.store(i + 2 <= kPoolSize ? i + 2 : 0);
-    g_free_head.store(1, std::memory_order_release);
+    g_free_head.store(((g_free_head.load(std::memory_order_relaxed) >> 32) + 1) << 32, std::memory_order_release);
+    const uint32_t n = g_chunk_count.load(std::memory_order_relaxed);
+    for (uint32_t c = 0; c < n; ++c) push_chunk_locked(c);
 }
 
 void forget_stream(aclrtStream stream) noexcept {
@@ -208,40 +309,8 @@ void forget_stream(aclrtStream stream) noexcept {
     if (StreamEntry* e = find_entry(stream)) {
         if (ReportQueue* q = e->queue.load(std::memory_order_relaxed)) q->streams.fetch_sub(1);
         e->queue.store(nullptr, std::memory_order_release);
-        e->capture.store(nullptr, std::memory_order_release);
         e->key.store(kRemoved, std::memory_order_release);
     }
-}
-
-bool set_stream_capture(aclrtStream stream, Model* model) noexcept {
-    std::lock_guard lock(g_table_mutex);
-    StreamEntry* e = model != nullptr ? find_or_add_entry_locked(stream) : find_entry(stream);
-    if (e == nullptr) return model == nullptr;
-    e->capture.store(model, std::memory_order_release);
-    drop_if_unused_locked(e);
-    return true;
-}
-
-Model* stream_capture(aclrtStream stream) noexcept {
-    StreamEntry* e = find_entry(stream);
-    return e != nullptr ? e->capture.load(std::memory_order_acquire) : nullptr;
-}
-
-void retire_model_records(Model* model) noexcept {
-    std::lock_guard lock(g_queues_mutex);
-    std::lock_guard model_lock(model->mutex);
-    try {
-        g_retired.insert(g_retired.end(), model->records.begin(), model->records.end());
-    } catch (...) {
-        return;  // out of memory: the records stay with the model object, which is leaked with them
-    }
-    model->records.clear();
-}
-
-void free_model_records(Model* model) noexcept {
-    std::lock_guard model_lock(model->mutex);
-    for (CallbackRecord* r : model->records) delete r;
-    model->records.clear();
 }
 
 void close_report_queues() noexcept {
@@ -269,16 +338,14 @@ void reset_callbacks() noexcept {
         std::lock_guard lock(g_table_mutex);
         for (auto& e : g_table) {
             e.queue.store(nullptr, std::memory_order_relaxed);
-            e.capture.store(nullptr, std::memory_order_relaxed);
             e.key.store(kEmpty, std::memory_order_release);
         }
     }
     std::lock_guard lock(g_queues_mutex);
     for (auto& [id, q] : g_queues) {
         std::lock_guard ql(q->mutex);
-        // Blocking records were released by their trampolines when the queue closed; persistent ones are models'.
-        for (CallbackRecord* r : q->items)
-            if (!r->persistent && !r->block) release_record(r);
+        // Only NO_BLOCK records are left: a BLOCK record's trampoline took it out when the queue closed.
+        for (CallbackRecord* r : q->items) release_record(r);
         q->items.clear();
         try {
             g_closed_queues.push_back(std::move(q));
@@ -287,8 +354,6 @@ void reset_callbacks() noexcept {
         }
     }
     g_queues.clear();
-    for (CallbackRecord* r : g_retired) delete r;
-    g_retired.clear();
 }
 
 }  // namespace acl
@@ -303,10 +368,7 @@ aclError aclrtSubscribeReport(uint64_t threadId, aclrtStream stream) {
     ACL_REQUIRE_INIT(api);
     if (stream == nullptr)
         return acl::fail(ACL_ERROR_INVALID_PARAM, api, "stream is NULL: subscribe a stream made by aclrtCreateStream");
-    // A live stream handle: a query changes nothing and refuses stale or foreign handles.
-    if (rtError_t e = rtStreamQuery(static_cast<rtStream_t>(stream));
-        e == RT_ERROR_INVALID_HANDLE || e == RT_ERROR_INVALID_VALUE)
-        return acl::fail_rt(e, api);
+    if (aclError e = acl::check_stream(stream, api); e != ACL_SUCCESS) return e;
     ReportQueue* q = nullptr;
     {
         std::lock_guard lock(acl::g_queues_mutex);
@@ -346,41 +408,40 @@ aclError aclrtLaunchCallback(aclrtCallback fn, void* userData, aclrtCallbackBloc
     if (q == nullptr) [[unlikely]]
         return acl::fail(ACL_ERROR_RT_STREAM_NO_CB_REG, "aclrtLaunchCallback", "stream %p has no report thread: "
                          "aclrtSubscribeReport it first", stream);
-    acl::Model* model = entry->capture.load(std::memory_order_acquire);
-    CallbackRecord* r;
-    if (model == nullptr) [[likely]] {
-        r = acl::acquire_record();
-    } else {
-        // Captured: the record serves every replay of the model, so it is the model's, not the pool's.
-        r = new (std::nothrow) CallbackRecord;
-        if (r != nullptr) {
-            r->persistent = true;
-            std::lock_guard lock(model->mutex);
-            try {
-                model->records.push_back(r);
-            } catch (...) {
-                delete r;
-                r = nullptr;
-            }
+    const auto s = static_cast<rtStream_t>(stream);
+    // Asked of the runtime: a stream that joined a capture (by waiting for an event recorded in it) captures too.
+    rtStreamCaptureStatus capturing = RT_STREAM_CAPTURE_STATUS_NONE;
+    if (rtError_t e = rtStreamGetCaptureInfo(s, &capturing, nullptr); e != RT_SUCCESS) [[unlikely]]
+        return acl::fail_rt(e, "aclrtLaunchCallback");
+    if (capturing == RT_STREAM_CAPTURE_STATUS_NONE) [[likely]] {
+        CallbackRecord* r = acl::acquire_record();
+        if (r == nullptr) [[unlikely]]
+            return acl::fail(ACL_ERROR_BAD_ALLOC, "aclrtLaunchCallback", "out of host memory for a callback");
+        r->fn = fn;
+        r->user_data = userData;
+        r->queue = q;
+        r->block = block == ACL_CALLBACK_BLOCK;
+        if (rtError_t e = rtLaunchHostFunc(s, acl::trampoline, r); e != RT_SUCCESS) [[unlikely]] {
+            acl::release_record(r);
+            return acl::fail_rt(e, "aclrtLaunchCallback");
         }
+        return ACL_SUCCESS;
     }
-    if (r == nullptr) [[unlikely]]
-        return acl::fail(ACL_ERROR_BAD_ALLOC, "aclrtLaunchCallback", "out of host memory for a callback");
-    r->fn = fn;
-    r->user_data = userData;
-    r->queue = q;
-    r->block = block == ACL_CALLBACK_BLOCK;
-    if (rtError_t e = rtLaunchHostFunc(static_cast<rtStream_t>(stream), acl::trampoline, r); e != RT_SUCCESS)
-        [[unlikely]] {
-        if (!r->persistent) acl::release_record(r);
+    // Captured: the description serves every replay, and the capture's graph releases it when it goes.
+    auto* c = new (std::nothrow) acl::CapturedCallback{fn, userData, q, block == ACL_CALLBACK_BLOCK};
+    if (c == nullptr) return acl::fail(ACL_ERROR_BAD_ALLOC, "aclrtLaunchCallback", "out of host memory for a callback");
+    if (rtError_t e = rtStreamDeferRelease(s, acl::delete_captured, c); e != RT_SUCCESS) {
+        delete c;
         return acl::fail_rt(e, "aclrtLaunchCallback");
     }
+    if (rtError_t e = rtLaunchHostFunc(s, acl::captured_trampoline, c); e != RT_SUCCESS)
+        return acl::fail_rt(e, "aclrtLaunchCallback");  // c goes with the capture's graph
     return ACL_SUCCESS;
 }
 
 aclError aclrtProcessReport(int32_t timeout) {
     ACL_REQUIRE_INIT("aclrtProcessReport");
-    if (timeout != -1 && timeout <= 0) return acl::check_report_timeout(timeout);
+    if (aclError e = acl::check_timeout(timeout, "aclrtProcessReport"); e != ACL_SUCCESS) return e;
     ReportQueue* q = nullptr;
     {
         std::lock_guard lock(acl::g_queues_mutex);
@@ -408,20 +469,22 @@ aclError aclrtProcessReport(int32_t timeout) {
         if (q->items.empty())  // closed by aclFinalize
             return acl::not_initialised("aclrtProcessReport");
         batch.swap(q->items);
+        for (CallbackRecord* r : batch) r->state = acl::RecordState::kTaken;
     }
     for (CallbackRecord* r : batch) {
-        const bool block = r->block;
-        const bool persistent = r->persistent;
         r->fn(r->user_data);
-        if (block) {
-            {
-                std::lock_guard lock(q->mutex);
-                r->done = true;
-            }
-            q->ran.notify_all();  // the trampoline releases it
-        } else if (!persistent) {
+        if (!r->block) {
             acl::release_record(r);
+            continue;
         }
+        bool abandoned;
+        {
+            std::lock_guard lock(q->mutex);
+            abandoned = r->state == acl::RecordState::kAbandoned;
+            if (!abandoned) r->state = acl::RecordState::kDone;
+        }
+        if (abandoned) acl::release_record(r);  // its trampoline returned at aclFinalize
+        else q->ran.notify_all();               // its trampoline releases it
     }
     return ACL_SUCCESS;
 }
@@ -436,8 +499,8 @@ aclError aclrtUnSubscribeReport(uint64_t threadId, aclrtStream stream) {
                          "thread %llu", stream, static_cast<unsigned long long>(threadId));
     }
     e->queue.store(nullptr, std::memory_order_release);
+    e->key.store(acl::kRemoved, std::memory_order_release);
     q->streams.fetch_sub(1);
-    acl::drop_if_unused_locked(e);
     return ACL_SUCCESS;
 }
 

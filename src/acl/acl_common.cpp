@@ -68,17 +68,22 @@ aclError from_rt(rtError_t error) noexcept {
     }
 }
 
-aclError fail(aclError code, const char* api, const char* format, ...) noexcept {
+aclError vfail(aclError code, const char* api, const char* format, va_list args) noexcept {
     try {
         char body[1024];
-        va_list args;
-        va_start(args, format);
         std::vsnprintf(body, sizeof body, format, args);
-        va_end(args);
         record(code, std::string(api) + ": " + body);
     } catch (...) {
         t_last_error = code;  // out of memory for the message: the code still counts
     }
+    return code;
+}
+
+aclError fail(aclError code, const char* api, const char* format, ...) noexcept {
+    va_list args;
+    va_start(args, format);
+    vfail(code, api, format, args);
+    va_end(args);
     return code;
 }
 

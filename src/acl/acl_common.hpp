@@ -4,9 +4,9 @@
 #pragma once
 
 #include <atomic>
-#include <cstring>
-#include <type_traits>
+#include <cstdarg>
 
+#include "../core/enum_bytes.hpp"
 #include "acl/acl_base.h"
 #include "runtime/runtime.h"
 
@@ -21,6 +21,9 @@ ACL_FUNC_VISIBILITY aclError from_rt(rtError_t error) noexcept;
 /// and returns `code`. For the error paths only (it formats and allocates).
 [[gnu::cold, gnu::format(printf, 3, 4)]] ACL_FUNC_VISIBILITY aclError fail(aclError code, const char* api,
                                                                           const char* format, ...) noexcept;
+/// fail() with its arguments as a va_list (for the other faces' own refusal helpers, e.g. libhccl's).
+[[gnu::cold]] ACL_FUNC_VISIBILITY aclError vfail(aclError code, const char* api, const char* format,
+                                                 va_list args) noexcept;
 /// A failed rt* call of `api`: `code` (0: from_rt(error)) with the runtime's own message (rtGetLastErrorMessage).
 [[gnu::cold]] ACL_FUNC_VISIBILITY aclError fail_rt(rtError_t error, const char* api, aclError code = 0) noexcept;
 
@@ -30,18 +33,15 @@ inline bool initialised() noexcept { return g_initialised.load(std::memory_order
 /// ACL_ERROR_UNINITIALIZE for `api`, with a message saying aclInit must come first.
 [[gnu::cold]] ACL_FUNC_VISIBILITY aclError not_initialised(const char* api) noexcept;
 
-/// Registers `fn` to run at every aclFinalize, before the runtime is finalised (libhccl and libacl_dvpp drop their
-/// handle tables there). Registering the same function twice runs it once.
+/// ACL_SUCCESS when the calling thread has a current context (aclrtSetDevice or aclrtSetCurrentContext); else
+/// ACL_ERROR_RT_CONTEXT_NULL for `api`, with a message saying so.
+ACL_FUNC_VISIBILITY aclError require_context(const char* api) noexcept;
+
+/// Registers `fn` to run at every aclFinalize, once the runtime has been finalised (libacl_dvpp forgets its memory
+/// registry there). Registering the same function twice runs it once.
 ACL_FUNC_VISIBILITY void on_finalize(void (*fn)()) noexcept;
 
-/// The C ABI may pass any integer as an enum argument: read its bytes, never load it as the enum (a value outside the
-/// enum's range is undefined behaviour to load, and UBSan says so).
-template <class E> inline int enum_value(const E& e) noexcept {
-    static_assert(std::is_enum_v<E> && sizeof(int) == sizeof(E));
-    int v;
-    std::memcpy(&v, &e, sizeof v);
-    return v;
-}
+using rt::enum_value;  // an enum argument read by its bytes (src/core/enum_bytes.hpp)
 
 }  // namespace acl
 

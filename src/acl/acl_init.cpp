@@ -127,17 +127,24 @@ aclError aclFinalize(void) {
             return acl::fail(ACL_ERROR_REPEAT_FINALIZE, "aclFinalize", "AscendCL was finalised already");
         return acl::not_initialised("aclFinalize");
     }
+    // From queue context (a host function or a callback's trampoline) the runtime cannot wait for its work: refused
+    // before anything changes. A wait with no event is refused for that reason first, and for the handle otherwise.
+    if (rtError_t e = rtEventSynchronizeWithTimeout(nullptr, 0); e == RT_ERROR_NOT_PERMITTED) {
+        return acl::fail(ACL_ERROR_RT_NO_PERMISSION, "aclFinalize", "called from a host function running on a "
+                         "stream: aclFinalize waits for every stream's work, which includes the caller");
+    }
     acl::g_initialised.store(false, std::memory_order_release);
-    for (auto fn : acl::g_finalizers) fn();
     acl::close_report_queues();
     if (rtError_t e = rtFinalize(); e != RT_SUCCESS) {
         acl::reopen_report_queues();
         acl::g_initialised.store(true, std::memory_order_release);
         return acl::fail_rt(e, "aclFinalize");
     }
+    for (auto fn : acl::g_finalizers) fn();
     acl::reset_models();
     acl::reset_callbacks();
     acl::reset_contexts();
+    acl::reset_events();
     acl::g_finalized_once = true;
     return ACL_SUCCESS;
 }

@@ -1,30 +1,29 @@
 // acl_internal.hpp — libascendcl's own shared state between its files: the calling thread's current context (with the
-// lock-free check the hot paths use), the per-stream table of report subscriptions and captures, and the steps of
-// aclFinalize. Not used by libhccl or libacl_dvpp (they see acl_common.hpp only).
+// lock-free check the hot paths use), model run instances, stream subscriptions, the shared argument checks and the
+// steps of aclFinalize. Not used by libhccl or libacl_dvpp (they see acl_common.hpp only).
 #pragma once
 
 #include <atomic>
 #include <cstdint>
-#include <mutex>
-#include <vector>
 
 #include "acl/acl_rt.h"
 #include "acl_common.hpp"
 
 namespace acl {
 
-/// A context: a device and, through it, the device's default stream (the runtime's NULL stream of that device).
+/// A context: a device and, through it, the device's default stream (the runtime's NULL stream of that device). Its
+/// aclrtContext handle is its id, never reused in the process: a destroyed context's handle stays refused.
 struct Context {
-    static constexpr uint32_t kMagic = 0x4143544Cu;
-    uint32_t magic = kMagic;
+    uint64_t id = 0;
     int device = 0;
     bool is_default = false;  // the device's default context (made by aclrtSetDevice, released by aclrtResetDevice)
 };
 
 /// Bumped whenever a context is destroyed (and at aclFinalize): a thread's cached current context is trusted only while
-/// the generation it was cached at is current; otherwise it is looked up again (under the lock) once.
+/// the generation it was cached at is current; otherwise it is looked up again by id (under the lock) once.
 extern std::atomic<uint64_t> g_context_generation;
 extern thread_local Context* t_context;
+extern thread_local uint64_t t_context_id;
 extern thread_local uint64_t t_context_generation;
 
 /// The slow half of current_context(): re-validates the cached context after a generation change.
@@ -42,6 +41,14 @@ inline Context* current_context() noexcept {
 /// first).
 [[gnu::cold]] aclError no_context(const char* api) noexcept;
 
+/// A live stream handle (NULL: the default stream). Clears nothing: the stream's pending failure stays for the next
+/// synchronize or query. ACL_ERROR_RT_INVALID_HANDLE (or the runtime's refusal) for `api` otherwise.
+aclError check_stream(aclrtStream stream, const char* api) noexcept;
+
+/// A timeout argument of AscendCL's waits: -1 waits without limit, a positive value is milliseconds; anything else is
+/// ACL_ERROR_INVALID_PARAM for `api`.
+aclError check_timeout(int32_t timeout, const char* api) noexcept;
+
 /// First statement after ACL_REQUIRE_INIT of calls that act on the current context's device.
 #define ACL_REQUIRE_CONTEXT(api)                                                                                       \
     do {                                                                                                               \
@@ -49,34 +56,17 @@ inline Context* current_context() noexcept {
             return ::acl::no_context(api);                                                                             \
     } while (0)
 
-// ---- per-stream table (acl_callback.cpp): read without locks on the launch path
-
-struct ReportQueue;
-struct CallbackRecord;
-
-/// A model run instance (aclmdlRI): the graph captured from a stream and its executable graph.
+/// A model run instance (aclmdlRI): the graph captured from a stream and its executable graph. Callbacks captured
+/// into it are kept by the capture's graph (rtStreamDeferRelease), not by this object.
 struct Model {
-    static constexpr uint32_t kMagic = 0x41434D52u;
-    uint32_t magic = kMagic;
-    aclrtStream origin = nullptr;         // the stream the capture began on
-    unsigned long long capture_id = 0;    // the runtime's id of the capture (rtStreamGetCaptureInfo)
-    rtGraph_t graph = nullptr;            // kept for aclmdlRIDebugPrint
-    rtGraphExec_t exec = nullptr;
-    std::mutex mutex;                     // guards records
-    std::vector<CallbackRecord*> records; // callbacks captured into the model: alive for every replay
+    aclrtStream origin = nullptr;       // the stream the capture began on (aclmdlRICaptureEnd must name it)
+    unsigned long long capture_id = 0;  // the runtime's id of the capture (rtStreamGetCaptureInfo)
+    rtGraph_t graph = nullptr;          // kept for aclmdlRIDebugPrint
+    rtGraphExec_t exec = nullptr;       // nullptr while the capture goes on
 };
 
-/// Ends any subscription of `stream` (aclrtDestroyStream).
+/// Ends any subscription of `stream` (aclrtDestroyStream; acl_callback.cpp).
 void forget_stream(aclrtStream stream) noexcept;
-/// Marks `stream` as capturing into `model` (nullptr: not any more). Callbacks launched on it while it is marked belong
-/// to the model (kept for every replay). False when the table is full.
-bool set_stream_capture(aclrtStream stream, Model* model) noexcept;
-/// The model `stream` is marked as capturing into, or nullptr.
-Model* stream_capture(aclrtStream stream) noexcept;
-/// Releases the callback records a model kept (aclmdlRIDestroy defers it to aclFinalize: replays may still be queued).
-void retire_model_records(Model* model) noexcept;
-/// Frees a model's records now (a capture that failed: nothing was ever launched from them).
-void free_model_records(Model* model) noexcept;
 
 // ---- aclFinalize's steps, in this order
 
@@ -84,10 +74,12 @@ void free_model_records(Model* model) noexcept;
 void close_report_queues() noexcept;
 /// Undoes close_report_queues (rtFinalize refused to run).
 void reopen_report_queues() noexcept;
-/// Drops every subscription, queue, callback record and model; every context and device reference.
+/// Drop every subscription and queue (callback records return to the pool); every model; every context and device
+/// reference; every event's recorded flags.
 void reset_callbacks() noexcept;
 void reset_models() noexcept;
 void reset_contexts() noexcept;
+void reset_events() noexcept;
 /// Prepares the callback record pool (aclInit).
 void init_callbacks() noexcept;
 

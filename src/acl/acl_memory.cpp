@@ -1,10 +1,34 @@
 // acl_memory.cpp — memory: allocation with AscendCL's policies, fills and copies with their destMax / maxCount checks
 // and every aclrtMemcpyKind, 2-D copies, memory information. aclrtMemcpyAsync is a hot path: checks without locks or
 // allocation, then rtMemcpyAsync.
+#include <cstring>
+
 #include "acl/acl.h"
 #include "acl_internal.hpp"
 
 namespace {
+
+void free_staging(void* p) { rtFreeHost(p); }
+
+/// ACL_MEMCPY_HOST_TO_BUF_TO_DEVICE, asynchronous: the source may be freed or reused once the call returns, so its
+/// bytes are staged in pinned memory during the call; the staging goes once the stream has run the copy (with the
+/// capture's graph, when the stream is capturing).
+[[gnu::noinline]] aclError copy_through_buffer(void* dst, const void* src, size_t count, rtStream_t stream,
+                                              const char* api) {
+    if (count == 0) return ACL_SUCCESS;
+    void* staging = nullptr;
+    if (rtError_t e = rtMallocHost(&staging, count); e != RT_SUCCESS) return acl::fail_rt(e, api);
+    std::memcpy(staging, src, count);
+    if (rtError_t e = rtMemcpyAsync(dst, staging, count, RT_MEMCPY_HOST_TO_DEVICE, stream); e != RT_SUCCESS) {
+        rtFreeHost(staging);
+        return acl::fail_rt(e, api);
+    }
+    if (rtError_t e = rtStreamDeferRelease(stream, free_staging, staging); e != RT_SUCCESS) {
+        rtFreeHost(staging);  // a free waits for the work queued before it
+        return acl::fail_rt(e, api);
+    }
+    return ACL_SUCCESS;
+}
 
 // aclrtMemcpyKind (by value) -> the runtime's kind. The buffered and inner/inter device kinds are the plain ones here.
 constexpr rtMemcpyKind kRtKind[] = {
@@ -126,6 +150,8 @@ aclError aclrtMemcpyAsync(void* dst, size_t destMax, const void* src, size_t cou
     if (aclError e = check_copy(dst, destMax, src, count, k, "aclrtMemcpyAsync"); e != ACL_SUCCESS) [[unlikely]]
         return e;
     if (stream == nullptr) ACL_REQUIRE_CONTEXT("aclrtMemcpyAsync");
+    if (k == ACL_MEMCPY_HOST_TO_BUF_TO_DEVICE) [[unlikely]]
+        return copy_through_buffer(dst, src, count, static_cast<rtStream_t>(stream), "aclrtMemcpyAsync");
     if (rtError_t e = rtMemcpyAsync(dst, src, count, kRtKind[k], static_cast<rtStream_t>(stream)); e != RT_SUCCESS)
         [[unlikely]] return acl::fail_rt(e, "aclrtMemcpyAsync");
     return ACL_SUCCESS;

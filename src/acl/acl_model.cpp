@@ -2,8 +2,10 @@
 // (rtStreamBeginCapture / rtStreamEndCapture), instantiated once into an executable graph that each execute replays
 // (rtGraphLaunch).
 #include <cstdio>
+#include <mutex>
 #include <new>
 #include <unordered_set>
+#include <vector>
 
 #include "acl/acl.h"
 #include "acl_internal.hpp"
@@ -33,7 +35,6 @@ Model* live_model_locked(aclmdlRI modelRI, const char* api) {
 void destroy_model(Model* m) {
     if (m->exec != nullptr) rtGraphExecDestroy(m->exec);
     if (m->graph != nullptr) rtGraphDestroy(m->graph);
-    m->magic = 0;
     delete m;
 }
 
@@ -59,11 +60,7 @@ const char* node_type_name(rtGraphNodeType t) {
 void reset_models() noexcept {
     // After rtFinalize: the runtime's graphs are gone with it; only our objects remain.
     std::lock_guard lock(g_models_mutex);
-    for (Model* m : g_models) {
-        free_model_records(m);
-        m->magic = 0;
-        delete m;
-    }
+    for (Model* m : g_models) delete m;
     g_models.clear();
 }
 
@@ -93,12 +90,6 @@ aclError aclmdlRICaptureBegin(aclrtStream stream, aclmdlRICaptureMode mode) {
     rtStreamCaptureStatus status = RT_STREAM_CAPTURE_STATUS_NONE;
     rtStreamGetCaptureInfo(static_cast<rtStream_t>(stream), &status, &model->capture_id);
     model->origin = stream;
-    if (!acl::set_stream_capture(stream, model)) {
-        rtGraph_t graph = nullptr;
-        if (rtStreamEndCapture(static_cast<rtStream_t>(stream), &graph) == RT_SUCCESS) rtGraphDestroy(graph);
-        delete model;
-        return acl::fail(ACL_ERROR_RT_OVER_LIMIT, api, "too many streams subscribed or capturing at once");
-    }
     std::lock_guard lock(acl::g_models_mutex);
     acl::g_models.insert(model);
     return ACL_SUCCESS;
@@ -137,26 +128,41 @@ aclError aclmdlRICaptureEnd(aclrtStream stream, aclmdlRI* modelRI) {
     ACL_REQUIRE_INIT(api);
     ACL_REQUIRE_NOT_NULL(api, modelRI);
     *modelRI = nullptr;
-    Model* model = stream != nullptr ? acl::stream_capture(stream) : nullptr;
+    rtStreamCaptureStatus st = RT_STREAM_CAPTURE_STATUS_NONE;
+    unsigned long long id = 0;
+    if (stream != nullptr) {
+        if (rtError_t e = rtStreamGetCaptureInfo(static_cast<rtStream_t>(stream), &st, &id); e != RT_SUCCESS)
+            return acl::fail_rt(e, api);
+    }
+    // The caller that takes the instance out of the table ends the capture; a concurrent end (RELAXED mode) finds none.
+    Model* model = nullptr;
+    if (st != RT_STREAM_CAPTURE_STATUS_NONE) {
+        std::lock_guard lock(acl::g_models_mutex);
+        for (Model* m : acl::g_models) {
+            if (m->exec == nullptr && m->capture_id == id && m->origin == stream) {
+                model = m;
+                break;
+            }
+        }
+        if (model != nullptr) acl::g_models.erase(model);
+    }
     if (model == nullptr) {
-        return acl::fail(ACL_ERROR_RT_STREAM_NOT_CAPTURED, api, "stream %p is not capturing (no aclmdlRICaptureBegin "
-                         "on it)", stream);
+        return acl::fail(ACL_ERROR_RT_STREAM_NOT_CAPTURED, api, "stream %p is not capturing, or its capture was not "
+                         "begun on it by aclmdlRICaptureBegin (end a capture on the stream that began it)", stream);
     }
     rtGraph_t graph = nullptr;
     rtError_t e = rtStreamEndCapture(static_cast<rtStream_t>(stream), &graph);
-    if (e == RT_ERROR_STREAM_CAPTURE_WRONG_THREAD) return acl::fail_rt(e, api);  // the capture goes on
-    acl::set_stream_capture(stream, nullptr);
-    {
+    if (e == RT_ERROR_STREAM_CAPTURE_WRONG_THREAD) {  // the capture goes on
         std::lock_guard lock(acl::g_models_mutex);
-        acl::g_models.erase(model);
+        acl::g_models.insert(model);
+        return acl::fail_rt(e, api);
     }
     if (e == RT_SUCCESS) {
         model->graph = graph;
         e = rtGraphInstantiate(&model->exec, graph, 0);
     }
     if (e != RT_SUCCESS) {
-        acl::free_model_records(model);
-        acl::destroy_model(model);
+        acl::destroy_model(model);  // captured callbacks go with the graph
         return acl::fail_rt(e, api);
     }
     std::lock_guard lock(acl::g_models_mutex);
@@ -199,9 +205,7 @@ aclError aclmdlRIExecute(aclmdlRI modelRI, int32_t timeout) {
     const char* api = "aclmdlRIExecute";
     ACL_REQUIRE_INIT(api);
     ACL_REQUIRE_CONTEXT(api);
-    if (timeout != -1 && timeout <= 0)
-        return acl::fail(ACL_ERROR_INVALID_PARAM, api, "timeout %d ms is invalid: -1 (wait without limit) or a "
-                         "positive number of milliseconds", timeout);
+    if (aclError e = acl::check_timeout(timeout, api); e != ACL_SUCCESS) return e;
     rtGraphExec_t exec;
     {
         std::lock_guard lock(acl::g_models_mutex);
@@ -209,11 +213,23 @@ aclError aclmdlRIExecute(aclmdlRI modelRI, int32_t timeout) {
         if (m == nullptr) return ACL_ERROR_INVALID_PARAM;
         exec = m->exec;
     }
-    if (rtError_t e = rtGraphLaunch(exec, nullptr); e != RT_SUCCESS) return acl::fail_rt(e, api);
-    rtError_t e = rtStreamSynchronizeWithTimeout(nullptr, timeout);
-    if (e == RT_ERROR_TIMEOUT) return acl::fail_rt(e, api, ACL_ERROR_RT_STREAM_SYNC_TIMEOUT);
-    if (e != RT_SUCCESS) return acl::fail_rt(e, api, ACL_ERROR_RT_MODEL_EXECUTE);
-    return ACL_SUCCESS;
+    // Waits for an event recorded behind the launch, not for the stream: the stream's pending failure (the launch's or
+    // an earlier one) stays for the caller's next synchronize, and work queued later by other threads is not waited for.
+    rtEvent_t done = nullptr;
+    if (rtError_t e = rtEventCreateWithFlags(&done, RT_EVENT_DISABLE_TIMING); e != RT_SUCCESS)
+        return acl::fail_rt(e, api);
+    rtError_t e = rtGraphLaunch(exec, nullptr);
+    if (e == RT_SUCCESS) e = rtEventRecord(done, nullptr);
+    if (e != RT_SUCCESS) {
+        rtEventDestroy(done);
+        return acl::fail_rt(e, api);
+    }
+    e = rtEventSynchronizeWithTimeout(done, timeout);
+    aclError code = ACL_SUCCESS;
+    if (e == RT_ERROR_TIMEOUT) code = acl::fail_rt(e, api, ACL_ERROR_RT_STREAM_SYNC_TIMEOUT);
+    else if (e != RT_SUCCESS) code = acl::fail_rt(e, api, ACL_ERROR_RT_MODEL_EXECUTE);
+    rtEventDestroy(done);
+    return code;
 }
 
 aclError aclmdlRIDestroy(aclmdlRI modelRI) {
@@ -226,8 +242,7 @@ aclError aclmdlRIDestroy(aclmdlRI modelRI) {
         if (m == nullptr) return ACL_ERROR_INVALID_PARAM;
         acl::g_models.erase(m);
     }
-    acl::retire_model_records(m);
-    acl::destroy_model(m);
+    acl::destroy_model(m);  // queued replays still run: the runtime keeps what they use until they have
     return ACL_SUCCESS;
 }
 

@@ -1,20 +1,35 @@
 // acl_stream.cpp — streams and events. An aclrtStream / aclrtEvent is the runtime's rtStream_t / rtEvent_t itself, so
 // the hot calls (aclrtRecordEvent, aclrtStreamWaitEvent) are a check of the init flag, of the context for the NULL
 // stream, and the rt* call.
+#include <cstring>
+#include <mutex>
+#include <shared_mutex>
+#include <unordered_map>
+
 #include "acl/acl.h"
 #include "acl_internal.hpp"
+
+namespace acl {
+
+aclError check_stream(aclrtStream stream, const char* api) noexcept {
+    int priority = 0;
+    if (rtError_t e = rtStreamGetPriority(static_cast<rtStream_t>(stream), &priority); e != RT_SUCCESS)
+        return fail_rt(e, api);
+    return ACL_SUCCESS;
+}
+
+aclError check_timeout(int32_t timeout, const char* api) noexcept {
+    if (timeout == -1 || timeout > 0) [[likely]] return ACL_SUCCESS;
+    return fail(ACL_ERROR_INVALID_PARAM, api, "timeout %d ms is invalid: -1 (wait without limit) or a positive number "
+                "of milliseconds", timeout);
+}
+
+}  // namespace acl
 
 namespace {
 
 inline rtStream_t rt_stream(aclrtStream s) { return static_cast<rtStream_t>(s); }
 inline rtEvent_t rt_event(aclrtEvent e) { return static_cast<rtEvent_t>(e); }
-
-/// A timeout argument of AscendCL's waits: -1 waits without limit, a positive value in ms; anything else is refused.
-aclError check_timeout(int32_t timeout, const char* api) {
-    if (timeout == -1 || timeout > 0) return ACL_SUCCESS;
-    return acl::fail(ACL_ERROR_INVALID_PARAM, api, "timeout %d ms is invalid: -1 (wait without limit) or a positive "
-                     "number of milliseconds", timeout);
-}
 
 constexpr uint32_t kKnownStreamFlags = ACL_STREAM_FAST_LAUNCH | ACL_STREAM_FAST_SYNC | ACL_STREAM_PERSISTENT |
                                        ACL_STREAM_HUGE | ACL_STREAM_CPU_SCHEDULE | ACL_STREAM_DEVICE_USE_ONLY;
@@ -23,6 +38,20 @@ constexpr uint32_t kUnsupportedStreamFlags = ACL_STREAM_PERSISTENT | ACL_STREAM_
 constexpr uint32_t kKnownEventFlags = ACL_EVENT_SYNC | ACL_EVENT_CAPTURE_STREAM_PROGRESS | ACL_EVENT_TIME_LINE |
                                       ACL_EVENT_DEVICE_USE_ONLY | ACL_EVENT_EXTERNAL | ACL_EVENT_IPC;
 constexpr uint32_t kUnsupportedEventFlags = ACL_EVENT_DEVICE_USE_ONLY | ACL_EVENT_EXTERNAL | ACL_EVENT_IPC;
+
+// The flags each live event was created with: an event made without ACL_EVENT_SYNC cannot be waited for by a stream
+// or reset, and one made by aclrtCreateEventExWithFlag cannot be reset (AscendCL's rules).
+constexpr uint32_t kMadeByEx = 0x80000000u;
+constexpr uint32_t kKnown = 0x40000000u;  // set in every entry: 0 from event_flags means "not made here"
+std::shared_mutex g_events_mutex;
+std::unordered_map<rtEvent_t, uint32_t> g_event_flags;
+
+/// The flags `event` was made with, or 0 for a handle this library did not make (the runtime then judges it).
+uint32_t event_flags(aclrtEvent event) {
+    std::shared_lock lock(g_events_mutex);
+    auto it = g_event_flags.find(static_cast<rtEvent_t>(event));
+    return it == g_event_flags.end() ? 0 : it->second;
+}
 
 aclError create_event(aclrtEvent* event, uint32_t flag, const char* api) {
     ACL_REQUIRE_INIT(api);
@@ -37,11 +66,27 @@ aclError create_event(aclrtEvent* event, uint32_t flag, const char* api) {
     unsigned rt_flags = (flag & ACL_EVENT_TIME_LINE) ? RT_EVENT_DEFAULT : RT_EVENT_DISABLE_TIMING;
     rtEvent_t e = nullptr;
     if (rtError_t r = rtEventCreateWithFlags(&e, rt_flags); r != RT_SUCCESS) return acl::fail_rt(r, api);
+    try {
+        std::unique_lock lock(g_events_mutex);
+        g_event_flags[e] = flag | kKnown | (std::strcmp(api, "aclrtCreateEventExWithFlag") == 0 ? kMadeByEx : 0);
+    } catch (...) {
+        rtEventDestroy(e);
+        return acl::fail(ACL_ERROR_BAD_ALLOC, api, "out of host memory for an event");
+    }
     *event = e;
     return ACL_SUCCESS;
 }
 
 }  // namespace
+
+namespace acl {
+
+void reset_events() noexcept {
+    std::unique_lock lock(g_events_mutex);
+    g_event_flags.clear();
+}
+
+}  // namespace acl
 
 extern "C" {
 
@@ -103,7 +148,7 @@ aclError aclrtSynchronizeStream(aclrtStream stream) {
 aclError aclrtSynchronizeStreamWithTimeout(aclrtStream stream, int32_t timeout) {
     const char* api = "aclrtSynchronizeStreamWithTimeout";
     ACL_REQUIRE_INIT(api);
-    if (aclError e = check_timeout(timeout, api); e != ACL_SUCCESS) return e;
+    if (aclError e = acl::check_timeout(timeout, api); e != ACL_SUCCESS) return e;
     if (stream == nullptr) ACL_REQUIRE_CONTEXT(api);
     rtError_t e = rtStreamSynchronizeWithTimeout(rt_stream(stream), timeout);
     if (e == RT_ERROR_TIMEOUT) return acl::fail_rt(e, api, ACL_ERROR_RT_STREAM_SYNC_TIMEOUT);
@@ -127,6 +172,10 @@ aclError aclrtStreamWaitEvent(aclrtStream stream, aclrtEvent event) {
     if (event == nullptr) [[unlikely]]
         return acl::fail(ACL_ERROR_INVALID_PARAM, "aclrtStreamWaitEvent", "event is NULL");
     if (stream == nullptr) ACL_REQUIRE_CONTEXT("aclrtStreamWaitEvent");
+    if (const uint32_t flags = event_flags(event); flags != 0 && (flags & ACL_EVENT_SYNC) == 0) [[unlikely]]
+        return acl::fail(ACL_ERROR_INVALID_PARAM, "aclrtStreamWaitEvent", "event %p was created with flag 0x%x, "
+                         "without ACL_EVENT_SYNC: only ACL_EVENT_SYNC events can be waited for by a stream", event,
+                         flags & ~(kMadeByEx | kKnown));
     if (rtError_t e = rtStreamWaitEvent(rt_stream(stream), rt_event(event)); e != RT_SUCCESS) [[unlikely]]
         return acl::fail_rt(e, "aclrtStreamWaitEvent");
     return ACL_SUCCESS;
@@ -150,6 +199,8 @@ aclError aclrtDestroyEvent(aclrtEvent event) {
     ACL_REQUIRE_INIT("aclrtDestroyEvent");
     ACL_REQUIRE_NOT_NULL("aclrtDestroyEvent", event);
     if (rtError_t e = rtEventDestroy(rt_event(event)); e != RT_SUCCESS) return acl::fail_rt(e, "aclrtDestroyEvent");
+    std::unique_lock lock(g_events_mutex);
+    g_event_flags.erase(rt_event(event));
     return ACL_SUCCESS;
 }
 
@@ -167,13 +218,19 @@ aclError aclrtResetEvent(aclrtEvent event, aclrtStream stream) {
     ACL_REQUIRE_INIT("aclrtResetEvent");
     ACL_REQUIRE_NOT_NULL("aclrtResetEvent", event);
     if (stream == nullptr) ACL_REQUIRE_CONTEXT("aclrtResetEvent");
-    // Nothing to clear (acl_rt.h): the handles are checked by a query of each, which changes nothing.
+    if (const uint32_t flags = event_flags(event); flags != 0) {
+        if (flags & kMadeByEx)
+            return acl::fail(ACL_ERROR_INVALID_PARAM, "aclrtResetEvent", "event %p was created by "
+                             "aclrtCreateEventExWithFlag: such events are not reset", event);
+        if ((flags & ACL_EVENT_SYNC) == 0)
+            return acl::fail(ACL_ERROR_INVALID_PARAM, "aclrtResetEvent", "event %p was created with flag 0x%x, "
+                             "without ACL_EVENT_SYNC: only ACL_EVENT_SYNC events are reset", event, flags & ~kKnown);
+    }
+    // Nothing to clear (acl_rt.h): the handles are checked by calls that change nothing (an event's query reports the
+    // failure its record carries every time; the stream's pending failure stays).
     if (rtError_t e = rtEventQuery(rt_event(event)); e == RT_ERROR_INVALID_HANDLE || e == RT_ERROR_INVALID_VALUE)
         return acl::fail_rt(e, "aclrtResetEvent");
-    if (stream != nullptr) {
-        rtError_t e = rtStreamQuery(rt_stream(stream));
-        if (e == RT_ERROR_INVALID_HANDLE || e == RT_ERROR_INVALID_VALUE) return acl::fail_rt(e, "aclrtResetEvent");
-    }
+    if (stream != nullptr) return acl::check_stream(stream, "aclrtResetEvent");
     return ACL_SUCCESS;
 }
 
@@ -211,7 +268,7 @@ aclError aclrtSynchronizeEventWithTimeout(aclrtEvent event, int32_t timeout) {
     const char* api = "aclrtSynchronizeEventWithTimeout";
     ACL_REQUIRE_INIT(api);
     ACL_REQUIRE_NOT_NULL(api, event);
-    if (aclError e = check_timeout(timeout, api); e != ACL_SUCCESS) return e;
+    if (aclError e = acl::check_timeout(timeout, api); e != ACL_SUCCESS) return e;
     rtError_t e = rtEventSynchronizeWithTimeout(rt_event(event), timeout);
     if (e == RT_ERROR_TIMEOUT) return acl::fail_rt(e, api, ACL_ERROR_RT_EVENT_SYNC_TIMEOUT);
     if (e != RT_SUCCESS) return acl::fail_rt(e, api);

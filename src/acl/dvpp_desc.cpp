@@ -28,7 +28,10 @@ aclError acldvppMalloc(void** devPtr, size_t size) {
     constexpr const char* api = "acldvppMalloc";
     ACL_REQUIRE_INIT(api);
     ACL_REQUIRE_NOT_NULL(api, devPtr);
+    DVPP_REQUIRE_CONTEXT(api);
     if (size == 0) return acl::fail(ACL_ERROR_INVALID_PARAM, api, "size is 0 (expected the bytes to allocate)");
+    static const bool registered = (acl::on_finalize(forget_all), true);
+    (void)registered;
     void* p = nullptr;
     DVPP_TRY_RT(api, rtMalloc(&p, size));
     try {
@@ -74,6 +77,7 @@ aclError acldvppCreateChannel(acldvppChannelDesc* channelDesc) {
     constexpr const char* api = "acldvppCreateChannel";
     ACL_REQUIRE_INIT(api);
     ACL_REQUIRE_NOT_NULL(api, channelDesc);
+    DVPP_REQUIRE_CONTEXT(api);
     if (channelDesc->id != 0)
         return acl::fail(ACL_ERROR_INVALID_PARAM, api, "channelDesc already holds open channel %llu",
                          static_cast<unsigned long long>(channelDesc->id));

@@ -50,6 +50,8 @@ constexpr uint32_t kMaxBatch = 256;
 void remember(void* base, size_t size);
 /// Forgets an allocation that starts at `base`; false when none does.
 bool forget(void* base);
+/// Forgets every allocation (registered with acl::on_finalize by the first acldvppMalloc: aclFinalize frees them all).
+void forget_all() noexcept;
 /// Checks that `bytes` bytes from `p` lie inside one acldvppMalloc allocation; else ACL_ERROR_INVALID_PARAM for
 /// `api`, naming `what`.
 aclError require_dvpp_memory(const char* api, const char* what, const void* p, size_t bytes);
@@ -84,6 +86,9 @@ inline uint64_t align_up(uint64_t x, uint64_t to) { return (x + to - 1) / to * t
     do {                                                                                                               \
         if (const aclError e_ = (expr); e_ != ACL_SUCCESS) return e_;                                                  \
     } while (0)
+
+/// After ACL_REQUIRE_INIT in calls that use a device (memory, channels, operations): a current context is required.
+#define DVPP_REQUIRE_CONTEXT(api) DVPP_TRY(::acl::require_context(api))
 
 #define DVPP_TRY_RT(api, expr)                                                                                         \
     do {                                                                                                               \

@@ -195,6 +195,7 @@ aclError acldvppJpegDecodeAsync(acldvppChannelDesc* channelDesc, const void* dat
                                 acldvppPicDesc* outputDesc, aclrtStream stream) {
     constexpr const char* api = "acldvppJpegDecodeAsync";
     ACL_REQUIRE_INIT(api);
+    DVPP_REQUIRE_CONTEXT(api);
     DVPP_TRY(require_channel(api, channelDesc));
     ACL_REQUIRE_NOT_NULL(api, data);
     ACL_REQUIRE_NOT_NULL(api, outputDesc);
@@ -205,17 +206,30 @@ aclError acldvppJpegDecodeAsync(acldvppChannelDesc* channelDesc, const void* dat
     if (!outputDesc->data)
         return acl::fail(ACL_ERROR_INVALID_PARAM, api, "outputDesc data is NULL (set it with acldvppSetPicDescData)");
 
-    // The JPEG is device memory that work already queued on the stream may still be writing: read it once that work
-    // has run (the decode below copies it during the call).
+    // The JPEG is device memory that work already queued on the stream may still be writing: its header is parsed
+    // during the call, so the call waits for an event recorded behind a copy of it. An event, not the stream: the
+    // stream's pending failure stays for the caller's next synchronize. A capture cannot wait, so it is refused.
     const auto s = static_cast<rtStream_t>(stream);
+    rtStreamCaptureStatus capturing = RT_STREAM_CAPTURE_STATUS_NONE;
+    DVPP_TRY_RT(api, rtStreamGetCaptureInfo(s, &capturing, nullptr));
+    if (capturing != RT_STREAM_CAPTURE_STATUS_NONE)
+        return acl::fail(ACL_ERROR_FEATURE_UNSUPPORTED, api, "stream %p is capturing: JPEG decoding reads the JPEG's "
+                         "header during the call, which a capture cannot replay (decode outside the capture)", stream);
     std::vector<uint8_t> jpeg;
     try {
         jpeg.resize(size);
     } catch (...) {
         return acl::fail(ACL_ERROR_BAD_ALLOC, api, "out of host memory for the %u bytes of the JPEG", size);
     }
-    DVPP_TRY_RT(api, rtMemcpyAsync(jpeg.data(), data, size, RT_MEMCPY_DEVICE_TO_HOST, s));
-    DVPP_TRY_RT(api, rtStreamSynchronize(s));
+    {
+        rtEvent_t copied = nullptr;
+        DVPP_TRY_RT(api, rtEventCreateWithFlags(&copied, RT_EVENT_DISABLE_TIMING));
+        rtError_t e = rtMemcpyAsync(jpeg.data(), data, size, RT_MEMCPY_DEVICE_TO_HOST, s);
+        if (e == RT_SUCCESS) e = rtEventRecord(copied, s);
+        if (e == RT_SUCCESS) e = rtEventSynchronize(copied);
+        rtEventDestroy(copied);
+        DVPP_TRY_RT(api, e);
+    }
 
     Frame f;
     DVPP_TRY(supported_jpeg(api, jpeg.data(), size, &f));
@@ -258,6 +272,7 @@ aclError acldvppJpegEncodeAsync(acldvppChannelDesc* channelDesc, acldvppPicDesc*
                                 uint32_t* size, acldvppJpegeConfig* config, aclrtStream stream) {
     constexpr const char* api = "acldvppJpegEncodeAsync";
     ACL_REQUIRE_INIT(api);
+    DVPP_REQUIRE_CONTEXT(api);
     DVPP_TRY(require_channel(api, channelDesc));
     ACL_REQUIRE_NOT_NULL(api, data);
     ACL_REQUIRE_NOT_NULL(api, size);

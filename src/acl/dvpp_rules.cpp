@@ -31,6 +31,11 @@ void remember(void* base, size_t size) {
     g_memory.emplace(b, size);
 }
 
+void forget_all() noexcept {
+    std::lock_guard lock(g_memory_mutex);
+    g_memory.clear();
+}
+
 bool forget(void* base) {
     std::lock_guard lock(g_memory_mutex);
     return g_memory.erase(reinterpret_cast<uintptr_t>(base)) == 1;

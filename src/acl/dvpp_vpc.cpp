@@ -70,6 +70,7 @@ aclError single(const char* api, acldvppChannelDesc* channel, acldvppPicDesc* in
                 const acldvppRoiConfig* crop, const acldvppRoiConfig* paste, const acldvppResizeConfig* config,
                 bool config_required, aclrtStream stream) {
     ACL_REQUIRE_INIT(api);
+    DVPP_REQUIRE_CONTEXT(api);
     DVPP_TRY(require_channel(api, channel));
     Job job;
     DVPP_TRY(vpc_picture(api, "inputDesc", input, true, &job.src));
@@ -93,6 +94,7 @@ aclError batch(const char* api, acldvppChannelDesc* channel, acldvppBatchPicDesc
                acldvppRoiConfig* const* pasteAreas, bool with_paste, const acldvppResizeConfig* config,
                bool config_required, aclrtStream stream) {
     ACL_REQUIRE_INIT(api);
+    DVPP_REQUIRE_CONTEXT(api);
     DVPP_TRY(require_channel(api, channel));
     ACL_REQUIRE_NOT_NULL(api, srcs);
     ACL_REQUIRE_NOT_NULL(api, roiNums);

@@ -25,15 +25,13 @@ aclError acl_code(HcclResult code) {
     }
 }
 
-/// Records "api: message" for aclGetRecentErrMsg and returns `code`.
+/// Records "api: message" for aclGetRecentErrMsg (with acl_code(code) for aclrtGetLastError) and returns `code`.
 [[gnu::cold, gnu::format(printf, 3, 4)]] HcclResult refuse(HcclResult code, const char* api, const char* format,
                                                             ...) noexcept {
-    char body[768];
     va_list args;
     va_start(args, format);
-    std::vsnprintf(body, sizeof body, format, args);
+    acl::vfail(acl_code(code), api, format, args);
     va_end(args);
-    acl::fail(acl_code(code), api, "%s", body);
     return code;
 }
 
@@ -66,7 +64,7 @@ HcclResult from_rt(rtError_t e) {
 HcclResult check_rt(rtError_t e, const char* api) {
     if (e == RT_SUCCESS) [[likely]] return HCCL_SUCCESS;
     const HcclResult code = from_rt(e);
-    acl::fail_rt(e, api);
+    acl::fail_rt(e, api, acl_code(code));
     return code;
 }
 
@@ -190,6 +188,13 @@ HcclResult require_init(const char* api) {
     return HCCL_SUCCESS;
 }
 
+/// AscendCL initialised and a current context on the calling thread (communicators and collectives use a device).
+HcclResult require_device(const char* api) {
+    HCCL_TRY(require_init(api));
+    if (acl::require_context(api) != ACL_SUCCESS) return HCCL_E_RUNTIME;  // the message says what is missing
+    return HCCL_SUCCESS;
+}
+
 }  // namespace
 
 extern "C" {
@@ -198,6 +203,7 @@ HcclResult HcclGetRootInfo(HcclRootInfo* rootInfo) {
     constexpr const char* api = "HcclGetRootInfo";
     HCCL_TRY(require_init(api));
     HCCL_REQUIRE_PTR(api, rootInfo);
+    HCCL_TRY(require_device(api));
     rtCommUniqueId id;
     HCCL_TRY(check_rt(rtCommGetUniqueId(&id), api));
     std::memset(rootInfo->internal, 0, sizeof rootInfo->internal);
@@ -218,6 +224,7 @@ HcclResult HcclCommInitRootInfo(uint32_t nRanks, const HcclRootInfo* rootInfo, u
         return refuse(HCCL_E_PARA, api, "nRanks %u is out of range (expected at least 1)", nRanks);
     if (rank >= nRanks)
         return refuse(HCCL_E_PARA, api, "rank %u is out of range (expected 0 .. nRanks - 1 = %u)", rank, nRanks - 1);
+    HCCL_TRY(require_device(api));  // the rank's device is the calling thread's
     rtCommUniqueId id;
     std::memcpy(&id, rootInfo->internal + sizeof kRootTag, sizeof id);
     rtComm_t made = nullptr;
@@ -228,7 +235,7 @@ HcclResult HcclCommInitRootInfo(uint32_t nRanks, const HcclRootInfo* rootInfo, u
 
 HcclResult HcclCommInitAll(uint32_t ndev, int32_t* devices, HcclComm* comms) {
     constexpr const char* api = "HcclCommInitAll";
-    HCCL_TRY(require_init(api));
+    HCCL_TRY(require_init(api));  // names its devices: no current context needed
     HCCL_REQUIRE_PTR(api, devices);
     HCCL_REQUIRE_PTR(api, comms);
     int count = 0;
@@ -276,9 +283,7 @@ HcclResult HcclGetCommAsyncError(HcclComm comm, HcclResult* asyncError) {
     HCCL_REQUIRE_PTR(api, asyncError);
     rtError_t e = RT_SUCCESS;
     HCCL_TRY(check_rt(rtCommGetAsyncError(static_cast<rtComm_t>(comm), &e), api));
-    *asyncError = from_rt(e);
-    // The runtime left the reason as its last message: keep it where aclGetRecentErrMsg looks.
-    if (e != RT_SUCCESS) acl::fail_rt(e, api);
+    *asyncError = from_rt(e);  // the call itself succeeded: nothing is recorded as this thread's failure
     return HCCL_SUCCESS;
 }
 
@@ -320,6 +325,7 @@ const char* HcclGetErrorString(HcclResult code) {
 HcclResult HcclAllReduce(void* sendBuf, void* recvBuf, uint64_t count, HcclDataType dataType, HcclReduceOp op,
                          HcclComm comm, aclrtStream stream) {
     constexpr const char* api = "HcclAllReduce";
+    HCCL_TRY(require_device(api));
     HCCL_REQUIRE_PTR(api, comm);
     HCCL_REQUIRE_PTR(api, sendBuf);
     HCCL_REQUIRE_PTR(api, recvBuf);
@@ -334,6 +340,7 @@ HcclResult HcclAllReduce(void* sendBuf, void* recvBuf, uint64_t count, HcclDataT
 HcclResult HcclBroadcast(void* buf, uint64_t count, HcclDataType dataType, uint32_t root, HcclComm comm,
                          aclrtStream stream) {
     constexpr const char* api = "HcclBroadcast";
+    HCCL_TRY(require_device(api));
     HCCL_REQUIRE_PTR(api, buf);
     int size = 0, rank = 0;
     HCCL_TRY(comm_info(comm, api, &size, &rank));
@@ -347,6 +354,7 @@ HcclResult HcclBroadcast(void* buf, uint64_t count, HcclDataType dataType, uint3
 HcclResult HcclReduce(void* sendBuf, void* recvBuf, uint64_t count, HcclDataType dataType, HcclReduceOp op,
                       uint32_t root, HcclComm comm, aclrtStream stream) {
     constexpr const char* api = "HcclReduce";
+    HCCL_TRY(require_device(api));
     HCCL_REQUIRE_PTR(api, sendBuf);
     int size = 0, rank = 0;
     HCCL_TRY(comm_info(comm, api, &size, &rank));
@@ -363,6 +371,7 @@ HcclResult HcclReduce(void* sendBuf, void* recvBuf, uint64_t count, HcclDataType
 HcclResult HcclAllGather(void* sendBuf, void* recvBuf, uint64_t sendCount, HcclDataType dataType, HcclComm comm,
                          aclrtStream stream) {
     constexpr const char* api = "HcclAllGather";
+    HCCL_TRY(require_device(api));
     HCCL_REQUIRE_PTR(api, comm);
     HCCL_REQUIRE_PTR(api, sendBuf);
     HCCL_REQUIRE_PTR(api, recvBuf);
@@ -375,6 +384,7 @@ HcclResult HcclAllGather(void* sendBuf, void* recvBuf, uint64_t sendCount, HcclD
 HcclResult HcclReduceScatter(void* sendBuf, void* recvBuf, uint64_t recvCount, HcclDataType dataType,
                              HcclReduceOp op, HcclComm comm, aclrtStream stream) {
     constexpr const char* api = "HcclReduceScatter";
+    HCCL_TRY(require_device(api));
     HCCL_REQUIRE_PTR(api, comm);
     HCCL_REQUIRE_PTR(api, sendBuf);
     HCCL_REQUIRE_PTR(api, recvBuf);
@@ -389,6 +399,7 @@ HcclResult HcclReduceScatter(void* sendBuf, void* recvBuf, uint64_t recvCount, H
 HcclResult HcclAlltoAll(const void* sendBuf, uint64_t sendCount, HcclDataType sendType, const void* recvBuf,
                         uint64_t recvCount, HcclDataType recvType, HcclComm comm, aclrtStream stream) {
     constexpr const char* api = "HcclAlltoAll";
+    HCCL_TRY(require_device(api));
     HCCL_REQUIRE_PTR(api, comm);
     HCCL_REQUIRE_PTR(api, sendBuf);
     HCCL_REQUIRE_PTR(api, recvBuf);
@@ -399,9 +410,12 @@ HcclResult HcclAlltoAll(const void* sendBuf, uint64_t sendCount, HcclDataType se
     if (!r.bytes)
         return refuse(HCCL_E_PARA, api, "recvType %d is not an HcclDataType (expected %s)", acl::enum_value(recvType),
                       kTypes);
+    if (sendCount > std::numeric_limits<size_t>::max() / s.bytes)
+        return refuse(HCCL_E_PARA, api, "sendCount %llu of %s is more bytes than the address space holds",
+                      static_cast<unsigned long long>(sendCount), s.name);
     Moved m;
     HCCL_TRY(movement_type(sendType, sendCount, api, "sendType", &m));
-    const size_t send_bytes = m.count * (m.type == RT_UINT8 ? 1 : s.bytes);
+    const size_t send_bytes = static_cast<size_t>(sendCount) * s.bytes;
     if (recvCount > std::numeric_limits<size_t>::max() / r.bytes || recvCount * r.bytes != send_bytes)
         return refuse(HCCL_E_PARA, api, "sendCount %llu of %s is %zu bytes per rank, but recvCount %llu of %s is not "
                       "the same number of bytes (every rank sends to each rank what it receives from each)",
@@ -414,6 +428,7 @@ HcclResult HcclAlltoAll(const void* sendBuf, uint64_t sendCount, HcclDataType se
 HcclResult HcclSend(void* sendBuf, uint64_t count, HcclDataType dataType, uint32_t destRank, HcclComm comm,
                     aclrtStream stream) {
     constexpr const char* api = "HcclSend";
+    HCCL_TRY(require_device(api));
     HCCL_REQUIRE_PTR(api, sendBuf);
     int size = 0, rank = 0;
     HCCL_TRY(comm_info(comm, api, &size, &rank));
@@ -427,6 +442,7 @@ HcclResult HcclSend(void* sendBuf, uint64_t count, HcclDataType dataType, uint32
 HcclResult HcclRecv(void* recvBuf, uint64_t count, HcclDataType dataType, uint32_t srcRank, HcclComm comm,
                     aclrtStream stream) {
     constexpr const char* api = "HcclRecv";
+    HCCL_TRY(require_device(api));
     HCCL_REQUIRE_PTR(api, recvBuf);
     int size = 0, rank = 0;
     HCCL_TRY(comm_info(comm, api, &size, &rank));
@@ -439,6 +455,7 @@ HcclResult HcclRecv(void* recvBuf, uint64_t count, HcclDataType dataType, uint32
 
 HcclResult HcclBarrier(HcclComm comm, aclrtStream stream) {
     constexpr const char* api = "HcclBarrier";
+    HCCL_TRY(require_device(api));
     HCCL_REQUIRE_PTR(api, comm);
     return check_rt(rtCommBarrier(static_cast<rtComm_t>(comm), static_cast<rtStream_t>(stream)), api);
 }

@@ -5,6 +5,7 @@
 #include <type_traits>
 #include <new>
 
+#include "core/enum_bytes.hpp"
 #include "core/error.hpp"
 #include "core/runtime.hpp"
 
@@ -62,14 +63,6 @@ inline void require_same_backend(const CoreDevice& stream_device, const CoreDevi
              stream_device.label().c_str());
 }
 
-/// The C ABI may pass any integer as an enum argument or field: read its bytes, never load it as the enum (a value
-/// outside the enum's range is undefined behaviour to load, and UBSan says so).
-template <class E> int enum_value(const E& e) {
-    static_assert(std::is_enum_v<E> && sizeof(int) == sizeof(E));
-    int v;
-    std::memcpy(&v, &e, sizeof v);
-    return v;
-}
 inline int kind_value(const rtMemcpyKind& kind) { return enum_value(kind); }
 
 /// rtModuleLoadSource for `device` rather than the calling thread's current one (capi_module.cpp): the library's own

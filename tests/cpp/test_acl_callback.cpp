@@ -4,7 +4,9 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -154,17 +156,113 @@ TEST_F(AclCallback, SubscriptionErrors) {
     ASSERT_ACL_OK(aclrtDestroyStream(s));
 }
 
-TEST_F(AclCallback, FinalizeReleasesABlockedCallback) {
-    // A BLOCK callback whose report thread never processes it: aclFinalize still drains the stream.
+TEST(AclCallbackFinalize, ReleasesABlockedCallbackThatNoThreadProcesses) {
+    // A BLOCK callback whose report thread never processes it: aclFinalize still drains the stream, and neither
+    // callback runs.
+    ASSERT_ACL_OK(aclInit(nullptr));
+    ASSERT_ACL_OK(aclrtSetDevice(0));
     aclrtStream s = nullptr;
     ASSERT_ACL_OK(aclrtCreateStream(&s));
-    const uint64_t me = static_cast<uint64_t>(pthread_self());
-    ASSERT_ACL_OK(aclrtSubscribeReport(me, s));
+    ASSERT_ACL_OK(aclrtSubscribeReport(static_cast<uint64_t>(pthread_self()), s));
     Log log;
     Step st{&log, 1};
     ASSERT_ACL_OK(aclrtLaunchCallback(record_step, &st, ACL_CALLBACK_BLOCK, s));
     ASSERT_ACL_OK(aclrtLaunchCallback(record_step, &st, ACL_CALLBACK_NO_BLOCK, s));
-    // TearDown's aclFinalize must return: the blocked trampoline is released, the callbacks are dropped.
+    EXPECT_ACL_OK(aclFinalize());
+    EXPECT_EQ(log.calls.load(), 0);
+}
+
+TEST(AclCallbackFinalize, ACallbackRunningAtFinalizeFinishesAndTheNextSessionWorks) {
+    // aclFinalize while a report thread runs a BLOCK callback: the trampoline stops waiting, the report thread finishes
+    // the callback and releases its record; the next session's callbacks run normally.
+    ASSERT_ACL_OK(aclInit(nullptr));
+    ASSERT_ACL_OK(aclrtSetDevice(0));
+    aclrtStream s = nullptr;
+    ASSERT_ACL_OK(aclrtCreateStream(&s));
+    struct Slow {
+        std::atomic<bool> started{false};
+        acl_test::Gate gate;
+        std::atomic<int> calls{0};
+    } slow;
+    std::atomic<uint64_t> id{0};
+    std::atomic<aclError> processed{ACL_ERROR_INTERNAL_ERROR};
+    std::thread reporter([&] {
+        id.store(static_cast<uint64_t>(pthread_self()));
+        while (!slow.started.load() && processed.load() == ACL_ERROR_INTERNAL_ERROR) {
+            aclError e = aclrtProcessReport(10);
+            if (e == ACL_SUCCESS) processed.store(e);
+        }
+    });
+    while (id.load() == 0) std::this_thread::yield();
+    ASSERT_ACL_OK(aclrtSubscribeReport(id.load(), s));
+    ASSERT_ACL_OK(aclrtLaunchCallback([](void* p) {
+        auto* w = static_cast<Slow*>(p);
+        w->started.store(true);
+        acl_test::Gate::hold(&w->gate);
+        w->calls.fetch_add(1);
+    }, &slow, ACL_CALLBACK_BLOCK, s));
+    while (!slow.started.load()) std::this_thread::yield();
+    EXPECT_ACL_OK(aclFinalize());  // returns while the callback still runs
+    EXPECT_EQ(slow.calls.load(), 0);
+    slow.gate.open();
+    reporter.join();
+    EXPECT_EQ(slow.calls.load(), 1);
+    EXPECT_ACL_OK(processed.load());
+
+    ASSERT_ACL_OK(aclInit(nullptr));
+    ASSERT_ACL_OK(aclrtSetDevice(0));
+    ASSERT_ACL_OK(aclrtCreateStream(&s));
+    const uint64_t me = static_cast<uint64_t>(pthread_self());
+    ASSERT_ACL_OK(aclrtSubscribeReport(me, s));
+    Log log;
+    std::vector<Step> steps;
+    for (int i = 0; i < 100; ++i) steps.push_back({&log, i});
+    for (Step& st : steps) ASSERT_ACL_OK(aclrtLaunchCallback(record_step, &st, ACL_CALLBACK_NO_BLOCK, s));
+    ASSERT_ACL_OK(aclrtSynchronizeStream(s));
+    while (log.calls.load() < 100) ASSERT_ACL_OK(aclrtProcessReport(1000));
+    std::vector<int> expected(100);
+    for (int i = 0; i < 100; ++i) expected[i] = i;
+    EXPECT_EQ(log.order, expected);
+    EXPECT_ACL_OK(aclFinalize());
+}
+
+TEST(AclCallbackExecutors, BlockedStreamsOutnumberingTheExecutorsAllFinish) {
+    // One runtime executor, three streams each held by a BLOCK callback: the report thread runs them one by one and
+    // every stream finishes (the trampoline's wait holds an executor, never the report thread).
+    const char* old = std::getenv("RUNTIME_EXECUTORS");
+    const std::string saved = old ? old : "";
+    ::setenv("RUNTIME_EXECUTORS", "1", 1);
+    const aclError init = aclInit(nullptr);
+    if (old) ::setenv("RUNTIME_EXECUTORS", saved.c_str(), 1);
+    else ::unsetenv("RUNTIME_EXECUTORS");
+    ASSERT_ACL_OK(init);
+    ASSERT_ACL_OK(aclrtSetDevice(0));
+    {
+        ReportThread reporter;
+        constexpr int kStreams = 3;
+        aclrtStream streams[kStreams];
+        Log logs[kStreams];
+        std::vector<Step> steps;
+        steps.reserve(2 * kStreams);
+        for (int i = 0; i < kStreams; ++i) {
+            ASSERT_ACL_OK(aclrtCreateStream(&streams[i]));
+            ASSERT_ACL_OK(aclrtSubscribeReport(reporter.id(), streams[i]));
+            steps.push_back({&logs[i], 1});
+            steps.push_back({&logs[i], 2});
+        }
+        for (int i = 0; i < kStreams; ++i) {
+            ASSERT_ACL_OK(aclrtLaunchCallback(record_step, &steps[2 * i], ACL_CALLBACK_BLOCK, streams[i]));
+            ASSERT_ACL_OK(aclrtLaunchHostFunc(streams[i], record_step, &steps[2 * i + 1]));
+        }
+        for (int i = 0; i < kStreams; ++i) {
+            ASSERT_ACL_OK(aclrtSynchronizeStream(streams[i]));
+            EXPECT_EQ(logs[i].order, (std::vector<int>{1, 2})) << "stream " << i;
+            ASSERT_ACL_OK(aclrtUnSubscribeReport(reporter.id(), streams[i]));
+            ASSERT_ACL_OK(aclrtDestroyStream(streams[i]));
+        }
+        EXPECT_ACL_OK(reporter.other_error());
+    }
+    EXPECT_ACL_OK(aclFinalize());
 }
 
 TEST(AclCallbackFinalize, AReportThreadWaitingWithoutLimitReturnsAtFinalize) {

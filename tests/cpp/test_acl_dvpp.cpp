@@ -8,6 +8,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "test_acl_util.hpp"
@@ -491,6 +492,44 @@ TEST_F(AclDvpp, ChannelsAndDescriptors) {
     EXPECT_ACL(ACL_ERROR_INVALID_PARAM, acldvppMalloc(nullptr, 16));
     EXPECT_ACL(ACL_ERROR_INVALID_PARAM, acldvppFree(static_cast<uint8_t*>(buf.ptr) + 1));
     EXPECT_NE(recent_message().find("not the start of memory from acldvppMalloc"), std::string::npos);
+}
+
+TEST_F(AclDvpp, DecodeLeavesAnEarlierFailureAndRefusesCapture) {
+    DvppBuffer decoded(128 * 64 * 3 / 2);
+    PicDesc out = pic_desc(decoded.ptr, static_cast<uint32_t>(decoded.size), PIXEL_FORMAT_YUV_SEMIPLANAR_420, 0, 0, 0,
+                           0);
+    // A failure already pending on the stream: the decode cannot read the JPEG (the copy behind the failure is
+    // skipped) and fails, and the stream's synchronize still reports the failure.
+    make_stream_fail(stream);
+    EXPECT_NE(acldvppJpegDecodeAsync(channel, jpeg_dev->ptr, static_cast<uint32_t>(jpeg.size()), out.get(), stream),
+              ACL_SUCCESS);
+    EXPECT_NE(aclrtSynchronizeStream(stream), ACL_SUCCESS);
+    EXPECT_NE(recent_message().find("failing host function"), std::string::npos);
+    ASSERT_ACL_OK(acldvppJpegDecodeAsync(channel, jpeg_dev->ptr, static_cast<uint32_t>(jpeg.size()), out.get(),
+                                         stream));
+    ASSERT_ACL_OK(aclrtSynchronizeStream(stream));
+
+    ASSERT_ACL_OK(aclmdlRICaptureBegin(stream, ACL_MODEL_RI_CAPTURE_MODE_RELAXED));
+    EXPECT_ACL(ACL_ERROR_FEATURE_UNSUPPORTED, acldvppJpegDecodeAsync(channel, jpeg_dev->ptr,
+                                                                     static_cast<uint32_t>(jpeg.size()), out.get(),
+                                                                     stream));
+    EXPECT_NE(recent_message().find("capturing"), std::string::npos);
+    aclmdlRI model = nullptr;
+    ASSERT_ACL_OK(aclmdlRICaptureEnd(stream, &model));
+    EXPECT_ACL_OK(aclmdlRIDestroy(model));
+}
+
+TEST_F(AclDvpp, MemoryAndChannelsNeedACurrentContext) {
+    aclError malloc_result = ACL_SUCCESS, channel_result = ACL_SUCCESS;
+    std::thread([&] {
+        void* p = nullptr;
+        malloc_result = acldvppMalloc(&p, 64);
+        acldvppChannelDesc* c = acldvppCreateChannelDesc();
+        channel_result = acldvppCreateChannel(c);
+        acldvppDestroyChannelDesc(c);
+    }).join();
+    EXPECT_ACL(ACL_ERROR_RT_CONTEXT_NULL, malloc_result);
+    EXPECT_ACL(ACL_ERROR_RT_CONTEXT_NULL, channel_result);
 }
 
 TEST(AclDvppInit, CallsBeforeAclInitAreRefused) {

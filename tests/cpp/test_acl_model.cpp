@@ -150,3 +150,99 @@ TEST_F(AclModel, CaptureMisuse) {
     ASSERT_ACL_OK(aclmdlRIDestroy(model));
     EXPECT_ACL_OK(aclrtFree(d));
 }
+
+TEST_F(AclModel, CallbackOnAStreamThatJoinedTheCaptureRunsAtEveryReplay) {
+    std::atomic<bool> stop{false};
+    std::atomic<uint64_t> id{0};
+    std::thread reporter([&] {
+        id.store(static_cast<uint64_t>(pthread_self()));
+        while (!stop.load()) aclrtProcessReport(10);
+    });
+    while (id.load() == 0) std::this_thread::yield();
+    aclrtStream origin = nullptr, joined = nullptr;
+    ASSERT_ACL_OK(aclrtCreateStream(&origin));
+    ASSERT_ACL_OK(aclrtCreateStream(&joined));
+    ASSERT_ACL_OK(aclrtSubscribeReport(id.load(), joined));
+    aclrtEvent fork = nullptr, join = nullptr;
+    ASSERT_ACL_OK(aclrtCreateEvent(&fork));
+    ASSERT_ACL_OK(aclrtCreateEvent(&join));
+    std::atomic<int> captured{0}, other{0};
+    ASSERT_ACL_OK(aclmdlRICaptureBegin(origin, ACL_MODEL_RI_CAPTURE_MODE_RELAXED));
+    ASSERT_ACL_OK(aclrtRecordEvent(fork, origin));
+    ASSERT_ACL_OK(aclrtStreamWaitEvent(joined, fork));  // joined takes part in the capture from here
+    ASSERT_ACL_OK(aclrtLaunchCallback(count_call, &captured, ACL_CALLBACK_BLOCK, joined));
+    ASSERT_ACL_OK(aclrtRecordEvent(join, joined));
+    ASSERT_ACL_OK(aclrtStreamWaitEvent(origin, join));
+    aclmdlRI model = nullptr;
+    ASSERT_ACL_OK(aclmdlRICaptureEnd(origin, &model));
+    EXPECT_EQ(captured.load(), 0);
+    for (int i = 1; i <= 3; ++i) {
+        ASSERT_ACL_OK(aclmdlRIExecuteAsync(model, origin));
+        ASSERT_ACL_OK(aclrtSynchronizeStream(origin));
+        EXPECT_EQ(captured.load(), i);
+        // Callbacks launched outside the capture, by a new thread, take records freed lately: the captured callback
+        // must not be one of them (it would then count `other` at the next replay).
+        aclError launched = ACL_ERROR_INTERNAL_ERROR;
+        std::thread([&] {
+            for (int k = 0; k < 64; ++k) {
+                launched = aclrtLaunchCallback(count_call, &other, ACL_CALLBACK_BLOCK, joined);
+                if (launched != ACL_SUCCESS) return;
+            }
+        }).join();
+        ASSERT_ACL_OK(launched);
+        ASSERT_ACL_OK(aclrtSynchronizeStream(joined));
+        EXPECT_EQ(other.load(), 64 * i);
+    }
+    ASSERT_ACL_OK(aclmdlRIDestroy(model));  // the captured callback's description goes with the graph (ASan checks)
+    ASSERT_ACL_OK(aclrtUnSubscribeReport(id.load(), joined));
+    stop.store(true);
+    reporter.join();
+    EXPECT_EQ(captured.load(), 3);
+    EXPECT_ACL_OK(aclrtDestroyEvent(fork));
+    EXPECT_ACL_OK(aclrtDestroyEvent(join));
+}
+
+TEST_F(AclModel, ExecuteLeavesAnEarlierFailureForTheNextSynchronize) {
+    aclrtStream s = nullptr;
+    ASSERT_ACL_OK(aclrtCreateStream(&s));
+    std::atomic<int> calls{0};
+    ASSERT_ACL_OK(aclmdlRICaptureBegin(s, ACL_MODEL_RI_CAPTURE_MODE_GLOBAL));
+    ASSERT_ACL_OK(aclrtLaunchHostFunc(s, count_call, &calls));
+    aclmdlRI model = nullptr;
+    ASSERT_ACL_OK(aclmdlRICaptureEnd(s, &model));
+    acl_test::make_stream_fail(nullptr);  // the default stream, where aclmdlRIExecute runs
+    EXPECT_ACL(ACL_ERROR_RT_MODEL_EXECUTE, aclmdlRIExecute(model, -1));
+    EXPECT_NE(aclrtSynchronizeStream(nullptr), ACL_SUCCESS);  // still the caller's to see
+    EXPECT_NE(acl_test::recent_message().find("failing host function"), std::string::npos);
+    ASSERT_ACL_OK(aclmdlRIExecute(model, -1));
+    EXPECT_EQ(calls.load(), 1);
+    ASSERT_ACL_OK(aclmdlRIDestroy(model));
+    EXPECT_ACL_OK(aclrtDestroyStream(s));
+}
+
+TEST_F(AclModel, DestroyingACapturingStreamIsRefusedAndConcurrentEndsEndItOnce) {
+    aclrtStream s = nullptr;
+    ASSERT_ACL_OK(aclrtCreateStream(&s));
+    ASSERT_ACL_OK(aclmdlRICaptureBegin(s, ACL_MODEL_RI_CAPTURE_MODE_RELAXED));
+    std::atomic<int> calls{0};
+    ASSERT_ACL_OK(aclrtLaunchHostFunc(s, count_call, &calls));
+    EXPECT_NE(aclrtDestroyStream(s), ACL_SUCCESS);  // the capture goes on
+    aclmdlRICaptureStatus status = ACL_MODEL_RI_CAPTURE_STATUS_NONE;
+    ASSERT_ACL_OK(aclmdlRICaptureGetInfo(s, &status, nullptr));
+    EXPECT_EQ(status, ACL_MODEL_RI_CAPTURE_STATUS_ACTIVE);
+    // RELAXED: any thread may end it; two at once end it once.
+    aclmdlRI models[2] = {nullptr, nullptr};
+    aclError results[2] = {ACL_ERROR_INTERNAL_ERROR, ACL_ERROR_INTERNAL_ERROR};
+    std::thread a([&] { results[0] = aclmdlRICaptureEnd(s, &models[0]); });
+    std::thread b([&] { results[1] = aclmdlRICaptureEnd(s, &models[1]); });
+    a.join();
+    b.join();
+    const int winner = results[0] == ACL_SUCCESS ? 0 : 1;
+    EXPECT_ACL_OK(results[winner]);
+    EXPECT_ACL(ACL_ERROR_RT_STREAM_NOT_CAPTURED, results[1 - winner]);
+    EXPECT_EQ(models[1 - winner], nullptr);
+    ASSERT_ACL_OK(aclmdlRIExecute(models[winner], -1));
+    EXPECT_EQ(calls.load(), 1);
+    ASSERT_ACL_OK(aclmdlRIDestroy(models[winner]));
+    EXPECT_ACL_OK(aclrtDestroyStream(s));
+}

@@ -486,3 +486,138 @@ TEST(AclBase, Float16AndDataTypeSizes) {
     EXPECT_EQ(aclDataTypeSize(ACL_STRING), 0u);
     EXPECT_EQ(aclDataTypeSize(ACL_DT_UNDEFINED), 0u);
 }
+
+// ---------------------------------------------------------------- fixes: handles, buffered copies, device reset
+
+TEST_F(AclRt, BufferedCopyLetsTheCallerReuseTheSourceAtOnce) {
+    constexpr size_t n = 4096;
+    aclrtStream s = nullptr;
+    ASSERT_ACL_OK(aclrtCreateStream(&s));
+    void* dev = nullptr;
+    ASSERT_ACL_OK(aclrtMalloc(&dev, n, ACL_MEM_MALLOC_HUGE_FIRST));
+    std::vector<unsigned char> src(n, 0x5A), back(n, 0);
+    acl_test::Gate gate;
+    ASSERT_ACL_OK(aclrtLaunchHostFunc(s, acl_test::Gate::hold, &gate));  // the copy cannot run before open()
+    ASSERT_ACL_OK(aclrtMemcpyAsync(dev, n, src.data(), n, ACL_MEMCPY_HOST_TO_BUF_TO_DEVICE, s));
+    std::memset(src.data(), 0x11, n);  // AscendCL allows this once the call has returned
+    gate.open();
+    ASSERT_ACL_OK(aclrtSynchronizeStream(s));
+    ASSERT_ACL_OK(aclrtMemcpy(back.data(), n, dev, n, ACL_MEMCPY_DEVICE_TO_HOST));
+    EXPECT_EQ(back, std::vector<unsigned char>(n, 0x5A));
+    EXPECT_ACL_OK(aclrtFree(dev));
+    EXPECT_ACL_OK(aclrtDestroyStream(s));
+}
+
+TEST_F(AclRt, HandleChecksKeepTheStreamsPendingFailure) {
+    aclrtStream s = nullptr;
+    ASSERT_ACL_OK(aclrtCreateStream(&s));
+    aclrtEvent e = nullptr;
+    ASSERT_ACL_OK(aclrtCreateEvent(&e));
+    acl_test::make_stream_fail(s);
+    ASSERT_ACL_OK(aclrtSubscribeReport(static_cast<uint64_t>(pthread_self()), s));
+    ASSERT_ACL_OK(aclrtResetEvent(e, s));
+    EXPECT_NE(aclrtSynchronizeStream(s), ACL_SUCCESS);  // still pending: neither call reported it
+    EXPECT_NE(recent_message().find("failing host function"), std::string::npos);
+    ASSERT_ACL_OK(aclrtSynchronizeStream(s));  // reported once
+    ASSERT_ACL_OK(aclrtUnSubscribeReport(static_cast<uint64_t>(pthread_self()), s));
+    EXPECT_ACL_OK(aclrtDestroyEvent(e));
+    EXPECT_ACL_OK(aclrtDestroyStream(s));
+    EXPECT_ACL(ACL_ERROR_RT_INVALID_HANDLE, aclrtSubscribeReport(static_cast<uint64_t>(pthread_self()), s));
+}
+
+TEST_F(AclRt, EventsWithoutSyncAreNotWaitedForOrReset) {
+    aclrtStream s = nullptr;
+    ASSERT_ACL_OK(aclrtCreateStream(&s));
+    aclrtEvent timing = nullptr, ex = nullptr, sync = nullptr;
+    ASSERT_ACL_OK(aclrtCreateEventWithFlag(&timing, ACL_EVENT_TIME_LINE));
+    ASSERT_ACL_OK(aclrtCreateEventExWithFlag(&ex, ACL_EVENT_SYNC));
+    ASSERT_ACL_OK(aclrtCreateEventWithFlag(&sync, ACL_EVENT_SYNC));
+    EXPECT_ACL(ACL_ERROR_INVALID_PARAM, aclrtStreamWaitEvent(s, timing));
+    EXPECT_NE(recent_message().find("without ACL_EVENT_SYNC"), std::string::npos);
+    EXPECT_ACL(ACL_ERROR_INVALID_PARAM, aclrtResetEvent(timing, s));
+    EXPECT_ACL(ACL_ERROR_INVALID_PARAM, aclrtResetEvent(ex, s));
+    EXPECT_NE(recent_message().find("aclrtCreateEventExWithFlag"), std::string::npos);
+    EXPECT_ACL_OK(aclrtStreamWaitEvent(s, ex));
+    EXPECT_ACL_OK(aclrtRecordEvent(sync, s));
+    EXPECT_ACL_OK(aclrtStreamWaitEvent(s, sync));
+    EXPECT_ACL_OK(aclrtResetEvent(sync, s));
+    ASSERT_ACL_OK(aclrtSynchronizeStream(s));
+    for (aclrtEvent e : {timing, ex, sync}) EXPECT_ACL_OK(aclrtDestroyEvent(e));
+    EXPECT_ACL_OK(aclrtDestroyStream(s));
+}
+
+TEST_F(AclRt, ForcedResetDestroysTheDevicesExplicitContexts) {
+    aclrtContext mine = nullptr;
+    ASSERT_ACL_OK(aclrtCreateContext(&mine, 0));
+    ASSERT_ACL_OK(aclrtResetDeviceForce(0));
+    EXPECT_ACL(ACL_ERROR_RT_INVALID_HANDLE, aclrtSetCurrentContext(mine));
+    EXPECT_ACL(ACL_ERROR_RT_INVALID_HANDLE, aclrtDestroyContext(mine));
+    EXPECT_ACL(ACL_ERROR_INVALID_PARAM, aclrtResetDevice(0));  // nothing left in use
+    aclrtContext current = nullptr;
+    EXPECT_ACL(ACL_ERROR_RT_CONTEXT_NULL, aclrtGetCurrentContext(&current));
+    // The device starts over cleanly, and a later reset releases it again.
+    ASSERT_ACL_OK(aclrtCreateContext(&mine, 0));
+    ASSERT_ACL_OK(aclrtDestroyContext(mine));
+    ASSERT_ACL_OK(aclrtSetDevice(0));  // for TearDown's symmetry
+}
+
+TEST_F(AclRt, ADestroyedContextsHandleStaysRefused) {
+    aclrtContext first = nullptr, second = nullptr;
+    ASSERT_ACL_OK(aclrtCreateContext(&first, 0));
+    ASSERT_ACL_OK(aclrtDestroyContext(first));
+    ASSERT_ACL_OK(aclrtCreateContext(&second, 0));  // may sit where the first one was
+    EXPECT_NE(first, second);
+    EXPECT_ACL(ACL_ERROR_RT_INVALID_HANDLE, aclrtSetCurrentContext(first));
+    EXPECT_ACL(ACL_ERROR_RT_INVALID_HANDLE, aclrtDestroyContext(first));
+    ASSERT_ACL_OK(aclrtSetCurrentContext(second));
+    ASSERT_ACL_OK(aclrtDestroyContext(second));
+}
+
+TEST_F(AclRt, SetDeviceDuringTheDevicesResetWaitsForIt) {
+    // The device's last reference is reset while its stream is held: the runtime's reset waits for the stream, and a
+    // thread that sets the device meanwhile gets a context the reset does not destroy.
+    aclrtStream held = nullptr;
+    ASSERT_ACL_OK(aclrtCreateStream(&held));
+    acl_test::Gate gate;
+    ASSERT_ACL_OK(aclrtLaunchHostFunc(held, acl_test::Gate::hold, &gate));
+    aclError reset = ACL_ERROR_INTERNAL_ERROR;
+    std::thread resetter([&] { reset = aclrtResetDevice(0); });
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // usually inside the reset by now; either order passes
+    aclError set = ACL_ERROR_INTERNAL_ERROR, made = ACL_ERROR_INTERNAL_ERROR, used = ACL_ERROR_INTERNAL_ERROR;
+    std::thread user([&] {
+        set = aclrtSetDevice(0);
+        aclrtStream s = nullptr;
+        made = aclrtCreateStream(&s);
+        if (made == ACL_SUCCESS) {
+            aclrtSynchronizeStream(s);
+            used = aclrtDestroyStream(s);
+        }
+        aclrtResetDevice(0);
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    gate.open();
+    resetter.join();
+    user.join();
+    EXPECT_ACL_OK(reset);
+    EXPECT_ACL_OK(set);
+    EXPECT_ACL_OK(made);
+    EXPECT_ACL_OK(used);  // the stream outlived the reset
+    ASSERT_ACL_OK(aclrtSetDevice(0));  // the fixture's reference was reset above
+}
+
+TEST(AclFinalizeFromQueue, IsRefusedAndChangesNothing) {
+    ASSERT_ACL_OK(aclInit(nullptr));
+    ASSERT_ACL_OK(aclrtSetDevice(0));
+    aclrtStream s = nullptr;
+    ASSERT_ACL_OK(aclrtCreateStream(&s));
+    std::atomic<aclError> inside{ACL_SUCCESS};
+    ASSERT_ACL_OK(aclrtLaunchHostFunc(s, [](void* p) { static_cast<std::atomic<aclError>*>(p)->store(aclFinalize()); },
+                                      &inside));
+    ASSERT_ACL_OK(aclrtSynchronizeStream(s));
+    EXPECT_EQ(inside.load(), ACL_ERROR_RT_NO_PERMISSION);
+    void* p = nullptr;  // still initialised
+    EXPECT_ACL_OK(aclrtMalloc(&p, 64, ACL_MEM_MALLOC_HUGE_FIRST));
+    EXPECT_ACL_OK(aclrtFree(p));
+    EXPECT_ACL_OK(aclrtDestroyStream(s));
+    EXPECT_ACL_OK(aclFinalize());
+}

@@ -5,8 +5,12 @@
 #include <acl/acl.h>
 
 #include <gtest/gtest.h>
+#include <runtime/runtime.h>
 
+#include <atomic>
+#include <chrono>
 #include <string>
+#include <thread>
 
 namespace acl_test {
 
@@ -35,6 +39,33 @@ protected:
     }
     void TearDown() override { EXPECT_EQ(aclFinalize(), ACL_SUCCESS) << recent_message(); }
 };
+
+/// A host function that holds its stream until open() (or 30 s, so a broken test fails instead of hanging).
+struct Gate {
+    std::atomic<bool> is_open{false};
+    void open() { is_open.store(true); }
+    static void hold(void* p) {
+        auto* g = static_cast<Gate*>(p);
+        const auto limit = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+        while (!g->is_open.load() && std::chrono::steady_clock::now() < limit)
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+};
+
+/// A host function that fails its stream (the failure stays until a synchronize or query reports it).
+inline void fail_stream(void*) { rtHostFuncSetError(RT_ERROR_LAUNCH_FAILED, "the test's failing host function"); }
+
+/// Queues a failure on `stream` and waits until it has happened, without reporting (clearing) it: an event recorded
+/// behind the failure carries it.
+inline void make_stream_fail(aclrtStream stream) {
+    ASSERT_EQ(aclrtLaunchHostFunc(stream, fail_stream, nullptr), ACL_SUCCESS);
+    aclrtEvent behind = nullptr;
+    ASSERT_EQ(aclrtCreateEvent(&behind), ACL_SUCCESS);
+    ASSERT_EQ(aclrtRecordEvent(behind, stream), ACL_SUCCESS);
+    EXPECT_NE(aclrtSynchronizeEvent(behind), ACL_SUCCESS);  // the event carries the stream's failure
+    ASSERT_EQ(aclrtDestroyEvent(behind), ACL_SUCCESS);
+    aclGetRecentErrMsg();
+}
 
 }  // namespace acl_test
 

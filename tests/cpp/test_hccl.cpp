@@ -261,11 +261,14 @@ TEST(HcclAsyncError, APeerThatNeverArrivesStopsTheCommunicator) {
         void* s = k.alloc(4);
         EXPECT_HCCL(HCCL_SUCCESS, HcclAllReduce(s, s, 1, HCCL_DATA_TYPE_INT32, HCCL_REDUCE_SUM, k.comm, k.stream));
         EXPECT_NE(aclrtSynchronizeStream(k.stream), ACL_SUCCESS);
+        recent_message();
+        aclrtGetLastError(ACL_RT_THREAD_LEVEL);
         HcclResult async = HCCL_SUCCESS;
         EXPECT_HCCL(HCCL_SUCCESS, HcclGetCommAsyncError(k.comm, &async));
         EXPECT_EQ(async, HCCL_E_TIMEOUT);
-        const std::string m = recent_message();
-        EXPECT_NE(m.find("HcclGetCommAsyncError"), std::string::npos) << m;
+        // The call succeeded: it records no failure of its own.
+        EXPECT_EQ(aclrtPeekAtLastError(ACL_RT_THREAD_LEVEL), ACL_SUCCESS);
+        EXPECT_EQ(recent_message(), "");
         // Later collectives fail at once on the stopped communicator.
         EXPECT_HCCL(HCCL_SUCCESS, HcclBarrier(k.comm, k.stream));
         EXPECT_NE(aclrtSynchronizeStream(k.stream), ACL_SUCCESS);
@@ -350,3 +353,32 @@ TEST(HcclErrors, ErrorStringsNameTheCodes) {
 }
 
 }  // namespace
+
+TEST(HcclContext, CallsThatUseADeviceNeedACurrentContext) {
+    aclError last = ACL_SUCCESS;
+    HcclResult root = HCCL_SUCCESS, reduce = HCCL_SUCCESS;
+    std::string message;
+    std::thread([&] {  // a new thread: no aclrtSetDevice, no context
+        HcclRootInfo info;
+        root = HcclGetRootInfo(&info);
+        last = aclrtGetLastError(ACL_RT_THREAD_LEVEL);
+        message = recent_message();
+        int x = 0;
+        reduce = HcclAllReduce(&x, &x, 1, HCCL_DATA_TYPE_INT32, HCCL_REDUCE_SUM, reinterpret_cast<HcclComm>(&x),
+                               nullptr);
+    }).join();
+    EXPECT_EQ(root, HCCL_E_RUNTIME);
+    EXPECT_EQ(last, ACL_ERROR_RT_CONTEXT_NULL);
+    EXPECT_NE(message.find("no current context"), std::string::npos) << message;
+    EXPECT_EQ(reduce, HCCL_E_RUNTIME);
+}
+
+TEST(HcclAlltoAll, ByteCountsThatOverflowAreRefused) {
+    ASSERT_EQ(aclrtSetDevice(0), ACL_SUCCESS);
+    int x = 0;
+    // 2^62 INT32 elements are 2^64 bytes: the size check must not wrap to 0 (and so match recvCount 0).
+    EXPECT_HCCL(HCCL_E_PARA, HcclAlltoAll(&x, 1ull << 62, HCCL_DATA_TYPE_INT32, &x, 0, HCCL_DATA_TYPE_INT32,
+                                          reinterpret_cast<HcclComm>(&x), nullptr));
+    EXPECT_NE(recent_message().find("more bytes than the address space holds"), std::string::npos);
+    EXPECT_EQ(aclrtResetDevice(0), ACL_SUCCESS);
+}

@@ -135,8 +135,10 @@ def test_events_order_streams_and_time(current):
         assert acl.rt.memset_async(dev, 4096, 7, 4096, stream) == 0
         assert acl.rt.record_event(done, stream) == 0
         assert acl.rt.record_event(untimed, stream) == 0
+        # A stream waits only for ACL_EVENT_SYNC events (AscendCL's rule).
+        assert acl.rt.stream_wait_event(other, done) == acl.ACL_ERROR_INVALID_PARAM
         # `other` copies only after the memset: it waits for the event, the host does not.
-        assert acl.rt.stream_wait_event(other, done) == 0
+        assert acl.rt.stream_wait_event(other, untimed) == 0
         assert acl.rt.memcpy_async(acl.util.numpy_to_ptr(host), 4096, dev, 4096, acl.ACL_MEMCPY_DEVICE_TO_HOST,
                                    other) == 0
         assert acl.rt.synchronize_stream(other) == 0
