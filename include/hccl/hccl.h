@@ -4,8 +4,9 @@
  * Devices and ranks. HCCL's device i is the runtime's device i (AscendCL's, acl/acl_rt.h): the cpu device by default,
  * GPUs with RUNTIME_BACKEND=cuda. HcclCommInitAll makes every rank of a communicator in one call (one process, one
  * thread per device is the usual pattern after it); HcclGetRootInfo + HcclCommInitRootInfo make one rank per call, on
- * the calling thread's current device (aclrtSetDevice), each rank from its own thread. Ranks of cpu devices must live
- * in the process that made the root info; ranks across processes are HCCL_E_NOT_SUPPORT on cpu devices.
+ * the calling thread's current device (aclrtSetDevice), each rank from its own thread or process: under mpirun the
+ * root info made by one process is handed to the others (MPI_Bcast, a file) and the ranks may live in any processes
+ * of the job, several per process too (runtime/comm.h, docs/comm.md).
  *
  * Streams. Every collective is queued on `stream` (an aclrtStream of the rank's device; NULL: that device's default
  * stream) and returns at once; it runs after the work queued before it on that stream. A call that is refused queues
