@@ -21,24 +21,17 @@
 #include <thread>
 #include <vector>
 
+#include "mpi_check.hpp"
 #include "runtime/comm.h"
 #include "runtime/runtime.h"
 
 namespace {
 
-// The communicator rank and size of the calling thread (hierarchical: one thread per rank), and its device.
-thread_local int g_rank = 0, g_size = 1, g_device = 0;
-std::atomic<int> g_failures{0};
-
-#define CHECK(cond, ...)                                                            \
-    do {                                                                            \
-        if (!(cond)) {                                                              \
-            ++g_failures;                                                           \
-            std::fprintf(stderr, "[rank %d] %s:%d: CHECK(%s) failed: ", g_rank, __FILE__, __LINE__, #cond); \
-            std::fprintf(stderr, __VA_ARGS__);                                      \
-            std::fprintf(stderr, "\n");                                             \
-        }                                                                           \
-    } while (0)
+// The communicator size of the calling thread (hierarchical: one thread per rank), and its device; its rank is
+// mpi_check::g_rank.
+using mpi_check::g_failures;
+using mpi_check::g_rank;
+thread_local int g_size = 1, g_device = 0;
 #define OK(call) CHECK((call) == RT_SUCCESS, "%s: %s", #call, rtGetLastErrorMessage())
 
 size_t esize(rtDataType t) {

@@ -12,20 +12,14 @@
 
 #include "acl/acl.h"
 #include "hccl/hccl.h"
+#include "mpi_check.hpp"
 
 namespace {
 
-int g_rank = 0, g_size = 1, g_failures = 0;
+using mpi_check::g_failures;
+using mpi_check::g_rank;
+int g_size = 1;
 
-#define CHECK(cond, ...)                                                                                      \
-    do {                                                                                                      \
-        if (!(cond)) {                                                                                        \
-            ++g_failures;                                                                                     \
-            std::fprintf(stderr, "[rank %d] %s:%d: CHECK(%s) failed: ", g_rank, __FILE__, __LINE__, #cond);   \
-            std::fprintf(stderr, __VA_ARGS__);                                                                \
-            std::fprintf(stderr, "\n");                                                                       \
-        }                                                                                                     \
-    } while (0)
 #define ACL_OK(call) CHECK((call) == ACL_SUCCESS, "%s: %s", #call, aclGetRecentErrMsg() ? aclGetRecentErrMsg() : "")
 #define HCCL_OK(call) CHECK((call) == HCCL_SUCCESS, "%s: %s", #call, aclGetRecentErrMsg() ? aclGetRecentErrMsg() : "")
 
@@ -160,8 +154,8 @@ int main(int argc, char** argv) {
     ACL_OK(aclrtResetDevice(0));
     ACL_OK(aclFinalize());
 
-    int failures = 0;
-    MPI_Allreduce(&g_failures, &failures, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    int failures = 0, mine = g_failures.load();
+    MPI_Allreduce(&mine, &failures, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     if (g_rank == 0) std::printf(failures ? "FAILED (%d checks)\n" : "PASS\n", failures);
     MPI_Finalize();
     return failures ? 1 : 0;
