@@ -9,8 +9,9 @@
 // a runtime thread (the runtime has no operation that makes a stream wait for a signal given later from outside);
 // aclFinalize ends it (acl_rt.h, docs/ascendcl.md).
 //
-// A callback launched on a capturing stream (the stream that began the capture or one that joined it) belongs to the
-// capture's graph: its description is released by the runtime when the graph and its executable graphs are gone
+// A callback launched on a capturing stream (the stream that began an aclmdlRICaptureBegin capture or one that joined
+// it; captures begun with the runtime's own rtStreamBeginCapture are not AscendCL's and are not looked for) belongs to
+// the capture's graph: its description is released by the runtime when the graph and its executable graphs are gone
 // (rtStreamDeferRelease), and each replay runs it with a record of its own taken from the pool.
 #include <pthread.h>
 
@@ -409,10 +410,13 @@ aclError aclrtLaunchCallback(aclrtCallback fn, void* userData, aclrtCallbackBloc
         return acl::fail(ACL_ERROR_RT_STREAM_NO_CB_REG, "aclrtLaunchCallback", "stream %p has no report thread: "
                          "aclrtSubscribeReport it first", stream);
     const auto s = static_cast<rtStream_t>(stream);
-    // Asked of the runtime: a stream that joined a capture (by waiting for an event recorded in it) captures too.
+    // Asked of the runtime while a capture is open: a stream that joined a capture (by waiting for an event recorded
+    // in it) captures too. With none open (acl::g_open_captures), no stream can be capturing.
     rtStreamCaptureStatus capturing = RT_STREAM_CAPTURE_STATUS_NONE;
-    if (rtError_t e = rtStreamGetCaptureInfo(s, &capturing, nullptr); e != RT_SUCCESS) [[unlikely]]
-        return acl::fail_rt(e, "aclrtLaunchCallback");
+    if (acl::g_open_captures.load() != 0) [[unlikely]] {
+        if (rtError_t e = rtStreamGetCaptureInfo(s, &capturing, nullptr); e != RT_SUCCESS) [[unlikely]]
+            return acl::fail_rt(e, "aclrtLaunchCallback");
+    }
     if (capturing == RT_STREAM_CAPTURE_STATUS_NONE) [[likely]] {
         CallbackRecord* r = acl::acquire_record();
         if (r == nullptr) [[unlikely]]

@@ -11,6 +11,11 @@
 
 namespace acl {
 
+/// Captures begun by aclmdlRICaptureBegin and not yet ended: counted up before the runtime's capture begins and down
+/// once it has ended, so a stream can be capturing (or have joined a capture) only while this is non-zero.
+/// aclrtLaunchCallback asks the runtime about its stream only then: the question costs a handle look-up per launch.
+extern std::atomic<int> g_open_captures;
+
 /// A context: a device and, through it, the device's default stream (the runtime's NULL stream of that device). Its
 /// aclrtContext handle is its id, never reused in the process: a destroyed context's handle stays refused.
 struct Context {

@@ -12,6 +12,8 @@
 
 namespace acl {
 
+std::atomic<int> g_open_captures{0};
+
 namespace {
 
 std::mutex g_models_mutex;
@@ -82,8 +84,10 @@ aclError aclmdlRICaptureBegin(aclrtStream stream, aclmdlRICaptureMode mode) {
                          "1 THREAD_LOCAL, 2 RELAXED)", m);
     auto* model = new (std::nothrow) Model;
     if (model == nullptr) return acl::fail(ACL_ERROR_BAD_ALLOC, api, "out of host memory for a model run instance");
+    acl::g_open_captures.fetch_add(1);  // before the capture exists: no launch may see it capturing with the gate shut
     rtError_t e = rtStreamBeginCapture(static_cast<rtStream_t>(stream), static_cast<rtStreamCaptureMode>(m));
     if (e != RT_SUCCESS) {
+        acl::g_open_captures.fetch_sub(1);
         delete model;
         return acl::fail_rt(e, api, e == RT_ERROR_ILLEGAL_STATE ? ACL_ERROR_RT_STREAM_CAPTURED : 0);
     }
@@ -157,6 +161,7 @@ aclError aclmdlRICaptureEnd(aclrtStream stream, aclmdlRI* modelRI) {
         acl::g_models.insert(model);
         return acl::fail_rt(e, api);
     }
+    acl::g_open_captures.fetch_sub(1);  // the capture has ended, whether or not it made a graph
     if (e == RT_SUCCESS) {
         model->graph = graph;
         e = rtGraphInstantiate(&model->exec, graph, 0);
