@@ -47,6 +47,11 @@ bool load(Mpi& m) {
     return m.Init_thread && m.Allreduce && m.world && m.flt && m.sum && m.max && m.dbl && m.Bcast && m.Barrier;
 }
 
+double median(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+}
+
 void check(rtError_t e, const char* what) {
     if (e != RT_SUCCESS) {
         std::fprintf(stderr, "runtime-bench-comm: %s: %s: %s\n", what, rtGetErrorName(e), rtGetLastErrorMessage());
@@ -77,7 +82,7 @@ int bench_comm_mpi(size_t max_bytes, bool quick) {
     check(rtStreamCreate(&s), "rtStreamCreate");
     if (rank == 0) {
         std::printf("# all_reduce float32 sum across %d processes (mpirun), one rank each on cpu:0; time per operation "
-                    "(ours: including the stream's synchronize), the slowest rank's mean; ratio = MPI time / ours\n", size);
+                    "(ours: including the stream's synchronize), the slowest rank's mean, median of %d alternating rounds; ratio = MPI time / ours\n", size, quick ? 1 : 7);
         std::printf("%12s %11s | %11s %9s %9s %6s | %11s %9s %9s %6s | %6s\n", "size(B)", "count", "ours(us)", "algbw",
                     "busbw", "#wrong", "mpi(us)", "algbw", "busbw", "#wrong", "ratio");
     }
@@ -91,6 +96,7 @@ int bench_comm_mpi(size_t max_bytes, bool quick) {
         for (size_t i = 0; i < count; ++i) h[i] = static_cast<float>((rank + i) % 7);
         check(rtMemcpy(send, h.data(), bytes, RT_MEMCPY_HOST_TO_DEVICE), "rtMemcpy");
         const int iters = static_cast<int>(std::clamp<size_t>((size_t{64} << 20) / bytes, 3, quick ? 200 : 2000));
+        const int rounds = quick ? 1 : 7;
         auto wrong = [&] {
             std::vector<float> out(count);
             check(rtMemcpy(out.data(), recv, bytes, RT_MEMCPY_DEVICE_TO_HOST), "rtMemcpy");
@@ -108,22 +114,32 @@ int bench_comm_mpi(size_t max_bytes, bool quick) {
             m.Allreduce(&t, &all, 1, m.dbl, m.max, m.world);
             return all;
         };
-        // Ours, then MPI's, each warmed up and timed over the same number of operations.
+        // Ours and MPI's alternate over `rounds` rounds of `iters` operations each (warmed up first); each side's
+        // figure is its median round: one preempted round on a shared host moves neither side.
         for (int i = 0; i < 3; ++i) check(rtAllReduce(send, recv, count, RT_FLOAT32, RT_REDUCE_SUM, comm, s), "rtAllReduce");
         check(rtStreamSynchronize(s), "rtStreamSynchronize");
-        m.Barrier(m.world);
-        auto t0 = std::chrono::steady_clock::now();
-        for (int i = 0; i < iters; ++i) {
-            rtAllReduce(send, recv, count, RT_FLOAT32, RT_REDUCE_SUM, comm, s);
-            rtStreamSynchronize(s);
-        }
-        const double ours = slowest(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / iters);
-        const long ours_wrong = wrong();
         for (int i = 0; i < 3; ++i) m.Allreduce(send, recv, static_cast<int>(count), m.flt, m.sum, m.world);
-        m.Barrier(m.world);
-        t0 = std::chrono::steady_clock::now();
-        for (int i = 0; i < iters; ++i) m.Allreduce(send, recv, static_cast<int>(count), m.flt, m.sum, m.world);
-        const double mpi = slowest(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / iters);
+        std::vector<double> ours_rounds, mpi_rounds;
+        for (int r = 0; r < rounds; ++r) {
+            m.Barrier(m.world);
+            auto t0 = std::chrono::steady_clock::now();
+            for (int i = 0; i < iters; ++i) {
+                rtAllReduce(send, recv, count, RT_FLOAT32, RT_REDUCE_SUM, comm, s);
+                rtStreamSynchronize(s);
+            }
+            ours_rounds.push_back(slowest(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / iters));
+            m.Barrier(m.world);
+            t0 = std::chrono::steady_clock::now();
+            for (int i = 0; i < iters; ++i) m.Allreduce(send, recv, static_cast<int>(count), m.flt, m.sum, m.world);
+            mpi_rounds.push_back(slowest(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / iters));
+        }
+        const double ours = median(ours_rounds), mpi = median(mpi_rounds);
+        // The last round's results: ours ran first in it, MPI wrote recv after; check ours once more, then MPI's.
+        check(rtMemset(recv, 0, bytes), "rtMemset");
+        check(rtAllReduce(send, recv, count, RT_FLOAT32, RT_REDUCE_SUM, comm, s), "rtAllReduce");
+        check(rtStreamSynchronize(s), "rtStreamSynchronize");
+        const long ours_wrong = wrong();
+        m.Allreduce(send, recv, static_cast<int>(count), m.flt, m.sum, m.world);
         const long mpi_wrong = wrong();
         if (rank == 0)
             std::printf("%12zu %11zu | %11.2f %9.3f %9.3f %6ld | %11.2f %9.3f %9.3f %6ld | %6.2f\n", bytes, count,

@@ -819,16 +819,17 @@ void Group::submit(Op op) {
             // moment — when the peers are there already (the common case) it completes here, sparing the two
             // thread hand-offs through the progress thread that would cost more than the messages themselves.
             // It goes on while messages keep completing (a large operation streams), and stops after a stall.
-            poll_notices();
+            // A peer's failure reaches a collective through the segment's record (its poll reads it): the MPI notices
+            // are for messages.
+            if (!segment_ || kind == Kind::send || kind == Kind::recv) poll_notices();
             auto until = Clock::now() + std::chrono::microseconds(kInlineMicroseconds);
-            for (uint64_t seen = x->events();;) {
+            for (uint64_t seen = x->events(), round = 0;; ++round) {
                 if (x->poll()) return;
                 if (oversubscribed_) std::this_thread::yield();
-                const auto now = Clock::now();
                 if (x->events() != seen) {
                     seen = x->events();
-                    until = now + std::chrono::microseconds(kInlineMicroseconds);
-                } else if (now >= until) {
+                    until = Clock::now() + std::chrono::microseconds(kInlineMicroseconds);
+                } else if (round % 8 == 7 && Clock::now() >= until) {  // the clock costs as much as a poll
                     break;
                 }
             }
@@ -860,6 +861,7 @@ void Group::poll_notices() {
 }
 
 rtError_t Group::failure(std::string* why) const {
+    if (!failed_.load(std::memory_order_acquire)) return RT_SUCCESS;  // the polls' common case: no lock
     std::lock_guard lock(mutex_);
     if (why) *why = why_;
     return code_;
@@ -870,6 +872,7 @@ void Group::fail_from_peer(rtError_t code, const std::string& why) {
     if (code_ != RT_SUCCESS) return;
     code_ = code;
     why_ = why;
+    failed_.store(true, std::memory_order_release);
 }
 
 void Group::fail(rtError_t code, const std::string& why) {
@@ -878,6 +881,7 @@ void Group::fail(rtError_t code, const std::string& why) {
         if (code_ != RT_SUCCESS) return;
         code_ = code;
         why_ = why;
+        failed_.store(true, std::memory_order_release);
     }
     // The shared segment's failure record first: peers waiting on it see it at their next poll, without MPI.
     if (segment_) segment_->set_failure(leader(), code, why);

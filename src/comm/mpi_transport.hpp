@@ -11,6 +11,7 @@
 // instead (shm.hpp), polled by the same machinery; sends and receives stay MPI messages.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -148,6 +149,7 @@ private:
     mutable std::mutex mutex_;
     rtError_t code_ = RT_SUCCESS;
     std::string why_;
+    std::atomic<bool> failed_{false};  // code_ != RT_SUCCESS, read without the lock by every poll
 
 public:
     ~Group();

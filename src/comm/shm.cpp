@@ -16,6 +16,13 @@
 // so up to kDepth chunks are in flight (a rank posts chunk g+1 while its peers still reduce chunk g). Posting may start
 // before the headers are checked (it only touches the rank's own slot); the other steps wait for them.
 //
+// Small operations (a rank contributes at most kSmall bytes, one rank per process) take one round instead: the rank
+// copies its whole contribution into its small slot N % 2, then publishes its header; once every header is there (and
+// matches), every rank computes its result straight from the peers' small slots — a reduction over all ranks in rank
+// order, the same kernel as the chunked path's, so the result is bitwise the same. The slot of N is rewritten by
+// operation N + 2 only: a rank starts N + 2 after it saw every header of N + 1, which each peer published after it had
+// finished N (operations of a communicator run one at a time on every rank).
+//
 // Waiting: a job never blocks. poll() does every step that is ready and returns; the progress machinery (the
 // submitting executor for a bounded moment, then the progress thread, which yields and then sleeps briefly between
 // rounds) polls again. Every poll checks the communicator's own failure, the failure record in the segment (a peer's
@@ -45,7 +52,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-constexpr uint64_t kMagic = 0x72742d73686d3031ull;  // "rt-shm01"
+constexpr uint64_t kMagic = 0x72742d73686d3032ull;  // "rt-shm02"
 /// Chunk buffers per input slot and in the output ring: how many chunks may be in flight.
 constexpr uint64_t kDepth = 4;
 /// Bytes of one chunk buffer: large enough that the per-chunk handshakes cost little next to the copies, small enough
@@ -54,6 +61,9 @@ constexpr uint64_t kChunk = 128 * 1024;
 /// The most ranks that get a segment (more: MPI messages). Keeps chunks of all-to-all/reduce-scatter (one sub-chunk per
 /// rank) at least a cache line per rank.
 constexpr int kMaxRanks = 256;
+/// The most bytes a rank contributes to an operation that takes the one-round path (each rank has two slots of it).
+/// Below it a round trip between processes costs more than every rank reducing the whole buffer.
+constexpr uint64_t kSmall = 16 * 1024;
 constexpr uint64_t kLine = 64;
 
 struct Failure {
@@ -85,10 +95,11 @@ static_assert(std::atomic<uint64_t>::is_always_lock_free && std::atomic<uint32_t
 uint64_t round_up(uint64_t x, uint64_t to) { return (x + to - 1) / to * to; }
 
 struct Layout {
-    uint64_t control, data, bytes;
+    uint64_t control, small, data, bytes;
     explicit Layout(int n) {
         control = round_up(sizeof(Head), kLine);
-        data = round_up(control + static_cast<uint64_t>(n) * sizeof(Control), 4096);
+        small = round_up(control + static_cast<uint64_t>(n) * sizeof(Control), 4096);
+        data = small + static_cast<uint64_t>(n) * 2 * kSmall;
         bytes = data + (static_cast<uint64_t>(n) + 1) * kDepth * kChunk;
     }
 };
@@ -218,8 +229,14 @@ public:
           es_(element_size(op_.call.type)) {
         const Layout l(n_);
         control_ = seg_.base() + l.control;
+        small_area_ = seg_.base() + l.small;
         data_ = seg_.base() + l.data;
         const Kind k = op_.call.kind;
+        if (!g_->hierarchical() && k != Kind::barrier &&
+            contribution_bytes() <= kSmall) {  // the one-round path: no chunks
+            small_ = true;
+            return;
+        }
         if (g_->hierarchical()) {
             // The plan's blocks, chunk by chunk: sub-chunk q of a process' input buffer carries its block for q.
             // chunks_: known once the plan is made (after the headers).
@@ -241,6 +258,16 @@ private:
         return data_ + (static_cast<uint64_t>(r) * kDepth + g % kDepth) * kChunk;
     }
     char* output(uint64_t g) const { return data_ + (static_cast<uint64_t>(n_) * kDepth + g % kDepth) * kChunk; }
+    /// Rank r's small slot for this operation.
+    char* small_slot(int r) const {
+        return small_area_ + (static_cast<uint64_t>(r) * 2 + op_.number % 2) * kSmall;
+    }
+    /// The bytes this rank's input carries (reduce-scatter and all-to-all: every rank's block).
+    uint64_t contribution_bytes() const {
+        const Kind k = op_.call.kind;
+        const uint64_t b = op_.call.count * es_;
+        return k == Kind::reduce_scatter || k == Kind::all_to_all ? b * static_cast<uint64_t>(n_) : b;
+    }
     /// Elements [*begin, *begin + len) of the operation in local chunk k.
     size_t range(uint64_t k, size_t* len) const {
         const size_t b = static_cast<size_t>(k) * per_chunk_;
@@ -275,6 +302,8 @@ private:
         return ok;
     }
     bool check_headers();
+    void post_small();
+    void finish_small();
     void post(uint64_t k);
     void middle(uint64_t k);
     void gather(uint64_t k);
@@ -286,7 +315,9 @@ private:
     const int n_, me_;
     const size_t es_;
     char* control_ = nullptr;
+    char* small_area_ = nullptr;
     char* data_ = nullptr;
+    bool small_ = false;  // the one-round path
     size_t per_chunk_ = 1;
     uint64_t chunks_ = 0, base_ = 0;
     uint64_t sub_ = 0;                    // hierarchical: bytes per process in a chunk
@@ -294,6 +325,7 @@ private:
     uint64_t posted_ = 0, middled_ = 0, done_ = 0;  // local chunks through each step
     bool started_ = false, checked_ = false, finished_ = false;
     uint64_t events_ = 0;
+    uint64_t idle_polls_ = 0;  // polls that found nothing to do (the deadline is read every 16th)
     Clock::time_point deadline_;
     std::vector<int> waiting_;  // the ranks the last attempt waited for
 };
@@ -346,6 +378,50 @@ bool Job::check_headers() {
                format("the stream of rank%s %s held an unreported failure when it reached this operation; nothing was "
                       "moved", others.size() > 1 ? "s" : "", mpi::rank_list(others).c_str()), false);
     return false;
+}
+
+void Job::post_small() {
+    const Call& c = op_.call;
+    if (!contributes() || op_.failed_before || c.count == 0) return;
+    std::memcpy(small_slot(me_), c.send, contribution_bytes());
+}
+
+void Job::finish_small() {
+    const Call& c = op_.call;
+    const size_t B = c.count * es_;
+    const char* send = static_cast<const char*>(c.send);
+    char* recv = static_cast<char*>(c.recv);
+    if (c.count == 0) return finish(RT_SUCCESS, {}, false);
+    std::vector<const void*> src(static_cast<size_t>(n_));
+    // Rank q's input at byte offset `at` (this rank's own straight from `send`).
+    auto from = [&](int q, size_t at) -> const void* { return (q == me_ ? send : small_slot(q)) + at; };
+    switch (c.kind) {
+        case Kind::all_reduce:
+        case Kind::reduce:
+            if (c.kind == Kind::reduce && me_ != c.root) break;
+            for (int q = 0; q < n_; ++q) src[static_cast<size_t>(q)] = from(q, 0);
+            reduce_range(c.type, c.op, src.data(), n_, reinterpret_cast<void* const*>(&recv), 1, 0, c.count, n_);
+            break;
+        case Kind::reduce_scatter:
+            for (int q = 0; q < n_; ++q) src[static_cast<size_t>(q)] = from(q, static_cast<size_t>(me_) * B);
+            reduce_range(c.type, c.op, src.data(), n_, reinterpret_cast<void* const*>(&recv), 1, 0, c.count, n_);
+            break;
+        case Kind::broadcast:
+            if (recv != from(c.root, 0)) std::memcpy(recv, from(c.root, 0), B);
+            break;
+        case Kind::all_gather:
+            for (int q = 0; q < n_; ++q)
+                if (recv + static_cast<size_t>(q) * B != from(q, 0)) std::memcpy(recv + static_cast<size_t>(q) * B, from(q, 0), B);
+            break;
+        case Kind::all_to_all:  // in place too: the peers' blocks come from their slots, this rank's own stays
+            for (int q = 0; q < n_; ++q) {
+                const void* f = from(q, static_cast<size_t>(me_) * B);
+                if (recv + static_cast<size_t>(q) * B != f) std::memcpy(recv + static_cast<size_t>(q) * B, f, B);
+            }
+            break;
+        default: break;
+    }
+    finish(RT_SUCCESS, {}, false);
 }
 
 void Job::post(uint64_t k) {
@@ -477,6 +553,7 @@ bool Job::poll() {
     if (!started_) {
         started_ = true;
         deadline_ = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(g_->timeout()));
+        if (small_) post_small();  // published by the header's release
         const mpi::Header h = mpi::header_of(op_);
         std::memcpy(&mine.headers[op_.number % 2], &h, sizeof h);
         mine.header.store(op_.number, std::memory_order_release);
@@ -509,6 +586,10 @@ bool Job::poll() {
             if (all) {
                 checked_ = moved = true;
                 if (!check_headers()) return true;
+                if (small_) {
+                    finish_small();
+                    return true;
+                }
             }
         }
         // 1. Post (also before the headers are checked: it only writes this rank's own slot). Not when this rank's
@@ -559,7 +640,7 @@ bool Job::poll() {
         if (!moved) break;
         ++events_;
     }
-    if (Clock::now() > deadline_) {
+    if (++idle_polls_ % 16 == 0 && Clock::now() > deadline_) {  // the clock costs as much as a poll
         if (waiting_.empty())  // cannot happen (something is always awaited); name every peer rather than none
             for (int q = 0; q < n_; ++q)
                 if (q != me_) waiting_.push_back(q);

@@ -169,12 +169,13 @@ int wrong(const std::vector<char>& got, rtDataType t, size_t n, const std::funct
     return bad;
 }
 
-/// Every collective for `types` x `ops` at counts 0, 1, 37, 300001, in and out of place; sends and receives between
+/// Every collective for `types` x `ops` at counts 0, 1, 37, 4100, 300001, in and out of place; sends and receives between
 /// rank r and r + stride for each of `strides`.
 void collectives(rtComm_t comm, rtStream_t s, const std::vector<rtDataType>& types, const std::vector<rtReduceOp>& ops,
                  const std::vector<int>& strides) {
     const int n = g_size, r = g_rank;
-    const size_t counts[] = {0, 1, 37, 300001};  // the last: past one message, several rounds of the large path
+    // 4100: the shared segment's one-round path for 1- and 2-byte types, its chunked path for wider ones (16 KiB).
+    const size_t counts[] = {0, 1, 37, 4100, 300001};  // the last: past one message, several rounds of the large path
     for (rtDataType t : types)
         for (size_t count : counts) {
             const size_t es = esize(t), B = count * es;

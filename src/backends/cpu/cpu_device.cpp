@@ -156,7 +156,7 @@ public:
         info_.backend_ordinal = ordinal;
         info_.name = "cpu:" + std::to_string(ordinal) + " (" + cpu_model() + ")";
         info_.total_memory = capacity;
-        info_.compute_units = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+        info_.compute_units = usable_cpus();
         info_.host_addressable = true;
         info_.max_block_size[0] = RT_CPU_MAX_BLOCK_X;  // a row of a staged twin fits its stage
         info_.max_threads_per_block = RT_CPU_MAX_GROUP_ITEMS;  // rt_private<T> holds one T per item
@@ -293,7 +293,7 @@ public:
           capacity_(o.memory ? o.memory : physical_memory() / 2),
           stream_min_bytes_(stream_min_bytes(o)),
           ipc_memory_(o.ipc_memory),
-          executor_(o.executors ? o.executors : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()))) {}
+          executor_(o.executors ? o.executors : usable_cpus()) {}
 
     const char* name() const override { return "cpu"; }
     int device_count() const override { return devices_; }

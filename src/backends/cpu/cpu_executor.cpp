@@ -1,8 +1,11 @@
 // The cpu executor pool: workers drain ready queues and help parallel_for jobs; spin briefly, then park.
 #include "backends/cpu/cpu_executor.hpp"
 
+#include <sched.h>
+
 #include <algorithm>
 #include <chrono>
+#include <thread>
 
 #include "backends/cpu/cpu_kernel.hpp"
 #include "backends/cpu/cpu_queue.hpp"
@@ -14,7 +17,20 @@ int64_t now_ns() {
         .count();
 }
 
-int64_t spin_nanoseconds() { return backend::host_oversubscribed() ? 2'000 : kSpinNanoseconds; }
+int usable_cpus() {
+    static const int n = [] {
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        if (::sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
+        return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    }();
+    return n;
+}
+
+int64_t spin_nanoseconds() {
+    if (usable_cpus() == 1) return 0;
+    return backend::host_oversubscribed() ? 0 : kSpinNanoseconds;
+}
 
 Executor::Executor(int threads) {
     threads_.reserve(static_cast<size_t>(threads));

@@ -42,8 +42,14 @@ inline void cpu_relax() {
 /// far shorter than a futex sleep/wake on a VM (tens of µs).
 inline constexpr int64_t kSpinNanoseconds = 50'000;
 /// The budget in effect: kSpinNanoseconds, or 2 µs while the host is oversubscribed (backend::host_oversubscribed:
-/// with 4 processes of collectives on 2 cores, 50 µs spins made a small all-reduce take ~400 µs instead of ~30).
+/// with 4 processes of collectives on 2 cores, 50 µs spins made a small all-reduce take ~400 µs instead of ~30), or 0
+/// when this process may run on one CPU only (mpirun binds each of 2 processes to a core): a spinning thread then holds
+/// the core that the thread it waits for needs.
 int64_t spin_nanoseconds();
+
+/// The CPUs this process may run on (its affinity mask when it was first asked; hardware threads if unknown): the
+/// default executor count and compute units.
+int usable_cpus();
 
 int64_t now_ns();
 
