@@ -330,6 +330,13 @@ public:
     virtual void abort_impl() noexcept = 0;
     /// The library's asynchronous error of this communicator (RT_SUCCESS: none), described in *why.
     virtual rtError_t async_error_impl(std::string* why) = 0;
+    /// The library's split of this communicator (rtCommSplit's color and key, RT_COMM_SPLIT_NOCOLOR included): a
+    /// collective over its ranks that blocks until every rank has called it, except between group_start_impl and
+    /// group_end_impl, where the new communicator is ready once group_end_impl returns. Throws naming the library
+    /// call when the library refuses or lacks it.
+    virtual std::unique_ptr<NativeComm> split_impl(int color, int key) = 0;
+    /// Once ready: this rank and the rank count; false when the split gave this rank no communicator (no color).
+    virtual bool shape_impl(int* rank, int* count) = 0;
 };
 
 /// A backend's collectives library, shared by its devices.

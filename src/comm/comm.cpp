@@ -584,10 +584,31 @@ std::shared_ptr<Clique::SplitGathering> Clique::split(uint64_t number) {
 struct Communicator::SplitWait {
     std::shared_ptr<Clique> clique;
     std::shared_ptr<Clique::SplitGathering> gathering;
-    uint64_t number;
-    int rank;
+    uint64_t number = 0;
+    int rank = 0;
     Clock::time_point deadline;
+    // A library's split (the parent has a native communicator): made by rtCommSplit outside a group, else inside
+    // rtGroupEnd's library group (make_native_split); no gathering of ours.
+    std::shared_ptr<Communicator> parent;
+    int color = 0, key = 0;
+    std::unique_ptr<backend::NativeComm> native;
 };
+
+namespace {
+void make_native_split(Communicator::SplitWait& w) { w.native = w.parent->native()->split_impl(w.color, w.key); }
+
+/// The wait of rank `rank`'s split through this runtime's own gathering `g` (in-process or MPI).
+std::shared_ptr<Communicator::SplitWait> ours_split(const std::shared_ptr<Clique>& clique, int rank,
+                                                    std::shared_ptr<Clique::SplitGathering> g, uint64_t number) {
+    auto w = std::make_shared<Communicator::SplitWait>();
+    w->clique = clique;
+    w->gathering = std::move(g);
+    w->number = number;
+    w->rank = rank;
+    w->deadline = deadline_after(clique->timeout());
+    return w;
+}
+}  // namespace
 
 // ---------------------------------------------------------------- communicators
 
@@ -652,9 +673,16 @@ std::shared_ptr<Rendezvous> Communicator::join(const Call& call, Stream& stream,
 }
 
 std::shared_ptr<Communicator::SplitWait> Communicator::split(int color, int key) {
-    if (native_)
-        fail(RT_ERROR_NOT_SUPPORTED, "%s: rtCommSplit of a communicator of a collectives library (ncclCommSplit) is "
-             "not in this build", label_.c_str());
+    if (native_) {
+        auto w = std::make_shared<SplitWait>();
+        w->clique = clique_;
+        w->rank = rank_;
+        w->parent = shared_from_this();
+        w->color = color;
+        w->key = key;
+        if (!in_group()) make_native_split(*w);  // blocks until every rank has called it, as the library's does
+        return w;
+    }
     const uint64_t number = ++splits_;
     if (mpi::Group* remote = clique_->remote()) {  // blocks here until every rank has given its color and key
         if (remote->hierarchical())
@@ -671,7 +699,7 @@ std::shared_ptr<Communicator::SplitWait> Communicator::split(int color, int key)
             g->ranks[static_cast<size_t>(rank_)] = new_rank;
         }
         g->complete = true;
-        return std::make_shared<SplitWait>(SplitWait{clique_, std::move(g), number, rank_, deadline_after(clique_->timeout())});
+        return ours_split(clique_, rank_, std::move(g), number);
     }
     auto g = clique_->split(number);
     {
@@ -701,11 +729,20 @@ std::shared_ptr<Communicator::SplitWait> Communicator::split(int color, int key)
             clique_->forget_split(number);  // every rank has joined: no one looks it up again
         }
     }
-    return std::make_shared<SplitWait>(
-        SplitWait{clique_, std::move(g), number, rank_, deadline_after(clique_->timeout())});
+    return ours_split(clique_, rank_, std::move(g), number);
 }
 
 std::shared_ptr<Communicator> finish_split(const std::shared_ptr<Communicator::SplitWait>& w) {
+    if (w->parent) {
+        int rank = -1, count = 0;
+        if (!w->native || !w->native->shape_impl(&rank, &count)) return nullptr;  // no color
+        std::vector<int> devices(static_cast<size_t>(count), -1);  // the other ranks' devices are theirs
+        devices[static_cast<size_t>(rank)] = w->parent->device_index();
+        auto c = std::make_shared<Communicator>(
+            std::make_shared<Clique>(std::move(devices), w->clique->timeout(), runtime().generation()), rank);
+        c->set_native(std::move(w->native));
+        return c;
+    }
     auto& g = *w->gathering;
     std::unique_lock lock(g.mutex);
     try {
@@ -1064,6 +1101,8 @@ void group_end() {
     backend::NativeCollectives* lib = nullptr;
     for (const Pending& p : calls)
         if (p.comm->native() && !lib) lib = p.comm->device().impl().collectives_impl();
+    for (const PendingSplit& s : splits)
+        if (s.wait->parent && !lib) lib = s.wait->parent->device().impl().collectives_impl();
     if (lib) lib->group_start_impl();
     try {
         // Consecutive sends/receives of one communicator on one stream go as one step.
@@ -1077,6 +1116,8 @@ void group_end() {
                                          calls.begin() + static_cast<ptrdiff_t>(j)));
             i = j;
         }
+        for (PendingSplit& s : splits)  // one thread may split several ranks: inside the library's group
+            if (s.wait->parent) make_native_split(*s.wait);
     } catch (...) {
         if (lib) {
             try {

@@ -56,7 +56,7 @@ struct Call {
 class Clique;
 class Rendezvous;
 
-class Communicator {
+class Communicator : public std::enable_shared_from_this<Communicator> {
 public:
     Communicator(std::shared_ptr<Clique> clique, int rank);
     int rank() const { return rank_; }

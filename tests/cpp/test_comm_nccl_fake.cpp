@@ -269,8 +269,98 @@ TEST_F(CommNccl, UniqueIdAndInitRankAreNcclsAndAnInProcessIdIsRefused) {
     ASSERT_RT_OK(rtSetDevice(devices[0]));
     EXPECT_RT_ERROR(RT_ERROR_INVALID_VALUE, rtCommInitRank(&c, 1, id, 0));
     EXPECT_NE(last_message().find("uses NCCL"), std::string::npos) << last_message();
+}
+
+TEST_F(CommNccl, SplitIsNcclCommSplitInsideTheGroupOfItsRanks) {
+    // One thread splits both ranks: in a group (NCCL's rule), the new communicators exist after rtGroupEnd.
+    fake.reset();
+    rtComm_t split[2] = {nullptr, nullptr};
+    ASSERT_RT_OK(rtGroupStart());
+    ASSERT_RT_OK(rtCommSplit(comms[0], 5, 1, &split[0]));
+    ASSERT_RT_OK(rtCommSplit(comms[1], 5, 0, &split[1]));
+    EXPECT_EQ(split[0], nullptr);  // written by rtGroupEnd
+    ASSERT_RT_OK(rtGroupEnd());
+    const auto l = fake.lines();
+    ASSERT_EQ(l.size(), 4u) << fake.log();
+    EXPECT_EQ(l[0], "ncclGroupStart");
+    EXPECT_EQ(l[1], "ncclCommSplit rank=0 color=5 key=1 config=(nil)");
+    EXPECT_EQ(l[2], "ncclCommSplit rank=1 color=5 key=0 config=(nil)");
+    EXPECT_EQ(l[3], "ncclGroupEnd");
+    ASSERT_NE(split[0], nullptr);
+    ASSERT_NE(split[1], nullptr);
+    for (int r = 0; r < 2; ++r) {  // the keys reverse the ranks; each keeps its device
+        int count = 0, rank = -1, device = -1;
+        ASSERT_RT_OK(rtCommCount(split[r], &count));
+        ASSERT_RT_OK(rtCommUserRank(split[r], &rank));
+        ASSERT_RT_OK(rtCommDevice(split[r], &device));
+        EXPECT_EQ(count, 2);
+        EXPECT_EQ(rank, 1 - r);
+        EXPECT_EQ(device, devices[static_cast<size_t>(r)]);
+    }
+    // A collective on the new communicator is NCCL's call on the split's handle (its rank there).
+    fake.reset();
+    ASSERT_RT_OK(rtGroupStart());
+    for (int r = 0; r < 2; ++r)
+        ASSERT_RT_OK(rtAllReduce(bufs[static_cast<size_t>(r)], outs[static_cast<size_t>(r)], 3, RT_INT32, RT_REDUCE_SUM,
+                                 split[r], streams[static_cast<size_t>(r)]));
+    ASSERT_RT_OK(rtGroupEnd());
+    const auto c = fake.lines();
+    ASSERT_EQ(c.size(), 4u) << fake.log();
+    EXPECT_EQ(field(c[1], "rank"), "1");
+    EXPECT_EQ(field(c[1], "recv"), ptr(outs[0]));
+    EXPECT_EQ(field(c[2], "rank"), "0");
+    for (rtComm_t s : split) ASSERT_RT_OK(rtCommDestroy(s));
+}
+
+TEST_F(CommNccl, SplitWithoutAColorGivesNoCommunicator) {
+    rtComm_t split[2] = {nullptr, nullptr};
+    ASSERT_RT_OK(rtGroupStart());
+    ASSERT_RT_OK(rtCommSplit(comms[0], 0, 0, &split[0]));
+    ASSERT_RT_OK(rtCommSplit(comms[1], RT_COMM_SPLIT_NOCOLOR, 0, &split[1]));
+    ASSERT_RT_OK(rtGroupEnd());
+    ASSERT_NE(split[0], nullptr);
+    EXPECT_EQ(split[1], nullptr);
+    int count = 0;
+    ASSERT_RT_OK(rtCommCount(split[0], &count));
+    EXPECT_EQ(count, 1);
+    ASSERT_RT_OK(rtCommDestroy(split[0]));
+}
+
+TEST_F(CommNccl, SplitOutsideAGroupBlocksLikeNcclsOwn) {
+    // A one-rank communicator: its split completes in the call (more ranks: one thread each, as NCCL requires).
+    rtComm_t one = nullptr, split = nullptr;
+    ASSERT_RT_OK(rtCommInitAll(&one, 1, devices.data()));
+    ASSERT_RT_OK(rtCommSplit(one, 2, 7, &split));
+    ASSERT_NE(split, nullptr);
+    int count = 0, rank = -1;
+    ASSERT_RT_OK(rtCommCount(split, &count));
+    ASSERT_RT_OK(rtCommUserRank(split, &rank));
+    EXPECT_EQ(count, 1);
+    EXPECT_EQ(rank, 0);
+    ASSERT_RT_OK(rtCommDestroy(split));
+    ASSERT_RT_OK(rtCommDestroy(one));
+}
+
+TEST_F(CommNccl, AFailedSplitNamesNcclCommSplit) {
     rtComm_t split = nullptr;
-    EXPECT_RT_ERROR(RT_ERROR_NOT_SUPPORTED, rtCommSplit(comms[0], 0, 0, &split));
+    fake.fail("ncclCommSplit", 4 /* ncclInvalidArgument */);
+    rtComm_t one = nullptr;
+    ASSERT_RT_OK(rtCommInitAll(&one, 1, devices.data()));
+    EXPECT_RT_ERROR(RT_ERROR_INVALID_VALUE, rtCommSplit(one, 0, 0, &split));
+    EXPECT_NE(last_message().find("ncclCommSplit"), std::string::npos) << last_message();
+    EXPECT_EQ(split, nullptr);
+    // In a group the failure is rtGroupEnd's, and the group's NCCL bracket is closed.
+    fake.reset();
+    fake.fail("ncclCommSplit", 4);
+    ASSERT_RT_OK(rtGroupStart());
+    ASSERT_RT_OK(rtCommSplit(one, 0, 0, &split));
+    EXPECT_RT_ERROR(RT_ERROR_INVALID_VALUE, rtGroupEnd());
+    EXPECT_NE(last_message().find("ncclCommSplit"), std::string::npos) << last_message();
+    EXPECT_EQ(split, nullptr);
+    const auto l = fake.lines();
+    ASSERT_FALSE(l.empty());
+    EXPECT_EQ(l.back(), "ncclGroupEnd");
+    ASSERT_RT_OK(rtCommDestroy(one));
 }
 
 TEST_F(CommNccl, ACapturedCollectiveIsAnNcclCallAtEachLaunch) {

@@ -4,8 +4,10 @@
 #include <cstdarg>
 #include <cstdio>
 #include <cstring>
+#include <algorithm>
 #include <mutex>
 #include <string>
+#include <vector>
 
 namespace {
 std::mutex g_mutex;
@@ -19,8 +21,18 @@ struct FakeComm {
     int rank;
     int nranks;
     int device;
+    int world;  // the communicator its ranks share (ncclCommInitAll's, or a split's); -1: ncclCommInitRank's (unknown)
 };
 FakeComm g_comms[64];
+int g_next_world = 0;
+
+/// ncclCommSplit's calls of one parent communicator, until all its ranks have called (then each gets its new one).
+struct SplitCall {
+    FakeComm* parent;
+    int color, key;
+    void** out;
+};
+std::vector<SplitCall> g_splits;
 
 void record(const char* fmt, ...) {
     char line[512];
@@ -43,11 +55,14 @@ int result_of(const char* name) {
     return 0;
 }
 
-FakeComm* new_comm(int rank, int nranks, int device) {
-    std::lock_guard lock(g_mutex);
+FakeComm* new_comm_locked(int rank, int nranks, int device, int world) {
     FakeComm* c = &g_comms[g_next_comm++ % 64];
-    *c = {rank, nranks, device};
+    *c = {rank, nranks, device, world};
     return c;
+}
+FakeComm* new_comm(int rank, int nranks, int device, int world) {
+    std::lock_guard lock(g_mutex);
+    return new_comm_locked(rank, nranks, device, world);
 }
 
 int rank_of(void* comm) { return comm ? static_cast<FakeComm*>(comm)->rank : -1; }
@@ -105,7 +120,7 @@ int ncclGetUniqueId(FakeUniqueId* id) {
 int ncclCommInitRank(void** comm, int nranks, FakeUniqueId id, int rank) {
     record("ncclCommInitRank nranks=%d rank=%d id=%.12s", nranks, rank, id.internal);
     if (int r = result_of("ncclCommInitRank")) return r;
-    *comm = new_comm(rank, nranks, -1);
+    *comm = new_comm(rank, nranks, -1, -1);
     return 0;
 }
 int ncclCommInitAll(void** comms, int ndev, const int* devlist) {
@@ -116,7 +131,12 @@ int ncclCommInitAll(void** comms, int ndev, const int* devlist) {
     }
     record("ncclCommInitAll ndev=%d devlist=%s", ndev, list.c_str());
     if (int r = result_of("ncclCommInitAll")) return r;
-    for (int i = 0; i < ndev; ++i) comms[i] = new_comm(i, ndev, devlist[i]);
+    int world;
+    {
+        std::lock_guard lock(g_mutex);
+        world = g_next_world++;
+    }
+    for (int i = 0; i < ndev; ++i) comms[i] = new_comm(i, ndev, devlist[i], world);
     return 0;
 }
 int ncclCommDestroy(void* comm) {
@@ -125,6 +145,44 @@ int ncclCommDestroy(void* comm) {
 }
 int ncclCommAbort(void* comm) {
     record("ncclCommAbort rank=%d", rank_of(comm));
+    return 0;
+}
+int ncclCommCount(void* comm, int* count) {
+    *count = static_cast<FakeComm*>(comm)->nranks;
+    return 0;
+}
+int ncclCommUserRank(void* comm, int* rank) {
+    *rank = static_cast<FakeComm*>(comm)->rank;
+    return 0;
+}
+/// NCCL's split, resolved when the last rank of the parent calls (NCCL's own blocks until then outside a group): per
+/// color (-1: none), the ranks ordered by (key, parent rank). Splits of ncclCommInitRank's communicators never resolve.
+int ncclCommSplit(void* comm, int color, int key, void** newcomm, void* config) {
+    auto* parent = static_cast<FakeComm*>(comm);
+    record("ncclCommSplit rank=%d color=%d key=%d config=%p", rank_of(comm), color, key, config);
+    if (int r = result_of("ncclCommSplit")) return r;
+    std::lock_guard lock(g_mutex);
+    *newcomm = nullptr;
+    g_splits.push_back({parent, color, key, newcomm});
+    std::vector<SplitCall> mine;
+    for (const SplitCall& s : g_splits)
+        if (parent->world >= 0 && s.parent->world == parent->world) mine.push_back(s);
+    if (static_cast<int>(mine.size()) < parent->nranks) return 0;
+    g_splits.erase(std::remove_if(g_splits.begin(), g_splits.end(),
+                                  [&](const SplitCall& s) { return s.parent->world == parent->world; }),
+                   g_splits.end());
+    std::stable_sort(mine.begin(), mine.end(), [](const SplitCall& a, const SplitCall& b) {
+        return a.key != b.key ? a.key < b.key : a.parent->rank < b.parent->rank;
+    });
+    for (const SplitCall& s : mine) {
+        if (s.color < 0 || *s.out) continue;
+        const int world = g_next_world++;
+        int n = 0;
+        for (const SplitCall& t : mine) n += t.color == s.color;
+        int i = 0;
+        for (const SplitCall& t : mine)
+            if (t.color == s.color) *t.out = new_comm_locked(i++, n, t.parent->device, world);
+    }
     return 0;
 }
 int ncclCommGetAsyncError(void* comm, int* async) {

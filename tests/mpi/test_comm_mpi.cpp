@@ -1,7 +1,7 @@
 // Collectives across processes (the MPI transport), run under mpirun -np 2 / -np 4: exact checks of every
 // collective x data type x op, bitwise equality with the in-process result, faults (a stopped rank, abort,
-// mismatched calls) and bad input. Prints each failed check and exits non-zero.
-//   test_comm_mpi collectives | faults | hierarchical
+// mismatched calls, a killed rank) and bad input. Prints each failed check and exits non-zero.
+//   test_comm_mpi collectives | faults | hierarchical | killed
 // hierarchical: 2 ranks per process, each driven by its own thread on its own cpu device (rank = local * processes +
 // world rank, so every process' ranks interleave with the others').
 #include <mpi.h>
@@ -551,6 +551,48 @@ void faults(rtStream_t s) {
     }
 }
 
+/// A rank killed (SIGKILL) after the communicator worked: the survivors' next collective fails within
+/// RUNTIME_COMM_TIMEOUT naming the dead rank, the operation and its number, and the runtime stays usable. Open MPI
+/// (without ULFM) cannot finalize beside a dead process, so each survivor prints its verdict and leaves with _exit;
+/// CTest reads the verdict (mpirun's own status reports the killed process).
+[[noreturn]] void killed(rtStream_t s) {
+    float x = 1.0f;
+    Buf a(sizeof x);
+    a.load(std::vector<char>(reinterpret_cast<char*>(&x), reinterpret_cast<char*>(&x) + sizeof x));
+    rtComm_t c = make_comm();
+    OK(rtAllReduce(a.d, a.d, 1, RT_FLOAT32, RT_REDUCE_SUM, c, s));
+    OK(rtStreamSynchronize(s));
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (g_rank == 1) ::raise(SIGKILL);
+    OK(rtAllReduce(a.d, a.d, 1, RT_FLOAT32, RT_REDUCE_SUM, c, s));
+    const rtError_t e = rtStreamSynchronize(s);
+    const std::string m = rtGetLastErrorMessage();
+    CHECK(e == RT_ERROR_TIMEOUT && contains(m.c_str(), "rank 1") && contains(m.c_str(), "rtAllReduce") &&
+              contains(m.c_str(), "collective #2"),
+          "a killed peer: got %d (%s)", e, m.c_str());
+    rtError_t async = RT_SUCCESS;
+    OK(rtCommGetAsyncError(c, &async));
+    CHECK(async == RT_ERROR_TIMEOUT, "rtCommGetAsyncError after the timeout: %d", async);
+    OK(rtAllReduce(a.d, a.d, 1, RT_FLOAT32, RT_REDUCE_SUM, c, s));  // refused by the failed communicator, not hung
+    CHECK(rtStreamSynchronize(s) == RT_ERROR_TIMEOUT, "a later collective on the failed communicator");
+    OK(rtCommAbort(c));
+    // Still usable: a communicator over this process' own devices works.
+    rtComm_t local = nullptr;
+    const int device = 0;
+    OK(rtCommInitAll(&local, 1, &device));
+    float y = 3.0f;
+    a.load(std::vector<char>(reinterpret_cast<char*>(&y), reinterpret_cast<char*>(&y) + sizeof y));
+    OK(rtAllReduce(a.d, a.d, 1, RT_FLOAT32, RT_REDUCE_SUM, local, s));
+    OK(rtStreamSynchronize(s));
+    const std::vector<char> out = a.read(sizeof y);
+    std::memcpy(&y, out.data(), sizeof y);
+    CHECK(y == 3.0f, "a collective after the failure: %g", y);
+    OK(rtCommDestroy(local));
+    std::printf("test_comm_mpi killed, rank %d: %s\n", g_rank, g_failures.load() ? "FAILED" : "ok");
+    std::fflush(stdout);
+    ::_exit(g_failures.load() ? 1 : 0);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -580,6 +622,8 @@ int main(int argc, char** argv) {
         faults(s);
     } else if (mode == "hierarchical") {
         hierarchical();
+    } else if (mode == "killed") {
+        killed(s);
     }
     rtStreamDestroy(s);
     int total = 0, mine = g_failures.load();

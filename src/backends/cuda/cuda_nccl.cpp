@@ -46,6 +46,9 @@ struct Nccl {
     ncclResult_t (*ncclCommDestroy)(ncclComm_t) = nullptr;
     ncclResult_t (*ncclCommAbort)(ncclComm_t) = nullptr;
     ncclResult_t (*ncclCommGetAsyncError)(ncclComm_t, ncclResult_t*) = nullptr;
+    ncclResult_t (*ncclCommCount)(ncclComm_t, int*) = nullptr;
+    ncclResult_t (*ncclCommUserRank)(ncclComm_t, int*) = nullptr;
+    ncclResult_t (*ncclCommSplit)(ncclComm_t, int, int, ncclComm_t*, void*) = nullptr;  // optional (2.18+)
     ncclResult_t (*ncclAllReduce)(const void*, void*, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t, CUstream) = nullptr;
     ncclResult_t (*ncclBroadcast)(const void*, void*, size_t, ncclDataType_t, int, ncclComm_t, CUstream) = nullptr;
     ncclResult_t (*ncclReduce)(const void*, void*, size_t, ncclDataType_t, ncclRedOp_t, int, ncclComm_t, CUstream) = nullptr;
@@ -101,6 +104,8 @@ Nccl load() {
         RT_NCCL_(ncclCommDestroy);
         RT_NCCL_(ncclCommAbort);
         RT_NCCL_(ncclCommGetAsyncError);
+        RT_NCCL_(ncclCommCount);
+        RT_NCCL_(ncclCommUserRank);
         RT_NCCL_(ncclAllReduce);
         RT_NCCL_(ncclBroadcast);
         RT_NCCL_(ncclReduce);
@@ -112,6 +117,7 @@ Nccl load() {
         RT_NCCL_(ncclGroupEnd);
 #undef RT_NCCL_
         resolve(n.ncclGetLastError, "ncclGetLastError", false);
+        resolve(n.ncclCommSplit, "ncclCommSplit", false);
         if (!missing.empty()) {
             tried += (tried.empty() ? "" : "; ") + lib + ": lacks " + missing;
             ::dlclose(h);
@@ -176,7 +182,8 @@ ncclRedOp_t nccl_op(rtReduceOp op) {
 
 class NcclComm final : public backend::NativeComm {
 public:
-    /// `scratch`: 256 bytes of device memory of `device` (the barrier's word), owned from now on.
+    /// `scratch`: 256 bytes of device memory of `device` (the barrier's word), owned from now on. `comm` may be null
+    /// until a split in an NCCL group writes it (shape_impl reads it then).
     NcclComm(const Nccl& n, ncclComm_t comm, int nranks, backend::Device& device, void* scratch)
         : n_(n), comm_(comm), nranks_(nranks), device_(device), scratch_(scratch) {}
     ~NcclComm() override {
@@ -243,6 +250,28 @@ public:
         if (aborted_.exchange(true)) return;
         n_.ncclCommAbort(comm_);
     }
+    std::unique_ptr<backend::NativeComm> split_impl(int color, int key) override {
+        if (aborted_) fail(RT_ERROR_ILLEGAL_STATE, "the NCCL communicator was aborted (rtCommAbort)");
+        if (!n_.ncclCommSplit)
+            fail(RT_ERROR_NOT_SUPPORTED, "rtCommSplit of an NCCL communicator needs ncclCommSplit (NCCL 2.18 or later); "
+                 "%s is NCCL %d", n_.library.c_str(), n_.version);
+        void* scratch = device_.allocate_impl(kScratchBytes);
+        if (!scratch)
+            fail(RT_ERROR_OUT_OF_MEMORY, "no device memory for a communicator's barrier word (%zu bytes)", kScratchBytes);
+        auto made = std::make_unique<NcclComm>(n_, nullptr, 0, device_, scratch);
+        static_cast<CudaDevice&>(device_).enter();
+        // NCCL_SPLIT_NOCOLOR is -1, as RT_COMM_SPLIT_NOCOLOR; a null config: the parent's. In a group NCCL writes the
+        // handle now and makes it ready at ncclGroupEnd.
+        check(n_, n_.ncclCommSplit(comm_, color, key, &made->comm_, nullptr), "ncclCommSplit", comm_);
+        return made;
+    }
+    bool shape_impl(int* rank, int* count) override {
+        if (!comm_) return false;
+        check(n_, n_.ncclCommUserRank(comm_, rank), "ncclCommUserRank", comm_);
+        check(n_, n_.ncclCommCount(comm_, count), "ncclCommCount", comm_);
+        nranks_ = *count;
+        return true;
+    }
     rtError_t async_error_impl(std::string* why) override {
         if (aborted_) {
             if (why) *why = "the NCCL communicator was aborted (rtCommAbort)";
@@ -258,7 +287,7 @@ private:
     void* scratch() const { return scratch_; }
     const Nccl& n_;
     ncclComm_t comm_;
-    const int nranks_;
+    int nranks_;  // set by shape_impl for a split's communicator
     backend::Device& device_;
     void* const scratch_;
     std::atomic<bool> aborted_{false};
