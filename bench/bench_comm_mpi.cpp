@@ -1,6 +1,9 @@
 // bench_comm_mpi.cpp — runtime-bench-comm's MPI mode (run under mpirun): all_reduce float32 sum across the job's
 // processes, one rank per process on cpu:0, ours (rtAllReduce + synchronize) against Open MPI's MPI_Allreduce on the
-// same buffers and processes, in nccl-tests' columns. libmpi is dlopen'ed here too: the binary runs without MPI.
+// same buffers and processes, in nccl-tests' columns; then broadcast, all_gather, reduce_scatter and all_to_all
+// against MPI_Bcast, MPI_Allgather, MPI_Reduce_scatter_block and MPI_Alltoall. Sizes as nccl-tests': the largest
+// buffer of a rank (all_gather: what it receives; reduce_scatter: what it sends). libmpi is dlopen'ed here too: the
+// binary runs without MPI.
 #include <dlfcn.h>
 #include <runtime/comm.h>
 
@@ -9,6 +12,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
+#include <string>
 #include <vector>
 
 #include "bench_util.hpp"
@@ -24,6 +29,9 @@ struct Mpi {
     int (*Bcast)(void*, int, void*, int, void*);
     int (*Barrier)(void*);
     int (*Allreduce)(const void*, void*, int, void*, void*, void*);
+    int (*Allgather)(const void*, int, void*, void*, int, void*, void*);
+    int (*Reduce_scatter_block)(const void*, void*, int, void*, void*, void*);
+    int (*Alltoall)(const void*, int, void*, void*, int, void*, void*);
     void *world, *byte, *flt, *dbl, *sum, *max;
 };
 
@@ -38,13 +46,17 @@ bool load(Mpi& m) {
     m.Bcast = reinterpret_cast<decltype(m.Bcast)>(sym("MPI_Bcast"));
     m.Barrier = reinterpret_cast<decltype(m.Barrier)>(sym("MPI_Barrier"));
     m.Allreduce = reinterpret_cast<decltype(m.Allreduce)>(sym("MPI_Allreduce"));
+    m.Allgather = reinterpret_cast<decltype(m.Allgather)>(sym("MPI_Allgather"));
+    m.Reduce_scatter_block = reinterpret_cast<decltype(m.Reduce_scatter_block)>(sym("MPI_Reduce_scatter_block"));
+    m.Alltoall = reinterpret_cast<decltype(m.Alltoall)>(sym("MPI_Alltoall"));
     m.world = sym("ompi_mpi_comm_world");
     m.byte = sym("ompi_mpi_byte");
     m.flt = sym("ompi_mpi_float");
     m.dbl = sym("ompi_mpi_double");
     m.sum = sym("ompi_mpi_op_sum");
     m.max = sym("ompi_mpi_op_max");
-    return m.Init_thread && m.Allreduce && m.world && m.flt && m.sum && m.max && m.dbl && m.Bcast && m.Barrier;
+    return m.Init_thread && m.Allreduce && m.Allgather && m.Reduce_scatter_block && m.Alltoall && m.world && m.flt &&
+           m.sum && m.max && m.dbl && m.Bcast && m.Barrier;
 }
 
 double median(std::vector<double> v) {
@@ -80,74 +92,126 @@ int bench_comm_mpi(size_t max_bytes, bool quick) {
     check(rtCommInitRank(&comm, size, id, rank), "rtCommInitRank");
     rtStream_t s = nullptr;
     check(rtStreamCreate(&s), "rtStreamCreate");
-    if (rank == 0) {
-        std::printf("# all_reduce float32 sum across %d processes (mpirun), one rank each on cpu:0; time per operation "
-                    "(ours: including the stream's synchronize), the slowest rank's mean, median of %d alternating rounds; ratio = MPI time / ours\n", size, quick ? 1 : 7);
-        std::printf("%12s %11s | %11s %9s %9s %6s | %11s %9s %9s %6s | %6s\n", "size(B)", "count", "ours(us)", "algbw",
-                    "busbw", "#wrong", "mpi(us)", "algbw", "busbw", "#wrong", "ratio");
-    }
-    const double busf = 2.0 * (size - 1) / size;
-    for (size_t bytes = 8; bytes <= max_bytes; bytes *= (quick ? 16 : 4)) {
-        const size_t count = bytes / sizeof(float);
-        void *send = nullptr, *recv = nullptr;
-        check(rtMalloc(&send, bytes), "rtMalloc");
-        check(rtMalloc(&recv, bytes), "rtMalloc");
-        std::vector<float> h(count);
-        for (size_t i = 0; i < count; ++i) h[i] = static_cast<float>((rank + i) % 7);
-        check(rtMemcpy(send, h.data(), bytes, RT_MEMCPY_HOST_TO_DEVICE), "rtMemcpy");
-        const int iters = static_cast<int>(std::clamp<size_t>((size_t{64} << 20) / bytes, 3, quick ? 200 : 2000));
-        const int rounds = quick ? 1 : 7;
-        auto wrong = [&] {
-            std::vector<float> out(count);
-            check(rtMemcpy(out.data(), recv, bytes, RT_MEMCPY_DEVICE_TO_HOST), "rtMemcpy");
-            long bad = 0;
-            for (size_t i = 0; i < count; ++i) {
-                float want = 0;
-                for (int r = 0; r < size; ++r) want += static_cast<float>((r + i) % 7);
-                bad += out[i] != want;
-            }
-            check(rtMemset(recv, 0, bytes), "rtMemset");
-            return bad;
-        };
-        auto slowest = [&](double t) {
-            double all = 0;
-            m.Allreduce(&t, &all, 1, m.dbl, m.max, m.world);
-            return all;
-        };
-        // Ours and MPI's alternate over `rounds` rounds of `iters` operations each (warmed up first); each side's
-        // figure is its median round: one preempted round on a shared host moves neither side.
-        for (int i = 0; i < 3; ++i) check(rtAllReduce(send, recv, count, RT_FLOAT32, RT_REDUCE_SUM, comm, s), "rtAllReduce");
-        check(rtStreamSynchronize(s), "rtStreamSynchronize");
-        for (int i = 0; i < 3; ++i) m.Allreduce(send, recv, static_cast<int>(count), m.flt, m.sum, m.world);
-        std::vector<double> ours_rounds, mpi_rounds;
-        for (int r = 0; r < rounds; ++r) {
-            m.Barrier(m.world);
-            auto t0 = std::chrono::steady_clock::now();
-            for (int i = 0; i < iters; ++i) {
-                rtAllReduce(send, recv, count, RT_FLOAT32, RT_REDUCE_SUM, comm, s);
-                rtStreamSynchronize(s);
-            }
-            ours_rounds.push_back(slowest(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / iters));
-            m.Barrier(m.world);
-            t0 = std::chrono::steady_clock::now();
-            for (int i = 0; i < iters; ++i) m.Allreduce(send, recv, static_cast<int>(count), m.flt, m.sum, m.world);
-            mpi_rounds.push_back(slowest(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / iters));
+    // One collective's table. Element j of a rank's input is (rank + j) % 7, so every result is exact.
+    struct Collective {
+        const char* name;
+        const char* peer;
+        double busf;  // nccl-tests' bus-bandwidth factor
+        size_t send_div, recv_div;  // a rank's send and receive buffers: size / send_div, size / recv_div
+        std::function<rtError_t(void*, void*, size_t)> ours;  // (send, recv, elements of the size)
+        std::function<void(void*, void*, size_t)> mpi;
+        std::function<float(size_t, size_t)> want;  // element j of this rank's result, for a size of `count` elements
+        bool one_buffer = false;  // MPI's call has one buffer (MPI_Bcast): the root's receive buffer holds the data
+    };
+    const size_t n = static_cast<size_t>(size), me = static_cast<size_t>(rank);
+    const int ni = size;
+    auto sum_of = [n](size_t j) {
+        float w = 0;
+        for (size_t r = 0; r < n; ++r) w += static_cast<float>((r + j) % 7);
+        return w;
+    };
+    const Collective collectives[] = {
+        {"all_reduce float32 sum", "MPI_Allreduce", 2.0 * (ni - 1) / ni, 1, 1,
+         [&](void* a, void* b, size_t c) { return rtAllReduce(a, b, c, RT_FLOAT32, RT_REDUCE_SUM, comm, s); },
+         [&](void* a, void* b, size_t c) { m.Allreduce(a, b, static_cast<int>(c), m.flt, m.sum, m.world); },
+         [&](size_t j, size_t) { return sum_of(j); }},
+        {"broadcast float32 from rank 0", "MPI_Bcast", 1.0, 1, 1,
+         [&](void* a, void* b, size_t c) { return rtBroadcast(a, b, c, RT_FLOAT32, 0, comm, s); },
+         [&](void*, void* b, size_t c) { m.Bcast(b, static_cast<int>(c), m.flt, 0, m.world); },
+         [](size_t j, size_t) { return static_cast<float>(j % 7); }, true},
+        {"all_gather float32", "MPI_Allgather", 1.0 * (ni - 1) / ni, n, 1,
+         [&](void* a, void* b, size_t c) { return rtAllGather(a, b, c / n, RT_FLOAT32, comm, s); },
+         [&](void* a, void* b, size_t c) {
+             m.Allgather(a, static_cast<int>(c / n), m.flt, b, static_cast<int>(c / n), m.flt, m.world);
+         },
+         [&](size_t j, size_t c) { return static_cast<float>((j / (c / n) + j % (c / n)) % 7); }},
+        {"reduce_scatter float32 sum", "MPI_Reduce_scatter_block", 1.0 * (ni - 1) / ni, 1, n,
+         [&](void* a, void* b, size_t c) { return rtReduceScatter(a, b, c / n, RT_FLOAT32, RT_REDUCE_SUM, comm, s); },
+         [&](void* a, void* b, size_t c) { m.Reduce_scatter_block(a, b, static_cast<int>(c / n), m.flt, m.sum, m.world); },
+         [&](size_t j, size_t c) { return sum_of(me * (c / n) + j); }},
+        {"all_to_all float32", "MPI_Alltoall", 1.0 * (ni - 1) / ni, 1, 1,
+         [&](void* a, void* b, size_t c) { return rtAlltoAll(a, b, c / n, RT_FLOAT32, comm, s); },
+         [&](void* a, void* b, size_t c) {
+             m.Alltoall(a, static_cast<int>(c / n), m.flt, b, static_cast<int>(c / n), m.flt, m.world);
+         },
+         [&](size_t j, size_t c) { return static_cast<float>((j / (c / n) + me * (c / n) + j % (c / n)) % 7); }},
+    };
+    for (const Collective& col : collectives) {
+        if (rank == 0) {
+            std::printf("%s# %s across %d processes (mpirun), one rank each on cpu:0, against %s; time per operation "
+                        "(ours: including the stream's synchronize), the slowest rank's mean, median of %d alternating "
+                        "rounds; ratio = MPI time / ours\n", &col == collectives ? "" : "\n", col.name, size, col.peer,
+                        quick ? 1 : 7);
+            std::printf("%12s %11s | %11s %9s %9s %6s | %11s %9s %9s %6s | %6s\n", "size(B)", "count", "ours(us)", "algbw",
+                        "busbw", "#wrong", "mpi(us)", "algbw", "busbw", "#wrong", "ratio");
         }
-        const double ours = median(ours_rounds), mpi = median(mpi_rounds);
-        // The last round's results: ours ran first in it, MPI wrote recv after; check ours once more, then MPI's.
-        check(rtMemset(recv, 0, bytes), "rtMemset");
-        check(rtAllReduce(send, recv, count, RT_FLOAT32, RT_REDUCE_SUM, comm, s), "rtAllReduce");
-        check(rtStreamSynchronize(s), "rtStreamSynchronize");
-        const long ours_wrong = wrong();
-        m.Allreduce(send, recv, static_cast<int>(count), m.flt, m.sum, m.world);
-        const long mpi_wrong = wrong();
-        if (rank == 0)
-            std::printf("%12zu %11zu | %11.2f %9.3f %9.3f %6ld | %11.2f %9.3f %9.3f %6ld | %6.2f\n", bytes, count,
-                        ours * 1e6, bytes / ours / 1e9, bytes / ours / 1e9 * busf, ours_wrong, mpi * 1e6,
-                        bytes / mpi / 1e9, bytes / mpi / 1e9 * busf, mpi_wrong, mpi / ours);
-        std::fflush(stdout);
-        rtFree(send);
-        rtFree(recv);
+        for (size_t bytes = 8; bytes <= max_bytes; bytes *= (quick ? 16 : 4)) {
+            const size_t count = bytes / sizeof(float);
+            if (count % n) continue;  // the per-rank pieces must be whole
+            const size_t send_count = count / col.send_div, recv_count = count / col.recv_div;
+            void *send = nullptr, *recv = nullptr;
+            check(rtMalloc(&send, send_count * sizeof(float)), "rtMalloc");
+            check(rtMalloc(&recv, recv_count * sizeof(float)), "rtMalloc");
+            std::vector<float> h(send_count);
+            for (size_t j = 0; j < send_count; ++j) h[j] = static_cast<float>((me + j) % 7);
+            check(rtMemcpy(send, h.data(), h.size() * sizeof(float), RT_MEMCPY_HOST_TO_DEVICE), "rtMemcpy");
+            auto reset_recv = [&] {
+                if (col.one_buffer && rank == 0) check(rtMemcpy(recv, send, bytes, RT_MEMCPY_DEVICE_TO_DEVICE), "rtMemcpy");
+                else check(rtMemset(recv, 0, recv_count * sizeof(float)), "rtMemset");
+            };
+            auto wrong = [&] {
+                std::vector<float> out(recv_count);
+                check(rtMemcpy(out.data(), recv, recv_count * sizeof(float), RT_MEMCPY_DEVICE_TO_HOST), "rtMemcpy");
+                long bad = 0;
+                for (size_t j = 0; j < recv_count; ++j) bad += out[j] != col.want(j, count);
+                reset_recv();
+                return bad;
+            };
+            auto slowest = [&](double t) {
+                double all = 0;
+                m.Allreduce(&t, &all, 1, m.dbl, m.max, m.world);
+                return all;
+            };
+            reset_recv();
+            const int iters = static_cast<int>(std::clamp<size_t>((size_t{64} << 20) / bytes, 3, quick ? 200 : 2000));
+            const int rounds = quick ? 1 : 7;
+            // Ours and MPI's alternate over `rounds` rounds of `iters` operations each (warmed up first); each side's
+            // figure is its median round: one preempted round on a shared host moves neither side.
+            for (int i = 0; i < 3; ++i) check(col.ours(send, recv, count), col.name);
+            check(rtStreamSynchronize(s), "rtStreamSynchronize");
+            for (int i = 0; i < 3; ++i) col.mpi(send, recv, count);
+            std::vector<double> ours_rounds, mpi_rounds;
+            for (int r = 0; r < rounds; ++r) {
+                m.Barrier(m.world);
+                auto t0 = std::chrono::steady_clock::now();
+                for (int i = 0; i < iters; ++i) {
+                    col.ours(send, recv, count);
+                    rtStreamSynchronize(s);
+                }
+                ours_rounds.push_back(
+                    slowest(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / iters));
+                m.Barrier(m.world);
+                t0 = std::chrono::steady_clock::now();
+                for (int i = 0; i < iters; ++i) col.mpi(send, recv, count);
+                mpi_rounds.push_back(
+                    slowest(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / iters));
+            }
+            const double ours = median(ours_rounds), mpi = median(mpi_rounds);
+            // The results of one more call of each, from a cleared receive buffer.
+            reset_recv();
+            check(col.ours(send, recv, count), col.name);
+            check(rtStreamSynchronize(s), "rtStreamSynchronize");
+            const long ours_wrong = wrong();
+            col.mpi(send, recv, count);
+            const long mpi_wrong = wrong();
+            if (rank == 0)
+                std::printf("%12zu %11zu | %11.2f %9.3f %9.3f %6ld | %11.2f %9.3f %9.3f %6ld | %6.2f\n", bytes, count,
+                            ours * 1e6, bytes / ours / 1e9, bytes / ours / 1e9 * col.busf, ours_wrong, mpi * 1e6,
+                            bytes / mpi / 1e9, bytes / mpi / 1e9 * col.busf, mpi_wrong, mpi / ours);
+            std::fflush(stdout);
+            rtFree(send);
+            rtFree(recv);
+        }
     }
     rtStreamDestroy(s);
     rtCommDestroy(comm);

@@ -11,6 +11,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <map>
+#include <optional>
 #include <random>
 #include <thread>
 
@@ -66,9 +68,13 @@ std::string rank_list(const std::vector<int>& ranks) {
 }
 
 /// Fails the collectives whose deadline passed. One thread per process, started by the first collective that waits
-/// for a peer; it never runs a queue's work, so no executor is ever occupied by a wait.
+/// for a peer; it never runs a queue's work, so no executor is ever occupied by a wait. A rendezvous is watched from
+/// its first arrival until it closes (unwatch), so only open ones are held. The thread wakes at least once a second
+/// while rendezvous come and go, so a new deadline (seconds away) needs no wake-up: a collective's arrival costs no
+/// system call (it did: a futex wake per collective).
 class Watchdog {
 public:
+    using Due = std::multimap<Clock::time_point, std::weak_ptr<Rendezvous>>;
     ~Watchdog() {
         {
             std::lock_guard lock(mutex_);
@@ -77,20 +83,17 @@ public:
         cv_.notify_all();
         if (thread_.joinable()) thread_.join();
     }
-    void add(Clock::time_point deadline, std::weak_ptr<Rendezvous> r) {
-        {
-            std::lock_guard lock(mutex_);
-            if (!thread_.joinable()) thread_ = std::thread([this] { main(); });
-            due_.emplace(deadline, std::move(r));
-        }
-        cv_.notify_all();
-    }
+    /// Watches `r` until `deadline` (its mutex held by the caller: lock order rendezvous, then watchdog).
+    void watch(Rendezvous& r, Clock::time_point deadline);
+    /// Stops watching `r` (its mutex held by the caller), if it is watched.
+    void unwatch(Rendezvous& r);
 
 private:
     void main();
     std::mutex mutex_;
     std::condition_variable cv_;
-    std::multimap<Clock::time_point, std::weak_ptr<Rendezvous>> due_;
+    Due due_;
+    Clock::time_point wake_at_ = Clock::time_point::max();  // when the thread wakes next (max: when told)
     bool stop_ = false;
     std::thread thread_;
 };
@@ -184,6 +187,8 @@ public:
     void expire();
     /// Fails the ranks that arrived now and the others when they arrive (timeout, abort). No effect once closed.
     void fail_open(rtError_t code, const std::string& why);
+    /// Its deadline's entry while the watchdog watches it: the watchdog's, read and written under its mutex.
+    std::optional<Watchdog::Due::iterator>& watch_entry() { return watch_; }
 
 private:
     struct Part {
@@ -226,6 +231,7 @@ private:
     bool closed_ = false;  // all arrived (complete runs or ran), or failed
     rtError_t code_ = RT_SUCCESS;
     std::string why_;
+    std::optional<Watchdog::Due::iterator> watch_;  // its deadline's entry while watched (the watchdog's mutex)
 };
 
 std::shared_ptr<Rendezvous> Clique::open(const Key& key, const std::vector<int>& ranks, uint64_t number, bool across) {
@@ -270,6 +276,7 @@ std::string Rendezvous::describe(size_t p) const {
 
 void Rendezvous::close_failed(std::unique_lock<std::mutex>& lock, rtError_t code, std::string why) {
     closed_ = true;
+    watchdog().unwatch(*this);
     code_ = code;
     why_ = std::move(why);
     std::vector<size_t> arrived;
@@ -308,11 +315,12 @@ void Rendezvous::arrive_impl(int participant, backend::Workers& workers, std::fu
     part.resume = std::move(resume);
     const bool first = arrived_++ == 0;
     if (arrived_ < parts_.size()) {
+        if (first) watchdog().watch(*this, deadline_after(clique_->timeout()));
         lock.unlock();
-        if (first) watchdog().add(deadline_after(clique_->timeout()), weak_from_this());
         return;
     }
     closed_ = true;
+    if (!first) watchdog().unwatch(*this);
     lock.unlock();
     complete(workers);
 }
@@ -488,23 +496,51 @@ void Rendezvous::complete_remote(mpi::Group& group) {
     }
 }
 
+void Watchdog::watch(Rendezvous& r, Clock::time_point deadline) {
+    bool wake;
+    {
+        std::lock_guard lock(mutex_);
+        if (!thread_.joinable()) thread_ = std::thread([this] { main(); });
+        r.watch_entry() = due_.emplace(deadline, r.weak_from_this());
+        wake = deadline < wake_at_;
+    }
+    if (wake) cv_.notify_all();
+}
+
+void Watchdog::unwatch(Rendezvous& r) {
+    std::lock_guard lock(mutex_);
+    if (!r.watch_entry()) return;
+    due_.erase(*r.watch_entry());
+    r.watch_entry().reset();
+}
+
 void Watchdog::main() {
+    // Consecutive wake-ups that found nothing watched; after a few the thread sleeps until told.
+    constexpr int kIdleRounds = 5;
+    int idle = 0;
     std::unique_lock lock(mutex_);
     while (!stop_) {
-        if (due_.empty()) {
+        const auto now = Clock::now();
+        if (!due_.empty() && due_.begin()->first <= now) {
+            std::shared_ptr<Rendezvous> live = due_.begin()->second.lock();
+            if (live) live->watch_entry().reset();
+            due_.erase(due_.begin());
+            lock.unlock();
+            if (live) live->expire();
+            live.reset();
+            lock.lock();
+            continue;
+        }
+        idle = due_.empty() ? idle + 1 : 0;
+        if (idle > kIdleRounds) {
+            wake_at_ = Clock::time_point::max();  // watch() wakes it
             cv_.wait(lock);
+            idle = 0;
             continue;
         }
-        const auto next = due_.begin()->first;
-        if (Clock::now() < next) {
-            cv_.wait_until(lock, next);
-            continue;
-        }
-        std::weak_ptr<Rendezvous> r = std::move(due_.begin()->second);
-        due_.erase(due_.begin());
-        lock.unlock();
-        if (auto live = r.lock()) live->expire();
-        lock.lock();
+        wake_at_ = now + std::chrono::seconds(1);
+        if (!due_.empty()) wake_at_ = std::min(wake_at_, due_.begin()->first);
+        cv_.wait_until(lock, wake_at_);
     }
 }
 

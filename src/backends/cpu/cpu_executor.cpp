@@ -80,6 +80,17 @@ void Executor::schedule(std::shared_ptr<CpuQueue> queue) {
     wake(false);
 }
 
+std::shared_ptr<CpuQueue> Executor::take_ready_joint() {
+    std::lock_guard lock(mutex_);
+    for (auto it = ready_.begin(); it != ready_.end(); ++it)
+        if ((*it)->joint_front()) {
+            std::shared_ptr<CpuQueue> q = std::move(*it);
+            ready_.erase(it);
+            return q;
+        }
+    return nullptr;
+}
+
 void Executor::Job::run_pieces() {
     auto never = [] { return false; };
     run_pieces_until(never);

@@ -82,6 +82,9 @@ public:
     /// priority order (CpuQueue::priority, numerically lower first), in the order scheduled within one priority.
     /// Thread-safe.
     void schedule(std::shared_ptr<CpuQueue> queue);
+    /// Takes the first ready queue whose front task is a joint step's part (CpuQueue::joint_front), for a host thread
+    /// to run its arrival (CpuQueue::help_arrival); null when there is none. Thread-safe.
+    std::shared_ptr<CpuQueue> take_ready_joint();
 
     /// Runs fn(begin, end) over [0, n) in pieces of about `grain`, on the calling thread plus up to
     /// thread_count() - 1 idle executors (one thread per core: a host thread that calls in takes the place

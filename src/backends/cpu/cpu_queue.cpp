@@ -88,7 +88,7 @@ uint64_t CpuQueue::emplace(Fill&& fill, const trace::Key& traced, const std::sha
         ++tail_;
         submitted_.store(seq, std::memory_order_release);
         if (state_ == State::idle) {
-            state_ = State::scheduled;
+            set_scheduled();
             schedule = true;
         }
     }
@@ -241,6 +241,12 @@ void CpuQueue::synchronize_impl() {
 
 // ---------------------------------------------------------------- queue: execution
 
+void CpuQueue::set_scheduled() {
+    state_ = State::scheduled;
+    joint_front_.store(head_ != tail_ && ring_[head_ & (ring_.size() - 1)].type == Task::Type::joint,
+                       std::memory_order_relaxed);
+}
+
 void CpuQueue::run_scheduled() {
     {
         std::lock_guard lock(mutex_);
@@ -249,6 +255,21 @@ void CpuQueue::run_scheduled() {
         executor_only_ = false;
     }
     run(UINT64_MAX, kExecutorBudget, false);
+}
+
+void CpuQueue::help_arrival() {
+    {
+        std::lock_guard lock(mutex_);
+        if (state_ != State::scheduled) return;  // someone took it meanwhile: the ready entry was stale
+        if (executor_only_ || head_ == tail_ || ring_[head_ & (ring_.size() - 1)].type != Task::Type::joint) {
+            // Not an arrival after all (the hint is read without the lock): back to the executors.
+            executor_.schedule(shared_from_this());
+            return;
+        }
+        state_ = State::running;
+    }
+    // Budget 1: the joint part arrives, and completes if its step is done; what follows goes to an executor.
+    run(UINT64_MAX, 1, true);
 }
 
 void CpuQueue::run(uint64_t limit, size_t budget, bool host) {
@@ -307,7 +328,7 @@ void CpuQueue::run(uint64_t limit, size_t budget, bool host) {
                 }
                 // More to do past this thread's limit/budget, or a host function a host thread may not run:
                 // an executor continues.
-                state_ = State::scheduled;
+                set_scheduled();
                 executor_only_ = hand_off;
                 lock.unlock();
                 executor_.schedule(shared_from_this());
@@ -463,7 +484,7 @@ void CpuQueue::resume_joint() {
         std::lock_guard lock(mutex_);
         joint_phase_ = JointPhase::resumed;  // a queue still running past arrive_impl sees it at its next look
         if (state_ != State::blocked) return;
-        state_ = State::scheduled;  // with the phase, under one lock: no one sees it blocked on a resumed step
+        set_scheduled();  // with the phase, under one lock: no one sees it blocked on a resumed step
     }
     rescheduled();
 }
@@ -472,7 +493,7 @@ void CpuQueue::unblock() {
     {
         std::lock_guard lock(mutex_);
         if (state_ != State::blocked) return;
-        state_ = State::scheduled;
+        set_scheduled();
     }
     rescheduled();
 }
@@ -489,7 +510,7 @@ void CpuQueue::rescheduled() {
 void CpuQueue::wait_until(uint64_t target, bool park_at_once) {
     for (;;) {
         if (completed_.load(std::memory_order_acquire) >= target) return;
-        bool own = false;
+        bool own = false, at_joint = false;
         std::shared_ptr<CpuQueue> dep;
         uint64_t dep_seq = 0;
         {
@@ -501,6 +522,8 @@ void CpuQueue::wait_until(uint64_t target, bool park_at_once) {
                 const Task& front = ring_[head_ & (ring_.size() - 1)];
                 dep = front.dep_record()->queue;  // null: a wait on a complete record, about to run
                 dep_seq = front.dep_seq;
+            } else if (state_ == State::blocked && joint_phase_ == JointPhase::arrived) {
+                at_joint = true;
             }
         }
         if (own) {
@@ -512,6 +535,14 @@ void CpuQueue::wait_until(uint64_t target, bool park_at_once) {
             dep->wait_until(dep_seq, park_at_once);  // help the queue we are waiting for
             attended_.fetch_sub(1);
             continue;
+        }
+        // Parked at a joint step until its peers arrive: run a peer queue's arrival that no executor has taken yet
+        // (an in-process collective driven by one thread then needs no hand-off between threads).
+        if (at_joint) {
+            if (std::shared_ptr<CpuQueue> peer = executor_.take_ready_joint()) {
+                peer->help_arrival();
+                continue;
+            }
         }
         // An executor is running it: help its launch's pieces if it has room (or any launch's: the cores are as
         // busy either way), else spin briefly, then park until a completion signals.

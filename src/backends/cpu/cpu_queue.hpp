@@ -139,6 +139,12 @@ public:
     void wait_until(uint64_t target, bool park_at_once = false);
     /// Called by an executor that took this queue from the ready list.
     void run_scheduled();
+    /// A hint, read without the lock: the queue was scheduled with a joint step's part at its front.
+    bool joint_front() const { return joint_front_.load(std::memory_order_relaxed); }
+    /// Run by a host thread that took this queue from the ready list (Executor::take_ready_joint) while its own queue
+    /// waits at a joint step: this queue's front part arrives (and completes if that arrival finished the step), and
+    /// the rest goes back to the executors. One thread then drives every rank of an in-process collective.
+    void help_arrival();
 
 private:
     enum class State : uint8_t { idle, scheduled, running, blocked };
@@ -192,6 +198,9 @@ private:
     JointPhase joint_phase_ = JointPhase::none;
     int64_t joint_arrived_ = 0;  // traced: when the front joint task arrived (its span's start: the step's work)
     bool executor_only_ = false;  // a host function (or graph with some) is next: host threads leave it to executors
+    std::atomic<bool> joint_front_{false};  // set with state_ = scheduled (under the lock): the front is a joint part
+    /// state_ = scheduled, with the joint_front_ hint (the lock held).
+    void set_scheduled();
     AsyncErrorSlot* slot_ = nullptr;  // the core stream's: while it holds a failure, work is skipped
     // notify_at_impl's earliest armed position (UINT64_MAX: none); complete() fires notify_timeline once.
     std::atomic<uint64_t> notify_at_{UINT64_MAX};
