@@ -121,8 +121,10 @@ test_asan() {
   # Less the two exhaustive NVRTC compiles (every kernel source of the suite, every DVPP family: NVRTC's work, which
   # the sanitizer does not instrument: ~40 of the phase's ~300 CPU seconds), and of the runs under mpirun the -np 4
   # and RUNTIME_COMM_SHM=0 repeats (the same code as their -np 2 / shared-segment twins, which stay: ~50 CPU seconds);
-  # all of them run in ctest-release.
-  (cd build-asan && ctest --output-on-failure -j"$ctest_jobs" -E '^CudaCompiler\.Every|^test_comm_mpi_.*(np4|_noshm)$')
+  # all of them run in ctest-release. Each C++ case runs once, in its file's two-device process (the *_2dev entries;
+  # label 1dev: the one-case-per-process entries of those files, which would run every case a second time under the
+  # sanitizer, each in a process of its own).
+  (cd build-asan && ctest --output-on-failure -j"$ctest_jobs" -LE 1dev -E '^CudaCompiler\.Every|^test_comm_mpi_.*(np4|_noshm)$')
 }
 
 # The fuzzers (fuzz/fuzz_capi.cpp, the C API; fuzz/fuzz_graph_file.cpp, the saved-graph loader;

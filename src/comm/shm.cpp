@@ -23,6 +23,14 @@
 // operation N + 2 only: a rank starts N + 2 after it saw every header of N + 1, which each peer published after it had
 // finished N (operations of a communicator run one at a time on every rank).
 //
+// Large broadcasts, all-gathers and out-of-place all-to-alls take a single copy when every rank can read the others'
+// memory (Linux cross-memory attach, process_vm_readv: what Open MPI's shared-memory transport does): each rank puts
+// its buffers' addresses beside its header, reads what it needs straight from the peers' buffers into its own, then
+// says `read = N` and finishes once every peer has said so (its own buffer is no longer read). Whether a rank can
+// read the others is a flag of its header (bit 1), found by reading each peer's probe word (its pid and the word's
+// address are published with the rank's first operation, so the second one can use the path); every rank sees
+// every flag, so all of them take the same path. RUNTIME_COMM_CMA=0 on a rank keeps its flag clear.
+//
 // Waiting: a job never blocks. poll() does every step that is ready and returns; the progress machinery (the
 // submitting executor for a bounded moment, then the progress thread, which yields and then sleeps briefly between
 // rounds) polls again. Every poll checks the communicator's own failure, the failure record in the segment (a peer's
@@ -33,9 +41,11 @@
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -64,6 +74,13 @@ constexpr int kMaxRanks = 256;
 /// The most bytes a rank contributes to an operation that takes the one-round path (each rank has two slots of it).
 /// Below it a round trip between processes costs more than every rank reducing the whole buffer.
 constexpr uint64_t kSmall = 16 * 1024;
+/// From this many bytes per rank's buffer (and past the one-round path), broadcast, all-gather and all-to-all read the
+/// peers' buffers directly when every rank can: one copy instead of two.
+constexpr uint64_t kDirect = 16 * 1024;
+/// What a rank's probe word holds: a peer that reads it back can read this process' memory.
+constexpr uint64_t kProbe = 0x72742d636d613031ull;  // "rt-cma01"
+/// Header flag bit 1: the rank can read every peer's memory.
+constexpr uint8_t kFlagReadable = 2;
 constexpr uint64_t kLine = 64;
 
 struct Failure {
@@ -87,7 +104,13 @@ struct alignas(kLine) Control {
     std::atomic<uint64_t> posted;  // chunks whose input this rank has written
     std::atomic<uint64_t> middle;  // chunks whose middle step this rank has finished
     std::atomic<uint64_t> done;    // chunks this rank has finished (it no longer reads the output ring for them)
+    std::atomic<uint64_t> read;    // single copy: the last collective whose peers' buffers this rank has read
     alignas(kLine) mpi::Header headers[2];
+    // Single copy: the rank's buffers of collective N in slot N % 2 (published by the header), its pid and the
+    // address of its probe word in its own address space (published with its first header).
+    uint64_t send[2], recv[2];
+    std::atomic<uint64_t> pid, probe_at;  // read by peers before they have seen this rank's first header
+    uint64_t probe;                       // kProbe
 };
 static_assert(std::atomic<uint64_t>::is_always_lock_free && std::atomic<uint32_t>::is_always_lock_free,
               "counters in shared memory must be lock-free (address-free) atomics");
@@ -283,6 +306,17 @@ private:
         return b;
     }
     bool reduces() const { return !plan_ && (op_.call.kind == Kind::all_reduce || op_.call.kind == Kind::reduce); }
+    /// Whether this operation may take the single-copy path (if every rank can read the others).
+    bool direct_kind() const {
+        const Call& c = op_.call;
+        if (small_ || g_->hierarchical() || c.count * es_ < kDirect) return false;
+        // An in-place all-to-all overwrites blocks the peers still read: it goes through the segment.
+        return c.kind == Kind::broadcast || c.kind == Kind::all_gather || (c.kind == Kind::all_to_all && c.send != c.recv);
+    }
+    /// Whether this process can read every peer's memory (probed once, when every peer's probe word is published).
+    bool readable();
+    /// The single copy: reads what this rank needs from the peers' buffers; false (the job finished) on a failure.
+    bool read_direct();
     /// Whether this rank writes an input buffer for each chunk (broadcast: the root alone).
     bool contributes() const { return plan_ || op_.call.kind != Kind::broadcast || me_ == op_.call.root; }
     /// Whether this rank reads the output ring in step 3.
@@ -318,6 +352,8 @@ private:
     char* small_area_ = nullptr;
     char* data_ = nullptr;
     bool small_ = false;  // the one-round path
+    bool direct_ = false;  // the single-copy path (decided when every header is there)
+    bool read_ = false;    // single copy: this rank has read what it needs
     size_t per_chunk_ = 1;
     uint64_t chunks_ = 0, base_ = 0;
     uint64_t sub_ = 0;                    // hierarchical: bytes per process in a chunk
@@ -337,6 +373,93 @@ void Job::finish(rtError_t code, const std::string& why, bool fatal) {
     done(code, why, fatal);
 }
 
+bool cma_enabled_from_env() {
+    const char* v = std::getenv("RUNTIME_COMM_CMA");
+    return !(v && std::strcmp(v, "0") == 0);
+}
+
+bool Job::readable() {
+    if (seg_.readable) return seg_.readable > 0;
+    static const bool enabled = cma_enabled_from_env();
+    if (!enabled) {
+        seg_.readable = -1;
+        return false;
+    }
+    for (int q = 0; q < n_; ++q) {
+        if (q == me_) continue;
+        const Control& c = ctl(q);
+        if (!c.pid.load(std::memory_order_acquire)) return false;  // not published yet: ask again at the next operation
+    }
+    seg_.readable = 1;
+    for (int q = 0; q < n_ && seg_.readable > 0; ++q) {
+        if (q == me_) continue;
+        const Control& c = ctl(q);
+        uint64_t word = 0;
+        iovec local{&word, sizeof word}, remote{reinterpret_cast<void*>(c.probe_at.load(std::memory_order_relaxed)), sizeof word};
+        if (::process_vm_readv(static_cast<pid_t>(c.pid.load(std::memory_order_relaxed)), &local, 1, &remote, 1, 0) !=
+                static_cast<ssize_t>(sizeof word) ||
+            word != kProbe)
+            seg_.readable = -1;  // not permitted here (ptrace scope, seccomp, another user): the segment it is
+    }
+    return seg_.readable > 0;
+}
+
+bool Job::read_direct() {
+    const Call& c = op_.call;
+    const size_t B = c.count * es_;
+    char* recv = static_cast<char*>(c.recv);
+    const char* send = static_cast<const char*>(c.send);
+    // Reads `bytes` at `at` in rank q's address space into `to` (process_vm_readv moves at most what one call allows:
+    // loop until done).
+    auto read = [&](int q, char* to, uint64_t at, size_t bytes) -> bool {
+        const pid_t pid = static_cast<pid_t>(ctl(q).pid.load(std::memory_order_relaxed));
+        while (bytes) {
+            iovec local{to, bytes}, remote{reinterpret_cast<void*>(at), bytes};
+            const ssize_t got = ::process_vm_readv(pid, &local, 1, &remote, 1, 0);
+            if (got <= 0) {
+                finish(RT_ERROR_LAUNCH_FAILED,
+                       format("reading rank %d's buffer (process %d) with process_vm_readv failed: %s", q,
+                              static_cast<int>(pid), std::strerror(errno)),
+                       true);
+                return false;
+            }
+            to += got;
+            at += static_cast<uint64_t>(got);
+            bytes -= static_cast<size_t>(got);
+        }
+        return true;
+    };
+    const int slot = static_cast<int>(op_.number % 2);
+    switch (c.kind) {
+        case Kind::broadcast:
+            if (me_ != c.root) return read(c.root, recv, ctl(c.root).send[slot], B);
+            if (recv != send) std::memcpy(recv, send, B);
+            return true;
+        case Kind::all_gather:
+            for (int q = 0; q < n_; ++q) {
+                char* to = recv + static_cast<size_t>(q) * B;
+                if (q != me_) {
+                    if (!read(q, to, ctl(q).send[slot], B)) return false;
+                } else if (to != send) {
+                    std::memcpy(to, send, B);
+                }
+            }
+            return true;
+        case Kind::all_to_all:
+            for (int q = 0; q < n_; ++q) {
+                char* to = recv + static_cast<size_t>(q) * B;
+                if (q != me_) {
+                    if (!read(q, to, ctl(q).send[slot] + static_cast<uint64_t>(me_) * B, B)) return false;
+                } else {
+                    std::memcpy(to, send + static_cast<size_t>(me_) * B, B);
+                }
+            }
+            return true;
+        default:
+            return true;
+    }
+}
+
 bool Job::check_headers() {
     const uint64_t number = op_.number;
     std::vector<int> failed;  // global ranks
@@ -353,6 +476,7 @@ bool Job::check_headers() {
             return false;
         }
         if (h.flags & 1) failed.push_back(h.rank);
+        if (!(h.flags & kFlagReadable)) direct_ = false;
     }
     if (failed.empty()) {
         if (g_->hierarchical() && op_.call.kind != Kind::barrier) {
@@ -554,7 +678,19 @@ bool Job::poll() {
         started_ = true;
         deadline_ = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(g_->timeout()));
         if (small_) post_small();  // published by the header's release
-        const mpi::Header h = mpi::header_of(op_);
+        if (!seg_.published) {  // what the peers need to probe this process (the header's release publishes it)
+            mine.probe = kProbe;
+            mine.probe_at.store(reinterpret_cast<uint64_t>(&mine.probe), std::memory_order_relaxed);
+            mine.pid.store(static_cast<uint64_t>(::getpid()), std::memory_order_release);  // after the two above
+            seg_.published = true;
+        }
+        mpi::Header h = mpi::header_of(op_);
+        if (direct_kind() && readable()) {
+            direct_ = true;  // cleared by check_headers unless every rank can read the others
+            h.flags |= kFlagReadable;
+            mine.send[op_.number % 2] = reinterpret_cast<uint64_t>(op_.call.send);
+            mine.recv[op_.number % 2] = reinterpret_cast<uint64_t>(op_.call.recv);
+        }
         std::memcpy(&mine.headers[op_.number % 2], &h, sizeof h);
         mine.header.store(op_.number, std::memory_order_release);
         base_ = seg_.chunks;  // the previous collective has finished: its chunks are counted
@@ -590,11 +726,28 @@ bool Job::poll() {
                     finish_small();
                     return true;
                 }
+                if (direct_) chunks_ = 0;  // nothing moves through the segment
             }
         }
+        if (direct_ && checked_) {
+            // Single copy: read, say so, and finish once every peer has read this rank's buffer.
+            if (!read_) {
+                if (!read_direct()) return true;
+                read_ = true;
+                mine.read.store(op_.number, std::memory_order_release);
+                moved = true;
+            }
+            if (all_past(&Control::read, static_cast<int64_t>(op_.number) - 1)) {
+                finish(RT_SUCCESS, {}, false);
+                return true;
+            }
+            if (!moved) break;
+            ++events_;
+            continue;
+        }
         // 1. Post (also before the headers are checked: it only writes this rank's own slot). Not when this rank's
-        //    stream had failed: nothing of it moves.
-        if (posted_ < chunks_ && !op_.failed_before &&
+        //    stream had failed: nothing of it moves. Not while the single copy may be taken (it moves nothing here).
+        if (posted_ < chunks_ && !op_.failed_before && !direct_ &&
             all_past(&Control::middle, static_cast<int64_t>(base_ + posted_) - D)) {
             if (contributes()) post(posted_);
             ++posted_;

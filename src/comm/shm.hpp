@@ -54,6 +54,10 @@ public:
     /// Chunks moved through this segment so far (the running chunk index all ranks agree on). Only the lane that runs
     /// the communicator's collectives (one at a time) touches it.
     uint64_t chunks = 0;
+    /// This process' part of the single-copy path (shm.cpp): whether it published its pid and probe word, and whether
+    /// it can read every peer's memory (0: not known yet; 1: yes; -1: no). The collectives' lane only.
+    bool published = false;
+    int readable = 0;
 
 private:
     Segment(char* base, uint64_t bytes, int fd) : base_(base), bytes_(bytes), fd_(fd) {}
