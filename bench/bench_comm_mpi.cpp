@@ -102,6 +102,7 @@ int bench_comm_mpi(size_t max_bytes, bool quick) {
         std::function<void(void*, void*, size_t)> mpi;
         std::function<float(size_t, size_t)> want;  // element j of this rank's result, for a size of `count` elements
         bool one_buffer = false;  // MPI's call has one buffer (MPI_Bcast): the root's receive buffer holds the data
+        bool per_rank = false;    // the size is cut into one piece per rank (all_gather, reduce_scatter, all_to_all)
     };
     const size_t n = static_cast<size_t>(size), me = static_cast<size_t>(rank);
     const int ni = size;
@@ -124,17 +125,18 @@ int bench_comm_mpi(size_t max_bytes, bool quick) {
          [&](void* a, void* b, size_t c) {
              m.Allgather(a, static_cast<int>(c / n), m.flt, b, static_cast<int>(c / n), m.flt, m.world);
          },
-         [&](size_t j, size_t c) { return static_cast<float>((j / (c / n) + j % (c / n)) % 7); }},
+         [&](size_t j, size_t c) { return static_cast<float>((j / (c / n) + j % (c / n)) % 7); }, false, true},
         {"reduce_scatter float32 sum", "MPI_Reduce_scatter_block", 1.0 * (ni - 1) / ni, 1, n,
          [&](void* a, void* b, size_t c) { return rtReduceScatter(a, b, c / n, RT_FLOAT32, RT_REDUCE_SUM, comm, s); },
          [&](void* a, void* b, size_t c) { m.Reduce_scatter_block(a, b, static_cast<int>(c / n), m.flt, m.sum, m.world); },
-         [&](size_t j, size_t c) { return sum_of(me * (c / n) + j); }},
+         [&](size_t j, size_t c) { return sum_of(me * (c / n) + j); }, false, true},
         {"all_to_all float32", "MPI_Alltoall", 1.0 * (ni - 1) / ni, 1, 1,
          [&](void* a, void* b, size_t c) { return rtAlltoAll(a, b, c / n, RT_FLOAT32, comm, s); },
          [&](void* a, void* b, size_t c) {
              m.Alltoall(a, static_cast<int>(c / n), m.flt, b, static_cast<int>(c / n), m.flt, m.world);
          },
-         [&](size_t j, size_t c) { return static_cast<float>((j / (c / n) + me * (c / n) + j % (c / n)) % 7); }},
+         [&](size_t j, size_t c) { return static_cast<float>((j / (c / n) + me * (c / n) + j % (c / n)) % 7); }, false,
+         true},
     };
     for (const Collective& col : collectives) {
         if (rank == 0) {
@@ -147,7 +149,7 @@ int bench_comm_mpi(size_t max_bytes, bool quick) {
         }
         for (size_t bytes = 8; bytes <= max_bytes; bytes *= (quick ? 16 : 4)) {
             const size_t count = bytes / sizeof(float);
-            if (count % n) continue;  // the per-rank pieces must be whole
+            if (col.per_rank && count % n) continue;  // the per-rank pieces must be whole
             const size_t send_count = count / col.send_div, recv_count = count / col.recv_div;
             void *send = nullptr, *recv = nullptr;
             check(rtMalloc(&send, send_count * sizeof(float)), "rtMalloc");

@@ -94,7 +94,7 @@ RT_API rtError_t rtGetVersion(int* version);
  *  `options` is NULL or "key=value;key=value". The core's key: backend (a backend's name, e.g. cpu or cuda:
  *  whose devices come first). Each backend parses and checks its own keys, spelled <backend>.<key>:
  *    cpu.devices (count), cpu.memory (bytes of each device, with optional K/M/G/T suffix), cpu.executors
- *    (executor threads), cpu.stream_min_bytes (bytes: a tuning threshold of the cpu backend's launches, see
+ *    (executor threads; default one per CPU of the process' affinity mask), cpu.stream_min_bytes (bytes: a tuning threshold of the cpu backend's launches, see
  *    README; default the last-level cache size);
  *    cuda.enable (0/1, off/on: 0 enumerates no cuda device, and cuda:0's error says it was disabled).
  *  Older spellings stay accepted: cpu_devices, cpu_memory, executors, cpu_stream_min_bytes. Environment

@@ -720,21 +720,50 @@ std::shared_ptr<Communicator::SplitWait> Communicator::split(int color, int key)
         return w;
     }
     const uint64_t number = ++splits_;
-    if (mpi::Group* remote = clique_->remote()) {  // blocks here until every rank has given its color and key
-        if (remote->hierarchical())
-            fail(RT_ERROR_NOT_SUPPORTED, "%s: rtCommSplit of a communicator across processes with several ranks in one "
-                 "process is not in this build (one rank per process splits; or split the in-process ranks with "
-                 "rtCommInitAll's communicators)", label_.c_str());
-        auto g = std::make_shared<Clique::SplitGathering>(size());
-        int new_rank = -1;
-        if (auto ng = remote->split(number, color, key, &new_rank)) {
-            std::vector<int> devices;
-            for (int r = 0; r < ng->nranks(); ++r) devices.push_back(ng->device(r));
-            g->cliques[static_cast<size_t>(rank_)] =
-                std::make_shared<Clique>(std::move(devices), clique_->timeout(), clique_->generation(), std::move(ng));
-            g->ranks[static_cast<size_t>(rank_)] = new_rank;
+    if (mpi::Group* remote = clique_->remote()) {
+        // This process' ranks gather here; the last of them exchanges their colors and keys with the other processes
+        // (blocking, as NCCL's split does) and hands every local rank its new clique. The others wait for it in
+        // finish_split (an rtCommSplit inside a group: at rtGroupEnd).
+        const std::vector<int>& locals = remote->member(remote->rank()).ranks;
+        auto g = clique_->split(number);
+        std::unique_lock lock(g->mutex);
+        if (g->count == 0)  // the other processes' ranks are theirs to gather: a timeout names the local ones missing
+            for (int r = 0; r < size(); ++r)
+                if (std::find(locals.begin(), locals.end(), r) == locals.end()) g->joined[static_cast<size_t>(r)] = true;
+        g->joined[static_cast<size_t>(rank_)] = true;
+        g->colors[static_cast<size_t>(rank_)] = color;
+        g->keys[static_cast<size_t>(rank_)] = key;
+        if (++g->count == static_cast<int>(locals.size())) {
+            std::vector<mpi::Group::SplitPart> parts;
+            for (int r : locals) parts.push_back({r, g->colors[static_cast<size_t>(r)], g->keys[static_cast<size_t>(r)]});
+            lock.unlock();
+            mpi::Group::SplitResult result;
+            rtError_t code = RT_SUCCESS;
+            std::string why;
+            try {
+                result = remote->split(number, parts);
+            } catch (const Error& e) {
+                code = e.code();
+                why = e.what();
+            }
+            lock.lock();
+            if (code != RT_SUCCESS) {
+                g->code = code;
+                g->why = why;
+            } else {
+                std::map<int, std::shared_ptr<Clique>> made;  // per color: the clique this process' ranks share
+                for (auto& [c, info] : result.colors)
+                    made[c] = std::make_shared<Clique>(info.devices, clique_->timeout(), clique_->generation(), info.group);
+                for (auto& [r, placed] : result.placed) {
+                    g->cliques[static_cast<size_t>(r)] = made[placed.first];
+                    g->ranks[static_cast<size_t>(r)] = placed.second;
+                }
+                g->complete = true;
+            }
+            g->cv.notify_all();
+            lock.unlock();
+            clique_->forget_split(number);  // every local rank has joined: no one looks it up again
         }
-        g->complete = true;
         return ours_split(clique_, rank_, std::move(g), number);
     }
     auto g = clique_->split(number);

@@ -1263,20 +1263,24 @@ std::shared_ptr<Group> join(uint64_t token, int creator, int nranks, int rank, i
     return g;
 }
 
-std::shared_ptr<Group> Group::split(uint64_t number, int color, int key, int* new_rank) {
+Group::SplitResult Group::split(uint64_t number, const std::vector<SplitPart>& local) {
     Api& a = api();
     const int tag = tag_base_ + kTagControl;
     const auto deadline = deadline_after(timeout_);
-    struct Entry {
-        int32_t magic, rank, color, key;
+    // The message: a head, then one part per rank of the sending process.
+    struct Head {
+        int32_t magic, parts;
         uint64_t number;
     };
-    const Entry mine{kWireMagic, rank_, color, key, number};
+    std::vector<char> mine(sizeof(Head) + local.size() * sizeof(SplitPart));
+    const Head head{kWireMagic, static_cast<int32_t>(local.size()), number};
+    std::memcpy(mine.data(), &head, sizeof head);
+    std::memcpy(mine.data() + sizeof head, local.data(), local.size() * sizeof(SplitPart));
     for (int q = 0; q < size(); ++q)
-        if (q != rank_ && !blocking_send(a, bytes_of(mine), member(q).world, tag, deadline))
-            rt::fail(RT_ERROR_TIMEOUT, "rtCommSplit %s", timeout_text(timeout_, {q}).c_str());
-    std::vector<Entry> all(static_cast<size_t>(size()));
-    all[static_cast<size_t>(rank_)] = mine;
+        if (q != rank_ && !blocking_send(a, mine, member(q).world, tag, deadline))
+            rt::fail(RT_ERROR_TIMEOUT, "rtCommSplit %s", timeout_text(timeout_, member(q).ranks).c_str());
+    std::vector<SplitPart> all(static_cast<size_t>(nranks()), SplitPart{-1, RT_COMM_SPLIT_NOCOLOR, 0});
+    for (const SplitPart& p : local) all[static_cast<size_t>(p.rank)] = p;
     for (int q = 0; q < size(); ++q) {
         if (q == rank_) continue;
         std::vector<char> m;
@@ -1284,32 +1288,56 @@ std::shared_ptr<Group> Group::split(uint64_t number, int color, int key, int* ne
             std::vector<int> missing;
             for (int p = q; p < size(); ++p)
                 if (p != rank_) missing.push_back(p);
-            rt::fail(RT_ERROR_TIMEOUT, "rtCommSplit %s", timeout_text(timeout_, missing).c_str());
+            rt::fail(RT_ERROR_TIMEOUT, "rtCommSplit %s", timeout_text(timeout_, ranks_of(missing)).c_str());
         }
-        Entry e{};
-        if (m.size() == sizeof e) std::memcpy(&e, m.data(), sizeof e);
-        if (e.magic != kWireMagic || e.number != number)
-            rt::fail(RT_ERROR_INVALID_VALUE, "rtCommSplit: rank %d is at split #%llu but rank %d sent split #%llu", rank_,
-                 static_cast<unsigned long long>(number), q, static_cast<unsigned long long>(e.number));
-        all[static_cast<size_t>(q)] = e;
+        Head h{};
+        if (m.size() >= sizeof h) std::memcpy(&h, m.data(), sizeof h);
+        if (h.magic != kWireMagic || h.number != number)
+            rt::fail(RT_ERROR_INVALID_VALUE, "rtCommSplit: rank %d is at split #%llu but rank %d sent split #%llu",
+                     leader(), static_cast<unsigned long long>(number), member(q).ranks.front(),
+                     static_cast<unsigned long long>(h.number));
+        if (h.parts < 0 || m.size() != sizeof h + static_cast<size_t>(h.parts) * sizeof(SplitPart))
+            rt::fail(RT_ERROR_INVALID_VALUE, "rtCommSplit: a malformed message from rank %d", member(q).ranks.front());
+        for (int32_t i = 0; i < h.parts; ++i) {
+            SplitPart p{};
+            std::memcpy(&p, m.data() + sizeof h + static_cast<size_t>(i) * sizeof p, sizeof p);
+            if (p.rank < 0 || p.rank >= nranks() || participant_of(p.rank) != q)
+                rt::fail(RT_ERROR_INVALID_VALUE, "rtCommSplit: rank %d sent a part for rank %d, not one of its own",
+                         member(q).ranks.front(), p.rank);
+            all[static_cast<size_t>(p.rank)] = p;
+        }
     }
-    if (color == RT_COMM_SPLIT_NOCOLOR) return nullptr;
-    std::vector<int> list;
-    for (int q = 0; q < size(); ++q)
-        if (all[static_cast<size_t>(q)].color == color) list.push_back(q);
-    std::stable_sort(list.begin(), list.end(),
-                     [&](int x, int y) { return all[static_cast<size_t>(x)].key < all[static_cast<size_t>(y)].key; });
-    std::vector<Member> members;
-    std::vector<int> devices;
-    for (size_t i = 0; i < list.size(); ++i) {
-        Member m = member(list[i]);
-        m.ranks = {static_cast<int>(i)};
-        members.push_back(std::move(m));
-        devices.push_back(device(list[i]));
-        if (list[i] == rank_) *new_rank = static_cast<int>(i);
+    SplitResult out;
+    for (const SplitPart& mine_part : local) {
+        const int color = mine_part.color;
+        if (color == RT_COMM_SPLIT_NOCOLOR || out.colors.count(color)) continue;
+        std::vector<int> list;  // the color's old ranks, ascending, then ordered by key (stable: ties keep rank order)
+        for (int r = 0; r < nranks(); ++r)
+            if (all[static_cast<size_t>(r)].color == color) list.push_back(r);
+        std::stable_sort(list.begin(), list.end(),
+                         [&](int x, int y) { return all[static_cast<size_t>(x)].key < all[static_cast<size_t>(y)].key; });
+        SplitResult::Color& c = out.colors[color];
+        // The processes of the new communicator, in the order of their first new rank (as the bootstrap orders them).
+        std::vector<Member> members;
+        std::map<int, size_t> at;  // old participant -> index in members
+        for (size_t i = 0; i < list.size(); ++i) {
+            const int old = list[i];
+            c.devices.push_back(device(old));
+            const int p = participant_of(old);
+            auto [it, fresh] = at.emplace(p, members.size());
+            if (fresh) {
+                Member m = member(p);
+                m.ranks.clear();
+                members.push_back(std::move(m));
+            }
+            members[it->second].ranks.push_back(static_cast<int>(i));
+            if (p == rank_) out.placed[old] = {color, static_cast<int>(i)};
+        }
+        if (members.size() == 1) continue;  // all of them here: an in-process clique
+        const uint64_t token = mix(token_ ^ mix(number) ^ mix(static_cast<uint64_t>(static_cast<uint32_t>(color)) << 1));
+        c.group = std::make_shared<Group>(token, static_cast<int>(at[rank_]), std::move(members), c.devices, timeout_);
     }
-    const uint64_t token = mix(token_ ^ mix(number) ^ mix(static_cast<uint64_t>(static_cast<uint32_t>(color)) << 1));
-    return std::make_shared<Group>(token, *new_rank, std::move(members), std::move(devices), timeout_);
+    return out;
 }
 
 }  // namespace rt::comm::mpi

@@ -14,6 +14,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -118,10 +119,24 @@ public:
     /// The failure (RT_SUCCESS: none).
     rtError_t failure(std::string* why) const;
 
-    /// rtCommSplit over MPI (one rank per process; comm.cpp refuses a hierarchical group's): blocks until every rank
-    /// of this group has given its color and key (or the timeout).
-    /// Returns the new group (null for RT_COMM_SPLIT_NOCOLOR) and this rank's rank in it.
-    std::shared_ptr<Group> split(uint64_t number, int color, int key, int* new_rank);
+    /// One rank's part of an rtCommSplit.
+    struct SplitPart {
+        int32_t rank, color, key;
+    };
+    /// What a split gives this process' ranks: per color that one of them chose, the new communicator's devices (per
+    /// new rank) and its group (null when every member is in this process: an in-process clique), and for each local
+    /// rank with a color, that color and its new rank (ordered by key, then by old rank).
+    struct SplitResult {
+        struct Color {
+            std::shared_ptr<Group> group;
+            std::vector<int> devices;
+        };
+        std::map<int, Color> colors;
+        std::map<int, std::pair<int, int>> placed;  // local rank -> (color, new rank)
+    };
+    /// rtCommSplit over MPI: sends this process' parts (every local rank's) to the other processes and receives
+    /// theirs; blocks until every process has (or the timeout). Called once per split per process.
+    SplitResult split(uint64_t number, const std::vector<SplitPart>& local);
 
     /// The shared segment when every rank is on this host (join made and mapped it), else null: MPI messages.
     shm::Segment* segment() const { return segment_.get(); }

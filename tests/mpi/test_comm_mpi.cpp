@@ -351,7 +351,7 @@ void bitwise(rtComm_t comm, rtStream_t s) {
 
 
 /// 2 ranks per process from 2 threads: the collectives and bitwise checks of `collectives` mode, a send/receive
-/// between the two ranks of one process too, and rtCommSplit refused clearly.
+/// between the two ranks of one process too, and rtCommSplit (within a process, across processes, without a color).
 void hierarchical() {
     const int processes = g_size, world = g_rank;
     constexpr int kLocal = 2;
@@ -381,10 +381,40 @@ void hierarchical() {
         collectives(comm, s, {RT_INT32, RT_FLOAT16, RT_BFLOAT16, RT_FLOAT32}, {RT_REDUCE_SUM, RT_REDUCE_MAX, RT_REDUCE_AVG},
                     {1, processes});
         bitwise(comm, s);
-        rtComm_t half = nullptr;
-        CHECK(rtCommSplit(comm, 0, 0, &half) == RT_ERROR_NOT_SUPPORTED &&
-                  contains(rtGetLastErrorMessage(), "several ranks in one process"),
-              "rtCommSplit of a hierarchical communicator: %s", rtGetLastErrorMessage());
+        // rtCommSplit: new communicators within a process (an in-process clique), one rank per process, several per
+        // process, and without a color. Each checks its size and rank, and works (the sum of 1 and of the new ranks).
+        const int local_index = g_rank / processes;
+        auto split = [&](int color, int key, int want_count, int want_rank, const char* what) {
+            rtComm_t part = nullptr;
+            OK(rtCommSplit(comm, color, key, &part));
+            if (want_count == 0) {
+                CHECK(part == nullptr, "%s: no color gives no communicator", what);
+                return;
+            }
+            if (!part) {
+                CHECK(false, "%s: no communicator", what);
+                return;
+            }
+            int n = 0, r = -1;
+            OK(rtCommCount(part, &n));
+            OK(rtCommUserRank(part, &r));
+            CHECK(n == want_count && r == want_rank, "%s: count %d rank %d (expected %d, %d)", what, n, r, want_count,
+                  want_rank);
+            float v[2] = {1.0f, static_cast<float>(r)};
+            Buf b(sizeof v);
+            b.load(std::vector<char>(reinterpret_cast<char*>(v), reinterpret_cast<char*>(v) + sizeof v));
+            OK(rtAllReduce(b.d, b.d, 2, RT_FLOAT32, RT_REDUCE_SUM, part, s));
+            OK(rtStreamSynchronize(s));
+            const std::vector<char> out = b.read(sizeof v);
+            std::memcpy(v, out.data(), sizeof v);
+            CHECK(v[0] == static_cast<float>(n) && v[1] == static_cast<float>(n * (n - 1) / 2),
+                  "%s: all_reduce over the split gave %g, %g", what, v[0], v[1]);
+            OK(rtCommDestroy(part));
+        };
+        split(world % 2, g_rank, kLocal, local_index, "by process");                       // each process alone
+        split(local_index, -g_rank, processes, processes - 1 - world, "one rank per process");
+        split(0, -g_rank, g_size, g_size - 1 - g_rank, "all, keys reversed");               // hierarchical again
+        split(local_index == 1 ? RT_COMM_SPLIT_NOCOLOR : 0, 0, local_index == 1 ? 0 : processes, world, "no color");
         OK(rtCommDestroy(comm));
         OK(rtStreamDestroy(s));
     };
