@@ -18,6 +18,7 @@
 #include "comm/mpi_api.hpp"
 #include "comm/reduce.hpp"
 #include "core/error.hpp"
+#include "observe/log.hpp"
 
 namespace rt::comm::mpi {
 
@@ -1169,12 +1170,21 @@ std::shared_ptr<Group> bootstrap(Api& a, uint64_t token, int creator, int nranks
     }
     int me = 0;
     std::vector<Member> members = members_of(table, a.world_rank, &me);
+    const char* why_not =
+        members.size() < 2 ? "one process" : "not every rank is on this host, or one set RUNTIME_COMM_SHM=0";
     if (offered) {
         const bool use = settle_segment(a, a.world_rank == creator, creator, members, a.world_rank, tag,
                                         segment != nullptr, deadline, timeout);
-        if (!use) segment.reset();
-        else if (a.world_rank == creator) segment->close_fd();  // every process maps it: the mappings keep it alive
+        if (!use) {
+            segment.reset();
+            why_not = "a process could not map the segment";
+        } else if (a.world_rank == creator) {
+            segment->close_fd();  // every process maps it: the mappings keep it alive
+        }
     }
+    RT_LOG(comm, info, "communicator %016llx: %d ranks in %zu processes, this one holds %zu; collectives %s%s",
+           static_cast<unsigned long long>(token), nranks, members.size(), members[static_cast<size_t>(me)].ranks.size(),
+           segment ? "through a shared segment" : "as MPI messages: ", segment ? "" : why_not);
     std::vector<int> devices;
     for (const Wire& x : table) devices.push_back(x.device);
     auto g = std::make_shared<Group>(token, me, std::move(members), std::move(devices), timeout);

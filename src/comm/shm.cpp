@@ -55,6 +55,7 @@
 #include "comm/mpi_transport.hpp"
 #include "comm/reduce.hpp"
 #include "core/error.hpp"
+#include "observe/log.hpp"
 
 namespace rt::comm::shm {
 
@@ -383,6 +384,8 @@ bool Job::readable() {
     static const bool enabled = cma_enabled_from_env();
     if (!enabled) {
         seg_.readable = -1;
+        RT_LOG(comm, info, "communicator %016llx: large broadcasts, all-gathers and all-to-alls copy through the shared "
+               "segment (RUNTIME_COMM_CMA=0)", static_cast<unsigned long long>(g_->token()));
         return false;
     }
     for (int q = 0; q < n_; ++q) {
@@ -396,11 +399,21 @@ bool Job::readable() {
         const Control& c = ctl(q);
         uint64_t word = 0;
         iovec local{&word, sizeof word}, remote{reinterpret_cast<void*>(c.probe_at.load(std::memory_order_relaxed)), sizeof word};
-        if (::process_vm_readv(static_cast<pid_t>(c.pid.load(std::memory_order_relaxed)), &local, 1, &remote, 1, 0) !=
-                static_cast<ssize_t>(sizeof word) ||
-            word != kProbe)
-            seg_.readable = -1;  // not permitted here (ptrace scope, seccomp, another user): the segment it is
+        const ssize_t got =
+            ::process_vm_readv(static_cast<pid_t>(c.pid.load(std::memory_order_relaxed)), &local, 1, &remote, 1, 0);
+        if (got != static_cast<ssize_t>(sizeof word) || word != kProbe) {
+            // Not permitted here (Yama's ptrace scope, a seccomp profile, another user): the segment it is.
+            seg_.readable = -1;
+            RT_LOG(comm, info, "communicator %016llx: large broadcasts, all-gathers and all-to-alls copy through the "
+                   "shared segment: reading rank %d's memory (process %llu) failed (%s)",
+                   static_cast<unsigned long long>(g_->token()), q,
+                   static_cast<unsigned long long>(c.pid.load(std::memory_order_relaxed)),
+                   got < 0 ? std::strerror(errno) : "the probe word differs");
+        }
     }
+    if (seg_.readable > 0)
+        RT_LOG(comm, info, "communicator %016llx: large broadcasts, all-gathers and all-to-alls read the peers' buffers "
+               "directly (process_vm_readv)", static_cast<unsigned long long>(g_->token()));
     return seg_.readable > 0;
 }
 

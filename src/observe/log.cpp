@@ -13,15 +13,15 @@
 
 namespace rt::log {
 
-std::atomic<uint8_t> g_levels[kSubsystems] = {1, 1, 1, 1, 1, 1};
+std::atomic<uint8_t> g_levels[kSubsystems] = {1, 1, 1, 1, 1, 1, 1};
 
 namespace {
 
-constexpr const char* kSubsystemNames[kSubsystems] = {"core", "backend", "kernels", "memory", "graph", "dvpp"};
+constexpr const char* kSubsystemNames[kSubsystems] = {"core", "backend", "kernels", "memory", "graph", "dvpp", "comm"};
 constexpr const char* kLevelNames[] = {"error", "warn", "info", "debug"};
 constexpr const char* kAcceptedForm =
     "expected LEVEL or SUBSYSTEM=LEVEL items separated by commas, LEVEL one of error, warn, info, debug and "
-    "SUBSYSTEM one of core, backend, kernels, memory, graph, dvpp (e.g. RUNTIME_LOG=warn,kernels=debug)";
+    "SUBSYSTEM one of core, backend, kernels, memory, graph, dvpp, comm (e.g. RUNTIME_LOG=warn,kernels=debug)";
 
 std::string_view trim(std::string_view s) {
     while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);

@@ -12,8 +12,8 @@ namespace rt::log {
 /// Most severe first: a subsystem at level L prints the lines of L and of every level before it.
 enum class Level : uint8_t { error = 0, warn = 1, info = 2, debug = 3 };
 /// Where a line comes from; the names RUNTIME_LOG accepts are these, lower case.
-enum class Subsystem : uint8_t { core = 0, backend, kernels, memory, graph, dvpp };
-inline constexpr int kSubsystems = 6;
+enum class Subsystem : uint8_t { core = 0, backend, kernels, memory, graph, dvpp, comm };
+inline constexpr int kSubsystems = 7;
 
 /// The level of each subsystem, indexed by Subsystem. Constant-initialised to warn (so a line of a static
 /// initialiser that runs before the environment is read sees the default), set from RUNTIME_LOG when the library

@@ -21,14 +21,14 @@ using Levels = uint8_t[rt::log::kSubsystems];
 constexpr uint8_t E = 0, W = 1, I = 2, D = 3;
 
 std::vector<int> parsed(const char* spec) {
-    Levels l = {9, 9, 9, 9, 9, 9};
+    Levels l = {9, 9, 9, 9, 9, 9, 9};
     std::string why;
     EXPECT_TRUE(rt::log::parse_spec(spec, l, &why)) << spec << ": " << why;
     return std::vector<int>(l, l + rt::log::kSubsystems);
 }
 
 std::string refusal(const char* spec) {
-    Levels l = {9, 9, 9, 9, 9, 9};
+    Levels l = {9, 9, 9, 9, 9, 9, 9};
     std::string why;
     EXPECT_FALSE(rt::log::parse_spec(spec, l, &why)) << spec;
     for (uint8_t v : l) EXPECT_EQ(v, 9) << "a refused spec changed the levels: " << spec;
@@ -42,17 +42,18 @@ protected:
 };
 
 TEST_F(Log, SpecGrammar) {
-    // order: core, backend, kernels, memory, graph, dvpp
-    EXPECT_EQ(parsed(""), (std::vector<int>{W, W, W, W, W, W}));
-    EXPECT_EQ(parsed("  "), (std::vector<int>{W, W, W, W, W, W}));
-    EXPECT_EQ(parsed("debug"), (std::vector<int>{D, D, D, D, D, D}));
-    EXPECT_EQ(parsed("error"), (std::vector<int>{E, E, E, E, E, E}));
-    EXPECT_EQ(parsed("kernels=debug"), (std::vector<int>{W, W, D, W, W, W}));
-    EXPECT_EQ(parsed("warn,kernels=debug,memory=info"), (std::vector<int>{W, W, D, I, W, W}));
+    // order: core, backend, kernels, memory, graph, dvpp, comm
+    EXPECT_EQ(parsed(""), (std::vector<int>{W, W, W, W, W, W, W}));
+    EXPECT_EQ(parsed("  "), (std::vector<int>{W, W, W, W, W, W, W}));
+    EXPECT_EQ(parsed("debug"), (std::vector<int>{D, D, D, D, D, D, D}));
+    EXPECT_EQ(parsed("error"), (std::vector<int>{E, E, E, E, E, E, E}));
+    EXPECT_EQ(parsed("kernels=debug"), (std::vector<int>{W, W, D, W, W, W, W}));
+    EXPECT_EQ(parsed("warn,kernels=debug,memory=info"), (std::vector<int>{W, W, D, I, W, W, W}));
     // A subsystem's item wins over the bare level whatever the order; a later item for one subsystem wins.
-    EXPECT_EQ(parsed("kernels=debug,error"), (std::vector<int>{E, E, D, E, E, E}));
-    EXPECT_EQ(parsed("dvpp=info,dvpp=error, graph = debug ,backend=info"), (std::vector<int>{W, I, W, W, D, E}));
-    EXPECT_EQ(parsed("info,warn"), (std::vector<int>{W, W, W, W, W, W}));
+    EXPECT_EQ(parsed("kernels=debug,error"), (std::vector<int>{E, E, D, E, E, E, E}));
+    EXPECT_EQ(parsed("dvpp=info,dvpp=error, graph = debug ,backend=info"), (std::vector<int>{W, I, W, W, D, E, W}));
+    EXPECT_EQ(parsed("comm=info"), (std::vector<int>{W, W, W, W, W, W, I}));
+    EXPECT_EQ(parsed("info,warn"), (std::vector<int>{W, W, W, W, W, W, W}));
 }
 
 TEST_F(Log, BadSpecsAreRefusedNamingTheItem) {
@@ -122,7 +123,7 @@ TEST_F(Log, ABadSpecPrintsOneWarningAndKeepsTheLevels) {
               std::string::npos)
         << out;
     EXPECT_NE(out.find("error, warn, info, debug"), std::string::npos) << out;
-    EXPECT_NE(out.find("core, backend, kernels, memory, graph, dvpp"), std::string::npos) << out;
+    EXPECT_NE(out.find("core, backend, kernels, memory, graph, dvpp, comm"), std::string::npos) << out;
     EXPECT_TRUE(rt::log::enabled(Subsystem::memory, Level::debug));  // unchanged
     EXPECT_FALSE(rt::log::enabled(Subsystem::kernels, Level::info));
 }
@@ -169,6 +170,7 @@ TEST_F(Log, LinesOfConcurrentThreadsNeverInterleave) {
 TEST(LogNames, NamesAreTheSpecsWords) {
     EXPECT_STREQ(rt::log::subsystem_name(Subsystem::core), "core");
     EXPECT_STREQ(rt::log::subsystem_name(Subsystem::dvpp), "dvpp");
+    EXPECT_STREQ(rt::log::subsystem_name(Subsystem::comm), "comm");
     EXPECT_STREQ(rt::log::level_name(Level::error), "error");
     EXPECT_STREQ(rt::log::level_name(Level::debug), "debug");
 }

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-LINE = re.compile(r"^\[runtime \d\d:\d\d:\d\d\.\d{6} tid (\d+) (core|backend|kernels|memory|graph|dvpp) "
+LINE = re.compile(r"^\[runtime \d\d:\d\d:\d\d\.\d{6} tid (\d+) (core|backend|kernels|memory|graph|dvpp|comm) "
                   r"(error|warn|info|debug)\] (.*)$")
 
 # Compiles one kernel (a fresh cache, unless the test reuses it), loads the same source again (the in-process cache),
