@@ -1008,18 +1008,18 @@ std::vector<Member> members_of(const std::vector<Wire>& table, int self_world, i
 /// The second round of a bootstrap that offered a segment, between processes: every other process tells the creator
 /// whether it mapped it, and the creator tells every process whether all did (then all use it; otherwise none does
 /// and each unmaps it). Returns whether the segment is used; throws TIMEOUT when a process does not answer in time.
+/// `call`: the API call whose bootstrap it is (rtCommInitRank, rtCommSplit), for the messages.
 bool settle_segment(Api& a, bool creator_side, int creator, const std::vector<Member>& members, int self_world, int tag,
-                    bool mapped, Clock::time_point deadline, double timeout) {
+                    bool mapped, Clock::time_point deadline, double timeout, const char* call = "rtCommInitRank") {
     auto word = [](int32_t v) { return bytes_of(v); };
     if (!creator_side) {
         if (!blocking_send(a, word(mapped ? 1 : 0), creator, tag, deadline))
-            fail(RT_ERROR_TIMEOUT, "rtCommInitRank timed out after %g s: the process that made the unique id (world "
-                 "rank %d) did not take this process' answer about the shared segment (RUNTIME_COMM_TIMEOUT)", timeout,
-                 creator);
+            fail(RT_ERROR_TIMEOUT, "%s timed out after %g s: the process that made the shared segment (world rank %d) "
+                 "did not take this process' answer about it (RUNTIME_COMM_TIMEOUT)", call, timeout, creator);
         std::vector<char> m;
         if (!blocking_recv(a, creator, tag, deadline, &m, nullptr))
-            fail(RT_ERROR_TIMEOUT, "rtCommInitRank timed out after %g s waiting for the process that made the unique "
-                 "id (world rank %d) to settle the shared segment (RUNTIME_COMM_TIMEOUT)", timeout, creator);
+            fail(RT_ERROR_TIMEOUT, "%s timed out after %g s waiting for the process that made the shared segment (world "
+                 "rank %d) to settle it (RUNTIME_COMM_TIMEOUT)", call, timeout, creator);
         int32_t v = 0;
         if (m.size() == sizeof v) std::memcpy(&v, m.data(), sizeof v);
         return v == 1;
@@ -1037,10 +1037,47 @@ bool settle_segment(Api& a, bool creator_side, int creator, const std::vector<Me
         if (m.size() == sizeof v) std::memcpy(&v, m.data(), sizeof v);
         all = all && v == 1;
     }
-    if (!missing.empty()) fail(RT_ERROR_TIMEOUT, "rtCommInitRank (the shared segment) %s", timeout_text(timeout, missing).c_str());
+    if (!missing.empty()) fail(RT_ERROR_TIMEOUT, "%s (the shared segment) %s", call, timeout_text(timeout, missing).c_str());
     for (const Member& x : members)
         if (x.world != self_world) blocking_send(a, word(all ? 1 : 0), x.world, tag, deadline_after(timeout));
     return all;
+}
+
+/// A group made by rtCommSplit from a group with a shared segment (so every member is on this host and allowed one):
+/// its first process makes a segment of its own and offers it to the others as the bootstrap does; every process maps
+/// it, or they all stay on MPI messages.
+void share_segment(Api& a, Group& g, Clock::time_point deadline, double timeout) {
+    const int tag = g.tag(kTagControl);
+    const int processes = g.size();
+    const Member& first = g.member(0);
+    const bool maker = g.rank() == 0;
+    std::unique_ptr<shm::Segment> segment;
+    if (maker) {
+        std::string ignored;  // none: MPI messages, as when the bootstrap gets none
+        segment = shm::Segment::create(g.token(), processes, &ignored);
+        const ShmOffer offer = segment ? ShmOffer{static_cast<int32_t>(::getpid()), segment->fd(), segment->bytes()}
+                                       : ShmOffer{0, -1, 0};
+        for (int q = 1; q < processes; ++q)
+            if (!blocking_send(a, bytes_of(offer), g.member(q).world, tag, deadline))
+                fail(RT_ERROR_TIMEOUT, "rtCommSplit (the shared segment) %s", timeout_text(timeout, g.member(q).ranks).c_str());
+        if (!segment) return;
+    } else {
+        std::vector<char> m;
+        if (!blocking_recv(a, first.world, tag, deadline, &m, nullptr))
+            fail(RT_ERROR_TIMEOUT, "rtCommSplit (the shared segment) %s", timeout_text(timeout, first.ranks).c_str());
+        ShmOffer offer{0, -1, 0};
+        if (m.size() == sizeof offer) std::memcpy(&offer, m.data(), sizeof offer);
+        if (offer.fd < 0) return;
+        std::string ignored;  // not mapped: the maker hears so, and every process stays on MPI messages
+        segment = shm::Segment::open(offer.pid, offer.fd, offer.bytes, g.token(), processes, &ignored);
+    }
+    std::vector<Member> members;
+    for (int q = 0; q < processes; ++q) members.push_back(g.member(q));
+    if (!settle_segment(a, maker, first.world, members, a.world_rank, tag, segment != nullptr, deadline, timeout,
+                        "rtCommSplit"))
+        return;
+    if (maker) segment->close_fd();
+    g.set_segment(std::move(segment));
 }
 
 /// This process' side of one MPI id's bootstrap. Its ranks join from their own threads; the first to arrive runs the
@@ -1318,9 +1355,10 @@ Group::SplitResult Group::split(uint64_t number, const std::vector<SplitPart>& l
         }
     }
     SplitResult out;
-    for (const SplitPart& mine_part : local) {
-        const int color = mine_part.color;
-        if (color == RT_COMM_SPLIT_NOCOLOR || out.colors.count(color)) continue;
+    std::set<int> colors;  // this process' colors, ascending: every process handles the colors it shares in one order
+    for (const SplitPart& p : local)
+        if (p.color != RT_COMM_SPLIT_NOCOLOR) colors.insert(p.color);
+    for (const int color : colors) {
         std::vector<int> list;  // the color's old ranks, ascending, then ordered by key (stable: ties keep rank order)
         for (int r = 0; r < nranks(); ++r)
             if (all[static_cast<size_t>(r)].color == color) list.push_back(r);
@@ -1346,6 +1384,12 @@ Group::SplitResult Group::split(uint64_t number, const std::vector<SplitPart>& l
         if (members.size() == 1) continue;  // all of them here: an in-process clique
         const uint64_t token = mix(token_ ^ mix(number) ^ mix(static_cast<uint64_t>(static_cast<uint32_t>(color)) << 1));
         c.group = std::make_shared<Group>(token, static_cast<int>(at[rank_]), std::move(members), c.devices, timeout_);
+        // Colors in ascending order on every process: a process in several of them settles them in the same order.
+        if (segment_) share_segment(a, *c.group, deadline, timeout_);
+        RT_LOG(comm, info, "communicator %016llx (split from %016llx): %zu ranks in %d processes, this one holds %zu; "
+               "collectives %s", static_cast<unsigned long long>(token), static_cast<unsigned long long>(token_),
+               c.devices.size(), c.group->size(), c.group->member(c.group->rank()).ranks.size(),
+               c.group->segment() ? "through a shared segment" : "as MPI messages");
     }
     return out;
 }
