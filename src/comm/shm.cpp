@@ -337,6 +337,11 @@ private:
         return ok;
     }
     bool check_headers();
+    /// The blocks this rank receives in a broadcast, all-gather or all-to-all: each peer's (the operation's B bytes at
+    /// byte offset `at` of rank q's input) through fetch(q, at, to), this rank's own copied from `send` unless it is in
+    /// place already. False as soon as a fetch fails.
+    template <class Fetch>
+    bool gather_blocks(Fetch&& fetch);
     void post_small();
     void finish_small();
     void post(uint64_t k);
@@ -418,10 +423,7 @@ bool Job::readable() {
 }
 
 bool Job::read_direct() {
-    const Call& c = op_.call;
-    const size_t B = c.count * es_;
-    char* recv = static_cast<char*>(c.recv);
-    const char* send = static_cast<const char*>(c.send);
+    const size_t B = op_.call.count * es_;
     // Reads `bytes` at `at` in rank q's address space into `to` (process_vm_readv moves at most what one call allows:
     // loop until done).
     auto read = [&](int q, char* to, uint64_t at, size_t bytes) -> bool {
@@ -443,30 +445,30 @@ bool Job::read_direct() {
         return true;
     };
     const int slot = static_cast<int>(op_.number % 2);
+    return gather_blocks([&](int q, size_t at, char* to) { return read(q, to, ctl(q).send[slot] + at, B); });
+}
+
+template <class Fetch>
+bool Job::gather_blocks(Fetch&& fetch) {
+    const Call& c = op_.call;
+    const size_t B = c.count * es_;
+    const char* send = static_cast<const char*>(c.send);
+    char* recv = static_cast<char*>(c.recv);
+    auto take = [&](int q, size_t at, char* to) {
+        if (q != me_) return fetch(q, at, to);
+        if (to != send + at) std::memcpy(to, send + at, B);
+        return true;
+    };
     switch (c.kind) {
         case Kind::broadcast:
-            if (me_ != c.root) return read(c.root, recv, ctl(c.root).send[slot], B);
-            if (recv != send) std::memcpy(recv, send, B);
-            return true;
+            return take(c.root, 0, recv);
         case Kind::all_gather:
-            for (int q = 0; q < n_; ++q) {
-                char* to = recv + static_cast<size_t>(q) * B;
-                if (q != me_) {
-                    if (!read(q, to, ctl(q).send[slot], B)) return false;
-                } else if (to != send) {
-                    std::memcpy(to, send, B);
-                }
-            }
+            for (int q = 0; q < n_; ++q)
+                if (!take(q, 0, recv + static_cast<size_t>(q) * B)) return false;
             return true;
-        case Kind::all_to_all:
-            for (int q = 0; q < n_; ++q) {
-                char* to = recv + static_cast<size_t>(q) * B;
-                if (q != me_) {
-                    if (!read(q, to, ctl(q).send[slot] + static_cast<uint64_t>(me_) * B, B)) return false;
-                } else {
-                    std::memcpy(to, send + static_cast<size_t>(me_) * B, B);
-                }
-            }
+        case Kind::all_to_all:  // in place too (the one-round path): the peers' blocks come from elsewhere
+            for (int q = 0; q < n_; ++q)
+                if (!take(q, static_cast<size_t>(me_) * B, recv + static_cast<size_t>(q) * B)) return false;
             return true;
         default:
             return true;
@@ -543,20 +545,12 @@ void Job::finish_small() {
             for (int q = 0; q < n_; ++q) src[static_cast<size_t>(q)] = from(q, static_cast<size_t>(me_) * B);
             reduce_range(c.type, c.op, src.data(), n_, reinterpret_cast<void* const*>(&recv), 1, 0, c.count, n_);
             break;
-        case Kind::broadcast:
-            if (recv != from(c.root, 0)) std::memcpy(recv, from(c.root, 0), B);
+        default:  // broadcast, all-gather, all-to-all: straight from the peers' slots
+            gather_blocks([&](int q, size_t at, char* to) {
+                std::memcpy(to, small_slot(q) + at, B);
+                return true;
+            });
             break;
-        case Kind::all_gather:
-            for (int q = 0; q < n_; ++q)
-                if (recv + static_cast<size_t>(q) * B != from(q, 0)) std::memcpy(recv + static_cast<size_t>(q) * B, from(q, 0), B);
-            break;
-        case Kind::all_to_all:  // in place too: the peers' blocks come from their slots, this rank's own stays
-            for (int q = 0; q < n_; ++q) {
-                const void* f = from(q, static_cast<size_t>(me_) * B);
-                if (recv + static_cast<size_t>(q) * B != f) std::memcpy(recv + static_cast<size_t>(q) * B, f, B);
-            }
-            break;
-        default: break;
     }
     finish(RT_SUCCESS, {}, false);
 }

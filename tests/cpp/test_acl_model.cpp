@@ -17,6 +17,28 @@ namespace {
 
 void count_call(void* p) { static_cast<std::atomic<int>*>(p)->fetch_add(1); }
 
+/// A thread that processes callback reports (aclrtProcessReport in a loop) until destroyed, also when a test returns
+/// early; id() is what aclrtSubscribeReport takes.
+class ReportThread {
+public:
+    ReportThread() {
+        while (id_.load() == 0) std::this_thread::yield();
+    }
+    ~ReportThread() {
+        stop_.store(true);
+        thread_.join();
+    }
+    uint64_t id() const { return id_.load(); }
+
+private:
+    std::atomic<bool> stop_{false};
+    std::atomic<uint64_t> id_{0};
+    std::thread thread_{[this] {  // last: started once the flags exist
+        id_.store(static_cast<uint64_t>(pthread_self()));
+        while (!stop_.load()) aclrtProcessReport(10);
+    }};
+};
+
 }  // namespace
 
 TEST_F(AclModel, CaptureAndReplay) {
@@ -81,16 +103,10 @@ TEST_F(AclModel, CaptureAndReplay) {
 }
 
 TEST_F(AclModel, CapturedCallbackRunsAtEveryReplay) {
-    std::atomic<bool> stop{false};
-    std::atomic<uint64_t> id{0};
-    std::thread reporter([&] {
-        id.store(static_cast<uint64_t>(pthread_self()));
-        while (!stop.load()) aclrtProcessReport(10);
-    });
-    while (id.load() == 0) std::this_thread::yield();
+    ReportThread reporter;
     aclrtStream s = nullptr;
     ASSERT_ACL_OK(aclrtCreateStream(&s));
-    ASSERT_ACL_OK(aclrtSubscribeReport(id.load(), s));
+    ASSERT_ACL_OK(aclrtSubscribeReport(reporter.id(), s));
     std::atomic<int> calls{0};
     ASSERT_ACL_OK(aclmdlRICaptureBegin(s, ACL_MODEL_RI_CAPTURE_MODE_RELAXED));
     ASSERT_ACL_OK(aclrtLaunchCallback(count_call, &calls, ACL_CALLBACK_BLOCK, s));
@@ -102,9 +118,7 @@ TEST_F(AclModel, CapturedCallbackRunsAtEveryReplay) {
         EXPECT_EQ(calls.load(), i);  // BLOCK: done when the replay is
     }
     ASSERT_ACL_OK(aclmdlRIDestroy(model));
-    ASSERT_ACL_OK(aclrtUnSubscribeReport(id.load(), s));
-    stop.store(true);
-    reporter.join();
+    ASSERT_ACL_OK(aclrtUnSubscribeReport(reporter.id(), s));
 }
 
 TEST_F(AclModel, CaptureMisuse) {
@@ -152,17 +166,11 @@ TEST_F(AclModel, CaptureMisuse) {
 }
 
 TEST_F(AclModel, CallbackOnAStreamThatJoinedTheCaptureRunsAtEveryReplay) {
-    std::atomic<bool> stop{false};
-    std::atomic<uint64_t> id{0};
-    std::thread reporter([&] {
-        id.store(static_cast<uint64_t>(pthread_self()));
-        while (!stop.load()) aclrtProcessReport(10);
-    });
-    while (id.load() == 0) std::this_thread::yield();
+    ReportThread reporter;
     aclrtStream origin = nullptr, joined = nullptr;
     ASSERT_ACL_OK(aclrtCreateStream(&origin));
     ASSERT_ACL_OK(aclrtCreateStream(&joined));
-    ASSERT_ACL_OK(aclrtSubscribeReport(id.load(), joined));
+    ASSERT_ACL_OK(aclrtSubscribeReport(reporter.id(), joined));
     aclrtEvent fork = nullptr, join = nullptr;
     ASSERT_ACL_OK(aclrtCreateEvent(&fork));
     ASSERT_ACL_OK(aclrtCreateEvent(&join));
@@ -194,9 +202,7 @@ TEST_F(AclModel, CallbackOnAStreamThatJoinedTheCaptureRunsAtEveryReplay) {
         EXPECT_EQ(other.load(), 64 * i);
     }
     ASSERT_ACL_OK(aclmdlRIDestroy(model));  // the captured callback's description goes with the graph (ASan checks)
-    ASSERT_ACL_OK(aclrtUnSubscribeReport(id.load(), joined));
-    stop.store(true);
-    reporter.join();
+    ASSERT_ACL_OK(aclrtUnSubscribeReport(reporter.id(), joined));
     EXPECT_EQ(captured.load(), 3);
     EXPECT_ACL_OK(aclrtDestroyEvent(fork));
     EXPECT_ACL_OK(aclrtDestroyEvent(join));

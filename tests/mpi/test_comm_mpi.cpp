@@ -358,17 +358,23 @@ void hierarchical() {
     rtCommUniqueId id{};
     if (world == 0) OK(rtCommGetUniqueId(&id));
     MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD);
-    auto rank_main = [&](int local) {
+    // Thread `local`'s rank of `id`: its numbers, its device, a stream *s, and its communicator (null if refused).
+    // Non-blocking: the other thread's synchronous copies (the legacy default stream of this device, in the
+    // in-process reference of `bitwise`) must not wait for this rank's collectives, which wait for that thread.
+    auto join_local = [&](int local, rtStream_t* s) {
         g_rank = local * processes + world;
         g_size = kLocal * processes;
         g_device = local;
         OK(rtSetDevice(local));
-        // Non-blocking: the other thread's synchronous copies (the legacy default stream of this device, in the
-        // in-process reference of `bitwise`) must not wait for this rank's collectives, which wait for that thread.
-        rtStream_t s = nullptr;
-        OK(rtStreamCreateWithFlags(&s, RT_STREAM_NON_BLOCKING));
+        *s = nullptr;
+        OK(rtStreamCreateWithFlags(s, RT_STREAM_NON_BLOCKING));
         rtComm_t comm = nullptr;
         OK(rtCommInitRank(&comm, g_size, id, g_rank));
+        return comm;
+    };
+    auto rank_main = [&](int local) {
+        rtStream_t s = nullptr;
+        rtComm_t comm = join_local(local, &s);
         if (!comm) return;
         int count = 0, rank = -1;
         OK(rtCommCount(comm, &count));
@@ -431,13 +437,8 @@ void hierarchical() {
     if (world == 0) OK(rtCommGetUniqueId(&id));
     MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD);
     auto missing_main = [&](int local) {
-        g_rank = local * processes + world;
-        g_size = kLocal * processes;
-        OK(rtSetDevice(local));
         rtStream_t s = nullptr;
-        OK(rtStreamCreateWithFlags(&s, RT_STREAM_NON_BLOCKING));
-        rtComm_t comm = nullptr;
-        OK(rtCommInitRank(&comm, g_size, id, g_rank));
+        rtComm_t comm = join_local(local, &s);
         if (!comm) return;
         Buf a(sizeof(float));
         if (g_rank != g_size - 1) {
