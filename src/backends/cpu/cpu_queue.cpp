@@ -258,15 +258,16 @@ void CpuQueue::run_scheduled() {
 }
 
 void CpuQueue::help_arrival() {
+    bool arrival;
     {
         std::lock_guard lock(mutex_);
         if (state_ != State::scheduled) return;  // someone took it meanwhile: the ready entry was stale
-        if (executor_only_ || head_ == tail_ || ring_[head_ & (ring_.size() - 1)].type != Task::Type::joint) {
-            // Not an arrival after all (the hint is read without the lock): back to the executors.
-            executor_.schedule(shared_from_this());
-            return;
-        }
-        state_ = State::running;
+        arrival = !executor_only_ && head_ != tail_ && ring_[head_ & (ring_.size() - 1)].type == Task::Type::joint;
+        if (arrival) state_ = State::running;
+    }
+    if (!arrival) {  // not an arrival after all (the hint is read without the lock): back to the executors
+        executor_.schedule(shared_from_this());
+        return;
     }
     // Budget 1: the joint part arrives, and completes if its step is done; what follows goes to an executor.
     run(UINT64_MAX, 1, true);
