@@ -73,9 +73,12 @@ void check_overlap(const void* send, size_t send_bytes, const void* recv, size_t
 
 /// Checks `call` for rank `c` and queues it (or keeps it, inside a group).
 void submit(rtComm_t handle, Call call, rtStream_t stream_handle) {
-    auto c = comm::lookup(handle);
+    // Borrowed (no reference counts): the objects live through this call, and queued work keeps what it needs.
+    auto borrowed = comm::borrow(handle);
+    comm::Communicator* c = &comm::live(handle, borrowed.get());
     Runtime& r = runtime();
-    std::shared_ptr<Stream> s = stream_handle ? r.stream(stream_handle) : c->device().default_stream();
+    auto borrowed_stream = r.streams.borrow(reinterpret_cast<uint64_t>(stream_handle));
+    Stream* s = stream_handle ? &r.stream(stream_handle, borrowed_stream) : c->device().default_stream().get();
     if (&s->device() != &c->device())
         fail(RT_ERROR_INVALID_VALUE, "the stream belongs to %s, but %s is on %s (queue a rank's collectives on a stream "
              "of its device)", s->device().label().c_str(), c->label().c_str(), c->device().label().c_str());
@@ -133,7 +136,7 @@ void submit(rtComm_t handle, Call call, rtStream_t stream_handle) {
         case Kind::barrier:
             break;
     }
-    comm::submit(c, call, s);
+    comm::submit(*c, call, *s, stream_handle);
 }
 
 }  // namespace

@@ -14,12 +14,14 @@
 #include <map>
 #include <optional>
 #include <random>
+#include <span>
 #include <thread>
 
 #include "comm/local.hpp"
 #include "comm/mpi_api.hpp"
 #include "comm/mpi_transport.hpp"
 #include "comm/reduce.hpp"
+#include "comm/shm.hpp"
 #include "core/handle_table.hpp"
 #include "core/runtime.hpp"
 #include "core/stream.hpp"
@@ -256,22 +258,25 @@ void Clique::fail(rtError_t code, const std::string& why, Rendezvous* first, con
     for (auto& r : open) r->fail_open(code, "the communicator failed: " + why);  // `first` is closed: untouched
 }
 
+namespace {
+/// "rtAllReduce (collective #3 of communicator #1, rank 0 of 2; operation #5 on the stream)".
+std::string describe_collective(Kind kind, uint64_t number, const Clique& clique, int rank, uint64_t stream_op,
+                                const char* graph_node) {
+    return format("%s (collective #%llu of communicator #%llu, rank %d of %d; %s)", api_name(kind),
+                  static_cast<unsigned long long>(number), static_cast<unsigned long long>(clique.number()), rank,
+                  clique.size(), backend::describe_operation(stream_op, graph_node).c_str());
+}
+}  // namespace
+
 std::string Rendezvous::describe(size_t p) const {
     const Part& part = parts_[p];
-    const int n = clique_->size();
-    std::string what;
-    if (std::get<0>(key_) < 0)
-        what = format("%s (collective #%llu of communicator #%llu, rank %d of %d", api_name(part.call.kind),
-                      static_cast<unsigned long long>(number_), static_cast<unsigned long long>(clique_->number()),
-                      rank_of(p), n);
-    else
-        what = format("%s %s rank %d (message #%llu from rank %d to rank %d of communicator #%llu", api_name(part.call.kind),
-                      part.call.kind == Kind::send ? "to" : "from", part.call.root,
-                      static_cast<unsigned long long>(number_), std::get<0>(key_), std::get<1>(key_),
-                      static_cast<unsigned long long>(clique_->number()));
-    return what + "; " + backend::describe_operation(part.stream_op, part.graph_node.empty() ? nullptr
-                                                                                              : part.graph_node.c_str()) +
-           ")";
+    const char* node = part.graph_node.empty() ? nullptr : part.graph_node.c_str();
+    if (std::get<0>(key_) < 0) return describe_collective(part.call.kind, number_, *clique_, rank_of(p), part.stream_op, node);
+    return format("%s %s rank %d (message #%llu from rank %d to rank %d of communicator #%llu; %s)",
+                  api_name(part.call.kind), part.call.kind == Kind::send ? "to" : "from", part.call.root,
+                  static_cast<unsigned long long>(number_), std::get<0>(key_), std::get<1>(key_),
+                  static_cast<unsigned long long>(clique_->number()),
+                  backend::describe_operation(part.stream_op, node).c_str());
 }
 
 void Rendezvous::close_failed(std::unique_lock<std::mutex>& lock, rtError_t code, std::string why) {
@@ -596,8 +601,8 @@ struct IdLayout {
 };
 static_assert(sizeof(IdLayout) <= sizeof(rtCommUniqueId::internal));
 
-HandleTable<Communicator, 0x43>& handles() {
-    static HandleTable<Communicator, 0x43> table;
+CommTable& handles() {
+    static CommTable table;
     return table;
 }
 }  // namespace
@@ -706,6 +711,103 @@ std::shared_ptr<Rendezvous> Communicator::join(const Call& call, Stream& stream,
     std::shared_ptr<Rendezvous> r = clique_->open(key, ranks, number, across);
     r->set_part(*participant, call, stream, stream_op, graph_node);
     return r;
+}
+
+namespace {
+/// How long the caller of a collective started at its call polls it for its peers before leaving it to the progress
+/// thread (and its stream to a part that waits for it): the caller, not an executor, is spinning, so less than an
+/// executor's bound.
+constexpr std::chrono::microseconds kStartSpin{10};
+
+}  // namespace
+
+/// A collective started at its call (Communicator::start_now): reports the transport's done to its stream, and is the
+/// stream's part when it did not finish at the call (that part completes once done has come).
+class Started final : public backend::JointStep {
+public:
+    explicit Started(std::shared_ptr<Clique> clique) : clique_(std::move(clique)) {}
+    /// Readies it for collective `number` (`kind`, of `rank`), operation `stream_op` of the stream whose slot is `slot`.
+    /// Only while nobody else holds it.
+    void reset(Kind kind, uint64_t number, int rank, AsyncErrorSlot* slot, uint64_t stream_op) {
+        kind_ = kind;
+        number_ = number;
+        rank_ = rank;
+        slot_ = slot;
+        stream_op_ = stream_op;
+        state_.store(kPending, std::memory_order_relaxed);
+    }
+    void arrive_impl(int, backend::Workers&, std::function<void()> resume) noexcept override {
+        resume_ = std::move(resume);
+        int expected = kPending;
+        if (!state_.compare_exchange_strong(expected, kWaiting, std::memory_order_acq_rel)) {  // done already
+            std::function<void()> r = std::move(resume_);
+            r();
+        }
+    }
+    /// The transport's done (once; here or on the progress thread): the failure goes to the stream's slot (which
+    /// outlives it: the stream's part waits for it), then the part resumes if it has arrived.
+    void done(rtError_t code, const std::string& why, bool fatal) {
+        if (code != RT_SUCCESS) {
+            try {
+                slot_->set(code, describe_collective(kind_, number_, *clique_, rank_, stream_op_, nullptr) + ": " + why);
+            } catch (...) {
+                slot_->set(code, {});
+            }
+            if (fatal)  // the processes' operations no longer agree: the communicator is failed from now on
+                clique_->fail(code, format("collective #%llu: %s", static_cast<unsigned long long>(number_), why.c_str()));
+        }
+        if (state_.exchange(kDone, std::memory_order_acq_rel) == kWaiting) {
+            std::function<void()> r = std::move(resume_);
+            r();  // nothing of this object is touched after it: the part may complete and drop it
+        }
+    }
+
+private:
+    static constexpr int kPending = 0, kWaiting = 1, kDone = 2;  // kWaiting: the part arrived (resume_ is set)
+    const std::shared_ptr<Clique> clique_;
+    std::atomic<int> state_{kPending};
+    Kind kind_ = Kind::barrier;
+    uint64_t number_ = 0, stream_op_ = 0;
+    int rank_ = 0;
+    AsyncErrorSlot* slot_ = nullptr;
+    std::function<void()> resume_;
+};
+
+bool Communicator::start_now(const Call& call, Stream& stream, uint64_t stream_op) {
+    mpi::Group* g = clique_->remote();
+    if (!g || !shm::one_round(*g, call) || trace::on()) return false;
+    // In order: every collective numbered before it has finished, and the communicator is healthy (otherwise the
+    // queued path reports what happened, in stream order).
+    if (g->finished_collective() != collectives_ || g->failure(nullptr) != RT_SUCCESS) return false;
+    AsyncErrorSlot& slot = stream.errors();
+    if (slot.failed()) return false;  // the queued path skips it and tells the peers
+    backend::Queue& queue = stream.queue();
+    if (!queue.hold_idle_impl()) return false;
+    struct Release {
+        backend::Queue& queue;
+        ~Release() { queue.release_impl(); }
+    } release{queue};
+    const uint64_t number = ++collectives_;
+    try {
+        // The previous one is used again once nothing else holds it (its part, if it had one, has completed).
+        if (!started_ || started_.use_count() > 1) started_ = std::make_shared<Started>(clique_);
+        std::atomic_thread_fence(std::memory_order_acquire);  // after the last holder's release of it
+        started_->reset(call.kind, number, rank_, &slot, stream_op);
+        mpi::Op op;
+        op.call = call;
+        op.number = number;
+        op.rank = rank_;
+        op.done = [started = started_.get()](rtError_t code, const std::string& why, bool fatal) {
+            started->done(code, why, fatal);  // alive: held here, then by the stream's part until done resumes it
+        };
+        if (g->submit(std::move(op), kStartSpin, true)) return true;  // finished here: nothing is queued
+        queue.joint_impl(started_, 0, trace::Key{});
+    } catch (...) {  // out of host memory: the peers would wait for this collective, so the communicator fails
+        slot.set(RT_ERROR_OUT_OF_MEMORY, "a collective ran out of host memory");
+        clique_->fail(RT_ERROR_OUT_OF_MEMORY, format("collective #%llu ran out of host memory",
+                                                     static_cast<unsigned long long>(number)));
+    }
+    return true;
 }
 
 std::shared_ptr<Communicator::SplitWait> Communicator::split(int color, int key) {
@@ -824,17 +926,24 @@ std::shared_ptr<Communicator> finish_split(const std::shared_ptr<Communicator::S
     return std::make_shared<Communicator>(std::move(clique), rank);
 }
 
-std::shared_ptr<Communicator> lookup(rtComm_t comm) {
+Communicator& live(rtComm_t comm, Communicator* c) {
     if (!comm) fail(RT_ERROR_INVALID_HANDLE, "comm is NULL (expected a communicator from rtCommInitAll, "
                                              "rtCommInitRank or rtCommSplit)");
-    auto c = handles().find(reinterpret_cast<uint64_t>(comm));
     if (!c) fail(RT_ERROR_INVALID_HANDLE, "comm %p is not a live communicator (destroyed, aborted, or never created)",
                  static_cast<void*>(comm));
     if (c->clique().generation() != runtime().generation())
         fail(RT_ERROR_INVALID_HANDLE, "comm %p belongs to a runtime that was finalized (rtFinalize)",
              static_cast<void*>(comm));
+    return *c;
+}
+
+std::shared_ptr<Communicator> lookup(rtComm_t comm) {
+    auto c = comm ? handles().find(reinterpret_cast<uint64_t>(comm)) : nullptr;
+    live(comm, c.get());
     return c;
 }
+
+CommTable::Borrow borrow(rtComm_t comm) { return handles().borrow(reinterpret_cast<uint64_t>(comm)); }
 
 rtComm_t publish(std::shared_ptr<Communicator> comm) {
     Communicator& c = *comm;
@@ -884,7 +993,7 @@ std::vector<std::shared_ptr<Communicator>> create_all_native(backend::NativeColl
 }
 
 /// The calls of one rank on a library: its calls in order, bracketed as a group when several (an exchange).
-void queue_native(Communicator& c, Stream& s, const std::vector<Call>& calls) {
+void queue_native(Communicator& c, Stream& s, std::span<const Call> calls) {
     backend::NativeCollectives* lib = c.device().impl().collectives_impl();
     if (calls.size() > 1) lib->group_start_impl();
     try {
@@ -1096,7 +1205,7 @@ const char* trace_name(Kind kind) {
 uint64_t call_bytes(const Call& call) { return static_cast<uint64_t>(call.count) * element_size(call.type); }
 
 /// Queues the rank's `calls` (one, or a fused run of sends and receives) on `s` as operation `op`.
-void queue_calls(Communicator& c, Stream& s, uint64_t op, const std::vector<Call>& calls, const char* graph_node) {
+void queue_calls(Communicator& c, Stream& s, uint64_t op, std::span<const Call> calls, const char* graph_node) {
     if (c.native()) return queue_native(c, s, calls);
     const Call& first = calls.front();
     if (calls.size() == 1) {
@@ -1121,17 +1230,15 @@ void queue_calls(Communicator& c, Stream& s, uint64_t op, const std::vector<Call
                    [&](const trace::Key& traced) { s.queue().joint_impl(fused, 0, traced); });
 }
 
-void enqueue(const std::vector<Pending>& run) {
-    Stream& s = *run.front().stream;
-    std::vector<Call> calls;
-    calls.reserve(run.size());
-    for (const Pending& p : run) calls.push_back(p.call);
+/// Queues one rank's `calls` on `s` as one operation (several: a fused run of sends and receives).
+void enqueue(Communicator& comm, Stream& s, std::span<const Call> calls) {
     if (s.capture()) [[unlikely]] {
-        auto captured = std::make_shared<Collective>(Collective{run.front().comm, std::move(calls)});
+        auto captured = std::make_shared<Collective>(Collective{comm.shared_from_this(), {calls.begin(), calls.end()}});
         if (graph::capture_collective(s, captured, api_name(captured->calls.front().kind))) return;
-        calls = captured->calls;  // the capture ended meanwhile: run it
     }
-    queue_calls(*run.front().comm, s, s.next_op(), calls, nullptr);
+    const uint64_t op = s.next_op();
+    if (calls.size() == 1 && !comm.native() && comm.start_now(calls.front(), s, op)) return;
+    queue_calls(comm, s, op, calls, nullptr);
 }
 }  // namespace
 
@@ -1139,12 +1246,13 @@ void queue_collective(const Collective& c, Stream& stream, uint64_t stream_op, c
     queue_calls(*c.comm, stream, stream_op, c.calls, graph_node.c_str());
 }
 
-void submit(const std::shared_ptr<Communicator>& comm, const Call& call, const std::shared_ptr<Stream>& stream) {
+void submit(Communicator& comm, const Call& call, Stream& stream, rtStream_t handle) {
     if (t_group.depth > 0) {
-        t_group.calls.push_back({comm, stream, call});
+        t_group.calls.push_back({comm.shared_from_this(), handle ? runtime().stream(handle) : comm.device().default_stream(),
+                                 call});
         return;
     }
-    enqueue({{comm, stream, call}});
+    enqueue(comm, stream, {&call, 1});
 }
 
 void keep_split(std::shared_ptr<Communicator::SplitWait> wait, rtComm_t* out) {
@@ -1177,8 +1285,9 @@ void group_end() {
                 while (j < calls.size() && point_to_point(calls[j].call.kind) && calls[j].comm == calls[i].comm &&
                        calls[j].stream == calls[i].stream)
                     ++j;
-            enqueue(std::vector<Pending>(calls.begin() + static_cast<ptrdiff_t>(i),
-                                         calls.begin() + static_cast<ptrdiff_t>(j)));
+            std::vector<Call> run;
+            for (size_t k = i; k < j; ++k) run.push_back(calls[k].call);
+            enqueue(*calls[i].comm, *calls[i].stream, run);
             i = j;
         }
         for (PendingSplit& s : splits)  // one thread may split several ranks: inside the library's group

@@ -19,6 +19,7 @@
 
 #include "backends/backend.hpp"
 #include "core/error.hpp"
+#include "core/handle_table.hpp"
 #include "runtime/comm.h"
 
 namespace rt {
@@ -55,6 +56,7 @@ struct Call {
 
 class Clique;
 class Rendezvous;
+class Started;
 
 class Communicator : public std::enable_shared_from_this<Communicator> {
 public:
@@ -80,6 +82,12 @@ public:
     /// named in failures.
     std::shared_ptr<Rendezvous> join(const Call& call, Stream& stream, uint64_t stream_op, int* participant,
                                      const char* graph_node = nullptr);
+    /// Starts collective `call` (this rank's, numbered next) on the calling thread when that is stream order: a
+    /// communicator across processes with this rank alone in its process and a shared segment, a call on the one-round
+    /// path, nothing of the communicator's in flight, and `stream` idle and healthy (held meanwhile: its operands are
+    /// ready). The call then finishes here when the peers are there already, or leaves its stream a part that waits
+    /// for it. False (nothing done) when any of that does not hold: the caller queues it as usual. Not while tracing.
+    bool start_now(const Call& call, Stream& stream, uint64_t stream_op);
     /// rtCommSplit's part for this rank: the split's gathering (waited for by the caller, or by rtGroupEnd).
     struct SplitWait;
     std::shared_ptr<SplitWait> split(int color, int key);
@@ -89,6 +97,7 @@ private:
     int rank_;
     std::string label_;
     std::unique_ptr<backend::NativeComm> native_;
+    std::shared_ptr<Started> started_;  // start_now's latest: used again once nothing else holds it
     uint64_t collectives_ = 0;              // collectives joined so far (the next one's number - 1)
     uint64_t splits_ = 0;
     std::vector<uint64_t> sent_, received_;  // per peer: sends / receives joined so far
@@ -96,6 +105,11 @@ private:
 
 /// The C handle of a live communicator, or INVALID_HANDLE naming it.
 std::shared_ptr<Communicator> lookup(rtComm_t comm);
+/// lookup() without a reference count (the collectives' path): `borrow` gives the object while the Borrow lives
+/// (null when the handle is not live), `live` refuses it as lookup() does, or returns it.
+using CommTable = HandleTable<Communicator, 0x43>;
+CommTable::Borrow borrow(rtComm_t comm);
+Communicator& live(rtComm_t comm, Communicator* borrowed);
 /// Publishes a new communicator; returns its handle.
 rtComm_t publish(std::shared_ptr<Communicator> comm);
 /// Unpublishes (rtCommDestroy / rtCommAbort); returns it (null if not live).
@@ -110,8 +124,9 @@ std::shared_ptr<Communicator> join_rank(const rtCommUniqueId& id, int nranks, in
 std::shared_ptr<Communicator> finish_split(const std::shared_ptr<Communicator::SplitWait>& wait);
 
 /// Queues `call` (checked already) on `stream`; between rtGroupStart and rtGroupEnd it is kept until the outermost
-/// rtGroupEnd.
-void submit(const std::shared_ptr<Communicator>& comm, const Call& call, const std::shared_ptr<Stream>& stream);
+/// rtGroupEnd (the communicator and the stream with it: `stream` is `handle`'s, or the device's default stream for
+/// a null handle).
+void submit(Communicator& comm, const Call& call, Stream& stream, rtStream_t handle);
 /// A rank's collective captured into a graph (node type COLLECTIVE): its call, or the sends and receives of a group
 /// fused into one step (in call order). Checked when captured; the communicator is kept alive by the graph.
 struct Collective {

@@ -29,6 +29,16 @@ void finalize_at_exit() {
     if (!finalized) g_api.Finalize();
 }
 
+int no_copy(Comm, int, void*, void*, void*, int* flag) {
+    *flag = 0;  // MPI_Comm_dup of MPI_COMM_SELF does not take the attribute
+    return kSuccess;
+}
+
+int stop_at_finalize(Comm, int, void*, void*) {
+    stop_progress();
+    return kSuccess;
+}
+
 /// Fills g_api or sets g_why. Never throws.
 void load() {
     const char* env = std::getenv("RUNTIME_MPI_LIB");
@@ -68,6 +78,8 @@ void load() {
     RT_MPI_(Mrecv);
     RT_MPI_(Get_count);
     RT_MPI_(Error_string);
+    RT_MPI_(Comm_create_keyval);
+    RT_MPI_(Comm_set_attr);
 #undef RT_MPI_
     // Open MPI's predefined handles are the addresses of its global objects (mpi.h: OMPI_PREDEFINED_GLOBAL). Looked
     // up in the global scope first: a program linked against libmpi holds copies of them (copy relocations), which
@@ -77,9 +89,11 @@ void load() {
         return p ? p : ::dlsym(h, symbol);
     };
     g_api.world = global("ompi_mpi_comm_world");
+    g_api.self = global("ompi_mpi_comm_self");
     g_api.byte = global("ompi_mpi_byte");
     g_api.request_null = global("ompi_request_null");
     if (!g_api.world) missing += ", ompi_mpi_comm_world";
+    if (!g_api.self) missing += ", ompi_mpi_comm_self";
     if (!g_api.byte) missing += ", ompi_mpi_byte";
     if (!g_api.request_null) missing += ", ompi_request_null";
     if (!missing.empty()) {
@@ -111,6 +125,15 @@ void load() {
                 ", not MPI_THREAD_MULTIPLE (3): the runtime calls MPI from its own progress thread; call "
                 "MPI_Init_thread(..., MPI_THREAD_MULTIPLE, ...) (mpi4py does by default), or let the runtime initialise "
                 "MPI";
+        return;
+    }
+    // MPI_Finalize deletes MPI_COMM_SELF's attributes before anything else: the progress thread stops there, so a
+    // program that finalizes MPI itself never has it call MPI afterwards (a failure notice still being sent).
+    int keyval = 0;
+    if (g_api.Comm_create_keyval(no_copy, stop_at_finalize, &keyval, nullptr) != kSuccess ||
+        g_api.Comm_set_attr(g_api.self, keyval, nullptr) != kSuccess) {
+        g_why = "MPI_Comm_create_keyval/MPI_Comm_set_attr on MPI_COMM_SELF failed: the runtime could not arrange to "
+                "stop its progress thread at MPI_Finalize";
         return;
     }
     g_api.Comm_rank(g_api.world, &g_api.world_rank);

@@ -51,7 +51,11 @@ struct Api {
     int (*Mrecv)(void*, int, Datatype, Message*, Status*) = nullptr;
     int (*Get_count)(const Status*, Datatype, int*) = nullptr;
     int (*Error_string)(int, char*, int*) = nullptr;
+    int (*Comm_create_keyval)(int (*)(Comm, int, void*, void*, void*, int*), int (*)(Comm, int, void*, void*), int*,
+                              void*) = nullptr;
+    int (*Comm_set_attr)(Comm, int, void*) = nullptr;
     Comm world = nullptr;        // MPI_COMM_WORLD (&ompi_mpi_comm_world)
+    Comm self = nullptr;         // MPI_COMM_SELF (&ompi_mpi_comm_self)
     Datatype byte = nullptr;     // MPI_BYTE (&ompi_mpi_byte)
     Request request_null = nullptr;  // MPI_REQUEST_NULL (&ompi_request_null)
     std::string library;         // the file opened
@@ -75,6 +79,7 @@ std::string describe(const char* call, int code);
 }  // namespace rt::comm::mpi
 
 namespace rt::comm::mpi {
-/// Stops the transport's progress thread (mpi_transport.cpp); called at exit before MPI_Finalize.
+/// Stops the transport's progress thread (mpi_transport.cpp); called before MPI_Finalize: the runtime's at exit, or
+/// the program's own (through an attribute of MPI_COMM_SELF, which MPI_Finalize deletes first).
 void stop_progress();
 }  // namespace rt::comm::mpi

@@ -94,9 +94,6 @@ constexpr size_t kFused = 32 * 1024;
 /// Elements of one slice of one round of a large all-reduce / reduce (bounds the staging memory; rounds pipeline the
 /// all-gather of round k-1 with the reduce-scatter of round k).
 constexpr size_t kSliceBytes = 1 << 20;
-/// How long the thread that submits an operation polls it without seeing a message complete before leaving it to the
-/// progress thread (a bounded spin, like the queues' own before they park: no executor waits longer for a peer).
-constexpr int kInlineMicroseconds = 40;
 /// MPI counts are ints: longer messages go in pieces.
 constexpr size_t kMaxMessage = size_t{1} << 30;
 
@@ -799,47 +796,56 @@ int Group::p2p_tag(int from, int to) const {
     return tag(kTagPairs + local_index(from) * kMaxLocalRanks + local_index(to));
 }
 
-void Group::submit(Op op) {
-    auto self = shared_from_this();
+bool Group::poll_inline(Job& x, Kind kind, std::chrono::microseconds inline_for) {
+    // A peer's failure reaches a collective through the segment's record (its poll reads it): the MPI notices are
+    // for messages.
+    if (!segment_ || kind == Kind::send || kind == Kind::recv) poll_notices();
+    // It goes on while messages keep completing (a large operation streams), and stops after a stall. The clock costs
+    // as much as a poll: read every 8th round, the bound counted from the first reading after the latest progress (an
+    // operation that finishes within 8 polls never reads it).
+    Clock::time_point until{};
+    for (uint64_t seen = x.events(), round = 0;; ++round) {
+        if (x.poll()) return true;
+        if (oversubscribed_) std::this_thread::yield();
+        if (x.events() != seen) {
+            seen = x.events();
+            until = {};
+        } else if (round % 8 == 7) {
+            const auto now = Clock::now();
+            if (until == Clock::time_point{}) until = now + inline_for;
+            else if (now >= until) return false;
+        }
+    }
+}
+
+bool Group::submit(Op op, std::chrono::microseconds inline_for, bool predecessors_finished) {
     const Kind kind = op.call.kind;
     // Receives are ordered per (sender, receiver): one tag per pair when hierarchical, so pairs never meet.
     const int64_t peer = static_cast<int64_t>(op.call.root) * nranks() + op.rank;
     // Collectives go through the shared segment when there is one (every rank then does: the choice was made at
     // init for the whole communicator); sends and receives stay MPI messages.
     std::unique_ptr<Job> x;
-    if (segment_ && kind != Kind::send && kind != Kind::recv) x = shm::make_job(self, std::move(op));
-    else x = std::make_unique<Exchange>(self, std::move(op));
+    if (segment_ && kind != Kind::send && kind != Kind::recv) x = shm::make_job(shared_from_this(), std::move(op));
+    else x = std::make_unique<Exchange>(shared_from_this(), std::move(op));
+    // Nothing ahead of it: the submitting thread (the thread whose stream reached the step, or the caller of a
+    // collective started at its call) polls it for a bounded moment (see the header). Predecessors known to have
+    // finished: no lane lock for that (finished jobs the progress thread has not dropped yet are no predecessors).
+    if (predecessors_finished && poll_inline(*x, kind, inline_for)) return true;
     Lanes& l = lanes();
     {
         std::lock_guard lock(l.mutex);
-        const bool first = kind == Kind::send ? true
-                           : kind == Kind::recv ? l.receives[peer].empty()
-                                                : l.collectives.empty();
-        if (first) {
-            // Nothing ahead of it: the submitting thread (the executor that reached the step) polls it for a bounded
-            // moment — when the peers are there already (the common case) it completes here, sparing the two
-            // thread hand-offs through the progress thread that would cost more than the messages themselves.
-            // It goes on while messages keep completing (a large operation streams), and stops after a stall.
-            // A peer's failure reaches a collective through the segment's record (its poll reads it): the MPI notices
-            // are for messages.
-            if (!segment_ || kind == Kind::send || kind == Kind::recv) poll_notices();
-            auto until = Clock::now() + std::chrono::microseconds(kInlineMicroseconds);
-            for (uint64_t seen = x->events(), round = 0;; ++round) {
-                if (x->poll()) return;
-                if (oversubscribed_) std::this_thread::yield();
-                if (x->events() != seen) {
-                    seen = x->events();
-                    until = Clock::now() + std::chrono::microseconds(kInlineMicroseconds);
-                } else if (round % 8 == 7 && Clock::now() >= until) {  // the clock costs as much as a poll
-                    break;
-                }
-            }
+        if (!predecessors_finished) {
+            const bool first = kind == Kind::send ? true
+                               : kind == Kind::recv ? l.receives[peer].empty()
+                                                    : l.collectives.empty();
+            if (first && poll_inline(*x, kind, inline_for)) return true;
         }
         if (kind == Kind::send) l.sends.push_back(std::move(x));
         else if (kind == Kind::recv) l.receives[peer].push_back(std::move(x));
         else l.collectives.push_back(std::move(x));
     }
-    Engine::get().post([self] { Engine::get().activate(self); });
+    Engine::get().post([self = shared_from_this()] { Engine::get().activate(self); });
+    return false;
 }
 
 void Group::poll_notices() {

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -111,8 +112,17 @@ public:
     double timeout() const { return timeout_; }
 
     /// Queues `op` on the progress thread (collectives run in submission order; sends at once; receives from one
-    /// peer in order). Thread-safe.
-    void submit(Op op);
+    /// peer in order). Thread-safe. When nothing of its lane is ahead of it, the calling thread polls it first, for
+    /// `inline_for` after the last progress it saw (a bounded spin, like the queues' own before they park: when the
+    /// peers are there already — the common case — it completes without the two hand-offs through the progress
+    /// thread): true when it finished there (op.done was called on this thread). `predecessors_finished`: the caller
+    /// knows that every collective of the group before `op` has finished (op is a collective).
+    bool submit(Op op, std::chrono::microseconds inline_for = std::chrono::microseconds(40),
+                bool predecessors_finished = false);
+    /// The number of the latest collective through the shared segment that has finished (successfully or not);
+    /// they finish in order. Any thread.
+    uint64_t finished_collective() const { return finished_collective_.load(std::memory_order_acquire); }
+    void set_finished_collective(uint64_t number) { finished_collective_.store(number, std::memory_order_release); }
     /// The communicator failed here (abort, timeout, mismatch): operations in flight fail now with `why`, later
     /// ones at once, and every peer is told (it fails its own with "rank r: why"). The first failure is kept.
     void fail(rtError_t code, const std::string& why);
@@ -150,6 +160,9 @@ public:
     void poll_notices();
 
 private:
+    /// submit()'s bounded poll of `x` on the calling thread: true when it finished.
+    bool poll_inline(Job& x, Kind kind, std::chrono::microseconds inline_for);
+
     const uint64_t token_;
     const int rank_;
     const std::vector<Member> members_;
@@ -165,6 +178,7 @@ private:
     rtError_t code_ = RT_SUCCESS;
     std::string why_;
     std::atomic<bool> failed_{false};  // code_ != RT_SUCCESS, read without the lock by every poll
+    std::atomic<uint64_t> finished_collective_{0};
 
 public:
     ~Group();

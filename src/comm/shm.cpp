@@ -17,8 +17,9 @@
 // before the headers are checked (it only touches the rank's own slot); the other steps wait for them.
 //
 // Small operations (a rank contributes at most kSmall bytes, one rank per process) take one round instead: the rank
-// copies its whole contribution into its small slot N % 2, then publishes its header; once every header is there (and
-// matches), every rank computes its result straight from the peers' small slots — a reduction over all ranks in rank
+// copies its whole contribution and its header into its small slot N % 2, then publishes the slot (its first word:
+// `number = N`, so a peer's first look at the slot brings the header and the first bytes of the input in one cache
+// line); once every slot is there (and the headers match), every rank computes its result straight from the slots — a reduction over all ranks in rank
 // order, the same kernel as the chunked path's, so the result is bitwise the same. The slot of N is rewritten by
 // operation N + 2 only: a rank starts N + 2 after it saw every header of N + 1, which each peer published after it had
 // finished N (operations of a communicator run one at a time on every rank).
@@ -45,7 +46,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <bitset>
 #include <cerrno>
+#include <cstddef>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -63,7 +66,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-constexpr uint64_t kMagic = 0x72742d73686d3032ull;  // "rt-shm02"
+constexpr uint64_t kMagic = 0x72742d73686d3033ull;  // "rt-shm03"
 /// Chunk buffers per input slot and in the output ring: how many chunks may be in flight.
 constexpr uint64_t kDepth = 4;
 /// Bytes of one chunk buffer: large enough that the per-chunk handshakes cost little next to the copies, small enough
@@ -80,6 +83,10 @@ constexpr uint64_t kSmall = 16 * 1024;
 constexpr uint64_t kDirect = 16 * 1024;
 /// What a rank's probe word holds: a peer that reads it back can read this process' memory.
 constexpr uint64_t kProbe = 0x72742d636d613031ull;  // "rt-cma01"
+/// A small slot: its number word, the header (both published by the number's release), then the input from byte
+/// kSmallData (8-byte aligned), all kSmallSlot bytes apart.
+constexpr uint64_t kSmallData = 8 + sizeof(uint64_t) * 4;
+static_assert(kSmallData % 8 == 0);
 /// Header flag bit 1: the rank can read every peer's memory.
 constexpr uint8_t kFlagReadable = 2;
 constexpr uint64_t kLine = 64;
@@ -116,14 +123,35 @@ struct alignas(kLine) Control {
 static_assert(std::atomic<uint64_t>::is_always_lock_free && std::atomic<uint32_t>::is_always_lock_free,
               "counters in shared memory must be lock-free (address-free) atomics");
 
-uint64_t round_up(uint64_t x, uint64_t to) { return (x + to - 1) / to * to; }
+constexpr uint64_t round_up(uint64_t x, uint64_t to) { return (x + to - 1) / to * to; }
+constexpr uint64_t kSmallSlot = round_up(kSmallData + kSmall, kLine);
+
+/// Per-rank source pointers of a reduction, without a heap allocation for the usual rank counts.
+class Sources {
+public:
+    explicit Sources(int n) : p_(n <= 16 ? inline_ : (heap_.resize(static_cast<size_t>(n)), heap_.data())) {}
+    const void*& operator[](size_t q) { return p_[q]; }
+    const void** data() { return p_; }
+
+private:
+    const void* inline_[16];
+    std::vector<const void*> heap_;
+    const void** p_;
+};
+
+/// The start of a small slot.
+struct SmallHead {
+    std::atomic<uint64_t> number;  // the one-round operation whose header and input the slot holds (0: none yet)
+    mpi::Header header;
+};
+static_assert(sizeof(SmallHead) == kSmallData && offsetof(SmallHead, header) == 8);
 
 struct Layout {
     uint64_t control, small, data, bytes;
     explicit Layout(int n) {
         control = round_up(sizeof(Head), kLine);
         small = round_up(control + static_cast<uint64_t>(n) * sizeof(Control), 4096);
-        data = small + static_cast<uint64_t>(n) * 2 * kSmall;
+        data = small + static_cast<uint64_t>(n) * 2 * kSmallSlot;
         bytes = data + (static_cast<uint64_t>(n) + 1) * kDepth * kChunk;
     }
 };
@@ -165,7 +193,10 @@ std::unique_ptr<Segment> Segment::create(uint64_t token, int nranks, std::string
     // The file is zeroed: every counter starts at 0, the failure record empty. Construct the atomics in place.
     char* base = static_cast<char*>(p);
     Head* h = new (base) Head{};
-    for (int r = 0; r < nranks; ++r) new (base + l.control + static_cast<uint64_t>(r) * sizeof(Control)) Control{};
+    for (int r = 0; r < nranks; ++r) {
+        new (base + l.control + static_cast<uint64_t>(r) * sizeof(Control)) Control{};
+        for (uint64_t slot = 0; slot < 2; ++slot) new (base + l.small + (static_cast<uint64_t>(r) * 2 + slot) * kSmallSlot) SmallHead{};
+    }
     h->token = token;
     h->nranks = static_cast<uint32_t>(nranks);
     h->depth = kDepth;
@@ -245,6 +276,19 @@ bool Segment::failure(int* rank, rtError_t* code, std::string* why) const {
 // ---------------------------------------------------------------- a collective through the segment
 
 namespace {
+/// The bytes a rank's input carries (reduce-scatter and all-to-all: every rank's block).
+uint64_t contribution_bytes(const Call& c, int n) {
+    const uint64_t b = static_cast<uint64_t>(c.count) * element_size(c.type);
+    return c.kind == Kind::reduce_scatter || c.kind == Kind::all_to_all ? b * static_cast<uint64_t>(n) : b;
+}
+}  // namespace
+
+bool one_round(const mpi::Group& g, const Call& call) {
+    return g.segment() && !g.hierarchical() && call.kind != Kind::barrier && call.kind != Kind::send &&
+           call.kind != Kind::recv && contribution_bytes(call, g.size()) <= kSmall;
+}
+
+namespace {
 
 class Job final : public mpi::Job {
 public:
@@ -256,8 +300,7 @@ public:
         small_area_ = seg_.base() + l.small;
         data_ = seg_.base() + l.data;
         const Kind k = op_.call.kind;
-        if (!g_->hierarchical() && k != Kind::barrier &&
-            contribution_bytes() <= kSmall) {  // the one-round path: no chunks
+        if (one_round(*g_, op_.call)) {  // no chunks
             small_ = true;
             return;
         }
@@ -282,16 +325,12 @@ private:
         return data_ + (static_cast<uint64_t>(r) * kDepth + g % kDepth) * kChunk;
     }
     char* output(uint64_t g) const { return data_ + (static_cast<uint64_t>(n_) * kDepth + g % kDepth) * kChunk; }
-    /// Rank r's small slot for this operation.
-    char* small_slot(int r) const {
-        return small_area_ + (static_cast<uint64_t>(r) * 2 + op_.number % 2) * kSmall;
+    /// Rank r's small slot for this operation, and the input in it.
+    SmallHead& small_head(int r) const {
+        return *reinterpret_cast<SmallHead*>(small_area_ + (static_cast<uint64_t>(r) * 2 + op_.number % 2) * kSmallSlot);
     }
-    /// The bytes this rank's input carries (reduce-scatter and all-to-all: every rank's block).
-    uint64_t contribution_bytes() const {
-        const Kind k = op_.call.kind;
-        const uint64_t b = op_.call.count * es_;
-        return k == Kind::reduce_scatter || k == Kind::all_to_all ? b * static_cast<uint64_t>(n_) : b;
-    }
+    char* small_slot(int r) const { return reinterpret_cast<char*>(&small_head(r)) + kSmallData; }
+    uint64_t contribution_bytes() const { return shm::contribution_bytes(op_.call, n_); }
     /// Elements [*begin, *begin + len) of the operation in local chunk k.
     size_t range(uint64_t k, size_t* len) const {
         const size_t b = static_cast<size_t>(k) * per_chunk_;
@@ -331,7 +370,7 @@ private:
         bool ok = true;
         for (int q = 0; q < n_; ++q)
             if ((ctl(q).*counter).load(std::memory_order_acquire) <= static_cast<uint64_t>(above)) {
-                if (q != me_) waiting_.push_back(q);  // this rank's own lag is always behind a peer's
+                if (q != me_) waiting_.set(static_cast<size_t>(q));  // this rank's own lag is always behind a peer's
                 ok = false;
             }
         return ok;
@@ -368,13 +407,14 @@ private:
     bool started_ = false, checked_ = false, finished_ = false;
     uint64_t events_ = 0;
     uint64_t idle_polls_ = 0;  // polls that found nothing to do (the deadline is read every 16th)
-    Clock::time_point deadline_;
-    std::vector<int> waiting_;  // the ranks the last attempt waited for
+    Clock::time_point deadline_{};  // set at the first look at the clock
+    std::bitset<kMaxRanks> waiting_;  // the ranks the last attempt waited for (no allocation per operation)
 };
 
 void Job::finish(rtError_t code, const std::string& why, bool fatal) {
     if (finished_) return;
     finished_ = true;
+    g_->set_finished_collective(op_.number);  // before done: what done resumes may start the next one at its call
     auto done = std::move(op_.done);
     done(code, why, fatal);
 }
@@ -482,7 +522,7 @@ bool Job::check_headers() {
     for (int q = 0; q < n_; ++q) {
         if (q == me_) continue;
         mpi::Header h;
-        std::memcpy(&h, &ctl(q).headers[number % 2], sizeof h);
+        std::memcpy(&h, small_ ? &small_head(q).header : &ctl(q).headers[number % 2], sizeof h);
         std::string why = h.magic != mpi::kHeaderMagic
                               ? format("rank %d's header in the shared segment is not the runtime's", q)
                               : mpi::header_mismatch(op_, h);
@@ -531,7 +571,7 @@ void Job::finish_small() {
     const char* send = static_cast<const char*>(c.send);
     char* recv = static_cast<char*>(c.recv);
     if (c.count == 0) return finish(RT_SUCCESS, {}, false);
-    std::vector<const void*> src(static_cast<size_t>(n_));
+    Sources src(n_);
     // Rank q's input at byte offset `at` (this rank's own straight from `send`).
     auto from = [&](int q, size_t at) -> const void* { return (q == me_ ? send : small_slot(q)) + at; };
     switch (c.kind) {
@@ -610,7 +650,7 @@ void Job::middle(uint64_t k) {
     const uint64_t g = base_ + k;
     const char* send = static_cast<const char*>(c.send);
     char* recv = static_cast<char*>(c.recv);
-    std::vector<const void*> src(static_cast<size_t>(n_));
+    Sources src(n_);
     switch (c.kind) {
         case Kind::all_reduce:
         case Kind::reduce: {
@@ -683,7 +723,6 @@ bool Job::poll() {
     Control& mine = ctl(me_);
     if (!started_) {
         started_ = true;
-        deadline_ = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(g_->timeout()));
         if (small_) post_small();  // published by the header's release
         if (!seg_.published) {  // what the peers need to probe this process (the header's release publishes it)
             mine.probe = kProbe;
@@ -698,8 +737,14 @@ bool Job::poll() {
             mine.send[op_.number % 2] = reinterpret_cast<uint64_t>(op_.call.send);
             mine.recv[op_.number % 2] = reinterpret_cast<uint64_t>(op_.call.recv);
         }
-        std::memcpy(&mine.headers[op_.number % 2], &h, sizeof h);
-        mine.header.store(op_.number, std::memory_order_release);
+        if (small_) {
+            SmallHead& slot = small_head(me_);
+            std::memcpy(&slot.header, &h, sizeof h);
+            slot.number.store(op_.number, std::memory_order_release);
+        } else {
+            std::memcpy(&mine.headers[op_.number % 2], &h, sizeof h);
+        }
+        mine.header.store(op_.number, std::memory_order_release);  // the latest published, whichever the place
         base_ = seg_.chunks;  // the previous collective has finished: its chunks are counted
     }
     std::string why;
@@ -717,13 +762,13 @@ bool Job::poll() {
     }
     const int64_t D = static_cast<int64_t>(kDepth);
     for (;;) {
-        waiting_.clear();
+        waiting_.reset();
         bool moved = false;
         if (!checked_) {
             bool all = true;
             for (int q = 0; q < n_; ++q)
-                if (ctl(q).header.load(std::memory_order_acquire) < op_.number) {
-                    waiting_.push_back(q);
+                if ((small_ ? small_head(q).number : ctl(q).header).load(std::memory_order_acquire) < op_.number) {
+                    waiting_.set(static_cast<size_t>(q));
                     all = false;
                 }
             if (all) {
@@ -768,7 +813,7 @@ bool Job::poll() {
                 bool ready;
                 if (op_.call.kind == Kind::broadcast) {
                     ready = ctl(op_.call.root).posted.load(std::memory_order_acquire) > g;
-                    if (!ready) waiting_.push_back(op_.call.root);
+                    if (!ready) waiting_.set(static_cast<size_t>(op_.call.root));
                 } else {
                     ready = all_past(&Control::posted, static_cast<int64_t>(g));
                 }
@@ -800,11 +845,16 @@ bool Job::poll() {
         if (!moved) break;
         ++events_;
     }
-    if (++idle_polls_ % 16 == 0 && Clock::now() > deadline_) {  // the clock costs as much as a poll
-        if (waiting_.empty())  // cannot happen (something is always awaited); name every peer rather than none
-            for (int q = 0; q < n_; ++q)
-                if (q != me_) waiting_.push_back(q);
-        finish(RT_ERROR_TIMEOUT, mpi::timeout_text(g_->timeout(), g_->ranks_of(waiting_)), true);
+    // The clock costs as much as a poll: read every 16th idle poll, the deadline counted from the first reading.
+    if (++idle_polls_ % 16 != 0) return false;
+    const auto now = Clock::now();
+    if (deadline_ == Clock::time_point{})
+        deadline_ = now + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(g_->timeout()));
+    if (now > deadline_) {
+        std::vector<int> waiting;
+        for (int q = 0; q < n_; ++q)  // none cannot happen (something is always awaited): then every peer
+            if (q != me_ && (waiting_.test(static_cast<size_t>(q)) || waiting_.none())) waiting.push_back(q);
+        finish(RT_ERROR_TIMEOUT, mpi::timeout_text(g_->timeout(), g_->ranks_of(waiting)), true);
         return true;
     }
     return false;

@@ -15,6 +15,9 @@
 
 #include "runtime/runtime.h"
 
+namespace rt::comm {
+struct Call;
+}
 namespace rt::comm::mpi {
 class Group;
 struct Op;
@@ -65,6 +68,10 @@ private:
     uint64_t bytes_;
     int fd_;
 };
+
+/// Whether `call` takes the one-round path on `g`: g has a segment and one rank per process, and each rank
+/// contributes at most 16 KiB (a collective other than a barrier).
+bool one_round(const mpi::Group& g, const Call& call);
 
 /// A collective of `g` (whose segment is mapped) run through the segment: pollable like the MPI exchanges.
 std::unique_ptr<mpi::Job> make_job(std::shared_ptr<mpi::Group> g, mpi::Op op);

@@ -350,6 +350,76 @@ void bitwise(rtComm_t comm, rtStream_t s) {
 }
 
 
+/// Small collectives on an idle stream start at their call (with a shared segment): the call never waits for a late
+/// peer, a call whose peers are there already finishes within it, and stream order holds either way (an event behind
+/// a pending one, a host function ahead of one). Each all-reduce sums rank + 1 (rank 0 also checks the result on a
+/// second stream ordered by an event).
+void started_at_call(rtComm_t comm, rtStream_t s) {
+    const float want = static_cast<float>(g_size * (g_size + 1) / 2);
+    Buf a(sizeof(float)), b(sizeof(float));
+    auto set = [&](float v) { a.load(std::vector<char>(reinterpret_cast<char*>(&v), reinterpret_cast<char*>(&v) + 4)); };
+    auto value = [](const Buf& x) {
+        float v = 0;
+        std::memcpy(&v, x.read(sizeof v).data(), sizeof v);
+        return v;
+    };
+    // 1. A late peer: the others call only once rank 0's call has returned (they wait for its broadcast), so rank 0's
+    //    call cannot have waited for them; its stream is busy until they come.
+    rtStream_t other = nullptr;
+    rtEvent_t done = nullptr;
+    OK(rtStreamCreateWithFlags(&other, RT_STREAM_NON_BLOCKING));
+    OK(rtEventCreate(&done));
+    set(static_cast<float>(g_rank + 1));
+    int go = 0;
+    if (g_rank == 0) {
+        OK(rtAllReduce(a.d, a.d, 1, RT_FLOAT32, RT_REDUCE_SUM, comm, s));
+        CHECK(rtStreamQuery(s) == RT_ERROR_NOT_READY, "an all-reduce whose peers have not called it is not complete");
+        OK(rtEventRecord(done, s));
+        OK(rtStreamWaitEvent(other, done));
+        OK(rtMemcpyAsync(b.d, a.d, sizeof(float), RT_MEMCPY_DEVICE_TO_DEVICE, other));
+        go = 1;
+    }
+    MPI_Bcast(&go, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    if (g_rank != 0) OK(rtAllReduce(a.d, a.d, 1, RT_FLOAT32, RT_REDUCE_SUM, comm, s));
+    OK(rtStreamSynchronize(s));
+    CHECK(value(a) == want, "a late peer: all-reduce gave %g, expected %g", value(a), want);
+    if (g_rank == 0) {
+        OK(rtStreamSynchronize(other));
+        CHECK(value(b) == want, "a copy ordered after the pending all-reduce by an event read %g", value(b));
+    }
+    // 2. Peers there already: rank 0 calls after every other rank's call has returned (the barrier); with a shared
+    //    segment its call finds their contributions and finishes within it.
+    set(static_cast<float>(g_rank + 1));
+    if (g_rank != 0) OK(rtAllReduce(a.d, a.d, 1, RT_FLOAT32, RT_REDUCE_SUM, comm, s));
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (g_rank == 0) {
+        OK(rtAllReduce(a.d, a.d, 1, RT_FLOAT32, RT_REDUCE_SUM, comm, s));
+        if (!shm_off())
+            CHECK(rtStreamQuery(s) == RT_SUCCESS, "an all-reduce whose peers had called it finishes within the call");
+    }
+    OK(rtStreamSynchronize(s));
+    CHECK(value(a) == want, "peers there already: all-reduce gave %g, expected %g", value(a), want);
+    // 3. A busy stream: a host function ahead of the all-reduce writes its input once released (after the call), so
+    //    a collective that ran at its call would sum stale inputs.
+    struct Gate {
+        std::atomic<bool> open{false};
+        float* in;
+        float value;
+    } gate{{}, static_cast<float*>(a.d), static_cast<float>(g_rank + 1)};
+    set(-100.0f);
+    OK(rtLaunchHostFunc(s, [](void* p) {
+        auto* g = static_cast<Gate*>(p);
+        while (!g->open.load()) std::this_thread::yield();
+        *g->in = g->value;  // cpu device memory is host memory
+    }, &gate));
+    OK(rtAllReduce(a.d, a.d, 1, RT_FLOAT32, RT_REDUCE_SUM, comm, s));
+    gate.open.store(true);
+    OK(rtStreamSynchronize(s));
+    CHECK(value(a) == want, "behind a host function: all-reduce gave %g, expected %g", value(a), want);
+    OK(rtEventDestroy(done));
+    OK(rtStreamDestroy(other));
+}
+
 /// 2 ranks per process from 2 threads: the collectives and bitwise checks of `collectives` mode, a send/receive
 /// between the two ranks of one process too, and rtCommSplit (within a process, across processes, without a color).
 void hierarchical() {
@@ -648,6 +718,7 @@ int main(int argc, char** argv) {
         collectives(comm, s, std::vector<rtDataType>(std::begin(kTypes), std::end(kTypes)),
                     std::vector<rtReduceOp>(std::begin(kOps), std::end(kOps)), {1});
         bitwise(comm, s);
+        started_at_call(comm, s);
         OK(rtCommDestroy(comm));
     } else if (mode == "faults") {
         faults(s);

@@ -270,6 +270,8 @@ private:
                         const trace::Key& traced) override {
             q_->joint_impl(step, participant, traced);
         }
+        bool hold_idle_impl() override { return q_->hold_idle_impl(); }
+        void release_impl() override { q_->release_impl(); }
         void launch_graph_impl(const std::shared_ptr<backend::GraphExecutable>& g,
                                const backend::LaunchReport& r, const trace::Key& t) override {
             q_->launch_graph_impl(g, r, t);

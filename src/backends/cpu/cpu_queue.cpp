@@ -168,6 +168,31 @@ void CpuQueue::joint_impl(const std::shared_ptr<backend::JointStep>& step, int p
     }, traced);
 }
 
+bool CpuQueue::hold_idle_impl() {
+    std::lock_guard lock(mutex_);
+    if (state_ != State::idle || head_ != tail_) return false;
+    state_ = State::running;  // as a host thread running it: pushes meanwhile schedule nothing
+    executor_only_ = false;
+    return true;
+}
+
+void CpuQueue::release_impl() {
+    bool arrival;
+    {
+        std::lock_guard lock(mutex_);
+        if (head_ == tail_) {
+            state_ = State::idle;
+            return;
+        }
+        arrival = ring_[head_ & (ring_.size() - 1)].type == Task::Type::joint;
+        if (!arrival) set_scheduled();
+    }
+    // The holder's own joint part (what it could not finish itself) arrives here, sparing an executor's wake-up;
+    // anything another thread queued meanwhile runs on the executors, never on the caller's thread.
+    if (arrival) run(UINT64_MAX, 1, true);
+    else executor_.schedule(shared_from_this());
+}
+
 void CpuQueue::record_impl(backend::Event& event, const trace::Key& traced) {
     const std::shared_ptr<EventState>& ev = static_cast<CpuEvent&>(event).state();
     std::lock_guard elock(ev->mutex);  // order: event, then queue

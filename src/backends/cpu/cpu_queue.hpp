@@ -131,6 +131,8 @@ public:
     /// Drops last_function_: at once when the queue is idle, else in a release task after the launches queued.
     void release_kernels_impl() override;
     void joint_impl(const std::shared_ptr<backend::JointStep>& step, int participant, const trace::Key& traced) override;
+    bool hold_idle_impl() override;
+    void release_impl() override;
 
     /// Sequence number of the last completed task (tasks complete in order).
     uint64_t completed() const { return completed_.load(std::memory_order_acquire); }
