@@ -825,12 +825,21 @@ bool Group::submit(Op op, std::chrono::microseconds inline_for, bool predecessor
     // Collectives go through the shared segment when there is one (every rank then does: the choice was made at
     // init for the whole communicator); sends and receives stay MPI messages.
     std::unique_ptr<Job> x;
-    if (segment_ && kind != Kind::send && kind != Kind::recv) x = shm::make_job(shared_from_this(), std::move(op));
-    else x = std::make_unique<Exchange>(shared_from_this(), std::move(op));
+    if (segment_ && kind != Kind::send && kind != Kind::recv)
+        x = shm::make_job(*this, std::move(op), predecessors_finished ? std::move(spare_) : nullptr);
+    else
+        x = std::make_unique<Exchange>(shared_from_this(), std::move(op));
     // Nothing ahead of it: the submitting thread (the thread whose stream reached the step, or the caller of a
     // collective started at its call) polls it for a bounded moment (see the header). Predecessors known to have
-    // finished: no lane lock for that (finished jobs the progress thread has not dropped yet are no predecessors).
-    if (predecessors_finished && poll_inline(*x, kind, inline_for)) return true;
+    // finished: no lane lock for that (finished jobs the progress thread has not dropped yet are no predecessors),
+    // and a job that finishes here is kept for the next such call (no allocation per operation).
+    if (predecessors_finished && poll_inline(*x, kind, inline_for)) {
+        if (segment_) {
+            shm::retire(*x);
+            spare_ = std::move(x);
+        }
+        return true;
+    }
     Lanes& l = lanes();
     {
         std::lock_guard lock(l.mutex);

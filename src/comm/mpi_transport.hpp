@@ -173,6 +173,9 @@ private:
     int tag_base_ = 0;
     std::unique_ptr<Lanes> lanes_;
     std::unique_ptr<shm::Segment> segment_;
+    // A finished shared-segment job kept for the next collective submitted with predecessors_finished (the thread
+    // that starts collectives at their call: one per communicator); it holds no reference to the group.
+    std::unique_ptr<Job> spare_;
     bool oversubscribed_ = false;  // more ranks on this host than cores: waits yield between polls
     mutable std::mutex mutex_;
     rtError_t code_ = RT_SUCCESS;

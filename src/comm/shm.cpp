@@ -292,13 +292,27 @@ namespace {
 
 class Job final : public mpi::Job {
 public:
-    Job(std::shared_ptr<mpi::Group> g, mpi::Op op)
-        : g_(std::move(g)), seg_(*g_->segment()), op_(std::move(op)), n_(g_->size()), me_(g_->rank()),
-          es_(element_size(op_.call.type)) {
+    Job(std::shared_ptr<mpi::Group> g, mpi::Op op) : seg_(*g->segment()), n_(g->size()), me_(g->rank()) {
         const Layout l(n_);
         control_ = seg_.base() + l.control;
         small_area_ = seg_.base() + l.small;
         data_ = seg_.base() + l.data;
+        reset(std::move(g), std::move(op));
+    }
+    /// Readies this job (new, or finished and retired) for `op` of `g` (the group it was made for).
+    void reset(std::shared_ptr<mpi::Group> g, mpi::Op op) {
+        g_ = std::move(g);
+        op_ = std::move(op);
+        es_ = element_size(op_.call.type);
+        small_ = direct_ = read_ = false;
+        per_chunk_ = 1;
+        chunks_ = base_ = sub_ = 0;
+        plan_.reset();
+        posted_ = middled_ = done_ = 0;
+        started_ = checked_ = finished_ = false;
+        events_ = idle_polls_ = 0;
+        deadline_ = {};
+        waiting_.reset();
         const Kind k = op_.call.kind;
         if (one_round(*g_, op_.call)) {  // no chunks
             small_ = true;
@@ -318,6 +332,11 @@ public:
     }
     bool poll() override;
     uint64_t events() const override { return events_; }
+    /// A finished job kept for the next operation: it no longer holds its group.
+    void retire() {
+        g_.reset();
+        op_ = {};
+    }
 
 private:
     Control& ctl(int r) const { return *reinterpret_cast<Control*>(control_ + static_cast<size_t>(r) * sizeof(Control)); }
@@ -392,7 +411,7 @@ private:
     Segment& seg_;
     mpi::Op op_;
     const int n_, me_;
-    const size_t es_;
+    size_t es_ = 1;
     char* control_ = nullptr;
     char* small_area_ = nullptr;
     char* data_ = nullptr;
@@ -562,7 +581,15 @@ bool Job::check_headers() {
 void Job::post_small() {
     const Call& c = op_.call;
     if (!contributes() || op_.failed_before || c.count == 0) return;
-    std::memcpy(small_slot(me_), c.send, contribution_bytes());
+    if (c.kind != Kind::reduce_scatter && c.kind != Kind::all_to_all) {
+        std::memcpy(small_slot(me_), c.send, contribution_bytes());
+        return;
+    }
+    // Every block but this rank's own, which only this rank reads (straight from `send`).
+    const size_t B = c.count * es_, mine = static_cast<size_t>(me_) * B;
+    const char* send = static_cast<const char*>(c.send);
+    std::memcpy(small_slot(me_), send, mine);
+    std::memcpy(small_slot(me_) + mine + B, send + mine + B, (static_cast<size_t>(n_) - 1) * B - mine);
 }
 
 void Job::finish_small() {
@@ -571,6 +598,13 @@ void Job::finish_small() {
     const char* send = static_cast<const char*>(c.send);
     char* recv = static_cast<char*>(c.recv);
     if (c.count == 0) return finish(RT_SUCCESS, {}, false);
+    // What this rank reads of each peer's slot lies in lines the peer's core just wrote: ask for all of them before
+    // reading any, so that their misses overlap (the first few KiB; the hardware prefetcher streams the rest).
+    const bool blocks = c.kind == Kind::reduce_scatter || c.kind == Kind::all_to_all;
+    const size_t at = blocks ? static_cast<size_t>(me_) * B : 0, ahead = std::min<size_t>(B, 4096);
+    for (int q = 0; q < n_; ++q)
+        if (q != me_ && (c.kind != Kind::broadcast || q == c.root))
+            for (size_t off = 0; off < ahead; off += kLine) __builtin_prefetch(small_slot(q) + at + off);
     Sources src(n_);
     // Rank q's input at byte offset `at` (this rank's own straight from `send`).
     auto from = [&](int q, size_t at) -> const void* { return (q == me_ ? send : small_slot(q)) + at; };
@@ -862,8 +896,14 @@ bool Job::poll() {
 
 }  // namespace
 
-std::unique_ptr<mpi::Job> make_job(std::shared_ptr<mpi::Group> g, mpi::Op op) {
-    return std::make_unique<Job>(std::move(g), std::move(op));
+std::unique_ptr<mpi::Job> make_job(mpi::Group& g, mpi::Op op, std::unique_ptr<mpi::Job> spare) {
+    if (spare) {
+        static_cast<Job&>(*spare).reset(g.shared_from_this(), std::move(op));
+        return spare;
+    }
+    return std::make_unique<Job>(g.shared_from_this(), std::move(op));
 }
+
+void retire(mpi::Job& finished) { static_cast<Job&>(finished).retire(); }
 
 }  // namespace rt::comm::shm
