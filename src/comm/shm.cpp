@@ -647,7 +647,13 @@ void Job::post(uint64_t k) {
     const char* send = static_cast<const char*>(c.send);
     switch (c.kind) {
         case Kind::all_reduce:
-        case Kind::reduce:
+        case Kind::reduce: {  // every slice but this rank's own, which only this rank reads (straight from `send`)
+            size_t slen = 0;
+            const size_t s = slice(me_, len, &slen);
+            std::memcpy(in, send + b * es_, s * es_);
+            std::memcpy(in + (s + slen) * es_, send + (b + s + slen) * es_, (len - s - slen) * es_);
+            break;
+        }
         case Kind::all_gather:
             std::memcpy(in, send + b * es_, len * es_);
             break;
