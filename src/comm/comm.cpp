@@ -762,6 +762,8 @@ public:
         }
     }
 
+    bool finished() const { return state_.load(std::memory_order_acquire) == kDone; }
+
 private:
     static constexpr int kPending = 0, kWaiting = 1, kDone = 2;  // kWaiting: the part arrived (resume_ is set)
     const std::shared_ptr<Clique> clique_;
@@ -788,6 +790,7 @@ bool Communicator::start_now(const Call& call, Stream& stream, uint64_t stream_o
         ~Release() { queue.release_impl(); }
     } release{queue};
     const uint64_t number = ++collectives_;
+    bool in_flight = false;  // the transport has it (and will call done)
     try {
         // The previous one is used again once nothing else holds it (its part, if it had one, has completed).
         if (!started_ || started_.use_count() > 1) started_ = std::make_shared<Started>(clique_);
@@ -801,11 +804,14 @@ bool Communicator::start_now(const Call& call, Stream& stream, uint64_t stream_o
             started->done(code, why, fatal);  // alive: held here, then by the stream's part until done resumes it
         };
         if (g->submit(std::move(op), kStartSpin, true)) return true;  // finished here: nothing is queued
-        queue.joint_impl(started_, 0, trace::Key{});
+        in_flight = true;
+        queue.joint_impl(started_, 0, trace::Key{});  // the held queue is empty: its ring does not grow
     } catch (...) {  // out of host memory: the peers would wait for this collective, so the communicator fails
         slot.set(RT_ERROR_OUT_OF_MEMORY, "a collective ran out of host memory");
         clique_->fail(RT_ERROR_OUT_OF_MEMORY, format("collective #%llu ran out of host memory",
                                                      static_cast<unsigned long long>(number)));
+        // Its done refers to `started_` without holding it: the failed communicator ends the job at its next poll.
+        while (in_flight && !started_->finished()) std::this_thread::yield();
     }
     return true;
 }
