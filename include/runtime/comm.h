@@ -9,8 +9,10 @@
  * becomes a graph node, replayed at each launch of the graph (graph.h, docs/graphs.md).
  *
  * Streams. Every collective is queued on `stream` (NULL: the default stream of the communicator's device, not of the
- * calling thread's current device) and returns at once, never waiting for the peers; it runs after the work queued
- * before it on that stream, later work waits for it, and events recorded after it complete once it has. The stream
+ * calling thread's current device) and returns at once, never waiting for the peers (a small collective on an idle
+ * stream across processes polls for them up to 10 µs, and finishes within the call when they are there already: then
+ * nothing is queued); it runs after the work queued before it on that stream, later work waits for it, and events
+ * recorded after it complete once it has. The stream
  * must belong to the communicator's device. Validation happens in the call (a refused call queues nothing, and
  * rtGetLastErrorMessage says what was wrong); a failure found while it runs (a peer that never arrives, counts that
  * differ between ranks, an abort) fails the operation on every rank's stream: their next synchronize returns the code
