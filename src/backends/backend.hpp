@@ -300,14 +300,14 @@ public:
     /// to NOT_SUPPORTED (a backend whose queues cannot park: its collectives need a native library).
     virtual void joint_impl(const std::shared_ptr<JointStep>& step, int participant, const trace::Key& traced);
     /// (optional) When everything queued so far has completed and nothing runs, holds the queue for the calling
-    /// thread and returns true: work queued meanwhile (by any thread) waits until release_impl(), so the caller may
-    /// carry out an operation itself, in stream order, before it returns (a small collective whose operands are
+    /// thread and returns true: other threads' operations on it wait (briefly) until release_impl(), so the caller
+    /// may carry out an operation itself, in stream order, before it returns (a small collective whose operands are
     /// ready: comm.cpp). Defaults to false (never held).
     virtual bool hold_idle_impl() { return false; }
-    /// Ends hold_idle_impl()'s hold: what was queued meanwhile goes on (a joint part at the front arrives on the
-    /// calling thread; anything else goes to the queue's own threads). Only after a hold_idle_impl() that returned
-    /// true, on the same thread.
-    virtual void release_impl() {}
+    /// Ends hold_idle_impl()'s hold, first queueing part 0 of `pending` (null: none) — the operation's remainder,
+    /// ahead of anything queued after the hold. Only after a hold_idle_impl() that returned true, on the same thread;
+    /// never throws.
+    virtual void release_impl(const std::shared_ptr<JointStep>& pending) { (void)pending; }
     /// (optional) Lets go of kernels held past their launches (a queue may keep its latest launched function to
     /// spare a reference count per launch), so an unloaded module's code goes once the launches queued so far have
     /// run. Called by the core after a module unload, from any thread; never blocks. Defaults to nothing.

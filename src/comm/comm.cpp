@@ -727,13 +727,15 @@ class Started final : public backend::JointStep {
 public:
     explicit Started(std::shared_ptr<Clique> clique) : clique_(std::move(clique)) {}
     /// Readies it for collective `number` (`kind`, of `rank`), operation `stream_op` of the stream whose slot is `slot`.
-    /// Only while nobody else holds it.
-    void reset(Kind kind, uint64_t number, int rank, AsyncErrorSlot* slot, uint64_t stream_op) {
+    /// Only while nobody else holds it; `self` (itself) is held until done (the transport's job refers to it).
+    void reset(Kind kind, uint64_t number, int rank, AsyncErrorSlot* slot, uint64_t stream_op,
+               std::shared_ptr<Started> self) {
         kind_ = kind;
         number_ = number;
         rank_ = rank;
         slot_ = slot;
         stream_op_ = stream_op;
+        self_ = std::move(self);
         state_.store(kPending, std::memory_order_relaxed);
     }
     void arrive_impl(int, backend::Workers&, std::function<void()> resume) noexcept override {
@@ -756,13 +758,13 @@ public:
             if (fatal)  // the processes' operations no longer agree: the communicator is failed from now on
                 clique_->fail(code, format("collective #%llu: %s", static_cast<unsigned long long>(number_), why.c_str()));
         }
+        std::shared_ptr<Started> self = std::move(self_);  // dropped last: this may be the last reference
         if (state_.exchange(kDone, std::memory_order_acq_rel) == kWaiting) {
             std::function<void()> r = std::move(resume_);
             r();  // nothing of this object is touched after it: the part may complete and drop it
         }
     }
 
-    bool finished() const { return state_.load(std::memory_order_acquire) == kDone; }
 
 private:
     static constexpr int kPending = 0, kWaiting = 1, kDone = 2;  // kWaiting: the part arrived (resume_ is set)
@@ -773,6 +775,7 @@ private:
     int rank_ = 0;
     AsyncErrorSlot* slot_ = nullptr;
     std::function<void()> resume_;
+    std::shared_ptr<Started> self_;  // from reset until done
 };
 
 bool Communicator::start_now(const Call& call, Stream& stream, uint64_t stream_op) {
@@ -785,33 +788,31 @@ bool Communicator::start_now(const Call& call, Stream& stream, uint64_t stream_o
     if (slot.failed()) return false;  // the queued path skips it and tells the peers
     backend::Queue& queue = stream.queue();
     if (!queue.hold_idle_impl()) return false;
+    // Released on every way out; `pending`: the stream's part when the collective did not finish here.
     struct Release {
         backend::Queue& queue;
-        ~Release() { queue.release_impl(); }
-    } release{queue};
+        std::shared_ptr<backend::JointStep> pending;
+        ~Release() { queue.release_impl(pending); }
+    } release{queue, nullptr};
     const uint64_t number = ++collectives_;
-    bool in_flight = false;  // the transport has it (and will call done)
     try {
-        // The previous one is used again once nothing else holds it (its part, if it had one, has completed).
+        // The previous one is used again once nothing else holds it (its part and its job are done with it).
         if (!started_ || started_.use_count() > 1) started_ = std::make_shared<Started>(clique_);
         std::atomic_thread_fence(std::memory_order_acquire);  // after the last holder's release of it
-        started_->reset(call.kind, number, rank_, &slot, stream_op);
+        started_->reset(call.kind, number, rank_, &slot, stream_op, started_);
         mpi::Op op;
         op.call = call;
         op.number = number;
         op.rank = rank_;
         op.done = [started = started_.get()](rtError_t code, const std::string& why, bool fatal) {
-            started->done(code, why, fatal);  // alive: held here, then by the stream's part until done resumes it
+            started->done(code, why, fatal);  // alive: it holds itself until done
         };
         if (g->submit(std::move(op), kStartSpin, true)) return true;  // finished here: nothing is queued
-        in_flight = true;
-        queue.joint_impl(started_, 0, trace::Key{});  // the held queue is empty: its ring does not grow
+        release.pending = started_;
     } catch (...) {  // out of host memory: the peers would wait for this collective, so the communicator fails
         slot.set(RT_ERROR_OUT_OF_MEMORY, "a collective ran out of host memory");
         clique_->fail(RT_ERROR_OUT_OF_MEMORY, format("collective #%llu ran out of host memory",
                                                      static_cast<unsigned long long>(number)));
-        // Its done refers to `started_` without holding it: the failed communicator ends the job at its next poll.
-        while (in_flight && !started_->finished()) std::this_thread::yield();
     }
     return true;
 }

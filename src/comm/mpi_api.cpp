@@ -4,6 +4,7 @@
 
 #include <dlfcn.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <mutex>
 
@@ -34,8 +35,11 @@ int no_copy(Comm, int, void*, void*, void*, int* flag) {
     return kSuccess;
 }
 
+std::atomic<bool> g_finalized{false};  // the program's MPI_Finalize has begun: no new MPI call from the runtime
+
 int stop_at_finalize(Comm, int, void*, void*) {
-    stop_progress();
+    stop_progress();  // fails what is in flight (MPI still works inside this callback)
+    g_finalized.store(true, std::memory_order_release);
     return kSuccess;
 }
 
@@ -152,6 +156,9 @@ void load() {
 Api& api() {
     std::call_once(g_once, load);
     if (!g_why.empty()) fail(RT_ERROR_NOT_SUPPORTED, "%s", g_why.c_str());
+    if (g_finalized.load(std::memory_order_acquire))
+        fail(RT_ERROR_NOT_SUPPORTED, "MPI was finalized (MPI_Finalize): no communicator across processes can be made "
+             "or used any more");
     return g_api;
 }
 

@@ -201,26 +201,31 @@ std::string host_name() {
 
 class Exchange;
 
+constexpr const char* kFinalized = "MPI was finalized (MPI_Finalize): collectives across processes end with it";
+
 class Engine {
 public:
     static Engine& get() {
         static Engine* e = new Engine;  // never destroyed: stop_progress() ends its thread before MPI_Finalize
         return *e;
     }
-    /// Runs `task` on the progress thread.
-    void post(std::function<void()> task) {
+    /// Runs `task` on the progress thread; false (dropped) once the thread has stopped.
+    bool post(std::function<void()> task) {
         {
             std::lock_guard lock(mutex_);
-            if (stopped_) return;
+            if (stopped_) return false;
             if (!thread_.joinable()) thread_ = std::thread([this] { main(); });
             inbox_.push_back(std::move(task));
         }
         cv_.notify_one();
+        return true;
     }
+    /// Read without the lock (every submit asks; the progress thread takes the lock in its loop).
+    bool stopped() const { return stopped_.load(std::memory_order_acquire); }
     void stop() {
         {
             std::lock_guard lock(mutex_);
-            stopped_ = true;
+            stopped_.store(true, std::memory_order_release);
         }
         cv_.notify_one();
         if (thread_.joinable()) thread_.join();
@@ -234,7 +239,7 @@ private:
     std::mutex mutex_;
     std::condition_variable cv_;
     std::deque<std::function<void()>> inbox_;
-    bool stopped_ = false;
+    std::atomic<bool> stopped_{false};  // written under mutex_
     std::thread thread_;
     std::set<std::shared_ptr<Group>> active_;
 };
@@ -418,12 +423,12 @@ void Exchange::finish(rtError_t code, const std::string& why, bool fatal) {
 
 bool Exchange::poll() {
     if (finished_) return true;
-    if (!started_) start();
     std::string gwhy;
-    if (rtError_t code = g_->failure(&gwhy); code != RT_SUCCESS) {
+    if (rtError_t code = g_->failure(&gwhy); code != RT_SUCCESS) {  // before start(): no message after a failure
         finish(code, "the communicator failed: " + gwhy, true);
         return true;
     }
+    if (!started_) start();
     for (;;) {
         if (!posted_) {
             post(stages_[stage_]);
@@ -820,6 +825,11 @@ bool Group::poll_inline(Job& x, Kind kind, std::chrono::microseconds inline_for)
 
 bool Group::submit(Op op, std::chrono::microseconds inline_for, bool predecessors_finished) {
     const Kind kind = op.call.kind;
+    if (Engine::get().stopped()) {  // MPI was finalized: the operation fails at once, without MPI
+        fail(RT_ERROR_NOT_SUPPORTED, kFinalized);
+        op.done(RT_ERROR_NOT_SUPPORTED, std::string("the communicator failed: ") + kFinalized, false);
+        return true;
+    }
     // Receives are ordered per (sender, receiver): one tag per pair when hierarchical, so pairs never meet.
     const int64_t peer = static_cast<int64_t>(op.call.root) * nranks() + op.rank;
     // Collectives go through the shared segment when there is one (every rank then does: the choice was made at
@@ -853,8 +863,23 @@ bool Group::submit(Op op, std::chrono::microseconds inline_for, bool predecessor
         else if (kind == Kind::recv) l.receives[peer].push_back(std::move(x));
         else l.collectives.push_back(std::move(x));
     }
-    Engine::get().post([self = shared_from_this()] { Engine::get().activate(self); });
+    if (!Engine::get().post([self = shared_from_this()] { Engine::get().activate(self); }))
+        fail_all(RT_ERROR_NOT_SUPPORTED, kFinalized);  // the progress thread stopped meanwhile: nothing would poll it
     return false;
+}
+
+void Group::fail_all(rtError_t code, const std::string& why) {
+    fail(code, why);
+    // Every job now finishes at its first poll, without a message (the failure is checked first).
+    Lanes& l = lanes();
+    std::lock_guard lock(l.mutex);
+    for (auto& x : l.collectives) x->poll();
+    for (auto& [q, d] : l.receives)
+        for (auto& x : d) x->poll();
+    for (auto& x : l.sends) x->poll();
+    l.collectives.clear();
+    l.receives.clear();
+    l.sends.clear();
 }
 
 void Group::poll_notices() {
@@ -940,7 +965,14 @@ void Engine::main() {
                 }
                 cv_.wait(lock, [&] { return stopped_ || !inbox_.empty(); });
             }
-            if (stopped_) return;  // exiting: what is in flight is left (MPI_Finalize follows)
+            if (stopped_) {  // MPI_Finalize follows: what is queued runs, and what is in flight fails now (not hangs)
+                tasks.swap(inbox_);
+                lock.unlock();
+                for (auto& t : tasks) t();
+                for (auto& g : active_) g->fail_all(RT_ERROR_NOT_SUPPORTED, kFinalized);
+                active_.clear();
+                return;
+            }
             tasks.swap(inbox_);
         }
         for (auto& t : tasks) t();

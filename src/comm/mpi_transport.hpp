@@ -128,6 +128,8 @@ public:
     void fail(rtError_t code, const std::string& why);
     /// The failure (RT_SUCCESS: none).
     rtError_t failure(std::string* why) const;
+    /// fail(), then finishes every operation queued on the group (each with the failure): the progress thread stopped.
+    void fail_all(rtError_t code, const std::string& why);
 
     /// One rank's part of an rtCommSplit.
     struct SplitPart {

@@ -433,6 +433,11 @@ private:
 void Job::finish(rtError_t code, const std::string& why, bool fatal) {
     if (finished_) return;
     finished_ = true;
+    // A fatal failure fails the group before this operation counts as finished: a collective started at its call
+    // checks both, and must not write its slot while a stalled peer may still read it (done's own failure of the
+    // communicator, with the same words, then finds it failed).
+    if (fatal && code != RT_SUCCESS)
+        g_->fail(code, format("collective #%llu: %s", static_cast<unsigned long long>(op_.number), why.c_str()));
     g_->set_finished_collective(op_.number);  // before done: what done resumes may start the next one at its call
     auto done = std::move(op_.done);
     done(code, why, fatal);
@@ -540,8 +545,12 @@ bool Job::check_headers() {
     if (op_.failed_before) failed.push_back(op_.rank);
     for (int q = 0; q < n_; ++q) {
         if (q == me_) continue;
+        // Where this path publishes headers; a peer whose call differs may have taken the other path (a count on
+        // the other side of the one-round limit, a barrier): its header is then in the other place (a one-round
+        // rank also advances the control block's `header`, which a chunked rank waited for).
         mpi::Header h;
         std::memcpy(&h, small_ ? &small_head(q).header : &ctl(q).headers[number % 2], sizeof h);
+        if (h.number != number && !small_) std::memcpy(&h, &small_head(q).header, sizeof h);
         std::string why = h.magic != mpi::kHeaderMagic
                               ? format("rank %d's header in the shared segment is not the runtime's", q)
                               : mpi::header_mismatch(op_, h);
@@ -761,6 +770,20 @@ void Job::gather(uint64_t k) {
 bool Job::poll() {
     if (finished_) return true;
     Control& mine = ctl(me_);
+    // Failures first: a failed communicator publishes nothing more (a stalled peer may still read this rank's slots).
+    std::string why;
+    if (rtError_t code = g_->failure(&why); code != RT_SUCCESS) {
+        finish(code, "the communicator failed: " + why, true);
+        return true;
+    }
+    int rank = -1;
+    rtError_t code = RT_SUCCESS;
+    if (seg_.failure(&rank, &code, &why) && rank != g_->leader()) {  // a peer failed (its MPI notice may come later)
+        g_->fail_from_peer(code, format("rank %d: %s", rank, why.c_str()));
+        g_->failure(&why);
+        finish(code, "the communicator failed: " + why, true);
+        return true;
+    }
     if (!started_) {
         started_ = true;
         if (small_) post_small();  // published by the header's release
@@ -786,19 +809,6 @@ bool Job::poll() {
         }
         mine.header.store(op_.number, std::memory_order_release);  // the latest published, whichever the place
         base_ = seg_.chunks;  // the previous collective has finished: its chunks are counted
-    }
-    std::string why;
-    if (rtError_t code = g_->failure(&why); code != RT_SUCCESS) {
-        finish(code, "the communicator failed: " + why, true);
-        return true;
-    }
-    int rank = -1;
-    rtError_t code = RT_SUCCESS;
-    if (seg_.failure(&rank, &code, &why) && rank != g_->leader()) {  // a peer failed (its MPI notice may come later)
-        g_->fail_from_peer(code, format("rank %d: %s", rank, why.c_str()));
-        g_->failure(&why);
-        finish(code, "the communicator failed: " + why, true);
-        return true;
     }
     const int64_t D = static_cast<int64_t>(kDepth);
     for (;;) {

@@ -1,7 +1,7 @@
 // Collectives across processes (the MPI transport), run under mpirun -np 2 / -np 4: exact checks of every
 // collective x data type x op, bitwise equality with the in-process result, faults (a stopped rank, abort,
 // mismatched calls, a killed rank) and bad input. Prints each failed check and exits non-zero.
-//   test_comm_mpi collectives | faults | hierarchical | killed
+//   test_comm_mpi collectives | faults | hierarchical | killed | finalize
 // hierarchical: 2 ranks per process, each driven by its own thread on its own cpu device (rank = local * processes +
 // world rank, so every process' ranks interleave with the others').
 #include <mpi.h>
@@ -605,6 +605,19 @@ void faults(rtStream_t s) {
         CHECK(e == RT_ERROR_INVALID_VALUE && contains(m, "count"), "mismatched counts: %d (%s)", e, m);
         OK(rtCommDestroy(c));
     }
+    {  // counts on both sides of the one-round limit (8 B and 32 KiB: the shared segment's two paths, whose headers
+       // lie in different places) fail on every rank with the real difference, naming the operation
+        rtComm_t c = make_comm();
+        Buf b(32768);
+        const size_t count = g_rank == 0 ? 2 : 8192;
+        OK(rtAllReduce(b.d, b.d, count, RT_FLOAT32, RT_REDUCE_SUM, c, s));
+        const rtError_t e = rtStreamSynchronize(s);
+        const char* m = rtGetLastErrorMessage();
+        CHECK(e == RT_ERROR_INVALID_VALUE && contains(m, "passed count 2") && contains(m, "passed count 8192") &&
+                  contains(m, "rtAllReduce (collective #1 of communicator"),
+              "counts across the one-round limit: %d (%s)", e, m);
+        OK(rtCommDestroy(c));
+    }
     {  // bad input: rank out of range (refused at once), nranks that differ between ranks (refused on every rank)
         rtCommUniqueId id{};
         if (g_rank == 0) OK(rtCommGetUniqueId(&id));
@@ -694,6 +707,33 @@ void faults(rtStream_t s) {
     ::_exit(g_failures.load() ? 1 : 0);
 }
 
+/// The program finalizes MPI while rank 0's all-reduce waits for rank 1 (which never calls it): MPI_Finalize fails it
+/// (its stream's synchronize reports it, not hangs), and afterwards the runtime refuses what would need MPI. Each rank
+/// prints its verdict (MPI cannot gather them any more); the exit code says.
+int finalize_pending(rtStream_t s) {
+    rtComm_t c = make_comm();
+    Buf a(sizeof(float));
+    if (g_rank == 0) OK(rtAllReduce(a.d, a.d, 1, RT_FLOAT32, RT_REDUCE_SUM, c, s));
+    MPI_Finalize();
+    if (g_rank == 0) {
+        const rtError_t e = rtStreamSynchronize(s);
+        const char* m = rtGetLastErrorMessage();
+        CHECK(e == RT_ERROR_NOT_SUPPORTED && contains(m, "rtAllReduce") && contains(m, "MPI_Finalize"),
+              "a collective in flight at MPI_Finalize: %d (%s)", e, m);
+    }
+    OK(rtAllReduce(a.d, a.d, 1, RT_FLOAT32, RT_REDUCE_SUM, c, s));
+    const rtError_t e = rtStreamSynchronize(s);
+    CHECK(e == RT_ERROR_NOT_SUPPORTED && contains(rtGetLastErrorMessage(), "MPI_Finalize"),
+          "a collective after MPI_Finalize: %d (%s)", e, rtGetLastErrorMessage());
+    rtCommUniqueId id{};
+    CHECK(rtCommGetUniqueId(&id) == RT_ERROR_NOT_SUPPORTED && contains(rtGetLastErrorMessage(), "MPI_Finalize"),
+          "rtCommGetUniqueId after MPI_Finalize: %s", rtGetLastErrorMessage());
+    OK(rtCommDestroy(c));
+    OK(rtStreamDestroy(s));
+    std::printf("test_comm_mpi finalize, rank %d: %s\n", g_rank, g_failures.load() ? "FAILED" : "ok");
+    return g_failures.load() ? 1 : 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -705,6 +745,7 @@ int main(int argc, char** argv) {
     OK(rtSetDevice(0));
     rtStream_t s = nullptr;
     OK(rtStreamCreate(&s));
+    if (mode == "finalize") return finalize_pending(s);
     if (mode == "collectives") {
         rtComm_t comm = make_comm();
         int count = 0, rank = -1;

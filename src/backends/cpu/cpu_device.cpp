@@ -271,7 +271,7 @@ private:
             q_->joint_impl(step, participant, traced);
         }
         bool hold_idle_impl() override { return q_->hold_idle_impl(); }
-        void release_impl() override { q_->release_impl(); }
+        void release_impl(const std::shared_ptr<backend::JointStep>& pending) override { q_->release_impl(pending); }
         void launch_graph_impl(const std::shared_ptr<backend::GraphExecutable>& g,
                                const backend::LaunchReport& r, const trace::Key& t) override {
             q_->launch_graph_impl(g, r, t);

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <thread>
 #include <utility>
 
 #include "backends/cpu/cpu_copy.hpp"
@@ -67,32 +68,45 @@ uint64_t CpuQueue::emplace(Fill&& fill, const trace::Key& traced, const std::sha
     bool schedule = false;
     uint64_t seq;
     {
-        std::lock_guard lock(mutex_);
-        if (tail_ - head_ == ring_.size()) {  // full: double, keeping order (amortised; no per-task allocation)
-            std::vector<Task> bigger(ring_.size() * 2);
-            for (uint64_t i = head_; i != tail_; ++i) bigger[i & (bigger.size() - 1)] = std::move(ring_[i & (ring_.size() - 1)]);
-            ring_.swap(bigger);
+        std::unique_lock lock(mutex_);
+        // Held by a thread carrying out an operation at its call (hold_idle_impl): what is queued now comes after that
+        // operation, whose own part (if it needs one) goes first at release_impl — a few microseconds at most.
+        while (state_ == State::held) {
+            lock.unlock();
+            std::this_thread::yield();
+            lock.lock();
         }
-        Task& task = ring_[tail_ & (ring_.size() - 1)];  // moved-from by run(): owns nothing
-        fill(task);
-        // Written whether or not a trace is written, without a test (the core's was the one): a traced task carries
-        // its mark in `dispatch`.
-        task.trace = traced;
-        task.dispatch = static_cast<uint8_t>(static_cast<uint8_t>(task.type) |
-                                             static_cast<uint8_t>((traced.track != 0) * Task::kTraced));
-        if (launched && launched->get() != last_function_.get()) {
-            task.ref = std::move(last_function_);
-            last_function_ = *launched;
-        }
-        seq = task.seq = submitted_.load(std::memory_order_relaxed) + 1;
-        ++tail_;
-        submitted_.store(seq, std::memory_order_release);
+        seq = append(std::forward<Fill>(fill), traced, launched);
         if (state_ == State::idle) {
             set_scheduled();
             schedule = true;
         }
     }
     if (schedule) executor_.schedule(shared_from_this());
+    return seq;
+}
+
+template <class Fill>
+uint64_t CpuQueue::append(Fill&& fill, const trace::Key& traced, const std::shared_ptr<backend::Function>* launched) {
+    if (tail_ - head_ == ring_.size()) {  // full: double, keeping order (amortised; no per-task allocation)
+        std::vector<Task> bigger(ring_.size() * 2);
+        for (uint64_t i = head_; i != tail_; ++i) bigger[i & (bigger.size() - 1)] = std::move(ring_[i & (ring_.size() - 1)]);
+        ring_.swap(bigger);
+    }
+    Task& task = ring_[tail_ & (ring_.size() - 1)];  // moved-from by run(): owns nothing
+    fill(task);
+    // Written whether or not a trace is written, without a test (the core's was the one): a traced task carries
+    // its mark in `dispatch`.
+    task.trace = traced;
+    task.dispatch = static_cast<uint8_t>(static_cast<uint8_t>(task.type) |
+                                         static_cast<uint8_t>((traced.track != 0) * Task::kTraced));
+    if (launched && launched->get() != last_function_.get()) {
+        task.ref = std::move(last_function_);
+        last_function_ = *launched;
+    }
+    const uint64_t seq = task.seq = submitted_.load(std::memory_order_relaxed) + 1;
+    ++tail_;
+    submitted_.store(seq, std::memory_order_release);
     return seq;
 }
 
@@ -171,26 +185,31 @@ void CpuQueue::joint_impl(const std::shared_ptr<backend::JointStep>& step, int p
 bool CpuQueue::hold_idle_impl() {
     std::lock_guard lock(mutex_);
     if (state_ != State::idle || head_ != tail_) return false;
-    state_ = State::running;  // as a host thread running it: pushes meanwhile schedule nothing
-    executor_only_ = false;
+    state_ = State::held;  // pushes wait (emplace); executors and host threads see nothing to run
     return true;
 }
 
-void CpuQueue::release_impl() {
-    bool arrival;
+void CpuQueue::release_impl(const std::shared_ptr<backend::JointStep>& pending) {
+    bool arrival = false;
     {
         std::lock_guard lock(mutex_);
+        if (pending)  // into the empty ring: it does not grow
+            append([&](Task& t) {
+                t.type = Task::Type::joint;
+                t.participant = 0;
+                t.ref = pending;
+            }, trace::Key{}, nullptr);
         if (head_ == tail_) {
             state_ = State::idle;
-            return;
+        } else {
+            state_ = State::running;  // as a host thread running it
+            executor_only_ = false;
+            arrival = true;
         }
-        arrival = ring_[head_ & (ring_.size() - 1)].type == Task::Type::joint;
-        if (!arrival) set_scheduled();
     }
-    // The holder's own joint part (what it could not finish itself) arrives here, sparing an executor's wake-up;
-    // anything another thread queued meanwhile runs on the executors, never on the caller's thread.
+    // The holder's own part arrives here, sparing an executor's wake-up: budget 1, so what others queued meanwhile (they
+    // waited for the hold to end, so nothing) would go to the executors, never run on the caller's thread.
     if (arrival) run(UINT64_MAX, 1, true);
-    else executor_.schedule(shared_from_this());
 }
 
 void CpuQueue::record_impl(backend::Event& event, const trace::Key& traced) {
@@ -589,7 +608,8 @@ void CpuQueue::wait_until(uint64_t target, bool park_at_once) {
                 std::lock_guard lock(mutex_);
                 // Running, left to an executor for a host function, or parked at a joint step until its peers
                 // arrive: its completions (or resume_joint) will signal.
-                state_changed = state_ != State::running && !(state_ == State::scheduled && executor_only_) &&
+                state_changed = state_ != State::running && state_ != State::held &&
+                                !(state_ == State::scheduled && executor_only_) &&
                                 !(state_ == State::blocked && joint_phase_ == JointPhase::arrived);
             }
             if (!state_changed) signal_.wait(seen);

@@ -132,7 +132,7 @@ public:
     void release_kernels_impl() override;
     void joint_impl(const std::shared_ptr<backend::JointStep>& step, int participant, const trace::Key& traced) override;
     bool hold_idle_impl() override;
-    void release_impl() override;
+    void release_impl(const std::shared_ptr<backend::JointStep>& pending) override;
 
     /// Sequence number of the last completed task (tasks complete in order).
     uint64_t completed() const { return completed_.load(std::memory_order_acquire); }
@@ -149,7 +149,8 @@ public:
     void help_arrival();
 
 private:
-    enum class State : uint8_t { idle, scheduled, running, blocked };
+    // held: by hold_idle_impl's caller (empty; pushes wait until release_impl).
+    enum class State : uint8_t { idle, scheduled, running, blocked, held };
 
     /// Appends a task written by fill(Task&) into its ring slot (under the lock), and makes the queue
     /// runnable; returns its sequence number. `launched`: the function of a launch task, whose lifetime
@@ -157,6 +158,9 @@ private:
     template <class Fill>
     uint64_t emplace(Fill&& fill, const trace::Key& traced, const std::shared_ptr<backend::Function>* launched = nullptr);
     uint64_t push(Task&& task, const trace::Key& traced);
+    /// emplace's part under the lock: writes the task at the tail (growing the ring when full); returns its number.
+    template <class Fill>
+    uint64_t append(Fill&& fill, const trace::Key& traced, const std::shared_ptr<backend::Function>* launched);
     /// Runs tasks in order while owning the queue (state_ == running) up to `limit`, at most `budget` tasks.
     /// `host`: the caller is a host thread helping inside a synchronize: it stops before a host function (or a graph
     /// with host nodes) and hands the queue to an executor (host functions run on runtime threads only).
