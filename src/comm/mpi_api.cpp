@@ -9,6 +9,7 @@
 #include <mutex>
 
 #include "core/error.hpp"
+#include "observe/log.hpp"
 
 namespace rt::comm::mpi {
 
@@ -135,11 +136,9 @@ void load() {
     // program that finalizes MPI itself never has it call MPI afterwards (a failure notice still being sent).
     int keyval = 0;
     if (g_api.Comm_create_keyval(no_copy, stop_at_finalize, &keyval, nullptr) != kSuccess ||
-        g_api.Comm_set_attr(g_api.self, keyval, nullptr) != kSuccess) {
-        g_why = "MPI_Comm_create_keyval/MPI_Comm_set_attr on MPI_COMM_SELF failed: the runtime could not arrange to "
-                "stop its progress thread at MPI_Finalize";
-        return;
-    }
+        g_api.Comm_set_attr(g_api.self, keyval, nullptr) != kSuccess)
+        RT_LOG(comm, warn, "MPI_Comm_create_keyval/MPI_Comm_set_attr on MPI_COMM_SELF failed: the progress thread "
+               "will not stop at the program's MPI_Finalize (finalize MPI only once collectives have completed)");
     g_api.Comm_rank(g_api.world, &g_api.world_rank);
     g_api.Comm_size(g_api.world, &g_api.world_size);
     int* ub = nullptr;

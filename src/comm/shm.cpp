@@ -611,7 +611,8 @@ void Job::finish_small() {
     // reading any, so that their misses overlap (the first few KiB; the hardware prefetcher streams the rest).
     const bool blocks = c.kind == Kind::reduce_scatter || c.kind == Kind::all_to_all;
     const size_t at = blocks ? static_cast<size_t>(me_) * B : 0, ahead = std::min<size_t>(B, 4096);
-    for (int q = 0; q < n_; ++q)
+    const bool reads = c.kind != Kind::reduce || me_ == c.root;  // a reduce's other ranks read nothing
+    for (int q = 0; q < n_ && reads; ++q)
         if (q != me_ && (c.kind != Kind::broadcast || q == c.root))
             for (size_t off = 0; off < ahead; off += kLine) __builtin_prefetch(small_slot(q) + at + off);
     Sources src(n_);

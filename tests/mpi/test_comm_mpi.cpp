@@ -394,7 +394,7 @@ void started_at_call(rtComm_t comm, rtStream_t s) {
     MPI_Barrier(MPI_COMM_WORLD);
     if (g_rank == 0) {
         OK(rtAllReduce(a.d, a.d, 1, RT_FLOAT32, RT_REDUCE_SUM, comm, s));
-        if (!shm_off())
+        if (!shm_off() && !std::getenv("RUNTIME_TRACE"))  // a traced collective is always queued (its span)
             CHECK(rtStreamQuery(s) == RT_SUCCESS, "an all-reduce whose peers had called it finishes within the call");
     }
     OK(rtStreamSynchronize(s));
