@@ -657,6 +657,8 @@ Communicator::Communicator(std::shared_ptr<Clique> clique, int rank)
     : clique_(std::move(clique)), rank_(rank), sent_(static_cast<size_t>(clique_->size())),
       received_(static_cast<size_t>(clique_->size())) {}
 
+Communicator::~Communicator() = default;
+
 int Communicator::size() const { return clique_->size(); }
 int Communicator::device_index() const { return clique_->device(rank_); }
 CoreDevice& Communicator::device() const { return runtime().device(device_index()); }
@@ -807,7 +809,7 @@ bool Communicator::start_now(const Call& call, Stream& stream, uint64_t stream_o
         op.done = [started = started_.get()](rtError_t code, const std::string& why, bool fatal) {
             started->done(code, why, fatal);  // alive: it holds itself until done
         };
-        if (g->submit(std::move(op), kStartSpin, true)) return true;  // finished here: nothing is queued
+        if (g->submit(std::move(op), kStartSpin, &started_job_)) return true;  // finished here: nothing is queued
         release.pending = started_;
     } catch (...) {  // out of host memory: the peers would wait for this collective, so the communicator fails
         slot.set(RT_ERROR_OUT_OF_MEMORY, "a collective ran out of host memory");

@@ -57,10 +57,14 @@ struct Call {
 class Clique;
 class Rendezvous;
 class Started;
+namespace mpi {
+class Job;
+}
 
 class Communicator : public std::enable_shared_from_this<Communicator> {
 public:
     Communicator(std::shared_ptr<Clique> clique, int rank);
+    ~Communicator();
     int rank() const { return rank_; }
     int size() const;
     CoreDevice& device() const;
@@ -98,6 +102,7 @@ private:
     std::string label_;
     std::unique_ptr<backend::NativeComm> native_;
     std::shared_ptr<Started> started_;  // start_now's latest: used again once nothing else holds it
+    std::unique_ptr<mpi::Job> started_job_;  // start_now's finished job, made ready again for the next one
     uint64_t collectives_ = 0;              // collectives joined so far (the next one's number - 1)
     uint64_t splits_ = 0;
     std::vector<uint64_t> sent_, received_;  // per peer: sends / receives joined so far

@@ -823,7 +823,8 @@ bool Group::poll_inline(Job& x, Kind kind, std::chrono::microseconds inline_for)
     }
 }
 
-bool Group::submit(Op op, std::chrono::microseconds inline_for, bool predecessors_finished) {
+bool Group::submit(Op op, std::chrono::microseconds inline_for, std::unique_ptr<Job>* started) {
+    const bool predecessors_finished = started != nullptr;
     const Kind kind = op.call.kind;
     if (Engine::get().stopped()) {  // MPI was finalized: the operation fails at once, without MPI
         fail(RT_ERROR_NOT_SUPPORTED, kFinalized);
@@ -836,7 +837,7 @@ bool Group::submit(Op op, std::chrono::microseconds inline_for, bool predecessor
     // init for the whole communicator); sends and receives stay MPI messages.
     std::unique_ptr<Job> x;
     if (segment_ && kind != Kind::send && kind != Kind::recv)
-        x = shm::make_job(*this, std::move(op), predecessors_finished ? std::move(spare_) : nullptr);
+        x = shm::make_job(*this, std::move(op), started ? std::move(*started) : nullptr);
     else
         x = std::make_unique<Exchange>(shared_from_this(), std::move(op));
     // Nothing ahead of it: the submitting thread (the thread whose stream reached the step, or the caller of a
@@ -844,10 +845,7 @@ bool Group::submit(Op op, std::chrono::microseconds inline_for, bool predecessor
     // finished: no lane lock for that (finished jobs the progress thread has not dropped yet are no predecessors),
     // and a job that finishes here is kept for the next such call (no allocation per operation).
     if (predecessors_finished && poll_inline(*x, kind, inline_for)) {
-        if (segment_) {
-            shm::retire(*x);
-            spare_ = std::move(x);
-        }
+        if (segment_) *started = std::move(x);
         return true;
     }
     Lanes& l = lanes();

@@ -115,10 +115,11 @@ public:
     /// peer in order). Thread-safe. When nothing of its lane is ahead of it, the calling thread polls it first, for
     /// `inline_for` after the last progress it saw (a bounded spin, like the queues' own before they park: when the
     /// peers are there already — the common case — it completes without the two hand-offs through the progress
-    /// thread): true when it finished there (op.done was called on this thread). `predecessors_finished`: the caller
-    /// knows that every collective of the group before `op` has finished (op is a collective).
+    /// thread): true when it finished there (op.done was called on this thread). `started` (a collective started at
+    /// its call, whose predecessors on the group have all finished): polled without the lanes' lock, and the job is
+    /// *started's finished one when there is one (no allocation), and left there when it finishes here.
     bool submit(Op op, std::chrono::microseconds inline_for = std::chrono::microseconds(40),
-                bool predecessors_finished = false);
+                std::unique_ptr<Job>* started = nullptr);
     /// The number of the latest collective through the shared segment that has finished (successfully or not);
     /// they finish in order. Any thread.
     uint64_t finished_collective() const { return finished_collective_.load(std::memory_order_acquire); }
@@ -175,9 +176,6 @@ private:
     int tag_base_ = 0;
     std::unique_ptr<Lanes> lanes_;
     std::unique_ptr<shm::Segment> segment_;
-    // A finished shared-segment job kept for the next collective submitted with predecessors_finished (the thread
-    // that starts collectives at their call: one per communicator); it holds no reference to the group.
-    std::unique_ptr<Job> spare_;
     bool oversubscribed_ = false;  // more ranks on this host than cores: waits yield between polls
     mutable std::mutex mutex_;
     rtError_t code_ = RT_SUCCESS;

@@ -297,11 +297,11 @@ public:
         control_ = seg_.base() + l.control;
         small_area_ = seg_.base() + l.small;
         data_ = seg_.base() + l.data;
-        reset(std::move(g), std::move(op));
-    }
-    /// Readies this job (new, or finished and retired) for `op` of `g` (the group it was made for).
-    void reset(std::shared_ptr<mpi::Group> g, mpi::Op op) {
         g_ = std::move(g);
+        reset(std::move(op));
+    }
+    /// Readies this job (new, or finished) for `op`, an operation of its group.
+    void reset(mpi::Op op) {
         op_ = std::move(op);
         es_ = element_size(op_.call.type);
         small_ = direct_ = read_ = false;
@@ -332,11 +332,6 @@ public:
     }
     bool poll() override;
     uint64_t events() const override { return events_; }
-    /// A finished job kept for the next operation: it no longer holds its group.
-    void retire() {
-        g_.reset();
-        op_ = {};
-    }
 
 private:
     Control& ctl(int r) const { return *reinterpret_cast<Control*>(control_ + static_cast<size_t>(r) * sizeof(Control)); }
@@ -915,12 +910,10 @@ bool Job::poll() {
 
 std::unique_ptr<mpi::Job> make_job(mpi::Group& g, mpi::Op op, std::unique_ptr<mpi::Job> spare) {
     if (spare) {
-        static_cast<Job&>(*spare).reset(g.shared_from_this(), std::move(op));
+        static_cast<Job&>(*spare).reset(std::move(op));
         return spare;
     }
     return std::make_unique<Job>(g.shared_from_this(), std::move(op));
 }
-
-void retire(mpi::Job& finished) { static_cast<Job&>(finished).retire(); }
 
 }  // namespace rt::comm::shm

@@ -74,9 +74,7 @@ private:
 bool one_round(const mpi::Group& g, const Call& call);
 
 /// A collective of `g` (whose segment is mapped) run through the segment: pollable like the MPI exchanges. `spare`
-/// (optional): a finished job of g's, retired, made ready again instead of a new one.
+/// (optional): a finished job of g's (it holds g), made ready again instead of a new one.
 std::unique_ptr<mpi::Job> make_job(mpi::Group& g, mpi::Op op, std::unique_ptr<mpi::Job> spare = nullptr);
-/// Lets a finished job of make_job's go of its group and operation, to be kept as a spare (the group keeps it).
-void retire(mpi::Job& finished);
 
 }  // namespace rt::comm::shm
