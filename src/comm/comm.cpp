@@ -732,6 +732,8 @@ public:
     /// Only while nobody else holds it; `self` (itself) is held until done (the transport's job refers to it).
     void reset(Kind kind, uint64_t number, int rank, AsyncErrorSlot* slot, uint64_t stream_op,
                std::shared_ptr<Started> self) {
+        // The previous use's done (its last reads of these fields) happens before: it released kDone.
+        (void)state_.load(std::memory_order_acquire);
         kind_ = kind;
         number_ = number;
         rank_ = rank;
@@ -800,7 +802,6 @@ bool Communicator::start_now(const Call& call, Stream& stream, uint64_t stream_o
     try {
         // The previous one is used again once nothing else holds it (its part and its job are done with it).
         if (!started_ || started_.use_count() > 1) started_ = std::make_shared<Started>(clique_);
-        std::atomic_thread_fence(std::memory_order_acquire);  // after the last holder's release of it
         started_->reset(call.kind, number, rank_, &slot, stream_op, started_);
         mpi::Op op;
         op.call = call;
