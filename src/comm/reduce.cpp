@@ -129,13 +129,13 @@ A combine(rtReduceOp op, A a, A b) {
     return a;
 }
 
-/// The loop for one operation, the operation a template argument so that each loop vectorizes.
-template <class T, rtReduceOp Op>
-void reduce_typed(const void* const* src, int nsrc, void* const* dst, int ndst, size_t begin, size_t end,
+/// The loop for one operation, the operation a template argument so that each loop vectorizes. kTile accumulators on
+/// the stack: every source element of a tile is read before any destination element is written (in place is safe).
+template <class T, rtReduceOp Op, size_t kTile>
+void reduce_tiles(const void* const* src, int nsrc, void* const* dst, int ndst, size_t begin, size_t end,
                   int divisor, StoreFn store, void* context) {
     using E = Element<T>;
     using Acc = typename E::Acc;
-    constexpr size_t kTile = 2048;  // accumulators on the stack: every source element of a tile is read first
     Acc acc[kTile];
     for (size_t base = begin; base < end; base += kTile) {
         const size_t len = end - base < kTile ? end - base : kTile;
@@ -153,12 +153,22 @@ void reduce_typed(const void* const* src, int nsrc, void* const* dst, int ndst, 
             T* d = static_cast<T*>(dst[r]) + base;
             if constexpr (std::is_same_v<T, Acc>) {
                 if (store) store(context, d, acc, len * sizeof(T));
+                else if constexpr (kTile <= 16) for (size_t i = 0; i < len; ++i) d[i] = acc[i];  // no memcpy start-up
                 else std::memcpy(d, acc, len * sizeof(T));
             } else {
                 for (size_t i = 0; i < len; ++i) d[i] = E::store(acc[i]);
             }
         }
     }
+}
+
+/// A few elements (the small collectives across processes: one cache line or so) take a small tile: the large one's
+/// frame costs more than their whole reduction.
+template <class T, rtReduceOp Op>
+void reduce_typed(const void* const* src, int nsrc, void* const* dst, int ndst, size_t begin, size_t end,
+                  int divisor, StoreFn store, void* context) {
+    if (end - begin <= 16) return reduce_tiles<T, Op, 16>(src, nsrc, dst, ndst, begin, end, divisor, store, context);
+    reduce_tiles<T, Op, 2048>(src, nsrc, dst, ndst, begin, end, divisor, store, context);
 }
 
 template <class T>

@@ -17,10 +17,10 @@
 // before the headers are checked (it only touches the rank's own slot); the other steps wait for them.
 //
 // Small operations (a rank contributes at most kSmall bytes, one rank per process) take one round instead: the rank
-// copies its whole contribution and its header into its small slot N % 2, then publishes the slot (its first word:
-// `number = N`, so a peer's first look at the slot brings the header and the first bytes of the input in one cache
-// line); once every slot is there (and the headers match), every rank computes its result straight from the slots — a reduction over all ranks in rank
-// order, the same kernel as the chunked path's, so the result is bitwise the same. The slot of N is rewritten by
+// copies its contribution (what peers read of it) and its header into its small slot N % 2, then publishes the slot
+// (the header's last word, `number = N`, a release store; up to 32 bytes of input share the header's cache line, so a
+// peer's first look at the slot brings all of a small one); once every slot is there (and the headers match), every
+// rank computes its result straight from the slots — a reduction over all ranks in rank order, the same kernel as the chunked path's, so the result is bitwise the same. The slot of N is rewritten by
 // operation N + 2 only: a rank starts N + 2 after it saw every header of N + 1, which each peer published after it had
 // finished N (operations of a communicator run one at a time on every rank).
 //
@@ -66,7 +66,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-constexpr uint64_t kMagic = 0x72742d73686d3033ull;  // "rt-shm03"
+constexpr uint64_t kMagic = 0x72742d73686d3034ull;  // "rt-shm04"
 /// Chunk buffers per input slot and in the output ring: how many chunks may be in flight.
 constexpr uint64_t kDepth = 4;
 /// Bytes of one chunk buffer: large enough that the per-chunk handshakes cost little next to the copies, small enough
@@ -83,10 +83,11 @@ constexpr uint64_t kSmall = 16 * 1024;
 constexpr uint64_t kDirect = 16 * 1024;
 /// What a rank's probe word holds: a peer that reads it back can read this process' memory.
 constexpr uint64_t kProbe = 0x72742d636d613031ull;  // "rt-cma01"
-/// A small slot: its number word, the header (both published by the number's release), then the input from byte
-/// kSmallData (8-byte aligned), all kSmallSlot bytes apart.
-constexpr uint64_t kSmallData = 8 + sizeof(uint64_t) * 4;
-static_assert(kSmallData % 8 == 0);
+/// A small slot: the header, whose last word (`number`) publishes it and the input (a release store; 0: nothing yet),
+/// then the input from byte kSmallData: up to 32 bytes of input share the header's cache line. Slots are
+/// kSmallSlot bytes apart.
+constexpr uint64_t kSmallData = sizeof(mpi::Header);
+static_assert(offsetof(mpi::Header, number) + sizeof(uint64_t) == sizeof(mpi::Header) && kSmallData % 8 == 0);
 /// Header flag bit 1: the rank can read every peer's memory.
 constexpr uint8_t kFlagReadable = 2;
 constexpr uint64_t kLine = 64;
@@ -124,7 +125,7 @@ static_assert(std::atomic<uint64_t>::is_always_lock_free && std::atomic<uint32_t
               "counters in shared memory must be lock-free (address-free) atomics");
 
 constexpr uint64_t round_up(uint64_t x, uint64_t to) { return (x + to - 1) / to * to; }
-constexpr uint64_t kSmallSlot = round_up(kSmallData + kSmall, kLine);
+constexpr uint64_t kSmallSlot = round_up(kSmallData + kSmall, 2 * kLine);  // slots start a 128-byte line pair
 
 /// Per-rank source pointers of a reduction, without a heap allocation for the usual rank counts.
 class Sources {
@@ -139,12 +140,8 @@ private:
     const void** p_;
 };
 
-/// The start of a small slot.
-struct SmallHead {
-    std::atomic<uint64_t> number;  // the one-round operation whose header and input the slot holds (0: none yet)
-    mpi::Header header;
-};
-static_assert(sizeof(SmallHead) == kSmallData && offsetof(SmallHead, header) == 8);
+/// A small slot's `number` word, read and written as an atomic.
+std::atomic_ref<uint64_t> slot_number(mpi::Header& h) { return std::atomic_ref<uint64_t>(h.number); }
 
 struct Layout {
     uint64_t control, small, data, bytes;
@@ -193,10 +190,7 @@ std::unique_ptr<Segment> Segment::create(uint64_t token, int nranks, std::string
     // The file is zeroed: every counter starts at 0, the failure record empty. Construct the atomics in place.
     char* base = static_cast<char*>(p);
     Head* h = new (base) Head{};
-    for (int r = 0; r < nranks; ++r) {
-        new (base + l.control + static_cast<uint64_t>(r) * sizeof(Control)) Control{};
-        for (uint64_t slot = 0; slot < 2; ++slot) new (base + l.small + (static_cast<uint64_t>(r) * 2 + slot) * kSmallSlot) SmallHead{};
-    }
+    for (int r = 0; r < nranks; ++r) new (base + l.control + static_cast<uint64_t>(r) * sizeof(Control)) Control{};
     h->token = token;
     h->nranks = static_cast<uint32_t>(nranks);
     h->depth = kDepth;
@@ -340,8 +334,8 @@ private:
     }
     char* output(uint64_t g) const { return data_ + (static_cast<uint64_t>(n_) * kDepth + g % kDepth) * kChunk; }
     /// Rank r's small slot for this operation, and the input in it.
-    SmallHead& small_head(int r) const {
-        return *reinterpret_cast<SmallHead*>(small_area_ + (static_cast<uint64_t>(r) * 2 + op_.number % 2) * kSmallSlot);
+    mpi::Header& small_head(int r) const {
+        return *reinterpret_cast<mpi::Header*>(small_area_ + (static_cast<uint64_t>(r) * 2 + op_.number % 2) * kSmallSlot);
     }
     char* small_slot(int r) const { return reinterpret_cast<char*>(&small_head(r)) + kSmallData; }
     uint64_t contribution_bytes() const { return shm::contribution_bytes(op_.call, n_); }
@@ -544,8 +538,8 @@ bool Job::check_headers() {
         // the other side of the one-round limit, a barrier): its header is then in the other place (a one-round
         // rank also advances the control block's `header`, which a chunked rank waited for).
         mpi::Header h;
-        std::memcpy(&h, small_ ? &small_head(q).header : &ctl(q).headers[number % 2], sizeof h);
-        if (h.number != number && !small_) std::memcpy(&h, &small_head(q).header, sizeof h);
+        std::memcpy(&h, small_ ? &small_head(q) : &ctl(q).headers[number % 2], sizeof h);
+        if (h.number != number && !small_) std::memcpy(&h, &small_head(q), sizeof h);
         std::string why = h.magic != mpi::kHeaderMagic
                               ? format("rank %d's header in the shared segment is not the runtime's", q)
                               : mpi::header_mismatch(op_, h);
@@ -797,9 +791,9 @@ bool Job::poll() {
             mine.recv[op_.number % 2] = reinterpret_cast<uint64_t>(op_.call.recv);
         }
         if (small_) {
-            SmallHead& slot = small_head(me_);
-            std::memcpy(&slot.header, &h, sizeof h);
-            slot.number.store(op_.number, std::memory_order_release);
+            mpi::Header& slot = small_head(me_);
+            std::memcpy(&slot, &h, offsetof(mpi::Header, number));
+            slot_number(slot).store(op_.number, std::memory_order_release);
         } else {
             std::memcpy(&mine.headers[op_.number % 2], &h, sizeof h);
         }
@@ -813,7 +807,8 @@ bool Job::poll() {
         if (!checked_) {
             bool all = true;
             for (int q = 0; q < n_; ++q)
-                if ((small_ ? small_head(q).number : ctl(q).header).load(std::memory_order_acquire) < op_.number) {
+                if ((small_ ? slot_number(small_head(q)).load(std::memory_order_acquire)
+                            : ctl(q).header.load(std::memory_order_acquire)) < op_.number) {
                     waiting_.set(static_cast<size_t>(q));
                     all = false;
                 }
