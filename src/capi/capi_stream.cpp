@@ -52,18 +52,7 @@ RT_API rtError_t rtStreamDestroy(rtStream_t stream) {
 }
 
 RT_API rtError_t rtStreamSynchronize(rtStream_t stream) {
-    return capi_call("rtStreamSynchronize", [&] {
-        Runtime& r = runtime();
-        {
-            // Idle (the common case after a small operation that finished within its call): synchronized borrowed,
-            // without a reference count. Work pending: held while the caller waits (a borrow that long would keep
-            // every stream destroyed meanwhile from being reclaimed).
-            auto borrowed = r.streams.borrow(reinterpret_cast<uint64_t>(stream));
-            Stream& s = r.stream(stream, borrowed);
-            if (s.queue().query_impl()) return s.synchronize();
-        }
-        r.stream(stream)->synchronize();
-    });
+    return capi_call("rtStreamSynchronize", [&] { runtime().stream(stream)->synchronize(); });
 }
 
 RT_API rtError_t rtStreamQuery(rtStream_t stream) {
