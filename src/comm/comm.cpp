@@ -720,7 +720,6 @@ namespace {
 /// thread (and its stream to a part that waits for it): the caller, not an executor, is spinning, so less than an
 /// executor's bound.
 constexpr std::chrono::microseconds kStartSpin{10};
-
 }  // namespace
 
 /// A collective started at its call (Communicator::start_now): reports the transport's done to its stream, and is the
@@ -768,7 +767,6 @@ public:
             r();  // nothing of this object is touched after it: the part may complete and drop it
         }
     }
-
 
 private:
     static constexpr int kPending = 0, kWaiting = 1, kDone = 2;  // kWaiting: the part arrived (resume_ is set)
