@@ -2,7 +2,9 @@
 // nccl-tests' columns, against this run's memory-bandwidth bound (2 * n * S bytes must move for n ranks of S bytes);
 // then all_gather, reduce_scatter, broadcast and all_to_all rows on the same ranks.
 //
-// Usage: runtime-bench-comm [--quick] [--max-bytes N]; under mpirun -np N: the MPI mode (bench_comm_mpi.cpp).
+// Usage: runtime-bench-comm [--quick] [--min-bytes N] [--max-bytes N] [--only NAME]; under mpirun -np N: the MPI mode
+// (bench_comm_mpi.cpp). --only NAME: one collective's table (all_reduce, broadcast, all_gather, reduce_scatter,
+// all_to_all); --min-bytes / --max-bytes: the range of sizes.
 // Each row: size, count, time per all_reduce including the synchronize of both ranks' streams (median of the timed
 // repetitions), algbw = S / time, busbw = algbw * 2 (n - 1) / n (nccl-tests' all_reduce factor), #wrong (elements that
 // differ from the exact sum, checked after the timed runs), the bound's time 2 * n * S / BW and time / bound.
@@ -10,6 +12,7 @@
 // of 256 MiB (or --max-bytes), measured in the same run.
 #include <runtime/comm.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -31,22 +34,32 @@ void check(rtError_t e, const char* what) {
 
 }  // namespace
 
-int bench_comm_mpi(size_t max_bytes, bool quick);  // bench_comm_mpi.cpp
+int bench_comm_mpi(size_t min_bytes, size_t max_bytes, const char* only, bool quick);  // bench_comm_mpi.cpp
 
 int main(int argc, char** argv) {
     bool quick = false;
-    size_t max_bytes = size_t{256} << 20;
+    size_t min_bytes = 8, max_bytes = size_t{256} << 20;
+    const char* only = nullptr;
     for (int i = 1; i < argc; ++i) {
         if (!std::strcmp(argv[i], "--quick")) quick = true;
         else if (!std::strcmp(argv[i], "--max-bytes") && i + 1 < argc) max_bytes = std::strtoull(argv[++i], nullptr, 0);
+        else if (!std::strcmp(argv[i], "--min-bytes") && i + 1 < argc) min_bytes = std::strtoull(argv[++i], nullptr, 0);
+        else if (!std::strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i];
         else {
-            std::fprintf(stderr, "usage: runtime-bench-comm [--quick] [--max-bytes N]\n");
+            std::fprintf(stderr, "usage: runtime-bench-comm [--quick] [--min-bytes N] [--max-bytes N] [--only NAME]\n");
             return 2;
         }
     }
     if (quick) max_bytes = std::min(max_bytes, size_t{16} << 20);
+    const char* const names[] = {"all_reduce", "broadcast", "all_gather", "reduce_scatter", "all_to_all"};
+    if (only && std::none_of(std::begin(names), std::end(names), [&](const char* c) { return !std::strcmp(c, only); })) {
+        std::fprintf(stderr, "runtime-bench-comm: --only %s: no such collective (expected all_reduce, broadcast, "
+                             "all_gather, reduce_scatter or all_to_all)\n", only);
+        return 2;
+    }
     // Under mpirun (more than one process): the MPI mode, ours against MPI_Allreduce across the processes.
-    if (const char* np = std::getenv("OMPI_COMM_WORLD_SIZE"); np && std::atoi(np) > 1) return bench_comm_mpi(max_bytes, quick);
+    if (const char* np = std::getenv("OMPI_COMM_WORLD_SIZE"); np && std::atoi(np) > 1)
+        return bench_comm_mpi(min_bytes, max_bytes, only, quick);
     ::setenv("RUNTIME_CPU_DEVICES", "2", 0);  // before the runtime starts; a value set by the caller wins
     const int n = 2;
     int devices = 0;
@@ -81,11 +94,6 @@ int main(int argc, char** argv) {
         copy_s = std::min(copy_s, memcpy_2t_seconds(b.data(), a.data(), max_bytes));
     }
     const double bw = 2.0 * static_cast<double>(max_bytes) / copy_s;  // bytes moved per second
-    std::printf("# all_reduce float32 sum, %d ranks on cpu:0 and cpu:1 (one process); memcpy of %zu MiB: %.2f GB/s "
-                "copied, BW = %.2f GB/s of traffic\n", n, max_bytes >> 20, max_bytes / copy_s / 1e9, bw / 1e9);
-    std::printf("# time includes the synchronize of both ranks' streams; bound = 2*n*S/BW\n");
-    std::printf("%12s %12s %8s %12s %10s %10s %7s %12s %10s\n", "size(B)", "count", "type", "time(us)", "algbw(GB/s)",
-                "busbw(GB/s)", "#wrong", "bound(us)", "bound/time");
 
     // The other collectives, in nccl-tests' terms: size is the larger buffer of a rank (all_gather: the received
     // n * sendcount elements; reduce_scatter: the sent n * recvcount; all_to_all: n * count each way; broadcast: count),
@@ -132,15 +140,25 @@ int main(int argc, char** argv) {
              return v(static_cast<int>(i / c), static_cast<size_t>(rank) * c + i % c);
          }},
     };
+    bool blank = false;  // a blank line before every table but the first printed
     for (const Row& row : rows) {
-        const bool first = &row == rows;
-        if (!first) {
-            std::printf("\n# %s float32%s, %d ranks; busbw = algbw * %.2f\n", row.name,
+        if (only && std::strcmp(row.name, only) != 0) continue;
+        const bool first = &row == rows;  // all_reduce: measured against the memory-bandwidth bound
+        if (first) {
+            std::printf("# all_reduce float32 sum, %d ranks on cpu:0 and cpu:1 (one process); memcpy of %zu MiB: %.2f GB/s "
+                        "copied, BW = %.2f GB/s of traffic\n", n, max_bytes >> 20, max_bytes / copy_s / 1e9, bw / 1e9);
+            std::printf("# time includes the synchronize of both ranks' streams; bound = 2*n*S/BW\n");
+            std::printf("%12s %12s %8s %12s %10s %10s %7s %12s %10s\n", "size(B)", "count", "type", "time(us)",
+                        "algbw(GB/s)", "busbw(GB/s)", "#wrong", "bound(us)", "bound/time");
+        } else {
+            std::printf("%s# %s float32%s, %d ranks; busbw = algbw * %.2f\n", blank ? "\n" : "", row.name,
                         std::strcmp(row.name, "reduce_scatter") == 0 ? " sum" : "", n, row.factor);
             std::printf("%12s %12s %8s %12s %10s %10s %7s\n", "size(B)", "count", "type", "time(us)", "algbw(GB/s)",
                         "busbw(GB/s)", "#wrong");
         }
+        blank = true;
         for (size_t bytes = 8; bytes <= max_bytes; bytes *= 2) {
+            if (bytes < min_bytes) continue;
             const size_t count = bytes / 4 / row.per_rank;
             if (count == 0) continue;
             auto once = [&] {

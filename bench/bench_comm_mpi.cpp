@@ -73,8 +73,8 @@ void check(rtError_t e, const char* what) {
 
 }  // namespace
 
-/// The MPI mode's main: rows from 8 B to `max_bytes`.
-int bench_comm_mpi(size_t max_bytes, bool quick) {
+/// The MPI mode's main: rows from `min_bytes` to `max_bytes` of every collective, or of the one named `only`.
+int bench_comm_mpi(size_t min_bytes, size_t max_bytes, const char* only, bool quick) {
     Mpi m{};
     if (!load(m)) {
         std::fprintf(stderr, "runtime-bench-comm: under mpirun, but libmpi.so.40 (Open MPI) cannot be loaded\n");
@@ -138,17 +138,21 @@ int bench_comm_mpi(size_t max_bytes, bool quick) {
          [&](size_t j, size_t c) { return static_cast<float>((j / (c / n) + me * (c / n) + j % (c / n)) % 7); }, false,
          true},
     };
+    bool first = true;
     for (const Collective& col : collectives) {
+        if (only && !std::string(col.name).starts_with(std::string(only) + ' ')) continue;
         if (rank == 0) {
             std::printf("%s# %s across %d processes (mpirun), one rank each on cpu:0, against %s; time per operation "
                         "(ours: including the stream's synchronize), the slowest rank's mean, median of %d alternating "
-                        "rounds; ratio = MPI time / ours\n", &col == collectives ? "" : "\n", col.name, size, col.peer,
+                        "rounds; ratio = MPI time / ours\n", first ? "" : "\n", col.name, size, col.peer,
                         quick ? 1 : 7);
             std::printf("%12s %11s | %11s %9s %9s %6s | %11s %9s %9s %6s | %6s\n", "size(B)", "count", "ours(us)", "algbw",
                         "busbw", "#wrong", "mpi(us)", "algbw", "busbw", "#wrong", "ratio");
         }
+        first = false;
         for (size_t bytes = 8; bytes <= max_bytes; bytes *= (quick ? 16 : 4)) {
             const size_t count = bytes / sizeof(float);
+            if (bytes < min_bytes) continue;
             if (col.per_rank && count % n) continue;  // the per-rank pieces must be whole
             const size_t send_count = count / col.send_div, recv_count = count / col.recv_div;
             void *send = nullptr, *recv = nullptr;
