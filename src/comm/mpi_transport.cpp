@@ -44,37 +44,38 @@ Header header_of(const Op& op) {
                   c.root, op.rank, c.count, op.number};
 }
 
-std::string header_mismatch(const Op& op, const Header& h) {
-    const Call& c = op.call;
-    const Header mine = header_of(op);
-    const int me = op.rank, q = h.rank;
-    const bool collective = c.kind != Kind::send && c.kind != Kind::recv;
-    std::string why;
+std::string header_mismatch(const Op& op, const Header& h) { return header_mismatch(header_of(op), h); }
+
+std::string header_mismatch(const Header& mine, const Header& h) {
+    const int me = mine.rank, q = h.rank;
     const Kind hk = static_cast<Kind>(h.kind), mk = static_cast<Kind>(mine.kind);
-    if (!collective) {
-        if (h.count != c.count || h.type != mine.type)
-            why = format("rank %d sends %llu elements of %s but rank %d receives %zu elements of %s (a send and its "
-                         "receive must agree)", q, static_cast<unsigned long long>(h.count),
-                         type_name(static_cast<rtDataType>(h.type)), me, c.count, type_name(c.type));
+    const auto count = static_cast<unsigned long long>(mine.count), hcount = static_cast<unsigned long long>(h.count);
+    const char* type = type_name(static_cast<rtDataType>(mine.type));
+    const char* htype = type_name(static_cast<rtDataType>(h.type));
+    std::string why;
+    if (mk == Kind::send) {  // a send or a receive (both headers say send)
+        if (h.count != mine.count || h.type != mine.type)
+            why = format("rank %d sends %llu elements of %s but rank %d receives %llu elements of %s (a send and its "
+                         "receive must agree)", q, hcount, htype, me, count, type);
     } else if (hk != mk) {
         why = format("rank %d called %s but rank %d called %s (every rank must call the same collectives in the "
                      "same order)", me, api_name(mk), q, api_name(hk));
-    } else if (h.count != c.count) {
-        why = format("rank %d passed count %zu but rank %d passed count %llu (every rank must pass the same)", me,
-                     c.count, q, static_cast<unsigned long long>(h.count));
+    } else if (h.count != mine.count) {
+        why = format("rank %d passed count %llu but rank %d passed count %llu (every rank must pass the same)", me,
+                     count, q, hcount);
     } else if (h.type != mine.type) {
-        why = format("rank %d passed datatype %s but rank %d passed %s (every rank must pass the same)", me,
-                     type_name(c.type), q, type_name(static_cast<rtDataType>(h.type)));
+        why = format("rank %d passed datatype %s but rank %d passed %s (every rank must pass the same)", me, type, q,
+                     htype);
     } else if ((mk == Kind::all_reduce || mk == Kind::reduce || mk == Kind::reduce_scatter) && h.op != mine.op) {
         why = format("rank %d passed op %s but rank %d passed %s (every rank must pass the same)", me,
-                     op_name(c.op), q, op_name(static_cast<rtReduceOp>(h.op)));
-    } else if ((mk == Kind::broadcast || mk == Kind::reduce) && h.root != c.root) {
+                     op_name(static_cast<rtReduceOp>(mine.op)), q, op_name(static_cast<rtReduceOp>(h.op)));
+    } else if ((mk == Kind::broadcast || mk == Kind::reduce) && h.root != mine.root) {
         why = format("rank %d passed root %d but rank %d passed root %d (every rank must pass the same)", me,
-                     c.root, q, h.root);
+                     mine.root, q, h.root);
     }
-    if (why.empty() && h.number != op.number)
+    if (why.empty() && h.number != mine.number)
         why = format("rank %d is at operation #%llu of this kind but rank %d at #%llu", me,
-                     static_cast<unsigned long long>(op.number), q, static_cast<unsigned long long>(h.number));
+                     static_cast<unsigned long long>(mine.number), q, static_cast<unsigned long long>(h.number));
     return why;
 }
 

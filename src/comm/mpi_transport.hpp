@@ -67,6 +67,8 @@ inline constexpr uint32_t kHeaderMagic = 0x72746d31;  // "rtm1"
 Header header_of(const Op& op);
 /// Why a peer's header `h` does not match this process' operation `op` (empty: it matches); names both ranks.
 std::string header_mismatch(const Op& op, const Header& h);
+/// The same for this process' header `mine` of an operation.
+std::string header_mismatch(const Header& mine, const Header& h);
 /// "timed out after 2 s waiting for rank 1 (RUNTIME_COMM_TIMEOUT)" (the ranks sorted, each once).
 std::string timeout_text(double timeout, std::vector<int> missing);
 std::string rank_list(const std::vector<int>& ranks);

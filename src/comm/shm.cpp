@@ -345,8 +345,9 @@ private:
     }
     char* output(uint64_t g) const { return data_ + (static_cast<uint64_t>(n_) * kDepth + g % kDepth) * kChunk; }
     /// Rank r's small slot for this operation, and the input in it.
-    mpi::Header& small_head(int r) const {
-        return *reinterpret_cast<mpi::Header*>(small_area_ + (static_cast<uint64_t>(r) * 2 + op_.number % 2) * kSmallSlot);
+    mpi::Header& small_head(int r) const { return small_head(r, op_.number); }
+    mpi::Header& small_head(int r, uint64_t number) const {
+        return *reinterpret_cast<mpi::Header*>(small_area_ + (static_cast<uint64_t>(r) * 2 + number % 2) * kSmallSlot);
     }
     char* small_slot(int r) const { return reinterpret_cast<char*>(&small_head(r)) + kSmallData; }
     uint64_t contribution_bytes() const { return shm::contribution_bytes(op_.call, n_); }
@@ -395,6 +396,20 @@ private:
         return ok;
     }
     bool check_headers();
+    /// Rank q's published header of collective `number`, which took the one-round path here if `small` (a one-round
+    /// rank's is in its small slot, a chunked rank's in its control block).
+    mpi::Header header(int q, uint64_t number, bool small) const;
+    /// Whether this rank only writes in this one-round operation (a broadcast's root, a reduce's other ranks): it
+    /// finishes once its slot is published, and the next collective checks the peers' headers (Segment::unchecked).
+    bool writes_only() const {
+        const Call& c = op_.call;
+        return small_ && ((c.kind == Kind::broadcast && me_ == c.root) || (c.kind == Kind::reduce && me_ != c.root));
+    }
+    /// The wait for and the check of the unchecked collective's headers: false while a peer's is missing (waiting_
+    /// names it) or once this job finished (a mismatch).
+    bool check_unchecked();
+    /// A poll that moved nothing: false, or true once the deadline has passed (the job then finished timed out).
+    bool idle();
     /// The blocks this rank receives in a broadcast, all-gather or all-to-all: each peer's (the operation's B bytes at
     /// byte offset `at` of rank q's input) through fetch(q, at, to), this rank's own copied from `send` unless it is in
     /// place already. False as soon as a fetch fails.
@@ -539,18 +554,51 @@ bool Job::gather_blocks(Fetch&& fetch) {
     }
 }
 
+mpi::Header Job::header(int q, uint64_t number, bool small) const {
+    // Where this path publishes headers first; a peer whose call differs may have taken the other path (a count on
+    // the other side of the one-round limit, a barrier): its header is then in the other place (a one-round rank
+    // also advances the control block's `header`, which a chunked rank waits for).
+    mpi::Header h;
+    std::memcpy(&h, small ? &small_head(q, number) : &ctl(q).headers[number % 2], sizeof h);
+    if (h.number != number) std::memcpy(&h, small ? &ctl(q).headers[number % 2] : &small_head(q, number), sizeof h);
+    return h;
+}
+
+bool Job::check_unchecked() {
+    const uint64_t number = seg_.unchecked;
+    bool all = true;
+    for (int q = 0; q < n_; ++q)
+        if (q != me_ && ctl(q).header.load(std::memory_order_acquire) < number) {
+            waiting_.set(static_cast<size_t>(q));
+            all = false;
+        }
+    if (!all) return false;
+    seg_.unchecked = 0;
+    // This rank's own header of it is still in its slot: the slot is next written by collective number + 2.
+    const mpi::Header mine = small_head(me_, number);
+    for (int q = 0; q < n_; ++q) {
+        if (q == me_) continue;
+        const mpi::Header h = header(q, number, true);
+        const std::string why = h.magic != mpi::kHeaderMagic
+                                    ? format("rank %d's header in the shared segment is not the runtime's", q)
+                                    : mpi::header_mismatch(mine, h);
+        if (!why.empty()) {
+            finish(RT_ERROR_INVALID_VALUE,
+                   format("the calls of collective #%llu (which returned on this rank before its peers had called it) "
+                          "differ: %s", static_cast<unsigned long long>(number), why.c_str()), true);
+            return false;
+        }
+    }
+    return true;
+}
+
 bool Job::check_headers() {
     const uint64_t number = op_.number;
     std::vector<int> failed;  // global ranks
     if (op_.failed_before) failed.push_back(op_.rank);
     for (int q = 0; q < n_; ++q) {
         if (q == me_) continue;
-        // Where this path publishes headers; a peer whose call differs may have taken the other path (a count on
-        // the other side of the one-round limit, a barrier): its header is then in the other place (a one-round
-        // rank also advances the control block's `header`, which a chunked rank waited for).
-        mpi::Header h;
-        std::memcpy(&h, small_ ? &small_head(q) : &ctl(q).headers[number % 2], sizeof h);
-        if (h.number != number && !small_) std::memcpy(&h, &small_head(q), sizeof h);
+        const mpi::Header h = header(q, number, small_);
         std::string why = h.magic != mpi::kHeaderMagic
                               ? format("rank %d's header in the shared segment is not the runtime's", q)
                               : mpi::header_mismatch(op_, h);
@@ -785,6 +833,12 @@ bool Job::poll() {
         finish(code, "the communicator failed: " + why, true);
         return true;
     }
+    // The previous collective finished here before its peers' headers were there: they may still read this rank's
+    // slots, so nothing of this one is written before those headers come (and they must match that collective's).
+    if (!started_ && seg_.unchecked != 0) {
+        waiting_.reset();
+        if (!check_unchecked()) return finished_ || idle();
+    }
     if (!started_) {
         started_ = true;
         if (small_) post_small();  // published by the header's release
@@ -809,6 +863,15 @@ bool Job::poll() {
             // sooner than in this core (128 B: ~0.56 -> ~0.51 µs, 512 B: ~0.72 -> ~0.60 µs per all-reduce). Not a
             // slot of one line, which the peers poll: it would only slow this rank's own next write of it.
             if (kSmallData + contribution_bytes() > kLine) demote(&slot, kSmallData + contribution_bytes());
+            if (writes_only()) {  // done: the next collective waits for the peers (MPI_Bcast's root does not wait either)
+                mine.header.store(op_.number, std::memory_order_release);
+                const Call& c = op_.call;
+                if (c.kind == Kind::broadcast && c.send != c.recv && !op_.failed_before)
+                    std::memcpy(c.recv, c.send, contribution_bytes());
+                seg_.unchecked = op_.number;
+                finish(RT_SUCCESS, {}, false);
+                return true;
+            }
         } else {
             std::memcpy(&mine.headers[op_.number % 2], &h, sizeof h);
         }
@@ -901,6 +964,10 @@ bool Job::poll() {
         if (!moved) break;
         ++events_;
     }
+    return idle();
+}
+
+bool Job::idle() {
     // The clock costs as much as a poll: read every 16th idle poll, the deadline counted from the first reading.
     if (++idle_polls_ % 16 != 0) return false;
     const auto now = Clock::now();

@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <memory>
 #include <random>
 #include <string>
 #include <thread>
@@ -416,6 +417,46 @@ void started_at_call(rtComm_t comm, rtStream_t s) {
     gate.open.store(true);
     OK(rtStreamSynchronize(s));
     CHECK(value(a) == want, "behind a host function: all-reduce gave %g, expected %g", value(a), want);
+    // 4. Ranks that only write (a broadcast's root, a reduce's other ranks) do not wait for their peers with a shared
+    //    segment. Rank 0 broadcasts 5 values before any other rank calls (they wait for its MPI message): its first
+    //    call finishes within itself, the next ones wait for the peers' calls of the one before (their slots are
+    //    reused from the third); each value arrives intact.
+    const bool in_call = !shm_off() && !std::getenv("RUNTIME_TRACE");
+    constexpr int kAhead = 5;
+    std::vector<std::unique_ptr<Buf>> bufs;
+    for (int k = 0; k < kAhead; ++k) bufs.push_back(std::make_unique<Buf>(sizeof(float)));
+    auto put = [](Buf& x, float v) { x.load(std::vector<char>(reinterpret_cast<char*>(&v), reinterpret_cast<char*>(&v) + 4)); };
+    // (Filled before the calls: a synchronous copy waits for the stream's pending broadcasts.)
+    for (int k = 0; k < kAhead; ++k) put(*bufs[static_cast<size_t>(k)], g_rank == 0 ? 10.0f + static_cast<float>(k) : -1.0f);
+    go = 0;
+    if (g_rank == 0) {
+        for (int k = 0; k < kAhead; ++k) {
+            OK(rtBroadcast(bufs[static_cast<size_t>(k)]->d, bufs[static_cast<size_t>(k)]->d, 1, RT_FLOAT32, 0, comm, s));
+            if (k == 0 && in_call)
+                CHECK(rtStreamQuery(s) == RT_SUCCESS, "a broadcast's root finishes within its call, before the peers");
+        }
+        go = 1;
+    }
+    MPI_Bcast(&go, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    if (g_rank != 0)
+        for (int k = 0; k < kAhead; ++k)
+            OK(rtBroadcast(bufs[static_cast<size_t>(k)]->d, bufs[static_cast<size_t>(k)]->d, 1, RT_FLOAT32, 0, comm, s));
+    OK(rtStreamSynchronize(s));
+    for (int k = 0; k < kAhead; ++k)
+        CHECK(value(*bufs[static_cast<size_t>(k)]) == 10.0f + static_cast<float>(k),
+              "broadcast %d of a root ahead of its peers: got %g", k, value(*bufs[static_cast<size_t>(k)]));
+    //    A reduce to rank 0: the other ranks call first and (with a segment) finish within their calls; rank 0 calls
+    //    after them and gets the sum.
+    set(static_cast<float>(g_rank + 1));
+    put(b, 0.0f);
+    if (g_rank != 0) {
+        OK(rtReduce(a.d, b.d, 1, RT_FLOAT32, RT_REDUCE_SUM, 0, comm, s));
+        if (in_call) CHECK(rtStreamQuery(s) == RT_SUCCESS, "a reduce's non-root rank finishes within its call");
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (g_rank == 0) OK(rtReduce(a.d, b.d, 1, RT_FLOAT32, RT_REDUCE_SUM, 0, comm, s));
+    OK(rtStreamSynchronize(s));
+    if (g_rank == 0) CHECK(value(b) == want, "a reduce whose other ranks called first gave %g, expected %g", value(b), want);
     OK(rtEventDestroy(done));
     OK(rtStreamDestroy(other));
 }
@@ -603,6 +644,29 @@ void faults(rtStream_t s) {
         const rtError_t e = rtStreamSynchronize(s);
         const char* m = rtGetLastErrorMessage();
         CHECK(e == RT_ERROR_INVALID_VALUE && contains(m, "count"), "mismatched counts: %d (%s)", e, m);
+        OK(rtCommDestroy(c));
+    }
+    {  // a mismatched broadcast fails its receivers at once; with a shared segment its root returned before they
+       // called (it only writes), and its next collective fails naming the broadcast and both counts
+        rtComm_t c = make_comm();
+        Buf b(16);
+        OK(rtBroadcast(b.d, b.d, g_rank == 0 ? 2 : 3, RT_FLOAT32, 0, c, s));
+        rtError_t e = rtStreamSynchronize(s);
+        std::string m = rtGetLastErrorMessage();
+        if (g_rank == 0 && !shm_off()) {
+            CHECK(e == RT_SUCCESS, "a broadcast's root does not wait for its peers: %d (%s)", e, m.c_str());
+            OK(rtAllReduce(b.d, b.d, 1, RT_FLOAT32, RT_REDUCE_SUM, c, s));
+            e = rtStreamSynchronize(s);
+            m = rtGetLastErrorMessage();
+            CHECK(e == RT_ERROR_INVALID_VALUE && contains(m.c_str(), "rtAllReduce (collective #2 of communicator") &&
+                      contains(m.c_str(), "collective #1") && contains(m.c_str(), "passed count 2") &&
+                      contains(m.c_str(), "passed count 3"),
+                  "the next collective of a mismatched broadcast's root: %d (%s)", e, m.c_str());
+        } else {
+            CHECK(e == RT_ERROR_INVALID_VALUE && contains(m.c_str(), "rtBroadcast (collective #1 of communicator") &&
+                      contains(m.c_str(), "passed count 2") && contains(m.c_str(), "passed count 3"),
+                  "mismatched broadcast counts: %d (%s)", e, m.c_str());
+        }
         OK(rtCommDestroy(c));
     }
     {  // counts on both sides of the one-round limit (8 B and 32 KiB: the shared segment's two paths, whose headers
