@@ -1154,7 +1154,14 @@ void abort(Communicator& comm) {
 rtError_t async_error(Communicator& comm, std::string* message) {
     if (comm.native())
         if (rtError_t e = comm.native()->async_error_impl(message); e != RT_SUCCESS) return e;
-    return comm.clique().failure(message);
+    if (rtError_t e = comm.clique().failure(message); e != RT_SUCCESS) return e;
+    // Across processes: what a peer recorded in the shared segment (this rank may have nothing in flight to see it),
+    // or what an operation in flight learnt.
+    if (mpi::Group* g = comm.clique().remote()) {
+        g->take_recorded_failure();
+        return g->failure(message);
+    }
+    return RT_SUCCESS;
 }
 
 // ---------------------------------------------------------------- submission and groups

@@ -900,6 +900,15 @@ void Group::poll_notices() {
     }
 }
 
+bool Group::take_recorded_failure() {
+    int rank = -1;
+    rtError_t code = RT_SUCCESS;
+    std::string why;
+    if (!segment_ || !segment_->failure(&rank, &code, &why) || rank == leader()) return false;
+    fail_from_peer(code, format("rank %d: %s", rank, why.c_str()));
+    return true;
+}
+
 rtError_t Group::failure(std::string* why) const {
     if (!failed_.load(std::memory_order_acquire)) return RT_SUCCESS;  // the polls' common case: no lock
     std::lock_guard lock(mutex_);

@@ -163,6 +163,9 @@ public:
     void fail_from_peer(rtError_t code, const std::string& why);
     /// Receives the peers' failure notices that have arrived (fail_from_peer). Any thread.
     void poll_notices();
+    /// Takes in a failure a peer recorded in the shared segment (its MPI notice may come later): true when there is
+    /// one (the group has failed from it). Memory reads only: any thread, even after MPI_Finalize.
+    bool take_recorded_failure();
 
 private:
     /// submit()'s bounded poll of `x` on the calling thread: true when it finished.

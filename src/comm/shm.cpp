@@ -825,11 +825,8 @@ bool Job::poll() {
         finish(code, "the communicator failed: " + why, true);
         return true;
     }
-    int rank = -1;
-    rtError_t code = RT_SUCCESS;
-    if (seg_.failure(&rank, &code, &why) && rank != g_->leader()) {  // a peer failed (its MPI notice may come later)
-        g_->fail_from_peer(code, format("rank %d: %s", rank, why.c_str()));
-        g_->failure(&why);
+    if (g_->take_recorded_failure()) {  // a peer failed
+        const rtError_t code = g_->failure(&why);
         finish(code, "the communicator failed: " + why, true);
         return true;
     }

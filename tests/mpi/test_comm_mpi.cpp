@@ -653,6 +653,15 @@ void faults(rtStream_t s) {
         OK(rtBroadcast(b.d, b.d, g_rank == 0 ? 2 : 3, RT_FLOAT32, 0, c, s));
         rtError_t e = rtStreamSynchronize(s);
         std::string m = rtGetLastErrorMessage();
+        // Every rank's rtCommGetAsyncError reports it once the receivers have seen it (the root's from the failure
+        // record the receivers left in the segment, with nothing of its own in flight).
+        MPI_Barrier(MPI_COMM_WORLD);
+        rtError_t async = RT_SUCCESS;
+        OK(rtCommGetAsyncError(c, &async));
+        const std::string am = rtGetLastErrorMessage();
+        CHECK(async == RT_ERROR_INVALID_VALUE && contains(am.c_str(), "passed count 2") &&
+                  contains(am.c_str(), "passed count 3"), "rtCommGetAsyncError after a mismatched broadcast: %d (%s)",
+              async, am.c_str());
         if (g_rank == 0 && !shm_off()) {
             CHECK(e == RT_SUCCESS, "a broadcast's root does not wait for its peers: %d (%s)", e, m.c_str());
             OK(rtAllReduce(b.d, b.d, 1, RT_FLOAT32, RT_REDUCE_SUM, c, s));
