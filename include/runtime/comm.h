@@ -42,7 +42,11 @@
  * is created; default 30, fractions allowed) fails on the ranks that arrived with RT_ERROR_TIMEOUT naming the missing
  * ranks; ranks that arrive later fail at once. A communicator that failed so, or was aborted, stays failed: its
  * later collectives fail (rtCommGetAsyncError reports why); destroy it and create another. The runtime, its other
- * streams and other communicators are unaffected. */
+ * streams and other communicators are unaffected. Calls that differ across ranks (counts, types, ops, roots, kinds)
+ * fail with RT_ERROR_INVALID_VALUE naming both; across processes on one host, a rank that only writes in a small
+ * collective (a broadcast's root, a reduce's other ranks, up to 16 KiB) does not wait for its peers, as MPI's does
+ * not: there such a difference fails the rank's next collective of the communicator, and rtCommGetAsyncError reports
+ * it once a peer has seen it. */
 #ifndef RUNTIME_COMM_H
 #define RUNTIME_COMM_H
 
