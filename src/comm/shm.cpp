@@ -17,12 +17,18 @@
 // before the headers are checked (it only touches the rank's own slot); the other steps wait for them.
 //
 // Small operations (a rank contributes at most kSmall bytes, one rank per process) take one round instead: the rank
-// copies its contribution (what peers read of it) and its header into its small slot N % 2, then publishes the slot
+// copies its contribution (what peers read of it) and its header into its small slot N % kSmallSlots, then publishes the slot
 // (the header's last word, `number = N`, a release store; up to 32 bytes of input share the header's cache line, so a
 // peer's first look at the slot brings all of a small one); once every slot is there (and the headers match), every
-// rank computes its result straight from the slots — a reduction over all ranks in rank order, the same kernel as the chunked path's, so the result is bitwise the same. The slot of N is rewritten by
-// operation N + 2 only: a rank starts N + 2 after it saw every header of N + 1, which each peer published after it had
-// finished N (operations of a communicator run one at a time on every rank).
+// rank computes its result straight from the slots — a reduction over all ranks in rank order, the same kernel as the
+// chunked path's, so the result is bitwise the same. A rank that only writes (a broadcast's root, a reduce's other
+// ranks) finishes once its slot is published, without waiting for the peers' headers. A rank writes the slot of N
+// (or, on the chunked path, header slot N % 2) only once every peer has published a header numbered at least
+// N - kSmallSlots + 1 (chunked: N - 1): each peer publishes N' after it finished N' - 1, so it no longer reads what
+// the slot held. Waiting for every header of N - 1 — what a rank that did not only write has done — implies it; a
+// rank that ran ahead waits, and then checks the headers of the operations it finished unchecked (Segment::checked):
+// calls that differ still fail on every rank, such a rank at a later operation. Operations of a communicator run
+// one at a time on every rank.
 //
 // Large broadcasts, all-gathers and out-of-place all-to-alls take a single copy when every rank can read the others'
 // memory (Linux cross-memory attach, process_vm_readv: what Open MPI's shared-memory transport does): each rank puts
@@ -66,7 +72,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-constexpr uint64_t kMagic = 0x72742d73686d3034ull;  // "rt-shm04"
+constexpr uint64_t kMagic = 0x72742d73686d3035ull;  // "rt-shm05"
 /// Chunk buffers per input slot and in the output ring: how many chunks may be in flight.
 constexpr uint64_t kDepth = 4;
 /// Bytes of one chunk buffer: large enough that the per-chunk handshakes cost little next to the copies, small enough
@@ -75,9 +81,12 @@ constexpr uint64_t kChunk = 128 * 1024;
 /// The most ranks that get a segment (more: MPI messages). Keeps chunks of all-to-all/reduce-scatter (one sub-chunk per
 /// rank) at least a cache line per rank.
 constexpr int kMaxRanks = 256;
-/// The most bytes a rank contributes to an operation that takes the one-round path (each rank has two slots of it).
+/// The most bytes a rank contributes to an operation that takes the one-round path (each rank has kSmallSlots of it).
 /// Below it a round trip between processes costs more than every rank reducing the whole buffer.
 constexpr uint64_t kSmall = 16 * 1024;
+/// Small slots per rank: a rank that only writes (a broadcast's root) runs up to kSmallSlots - 1 operations ahead of
+/// its peers.
+constexpr uint64_t kSmallSlots = 4;
 /// From this many bytes per rank's buffer (and past the one-round path), broadcast, all-gather and all-to-all read the
 /// peers' buffers directly when every rank can: one copy instead of two.
 constexpr uint64_t kDirect = 16 * 1024;
@@ -159,7 +168,7 @@ struct Layout {
     explicit Layout(int n) {
         control = round_up(sizeof(Head), kLine);
         small = round_up(control + static_cast<uint64_t>(n) * sizeof(Control), 4096);
-        data = small + static_cast<uint64_t>(n) * 2 * kSmallSlot;
+        data = small + static_cast<uint64_t>(n) * kSmallSlots * kSmallSlot;
         bytes = data + (static_cast<uint64_t>(n) + 1) * kDepth * kChunk;
     }
 };
@@ -347,7 +356,8 @@ private:
     /// Rank r's small slot for this operation, and the input in it.
     mpi::Header& small_head(int r) const { return small_head(r, op_.number); }
     mpi::Header& small_head(int r, uint64_t number) const {
-        return *reinterpret_cast<mpi::Header*>(small_area_ + (static_cast<uint64_t>(r) * 2 + number % 2) * kSmallSlot);
+        return *reinterpret_cast<mpi::Header*>(small_area_ +
+                                               (static_cast<uint64_t>(r) * kSmallSlots + number % kSmallSlots) * kSmallSlot);
     }
     char* small_slot(int r) const { return reinterpret_cast<char*>(&small_head(r)) + kSmallData; }
     uint64_t contribution_bytes() const { return shm::contribution_bytes(op_.call, n_); }
@@ -400,14 +410,18 @@ private:
     /// rank's is in its small slot, a chunked rank's in its control block).
     mpi::Header header(int q, uint64_t number, bool small) const;
     /// Whether this rank only writes in this one-round operation (a broadcast's root, a reduce's other ranks): it
-    /// finishes once its slot is published, and the next collective checks the peers' headers (Segment::unchecked).
+    /// finishes once its slot is published; a later collective checks the peers' headers (Segment::checked).
     bool writes_only() const {
         const Call& c = op_.call;
         return small_ && ((c.kind == Kind::broadcast && me_ == c.root) || (c.kind == Kind::reduce && me_ != c.root));
     }
-    /// The wait for and the check of the unchecked collective's headers: false while a peer's is missing (waiting_
-    /// names it) or once this job finished (a mismatch).
-    bool check_unchecked();
+    /// Before this rank writes anything for its operation: waits until every peer has published a header that frees
+    /// the slots it will write, and checks the headers of the collectives it finished unchecked up to there. False
+    /// while a peer's is missing (waiting_ names it) or once this job finished (a mismatch).
+    bool may_write();
+    /// Checks the peers' headers of the collectives this rank finished unchecked, up to `upto` (every peer published
+    /// them); false once this job finished (a mismatch).
+    bool check_through(uint64_t upto);
     /// A poll that moved nothing: false, or true once the deadline has passed (the job then finished timed out).
     bool idle();
     /// The blocks this rank receives in a broadcast, all-gather or all-to-all: each peer's (the operation's B bytes at
@@ -564,36 +578,46 @@ mpi::Header Job::header(int q, uint64_t number, bool small) const {
     return h;
 }
 
-bool Job::check_unchecked() {
-    const uint64_t number = seg_.unchecked;
+bool Job::may_write() {
+    const uint64_t number = op_.number, back = small_ ? kSmallSlots - 1 : 1;
+    if (number <= back || seg_.checked >= number - back) return true;  // the usual case: nothing ran ahead
+    const uint64_t need = number - back;
     bool all = true;
     for (int q = 0; q < n_; ++q)
-        if (q != me_ && ctl(q).header.load(std::memory_order_acquire) < number) {
+        if (q != me_ && ctl(q).header.load(std::memory_order_acquire) < need) {
             waiting_.set(static_cast<size_t>(q));
             all = false;
         }
-    if (!all) return false;
-    seg_.unchecked = 0;
-    // This rank's own header of it is still in its slot: the slot is next written by collective number + 2.
-    const mpi::Header mine = small_head(me_, number);
-    for (int q = 0; q < n_; ++q) {
-        if (q == me_) continue;
-        const mpi::Header h = header(q, number, true);
-        const std::string why = h.magic != mpi::kHeaderMagic
-                                    ? format("rank %d's header in the shared segment is not the runtime's", q)
-                                    : mpi::header_mismatch(mine, h);
-        if (!why.empty()) {
-            finish(RT_ERROR_INVALID_VALUE,
-                   format("the calls of collective #%llu (which returned on this rank before its peers had called it) "
-                          "differ: %s", static_cast<unsigned long long>(number), why.c_str()), true);
-            return false;
+    return all && check_through(need);
+}
+
+bool Job::check_through(uint64_t upto) {
+    // Each of them took the one-round path here and only wrote: this rank's header of it is still in its slot (its
+    // next write is kSmallSlots operations later), as the peers' are (they write theirs again only after this rank's
+    // header of that later operation).
+    for (uint64_t number = seg_.checked + 1; number <= upto; ++number) {
+        const mpi::Header mine = small_head(me_, number);
+        for (int q = 0; q < n_; ++q) {
+            if (q == me_) continue;
+            const mpi::Header h = header(q, number, true);
+            const std::string why = h.magic != mpi::kHeaderMagic
+                                        ? format("rank %d's header in the shared segment is not the runtime's", q)
+                                        : mpi::header_mismatch(mine, h);
+            if (!why.empty()) {
+                finish(RT_ERROR_INVALID_VALUE,
+                       format("the calls of collective #%llu (which returned on this rank before its peers had called "
+                              "it) differ: %s", static_cast<unsigned long long>(number), why.c_str()), true);
+                return false;
+            }
         }
     }
+    seg_.checked = std::max(seg_.checked, upto);
     return true;
 }
 
 bool Job::check_headers() {
     const uint64_t number = op_.number;
+    if (!check_through(number - 1)) return false;  // what this rank ran ahead of (every peer is at `number` now)
     std::vector<int> failed;  // global ranks
     if (op_.failed_before) failed.push_back(op_.rank);
     for (int q = 0; q < n_; ++q) {
@@ -609,6 +633,7 @@ bool Job::check_headers() {
         if (h.flags & 1) failed.push_back(h.rank);
         if (!(h.flags & kFlagReadable)) direct_ = false;
     }
+    seg_.checked = number;
     if (failed.empty()) {
         if (g_->hierarchical() && op_.call.kind != Kind::barrier) {
             plan_ = mpi::make_plan(*g_, op_);
@@ -830,11 +855,9 @@ bool Job::poll() {
         finish(code, "the communicator failed: " + why, true);
         return true;
     }
-    // The previous collective finished here before its peers' headers were there: they may still read this rank's
-    // slots, so nothing of this one is written before those headers come (and they must match that collective's).
-    if (!started_ && seg_.unchecked != 0) {
+    if (!started_) {
         waiting_.reset();
-        if (!check_unchecked()) return finished_ || idle();
+        if (!may_write()) return finished_ || idle();
     }
     if (!started_) {
         started_ = true;
@@ -865,7 +888,6 @@ bool Job::poll() {
                 const Call& c = op_.call;
                 if (c.kind == Kind::broadcast && c.send != c.recv && !op_.failed_before)
                     std::memcpy(c.recv, c.send, contribution_bytes());
-                seg_.unchecked = op_.number;
                 finish(RT_SUCCESS, {}, false);
                 return true;
             }

@@ -61,10 +61,11 @@ public:
     /// it can read every peer's memory (0: not known yet; 1: yes; -1: no). The collectives' lane only.
     bool published = false;
     int readable = 0;
-    /// The number of a collective this rank finished without waiting for its peers' headers (0: none): one-round
-    /// collectives in which this rank only writes (a broadcast's root, a reduce's other ranks). The next collective
-    /// waits for those headers, and checks them, before it writes anything. The collectives' lane only.
-    uint64_t unchecked = 0;
+    /// Every collective up to this number had its peers' headers checked here. One-round collectives in which this
+    /// rank only writes (a broadcast's root, a reduce's other ranks) finish without waiting for them; a later
+    /// collective waits for and checks them before it writes into a slot they may still read. The collectives' lane
+    /// only.
+    uint64_t checked = 0;
 
 private:
     Segment(char* base, uint64_t bytes, int fd) : base_(base), bytes_(bytes), fd_(fd) {}

@@ -418,11 +418,11 @@ void started_at_call(rtComm_t comm, rtStream_t s) {
     OK(rtStreamSynchronize(s));
     CHECK(value(a) == want, "behind a host function: all-reduce gave %g, expected %g", value(a), want);
     // 4. Ranks that only write (a broadcast's root, a reduce's other ranks) do not wait for their peers with a shared
-    //    segment. Rank 0 broadcasts 5 values before any other rank calls (they wait for its MPI message): its first
-    //    call finishes within itself, the next ones wait for the peers' calls of the one before (their slots are
-    //    reused from the third); each value arrives intact.
+    //    segment. Rank 0 broadcasts 6 values before any other rank calls (they wait for its MPI message): its first
+    //    calls finish within themselves, the ones that would reuse a slot the peers have not read yet (a rank has 4)
+    //    wait for the peers' calls; each value arrives intact.
     const bool in_call = !shm_off() && !std::getenv("RUNTIME_TRACE");
-    constexpr int kAhead = 5;
+    constexpr int kAhead = 6;
     std::vector<std::unique_ptr<Buf>> bufs;
     for (int k = 0; k < kAhead; ++k) bufs.push_back(std::make_unique<Buf>(sizeof(float)));
     auto put = [](Buf& x, float v) { x.load(std::vector<char>(reinterpret_cast<char*>(&v), reinterpret_cast<char*>(&v) + 4)); };
