@@ -73,6 +73,8 @@ void check(rtError_t e, const char* what) {
 
 }  // namespace
 
+constexpr int kRounds = 9;
+
 /// The MPI mode's main: rows from `min_bytes` to `max_bytes` of every collective, or of the one named `only`.
 int bench_comm_mpi(size_t min_bytes, size_t max_bytes, const char* only, bool quick) {
     Mpi m{};
@@ -145,7 +147,7 @@ int bench_comm_mpi(size_t min_bytes, size_t max_bytes, const char* only, bool qu
             std::printf("%s# %s across %d processes (mpirun), one rank each on cpu:0, against %s; time per operation "
                         "(ours: including the stream's synchronize), the slowest rank's mean, median of %d alternating "
                         "rounds; ratio = MPI time / ours\n", first ? "" : "\n", col.name, size, col.peer,
-                        quick ? 1 : 7);
+                        quick ? 1 : kRounds);
             std::printf("%12s %11s | %11s %9s %9s %6s | %11s %9s %9s %6s | %6s\n", "size(B)", "count", "ours(us)", "algbw",
                         "busbw", "#wrong", "mpi(us)", "algbw", "busbw", "#wrong", "ratio");
         }
@@ -179,8 +181,10 @@ int bench_comm_mpi(size_t min_bytes, size_t max_bytes, const char* only, bool qu
                 return all;
             };
             reset_recv();
-            const int iters = static_cast<int>(std::clamp<size_t>((size_t{64} << 20) / bytes, 3, quick ? 200 : 2000));
-            const int rounds = quick ? 1 : 7;
+            // A round moves 64 MiB per rank, and takes at least ~5 ms at the smallest sizes (20000 operations): rounds
+            // of a millisecond or less moved the ratio by +-10% between runs (a timer tick, a migration).
+            const int iters = static_cast<int>(std::clamp<size_t>((size_t{64} << 20) / bytes, 3, quick ? 200 : 20000));
+            const int rounds = quick ? 1 : kRounds;
             // Ours and MPI's alternate over `rounds` rounds of `iters` operations each (warmed up first); each side's
             // figure is its median round: one preempted round on a shared host moves neither side.
             for (int i = 0; i < 3; ++i) check(col.ours(send, recv, count), col.name);

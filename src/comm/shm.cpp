@@ -430,6 +430,24 @@ private:
     template <class Fetch>
     bool gather_blocks(Fetch&& fetch);
     void post_small();
+    /// Whether this rank reads peer q's small slot in this operation.
+    bool reads_slot(int q) const {
+        const Call& c = op_.call;
+        return q != me_ && (c.kind != Kind::reduce || me_ == c.root) && (c.kind != Kind::broadcast || q == c.root);
+    }
+    /// While waiting for peer q's slot: when the input it will read lies in the two lines past the header's (up to
+    /// 128 bytes), asks for them now. The peer writes them before its header, so they are usually final by the
+    /// time its header is seen missing; their misses then overlap the header's (128 B all-reduce: ~3% faster).
+    /// Larger inputs are left alone: asking again and again for lines the peer is writing slows it down.
+    void prefetch_early(int q) const {
+        const Call& c = op_.call;
+        const uint64_t end = kSmallData + contribution_bytes();
+        if (end <= kLine || end > 3 * kLine || c.kind == Kind::reduce_scatter || c.kind == Kind::all_to_all ||
+            !reads_slot(q))
+            return;
+        const char* slot = reinterpret_cast<const char*>(&small_head(q));
+        for (uint64_t off = kLine; off < end; off += kLine) __builtin_prefetch(slot + off);
+    }
     void finish_small();
     void post(uint64_t k);
     void middle(uint64_t k);
@@ -684,9 +702,8 @@ void Job::finish_small() {
     // reading any, so that their misses overlap (the first few KiB; the hardware prefetcher streams the rest).
     const bool blocks = c.kind == Kind::reduce_scatter || c.kind == Kind::all_to_all;
     const size_t at = blocks ? static_cast<size_t>(me_) * B : 0, ahead = std::min<size_t>(B, 4096);
-    const bool reads = c.kind != Kind::reduce || me_ == c.root;  // a reduce's other ranks read nothing
-    for (int q = 0; q < n_ && reads; ++q)
-        if (q != me_ && (c.kind != Kind::broadcast || q == c.root))
+    for (int q = 0; q < n_; ++q)
+        if (reads_slot(q))
             for (size_t off = 0; off < ahead; off += kLine) __builtin_prefetch(small_slot(q) + at + off);
     Sources src(n_);
     // Rank q's input at byte offset `at` (this rank's own straight from `send`).
@@ -908,6 +925,7 @@ bool Job::poll() {
                             : ctl(q).header.load(std::memory_order_acquire)) < op_.number) {
                     waiting_.set(static_cast<size_t>(q));
                     all = false;
+                    if (small_) prefetch_early(q);
                 }
             if (all) {
                 checked_ = moved = true;
