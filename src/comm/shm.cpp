@@ -298,8 +298,11 @@ uint64_t contribution_bytes(const Call& c, int n) {
 }  // namespace
 
 bool one_round(const mpi::Group& g, const Call& call) {
+    // An all-gather of 16 KiB per rank is read straight from the peers' buffers (the single copy, where the system
+    // allows it) rather than copied in and out of the slots: 3.8 -> 3.0 µs at 2 processes (broadcasts were not faster).
+    const uint64_t limit = call.kind == Kind::all_gather ? kSmall - 1 : kSmall;
     return g.segment() && !g.hierarchical() && call.kind != Kind::barrier && call.kind != Kind::send &&
-           call.kind != Kind::recv && contribution_bytes(call, g.size()) <= kSmall;
+           call.kind != Kind::recv && contribution_bytes(call, g.size()) <= limit;
 }
 
 namespace {

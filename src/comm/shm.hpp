@@ -75,7 +75,7 @@ private:
 };
 
 /// Whether `call` takes the one-round path on `g`: g has a segment and one rank per process, and each rank
-/// contributes at most 16 KiB (a collective other than a barrier).
+/// contributes at most 16 KiB (an all-gather: less; a collective other than a barrier).
 bool one_round(const mpi::Group& g, const Call& call);
 
 /// A collective of `g` (whose segment is mapped) run through the segment: pollable like the MPI exchanges. `spare`
