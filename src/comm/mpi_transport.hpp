@@ -153,6 +153,8 @@ public:
     /// theirs; blocks until every process has (or the timeout). Called once per split per process.
     SplitResult split(uint64_t number, const std::vector<SplitPart>& local);
 
+    /// More ranks on this host than it has cores (the same answer on every rank of the host).
+    bool oversubscribed() const { return oversubscribed_; }
     /// The shared segment when every rank is on this host (join made and mapped it), else null: MPI messages.
     shm::Segment* segment() const { return segment_.get(); }
     void set_segment(std::unique_ptr<shm::Segment> s) { segment_ = std::move(s); }

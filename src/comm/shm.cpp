@@ -383,6 +383,12 @@ private:
     bool direct_kind() const {
         const Call& c = op_.call;
         if (small_ || g_->hierarchical() || c.count * es_ < kDirect) return false;
+        // With more ranks than cores, a broadcast's root and an all-gather's ranks would wait for their readers one by
+        // one, each needing a core: the segment's chunks, which let a writer run kDepth chunks ahead, do better there
+        // (4 processes on 2 cores: broadcast 32 KiB 0.45-0.49 -> 0.67-0.87x MPI, 128 KiB-8 MiB mostly 0.7-1.0 ->
+        // 0.9-1.7x; all-gather 128 KiB 0.75-1.17 -> 1.41-1.53x). An all-to-all, where every rank reads as much as it
+        // is read, keeps the single copy (it did better with it).
+        if (g_->oversubscribed() && c.kind != Kind::all_to_all) return false;
         // An in-place all-to-all overwrites blocks the peers still read: it goes through the segment.
         return c.kind == Kind::broadcast || c.kind == Kind::all_gather || (c.kind == Kind::all_to_all && c.send != c.recv);
     }
