@@ -17,18 +17,18 @@
 // before the headers are checked (it only touches the rank's own slot); the other steps wait for them.
 //
 // Small operations (a rank contributes at most kSmall bytes, one rank per process) take one round instead: the rank
-// copies its contribution (what peers read of it) and its header into its small slot N % kSmallSlots, then publishes the slot
-// (the header's last word, `number = N`, a release store; up to 32 bytes of input share the header's cache line, so a
-// peer's first look at the slot brings all of a small one); once every slot is there (and the headers match), every
-// rank computes its result straight from the slots — a reduction over all ranks in rank order, the same kernel as the
-// chunked path's, so the result is bitwise the same. A rank that only writes (a broadcast's root, a reduce's other
-// ranks) finishes once its slot is published, without waiting for the peers' headers. A rank writes the slot of N
-// (or, on the chunked path, header slot N % 2) only once every peer has published a header numbered at least
-// N - kSmallSlots + 1 (chunked: N - 1): each peer publishes N' after it finished N' - 1, so it no longer reads what
-// the slot held. Waiting for every header of N - 1 — what a rank that did not only write has done — implies it; a
-// rank that ran ahead waits, and then checks the headers of the operations it finished unchecked (Segment::checked):
-// calls that differ still fail on every rank, such a rank at a later operation. Operations of a communicator run
-// one at a time on every rank.
+// copies its contribution (what peers read of it) and its header into its small slot N % kSmallSlots, then publishes
+// the slot (the header's last word, `number = N`, a release store; up to 32 bytes of input share the header's cache
+// line, so a peer's first look at the slot brings all of a small one); once every slot is there (and the headers
+// match), every rank computes its result straight from the slots — a reduction over all ranks in rank order, the same
+// kernel as the chunked path's, so the result is bitwise the same. A rank that only writes (a broadcast's root, a
+// reduce's other ranks) finishes once its slot is published, without waiting for the peers' headers. A rank writes
+// the slot of N (or, on the chunked path, header slot N % 2) only once every peer has published a header numbered at
+// least N - kSmallSlots + 1 (chunked: N - 1): each peer publishes N' after it finished N' - 1, so it no longer reads
+// what the slot held. Waiting for every header of N - 1 — what a rank that did not only write has done — implies it;
+// a rank that ran ahead waits, and then checks the headers of the operations it finished unchecked
+// (Segment::checked): calls that differ still fail on every rank, such a rank at a later operation. Operations of a
+// communicator run one at a time on every rank.
 //
 // Large broadcasts, all-gathers and out-of-place all-to-alls take a single copy when every rank can read the others'
 // memory (Linux cross-memory attach, process_vm_readv: what Open MPI's shared-memory transport does): each rank puts
@@ -359,8 +359,8 @@ private:
     /// Rank r's small slot for this operation, and the input in it.
     mpi::Header& small_head(int r) const { return small_head(r, op_.number); }
     mpi::Header& small_head(int r, uint64_t number) const {
-        return *reinterpret_cast<mpi::Header*>(small_area_ +
-                                               (static_cast<uint64_t>(r) * kSmallSlots + number % kSmallSlots) * kSmallSlot);
+        const uint64_t slot = static_cast<uint64_t>(r) * kSmallSlots + number % kSmallSlots;
+        return *reinterpret_cast<mpi::Header*>(small_area_ + slot * kSmallSlot);
     }
     char* small_slot(int r) const { return reinterpret_cast<char*>(&small_head(r)) + kSmallData; }
     uint64_t contribution_bytes() const { return shm::contribution_bytes(op_.call, n_); }
@@ -884,8 +884,6 @@ bool Job::poll() {
     if (!started_) {
         waiting_.reset();
         if (!may_write()) return finished_ || idle();
-    }
-    if (!started_) {
         started_ = true;
         if (small_) post_small();  // published by the header's release
         if (!seg_.published) {  // what the peers need to probe this process (the header's release publishes it)
@@ -909,7 +907,7 @@ bool Job::poll() {
             // sooner than in this core (128 B: ~0.56 -> ~0.51 µs, 512 B: ~0.72 -> ~0.60 µs per all-reduce). Not a
             // slot of one line, which the peers poll: it would only slow this rank's own next write of it.
             if (kSmallData + contribution_bytes() > kLine) demote(&slot, kSmallData + contribution_bytes());
-            if (writes_only()) {  // done: the next collective waits for the peers (MPI_Bcast's root does not wait either)
+            if (writes_only()) {  // done: a later collective waits for the peers (as MPI_Bcast's root, which does not)
                 mine.header.store(op_.number, std::memory_order_release);
                 const Call& c = op_.call;
                 if (c.kind == Kind::broadcast && c.send != c.recv && !op_.failed_before)
