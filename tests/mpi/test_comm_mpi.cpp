@@ -389,15 +389,21 @@ void started_at_call(rtComm_t comm, rtStream_t s) {
         CHECK(value(b) == want, "a copy ordered after the pending all-reduce by an event read %g", value(b));
     }
     // 2. Peers there already: rank 0 calls after every other rank's call has returned (the barrier); with a shared
-    //    segment its call finds their contributions and finishes within it.
+    //    segment its call finds their contributions and finishes within it. Rank 0 calls on a stream that never had
+    //    work: right after a synchronize returns, the thread that ran a stream's last task may not have marked it idle
+    //    yet, and a collective on a stream that is not idle is queued.
+    rtStream_t fresh = nullptr;
+    OK(rtStreamCreateWithFlags(&fresh, RT_STREAM_NON_BLOCKING));
     set(static_cast<float>(g_rank + 1));
     if (g_rank != 0) OK(rtAllReduce(a.d, a.d, 1, RT_FLOAT32, RT_REDUCE_SUM, comm, s));
     MPI_Barrier(MPI_COMM_WORLD);
     if (g_rank == 0) {
-        OK(rtAllReduce(a.d, a.d, 1, RT_FLOAT32, RT_REDUCE_SUM, comm, s));
+        OK(rtAllReduce(a.d, a.d, 1, RT_FLOAT32, RT_REDUCE_SUM, comm, fresh));
         if (!shm_off() && !std::getenv("RUNTIME_TRACE"))  // a traced collective is always queued (its span)
-            CHECK(rtStreamQuery(s) == RT_SUCCESS, "an all-reduce whose peers had called it finishes within the call");
+            CHECK(rtStreamQuery(fresh) == RT_SUCCESS, "an all-reduce whose peers had called it finishes within the call");
+        OK(rtStreamSynchronize(fresh));
     }
+    OK(rtStreamDestroy(fresh));
     OK(rtStreamSynchronize(s));
     CHECK(value(a) == want, "peers there already: all-reduce gave %g, expected %g", value(a), want);
     // 3. A busy stream: a host function ahead of the all-reduce writes its input once released (after the call), so
@@ -419,9 +425,9 @@ void started_at_call(rtComm_t comm, rtStream_t s) {
     CHECK(value(a) == want, "behind a host function: all-reduce gave %g, expected %g", value(a), want);
     // 4. Ranks that only write (a broadcast's root, a reduce's other ranks) do not wait for their peers with a shared
     //    segment. Rank 0 broadcasts 6 values before any other rank calls (they wait for its MPI message): its first
-    //    calls finish within themselves, the ones that would reuse a slot the peers have not read yet (a rank has 4)
-    //    wait for the peers' calls; each value arrives intact.
-    const bool in_call = !shm_off() && !std::getenv("RUNTIME_TRACE");
+    //    completes (its stream synchronizes) before they call; the ones that would reuse a slot the peers have not read
+    //    yet (a rank has 4) wait for the peers' calls; each value arrives intact. (Without a segment every rank waits
+    //    for all: that synchronize would wait for the peers, which wait for rank 0.)
     constexpr int kAhead = 6;
     std::vector<std::unique_ptr<Buf>> bufs;
     for (int k = 0; k < kAhead; ++k) bufs.push_back(std::make_unique<Buf>(sizeof(float)));
@@ -432,8 +438,9 @@ void started_at_call(rtComm_t comm, rtStream_t s) {
     if (g_rank == 0) {
         for (int k = 0; k < kAhead; ++k) {
             OK(rtBroadcast(bufs[static_cast<size_t>(k)]->d, bufs[static_cast<size_t>(k)]->d, 1, RT_FLOAT32, 0, comm, s));
-            if (k == 0 && in_call)
-                CHECK(rtStreamQuery(s) == RT_SUCCESS, "a broadcast's root finishes within its call, before the peers");
+            if (k == 0 && !shm_off())
+                CHECK(rtStreamSynchronize(s) == RT_SUCCESS, "a broadcast's root completes before its peers call: %s",
+                      rtGetLastErrorMessage());
         }
         go = 1;
     }
@@ -445,13 +452,15 @@ void started_at_call(rtComm_t comm, rtStream_t s) {
     for (int k = 0; k < kAhead; ++k)
         CHECK(value(*bufs[static_cast<size_t>(k)]) == 10.0f + static_cast<float>(k),
               "broadcast %d of a root ahead of its peers: got %g", k, value(*bufs[static_cast<size_t>(k)]));
-    //    A reduce to rank 0: the other ranks call first and (with a segment) finish within their calls; rank 0 calls
-    //    after them and gets the sum.
+    //    A reduce to rank 0: the other ranks call first and (with a segment) complete before rank 0 calls; it gets
+    //    the sum.
     set(static_cast<float>(g_rank + 1));
     put(b, 0.0f);
     if (g_rank != 0) {
         OK(rtReduce(a.d, b.d, 1, RT_FLOAT32, RT_REDUCE_SUM, 0, comm, s));
-        if (in_call) CHECK(rtStreamQuery(s) == RT_SUCCESS, "a reduce's non-root rank finishes within its call");
+        if (!shm_off())
+            CHECK(rtStreamSynchronize(s) == RT_SUCCESS, "a reduce's other ranks complete before its root calls: %s",
+                  rtGetLastErrorMessage());
     }
     MPI_Barrier(MPI_COMM_WORLD);
     if (g_rank == 0) OK(rtReduce(a.d, b.d, 1, RT_FLOAT32, RT_REDUCE_SUM, 0, comm, s));
