@@ -420,6 +420,11 @@ private:
     /// Rank q's published header of collective `number`, which took the one-round path here if `small` (a one-round
     /// rank's is in its small slot, a chunked rank's in its control block).
     mpi::Header header(int q, uint64_t number, bool small) const;
+    /// Why rank q's header `h` of an operation differs from this rank's `mine` (empty: they match).
+    static std::string mismatch(int q, const mpi::Header& mine, const mpi::Header& h) {
+        return h.magic != mpi::kHeaderMagic ? format("rank %d's header in the shared segment is not the runtime's", q)
+                                            : mpi::header_mismatch(mine, h);
+    }
     /// Whether this rank only writes in this one-round operation (a broadcast's root, a reduce's other ranks): it
     /// finishes once its slot is published; a later collective checks the peers' headers (Segment::checked).
     bool writes_only() const {
@@ -628,11 +633,7 @@ bool Job::check_through(uint64_t upto) {
         const mpi::Header mine = small_head(me_, number);
         for (int q = 0; q < n_; ++q) {
             if (q == me_) continue;
-            const mpi::Header h = header(q, number, true);
-            const std::string why = h.magic != mpi::kHeaderMagic
-                                        ? format("rank %d's header in the shared segment is not the runtime's", q)
-                                        : mpi::header_mismatch(mine, h);
-            if (!why.empty()) {
+            if (const std::string why = mismatch(q, mine, header(q, number, true)); !why.empty()) {
                 finish(RT_ERROR_INVALID_VALUE,
                        format("the calls of collective #%llu (which returned on this rank before its peers had called "
                               "it) differ: %s", static_cast<unsigned long long>(number), why.c_str()), true);
@@ -649,13 +650,11 @@ bool Job::check_headers() {
     if (!check_through(number - 1)) return false;  // what this rank ran ahead of (every peer is at `number` now)
     std::vector<int> failed;  // global ranks
     if (op_.failed_before) failed.push_back(op_.rank);
+    const mpi::Header own = mpi::header_of(op_);
     for (int q = 0; q < n_; ++q) {
         if (q == me_) continue;
         const mpi::Header h = header(q, number, small_);
-        std::string why = h.magic != mpi::kHeaderMagic
-                              ? format("rank %d's header in the shared segment is not the runtime's", q)
-                              : mpi::header_mismatch(op_, h);
-        if (!why.empty()) {
+        if (const std::string why = mismatch(q, own, h); !why.empty()) {
             finish(RT_ERROR_INVALID_VALUE, why, true);
             return false;
         }
@@ -909,19 +908,18 @@ bool Job::poll() {
             // sooner than in this core (128 B: ~0.56 -> ~0.51 µs, 512 B: ~0.72 -> ~0.60 µs per all-reduce). Not a
             // slot of one line, which the peers poll: it would only slow this rank's own next write of it.
             if (kSmallData + contribution_bytes() > kLine) demote(&slot, kSmallData + contribution_bytes());
-            if (writes_only()) {  // done: a later collective waits for the peers (as MPI_Bcast's root, which does not)
-                mine.header.store(op_.number, std::memory_order_release);
-                const Call& c = op_.call;
-                if (c.kind == Kind::broadcast && c.send != c.recv && !op_.failed_before)
-                    std::memcpy(c.recv, c.send, contribution_bytes());
-                finish(RT_SUCCESS, {}, false);
-                return true;
-            }
         } else {
             std::memcpy(&mine.headers[op_.number % 2], &h, sizeof h);
         }
         mine.header.store(op_.number, std::memory_order_release);  // the latest published, whichever the place
         base_ = seg_.chunks;  // the previous collective has finished: its chunks are counted
+        if (writes_only()) {  // done: a later collective waits for the peers (as MPI_Bcast's root, which does not)
+            const Call& c = op_.call;
+            if (c.kind == Kind::broadcast && c.send != c.recv && !op_.failed_before)
+                std::memcpy(c.recv, c.send, contribution_bytes());
+            finish(RT_SUCCESS, {}, false);
+            return true;
+        }
     }
     const int64_t D = static_cast<int64_t>(kDepth);
     for (;;) {
